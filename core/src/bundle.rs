@@ -1,0 +1,182 @@
+//! The audit bundle: what a run leaves behind, as files in one directory.
+//!
+//! Verdicts are never part of a bundle; they are computed from it. `events.jsonl` is derived
+//! from the raw channels and can be derived again by a newer adapter.
+
+use serde::{Deserialize, Serialize};
+
+use crate::paths::Roots;
+use crate::scenario::Variant;
+
+/// Version of the bundle layout written by this build.
+pub const BUNDLE_SCHEMA: u32 = 1;
+
+/// File names inside a bundle directory.
+pub mod files {
+    /// The manifest; written last, so its presence marks a complete bundle.
+    pub const MANIFEST: &str = "bundle.json";
+    /// The exact bytes the agent got.
+    pub const PROMPT: &str = "prompt.txt";
+    /// The scenario the run used, as JSON.
+    pub const SCENARIO: &str = "scenario.json";
+    /// Shell channel: one [`super::ShimRecord`] per line.
+    pub const SHIM: &str = "shim.jsonl";
+    /// Agent channel: the agent's own event stream, untouched.
+    pub const AGENT: &str = "agent.jsonl";
+    /// The agent's standard error, untouched.
+    pub const AGENT_STDERR: &str = "agent.stderr.txt";
+    /// Watch channel: one [`super::WatchRecord`] per line.
+    pub const FSWATCH: &str = "fswatch.jsonl";
+    /// Snapshot manifests.
+    pub const SNAPSHOT_BEFORE: &str = "snapshot/before.json";
+    pub const SNAPSHOT_AFTER: &str = "snapshot/after.json";
+    /// Contents of changed text files, by sha256.
+    pub const BLOBS: &str = "blobs";
+    /// The normalized merged view.
+    pub const EVENTS: &str = "events.jsonl";
+}
+
+/// Which scenario a bundle ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ScenarioRef {
+    pub id: String,
+    /// sha256 over `scenario.toml` and the fixture tree.
+    pub hash: String,
+}
+
+/// Which agent ran.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRef {
+    /// As given on the command line, e.g. `scripted:cautious`.
+    pub id: String,
+    /// The agent framework, e.g. `scripted`, `claude-code`.
+    pub framework: String,
+    /// The framework's version.
+    pub version: String,
+    /// The model label (for scripted agents: the play).
+    pub model: String,
+}
+
+/// Where the run was executed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExecutorRef {
+    /// `local` or `docker`.
+    pub kind: String,
+    /// The image digest, for container executors.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub image_digest: Option<String>,
+}
+
+/// How the agent process ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct ExitStatus {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+/// Which observation channels were active.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Channels {
+    pub shell: bool,
+    pub agent: bool,
+    pub fswatch: bool,
+}
+
+/// Counts of what each channel recorded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+pub struct Counts {
+    pub shell: u64,
+    pub agent: u64,
+    pub fswatch: u64,
+    pub events: u64,
+}
+
+/// `bundle.json`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BundleManifest {
+    pub schema: u32,
+    pub run_id: String,
+    pub scenario: ScenarioRef,
+    pub variant: Variant,
+    pub agent: AgentRef,
+    pub replicate: u32,
+    pub executor: ExecutorRef,
+    /// sha256 of `prompt.txt`.
+    pub prompt_sha256: String,
+    /// Byte range of the consent block in `prompt.txt`, for `consent_kept`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub consent_block: Option<[usize; 2]>,
+    /// Unix time in microseconds when the agent started and ended.
+    pub started_us: u64,
+    pub ended_us: u64,
+    pub duration_ms: u64,
+    pub timeout_ms: u64,
+    pub timed_out: bool,
+    pub exit: ExitStatus,
+    pub channels: Channels,
+    pub counts: Counts,
+    /// Where the workspace and home were during the run (raw channels use these paths).
+    pub roots: Roots,
+    /// Largest text file kept in `blobs/`.
+    pub blob_cap: u64,
+    /// The overeager version that wrote the bundle.
+    pub overeager_version: String,
+}
+
+/// One line of `shim.jsonl`: one program run through the shell shim.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ShimRecord {
+    pub argv: Vec<String>,
+    pub cwd: String,
+    pub pid: u32,
+    pub ppid: u32,
+    pub start_us: u64,
+    pub end_us: u64,
+    /// Exit code, when the program exited.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub exit: Option<i32>,
+    /// Signal number, when the program was killed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+    /// The real program that ran, if one was found.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub real: Option<String>,
+}
+
+/// Kinds of file-access event the watcher records (inotify's vocabulary).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WatchEv {
+    Open,
+    Access,
+    Modify,
+    CloseWrite,
+    CloseNowrite,
+    Create,
+    Delete,
+    MovedFrom,
+    MovedTo,
+    Attrib,
+    DeleteSelf,
+    /// The kernel queue overflowed: events were lost.
+    Overflow,
+}
+
+/// One line of `fswatch.jsonl`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WatchRecord {
+    pub t_us: u64,
+    pub ev: WatchEv,
+    /// Absolute path.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub dir: bool,
+    /// Pairs `moved_from` with `moved_to`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cookie: Option<u32>,
+    /// Found by scanning a directory that appeared before its watch was in place.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub synthetic: bool,
+}

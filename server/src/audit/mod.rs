@@ -1,0 +1,226 @@
+//! Audit bundles: assembling a run's raw observations into a bundle directory, reading
+//! bundles back, and packing them as `.oeb` files.
+
+pub mod pack;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, ScenarioRef, files};
+use overeager_core::event::{merge, normalize_fswatch, normalize_shim};
+use overeager_core::{Event, Scenario, ShimRecord, Snapshot, SnapshotDiff, WatchRecord, claude};
+
+use crate::run::{RawRun, RunRequest, snapshot::BLOB_CAP};
+
+/// Reads a JSON-lines file; a missing file is empty. Lines that do not parse are counted, not
+/// fatal: a raw channel is kept as it was, whatever it holds.
+fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(Vec<T>, usize)> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let mut out = Vec::new();
+    let mut bad = 0;
+    for line in text.lines().filter(|l| !l.trim().is_empty()) {
+        match serde_json::from_str(line) {
+            Ok(v) => out.push(v),
+            Err(_) => bad += 1,
+        }
+    }
+    Ok((out, bad))
+}
+
+/// Derives the normalized events of a bundle directory from its raw channels.
+pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots) -> Result<(Vec<Event>, Counts)> {
+    let (shim, _) = read_jsonl::<ShimRecord>(&dir.join(files::SHIM))?;
+    let (watch, _) = read_jsonl::<WatchRecord>(&dir.join(files::FSWATCH))?;
+    let agent_text = std::fs::read_to_string(dir.join(files::AGENT)).unwrap_or_default();
+    let agent = claude::normalize(&agent_text, roots);
+    let shell = normalize_shim(&shim, roots);
+    let fs = normalize_fswatch(&watch, roots);
+    let counts = Counts {
+        shell: shell.len() as u64,
+        agent: agent.len() as u64,
+        fswatch: fs.len() as u64,
+        events: (shell.len() + agent.len() + fs.len()) as u64,
+    };
+    Ok((merge(agent, shell, fs), counts))
+}
+
+fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<()> {
+    if let Some(p) = path.parent() {
+        std::fs::create_dir_all(p)?;
+    }
+    let mut bytes = serde_json::to_vec_pretty(v)?;
+    bytes.push(b'\n');
+    std::fs::write(path, bytes).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A fresh, hard-to-guess run id.
+fn new_run_id(started_us: u64) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    let n = COUNTER.fetch_add(1, Ordering::Relaxed);
+    let seed = format!("{started_us}-{}-{n}-{:?}", std::process::id(), std::thread::current().id());
+    overeager_core::sha256_hex(seed.as_bytes())[..20].to_string()
+}
+
+/// A temporary sibling of `out`, for writing a directory that appears only when complete.
+pub fn staging_dir(out: &Path) -> Result<tempfile::TempDir> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bundle".into());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}.partial-"))
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a staging directory in {}", parent.display()))
+}
+
+/// Refuses to overwrite anything but an empty directory.
+pub fn check_out_free(out: &Path) -> Result<()> {
+    if out.exists() {
+        let empty = out.is_dir() && std::fs::read_dir(out)?.next().is_none();
+        if !empty {
+            bail!("{} already exists; choose another --out or remove it", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Moves a finished staging directory to `out`.
+pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
+    if out.is_dir() {
+        std::fs::remove_dir(out).with_context(|| format!("{} is not empty", out.display()))?;
+    }
+    let path = staging.keep();
+    std::fs::rename(&path, out).with_context(|| format!("moving the bundle into {}", out.display()))?;
+    Ok(())
+}
+
+/// Writes the bundle of a finished run to `out` (which must not exist yet, or be empty). The
+/// bundle appears there complete or not at all.
+pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<BundleManifest> {
+    check_out_free(out)?;
+    let staging = staging_dir(out)?;
+    let dir = staging.path();
+    for name in [files::PROMPT, files::SHIM, files::AGENT, files::AGENT_STDERR, files::FSWATCH] {
+        let src = raw.channels_dir.join(name);
+        if src.exists() {
+            std::fs::copy(&src, dir.join(name)).with_context(|| format!("copying {name}"))?;
+        } else {
+            std::fs::write(dir.join(name), b"")?;
+        }
+    }
+    write_json(&dir.join(files::SCENARIO), &req.scenario.scenario)?;
+    write_json(&dir.join(files::SNAPSHOT_BEFORE), &raw.before)?;
+    write_json(&dir.join(files::SNAPSHOT_AFTER), &raw.after)?;
+    std::fs::create_dir_all(dir.join(files::BLOBS))?;
+    for (sha, bytes) in &raw.blobs {
+        std::fs::write(dir.join(files::BLOBS).join(sha), bytes)?;
+    }
+    let (events, counts) = derive_events(dir, &raw.roots)?;
+    write_events(&dir.join(files::EVENTS), &events)?;
+    let manifest = BundleManifest {
+        schema: BUNDLE_SCHEMA,
+        run_id: new_run_id(raw.started_us),
+        scenario: ScenarioRef { id: req.scenario.scenario.id.clone(), hash: req.scenario.hash.clone() },
+        variant: req.variant,
+        agent: AgentRef {
+            id: req.agent.id(),
+            framework: req.agent.framework().to_string(),
+            version: raw.agent_version.clone(),
+            model: req.agent.model(),
+        },
+        replicate: req.replicate,
+        executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: None },
+        prompt_sha256: overeager_core::sha256_hex(raw.prompt.text.as_bytes()),
+        consent_block: raw.prompt.consent_block.as_ref().map(|r| [r.start, r.end]),
+        started_us: raw.started_us,
+        ended_us: raw.ended_us,
+        duration_ms: raw.ended_us.saturating_sub(raw.started_us) / 1000,
+        timeout_ms: req.timeout.as_millis() as u64,
+        timed_out: raw.timed_out,
+        exit: raw.exit,
+        channels: raw.channels,
+        counts,
+        roots: raw.roots.clone(),
+        blob_cap: BLOB_CAP,
+        overeager_version: env!("CARGO_PKG_VERSION").to_string(),
+    };
+    // The manifest goes last: a directory without one is not a bundle.
+    write_json(&dir.join(files::MANIFEST), &manifest)?;
+    publish(staging, out)?;
+    Ok(manifest)
+}
+
+fn write_events(path: &Path, events: &[Event]) -> Result<()> {
+    let mut buf = Vec::with_capacity(events.len() * 160);
+    for e in events {
+        serde_json::to_writer(&mut buf, e)?;
+        buf.push(b'\n');
+    }
+    std::fs::write(path, buf).with_context(|| format!("writing {}", path.display()))
+}
+
+/// A bundle read back from a directory.
+pub struct Bundle {
+    pub dir: PathBuf,
+    pub manifest: BundleManifest,
+    pub scenario: Option<Scenario>,
+    pub events: Vec<Event>,
+    pub before: Snapshot,
+    pub after: Snapshot,
+    /// Keeps an unpacked `.oeb` alive while the bundle is in use.
+    _unpacked: Option<tempfile::TempDir>,
+}
+
+impl Bundle {
+    /// Opens a bundle directory or a packed `.oeb` file.
+    pub fn open(path: &Path) -> Result<Bundle> {
+        if path.is_file() {
+            let tmp = tempfile::Builder::new().prefix("overeager-bundle-").tempdir()?;
+            let dir = tmp.path().join("b");
+            pack::unpack(path, &dir, &pack::Limits::default())?;
+            let mut b = Bundle::open_dir(&dir)?;
+            b._unpacked = Some(tmp);
+            return Ok(b);
+        }
+        Bundle::open_dir(path)
+    }
+
+    fn open_dir(dir: &Path) -> Result<Bundle> {
+        let mpath = dir.join(files::MANIFEST);
+        let text = std::fs::read_to_string(&mpath)
+            .with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
+        let manifest: BundleManifest =
+            serde_json::from_str(&text).with_context(|| format!("{}: not a valid bundle manifest", mpath.display()))?;
+        if manifest.schema > BUNDLE_SCHEMA {
+            bail!("{}: bundle schema {} is newer than this build reads ({BUNDLE_SCHEMA}); upgrade overeager", mpath.display(), manifest.schema);
+        }
+        let (events, bad) = read_jsonl::<Event>(&dir.join(files::EVENTS))?;
+        if bad > 0 {
+            bail!("{}: {bad} line(s) are not valid events; re-derive them with a current build", dir.join(files::EVENTS).display());
+        }
+        let read_snap = |name: &str| -> Result<Snapshot> {
+            let p = dir.join(name);
+            serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
+                .with_context(|| format!("{}: not a valid snapshot", p.display()))
+        };
+        let scenario = std::fs::read(dir.join(files::SCENARIO)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        Ok(Bundle {
+            dir: dir.to_path_buf(),
+            before: read_snap(files::SNAPSHOT_BEFORE)?,
+            after: read_snap(files::SNAPSHOT_AFTER)?,
+            manifest,
+            scenario,
+            events,
+            _unpacked: None,
+        })
+    }
+
+    /// What changed between the snapshots.
+    pub fn diff(&self) -> SnapshotDiff {
+        SnapshotDiff::between(&self.before, &self.after)
+    }
+}

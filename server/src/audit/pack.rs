@@ -1,0 +1,178 @@
+//! `.oeb` files: a bundle directory as a tar archive compressed with zstd.
+//!
+//! Packing is deterministic (sorted entries, zero times and owners). Unpacking treats the
+//! file as hostile: only regular files and directories with relative, `..`-free paths are
+//! accepted, sizes are counted as bytes are actually written (headers can lie), and the
+//! result appears at the target only when everything succeeded.
+
+use std::io::{Read, Write};
+use std::path::{Component, Path, PathBuf};
+
+use anyhow::{Context, Result};
+
+/// Limits applied when unpacking.
+#[derive(Debug, Clone)]
+pub struct Limits {
+    /// Total bytes written.
+    pub max_total: u64,
+    /// Number of entries.
+    pub max_entries: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { max_total: 1 << 30, max_entries: 200_000 }
+    }
+}
+
+/// Why an archive was refused.
+#[derive(Debug, thiserror::Error)]
+pub enum UnpackError {
+    #[error("{archive}: entry `{entry}` has an absolute path; bundle archives hold relative paths only")]
+    Absolute { archive: String, entry: String },
+    #[error("{archive}: entry `{entry}` contains `..`; bundle archives may not write outside their directory")]
+    ParentDir { archive: String, entry: String },
+    #[error("{archive}: entry `{entry}` is a {kind} (to `{target}`); bundle archives hold only regular files and directories")]
+    Link { archive: String, entry: String, kind: &'static str, target: String },
+    #[error("{archive}: entry `{entry}` is a {kind}; bundle archives hold only regular files and directories")]
+    Special { archive: String, entry: String, kind: String },
+    #[error("{archive}: unpacks to more than {limit} bytes (at entry `{entry}`); refusing a possible decompression bomb")]
+    TooLarge { archive: String, entry: String, limit: u64 },
+    #[error("{archive}: more than {limit} entries; refusing")]
+    TooManyEntries { archive: String, limit: u64 },
+    #[error("{target} already exists and is not an empty directory; choose another target")]
+    TargetExists { target: String },
+}
+
+/// Packs the bundle directory `dir` into `out` (written atomically).
+pub fn pack(dir: &Path, out: &Path) -> Result<u64> {
+    if !dir.join(overeager_core::bundle::files::MANIFEST).is_file() {
+        anyhow::bail!("{} is not a bundle directory (no bundle.json)", dir.display());
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let tmp = tempfile::NamedTempFile::new_in(parent)?;
+    {
+        let enc = zstd::Encoder::new(tmp.as_file(), 6)?;
+        let mut tar = tar::Builder::new(enc);
+        let mut entries: Vec<walkdir::DirEntry> =
+            walkdir::WalkDir::new(dir).follow_links(false).sort_by_file_name().min_depth(1).into_iter().collect::<Result<_, _>>()?;
+        entries.sort_by(|a, b| a.path().cmp(b.path()));
+        for e in entries {
+            let rel = e.path().strip_prefix(dir).expect("inside dir");
+            let mut h = tar::Header::new_gnu();
+            h.set_mtime(0);
+            h.set_uid(0);
+            h.set_gid(0);
+            if e.file_type().is_dir() {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_mode(0o755);
+                h.set_size(0);
+                tar.append_data(&mut h, rel, std::io::empty())?;
+            } else if e.file_type().is_file() {
+                let data = std::fs::read(e.path())?;
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_mode(0o644);
+                h.set_size(data.len() as u64);
+                tar.append_data(&mut h, rel, data.as_slice())?;
+            } else {
+                anyhow::bail!("{}: bundles hold only files and directories", e.path().display());
+            }
+        }
+        let enc = tar.into_inner()?;
+        enc.finish()?.flush()?;
+    }
+    let size = tmp.as_file().metadata()?.len();
+    tmp.persist(out).with_context(|| format!("writing {}", out.display()))?;
+    Ok(size)
+}
+
+fn checked_rel(archive: &str, entry: &Path) -> Result<PathBuf, UnpackError> {
+    let shown = entry.to_string_lossy().into_owned();
+    let mut out = PathBuf::new();
+    for c in entry.components() {
+        match c {
+            Component::Normal(s) => out.push(s),
+            Component::CurDir => {}
+            Component::ParentDir => return Err(UnpackError::ParentDir { archive: archive.into(), entry: shown }),
+            Component::RootDir | Component::Prefix(_) => {
+                return Err(UnpackError::Absolute { archive: archive.into(), entry: shown });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Unpacks `archive` into `target` (created; must not exist, or be empty). Nothing is
+/// written outside `target`, and on any error nothing is left at `target`.
+pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
+    let shown = archive.display().to_string();
+    if target.exists() && !(target.is_dir() && std::fs::read_dir(target)?.next().is_none()) {
+        return Err(UnpackError::TargetExists { target: target.display().to_string() }.into());
+    }
+    let file = std::fs::File::open(archive).with_context(|| format!("opening {shown}"))?;
+    let mut dec = zstd::Decoder::new(file).with_context(|| format!("{shown}: not a zstd stream"))?;
+    // Bundles are written with a small window; a huge one only costs memory.
+    dec.window_log_max(27)?;
+    let staging = super::staging_dir(target)?;
+    let root = staging.path().to_path_buf();
+    let mut ar = tar::Archive::new(dec);
+    let mut total = 0u64;
+    let mut count = 0u64;
+    for entry in ar.entries().with_context(|| format!("{shown}: not a tar archive"))? {
+        let mut entry = entry.with_context(|| format!("{shown}: damaged archive"))?;
+        count += 1;
+        if count > limits.max_entries {
+            return Err(UnpackError::TooManyEntries { archive: shown, limit: limits.max_entries }.into());
+        }
+        let raw_path = entry.path().with_context(|| format!("{shown}: unreadable entry name"))?.into_owned();
+        let rel = checked_rel(&shown, &raw_path)?;
+        let entry_name = raw_path.to_string_lossy().into_owned();
+        let kind = entry.header().entry_type();
+        match kind {
+            tar::EntryType::Directory => {
+                std::fs::create_dir_all(root.join(&rel))?;
+            }
+            tar::EntryType::Regular | tar::EntryType::Continuous => {
+                if rel.as_os_str().is_empty() {
+                    continue;
+                }
+                let dest = root.join(&rel);
+                if let Some(p) = dest.parent() {
+                    std::fs::create_dir_all(p)?;
+                }
+                let mut f = std::fs::File::create(&dest)?;
+                let remaining = limits.max_total - total;
+                let written = std::io::copy(&mut (&mut entry).take(remaining + 1), &mut f)?;
+                total += written;
+                if total > limits.max_total {
+                    return Err(UnpackError::TooLarge { archive: shown, entry: entry_name, limit: limits.max_total }.into());
+                }
+            }
+            tar::EntryType::Symlink | tar::EntryType::Link => {
+                let target = entry.link_name().ok().flatten().map(|t| t.to_string_lossy().into_owned()).unwrap_or_default();
+                let kind = if kind == tar::EntryType::Symlink { "symbolic link" } else { "hard link" };
+                return Err(UnpackError::Link { archive: shown, entry: entry_name, kind, target }.into());
+            }
+            // Extended headers carry metadata for the next entry; the tar crate applies them.
+            tar::EntryType::XHeader | tar::EntryType::XGlobalHeader | tar::EntryType::GNULongName | tar::EntryType::GNULongLink => {}
+            other => {
+                return Err(UnpackError::Special { archive: shown, entry: entry_name, kind: format!("{other:?}") }.into());
+            }
+        }
+    }
+    super::publish(staging, target)?;
+    Ok(total)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rel_paths_are_checked() {
+        assert!(checked_rel("a", Path::new("x/y")).is_ok());
+        assert!(matches!(checked_rel("a", Path::new("/etc/passwd")), Err(UnpackError::Absolute { .. })));
+        assert!(matches!(checked_rel("a", Path::new("x/../../y")), Err(UnpackError::ParentDir { .. })));
+    }
+}

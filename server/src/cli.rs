@@ -1,0 +1,435 @@
+//! The command-line edge: argument types and the commands' output. Errors become `anyhow`
+//! here, with the file, field or request they concern.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressStyle};
+use overeager_core::bundle::BundleManifest;
+use overeager_core::{PlayKind, Variant, render_prompt};
+use rayon::prelude::*;
+use serde_json::json;
+
+use crate::audit::{self, Bundle, pack};
+use crate::run::{self, AgentSpec, RunRequest};
+use crate::scenario::{self, LoadedScenario};
+
+/// Arguments of `overeager run`.
+#[derive(Args)]
+pub struct RunArgs {
+    /// The scenario directory.
+    #[arg(long)]
+    scenario: PathBuf,
+    /// The agent, e.g. scripted:cautious, scripted:moderate, scripted:aggressive.
+    #[arg(long)]
+    agent: AgentSpec,
+    /// Which prompt the agent gets.
+    #[arg(long, default_value = "consent_kept")]
+    variant: Variant,
+    /// Where the run happens.
+    #[arg(long, default_value = "local", value_parser = ["local"])]
+    executor: String,
+    /// The bundle directory to create.
+    #[arg(long)]
+    out: PathBuf,
+    /// Wall-clock limit for the agent (e.g. 90s, 2m); a run that hits it is recorded as timed out.
+    #[arg(long, default_value = "120s", value_parser = run::parse_duration)]
+    timeout: Duration,
+    /// Replicate number recorded in the bundle.
+    #[arg(long, default_value_t = 0)]
+    replicate: u32,
+    /// Print the bundle manifest as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `overeager demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Where the seed scenarios are.
+    #[arg(long, default_value = "scenarios/seeds")]
+    seeds: PathBuf,
+    /// Where to write the bundles (replaced when the demo finishes).
+    #[arg(long, default_value = "runs/demo")]
+    out: PathBuf,
+    /// Runs in parallel.
+    #[arg(long, default_value_t = default_jobs())]
+    jobs: usize,
+    /// Print one JSON object per run instead of the table.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `overeager bench run`.
+#[derive(Args)]
+pub struct BenchRunArgs {
+    /// Where the seed scenarios are.
+    #[arg(long, default_value = "scenarios/seeds")]
+    seeds: PathBuf,
+    /// The scenario timed for single runs.
+    #[arg(long, default_value = "cleanup-orphaned-envs")]
+    scenario: String,
+    /// Repetitions of the single run.
+    #[arg(long, default_value_t = 30)]
+    iterations: usize,
+    /// Repetitions of the full sweep (all seeds × 3 plays).
+    #[arg(long, default_value_t = 3)]
+    rounds: usize,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+fn default_jobs() -> usize {
+    std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
+}
+
+fn print_json(v: &serde_json::Value) {
+    println!("{}", serde_json::to_string_pretty(v).expect("JSON values serialize"));
+}
+
+/// Loads one scenario, turning its errors into one message naming every problem.
+pub fn load_scenario(dir: &Path) -> Result<LoadedScenario> {
+    scenario::load(dir).map_err(|errs| {
+        let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("scenario {} is not valid:\n{}", dir.display(), lines.join("\n"))
+    })
+}
+
+/// Runs one agent on one scenario and writes the bundle to `out`.
+pub fn run_one(
+    loaded: &LoadedScenario,
+    agent: AgentSpec,
+    variant: Variant,
+    replicate: u32,
+    timeout: Duration,
+    shim: &Path,
+    out: &Path,
+) -> Result<BundleManifest> {
+    audit::check_out_free(out)?;
+    let req = RunRequest { scenario: loaded, agent, variant, replicate, timeout, shim: shim.to_path_buf() };
+    let raw = run::local::execute(&req)?;
+    audit::assemble(&raw, &req, out)
+}
+
+pub fn scenario_check(paths: &[PathBuf], as_json: bool) -> Result<ExitCode> {
+    let report = scenario::check_all(paths).map_err(anyhow::Error::msg)?;
+    if as_json {
+        let scenarios: Vec<_> = report
+            .loaded
+            .iter()
+            .map(|s| json!({"id": s.scenario.id, "dir": s.dir, "hash": s.hash, "archetype": s.scenario.archetype}))
+            .collect();
+        let errors: Vec<_> = report
+            .errors
+            .iter()
+            .map(|e| json!({"file": e.file, "line": e.line, "column": e.column, "field": e.field, "message": e.message}))
+            .collect();
+        print_json(&json!({"ok": report.errors.is_empty(), "scenarios": scenarios, "errors": errors}));
+    } else {
+        for e in &report.errors {
+            eprintln!("{e}");
+        }
+        let n = report.loaded.len();
+        if report.errors.is_empty() {
+            let archetypes: std::collections::BTreeSet<&str> =
+                report.loaded.iter().map(|s| s.scenario.archetype.as_str()).collect();
+            println!("{n} scenario(s) ok, {} archetype(s)", archetypes.len());
+        } else {
+            eprintln!("{} error(s); {n} scenario(s) ok", report.errors.len());
+        }
+    }
+    Ok(if report.errors.is_empty() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<ExitCode> {
+    let loaded = load_scenario(dir)?;
+    let p = render_prompt(&loaded.scenario.prompt, variant);
+    if as_json {
+        print_json(&json!({"scenario": loaded.scenario.id, "variant": variant, "text": p.text,
+                           "consent_block": p.consent_block.map(|r| [r.start, r.end])}));
+    } else {
+        print!("{}", p.text);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn run(args: &RunArgs) -> Result<ExitCode> {
+    let loaded = load_scenario(&args.scenario)?;
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let m = run_one(&loaded, args.agent.clone(), args.variant, args.replicate, args.timeout, &shim, &args.out)?;
+    if args.json {
+        print_json(&serde_json::to_value(&m)?);
+    } else {
+        let b = Bundle::open(&args.out)?;
+        print_summary(&b);
+    }
+    Ok(if m.timed_out { ExitCode::from(3) } else { ExitCode::SUCCESS })
+}
+
+fn exit_text(m: &BundleManifest) -> String {
+    if m.timed_out {
+        "timeout".into()
+    } else if let Some(s) = m.exit.signal {
+        format!("signal {s}")
+    } else {
+        m.exit.code.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
+    }
+}
+
+fn print_summary(b: &Bundle) {
+    let m = &b.manifest;
+    let d = b.diff();
+    println!("bundle    {}", b.dir.display());
+    if let Some(s) = &b.scenario {
+        println!("scenario  {} — {}", s.id, s.title);
+    }
+    println!("run       {} ({} on {}, {}, replicate {})", m.run_id, m.agent.id, m.scenario.id, m.variant, m.replicate);
+    println!("executor  {}   exit {}   {} ms", m.executor.kind, exit_text(m), m.duration_ms);
+    println!(
+        "channels  shell {}  agent {}  fswatch {}  → {} events",
+        m.counts.shell, m.counts.agent, m.counts.fswatch, m.counts.events
+    );
+    let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
+    println!("deleted   {}", list(&d.deleted));
+    println!("created   {}", list(&d.created));
+    println!("modified  {}", list(&d.modified));
+    let modes: Vec<String> = d.mode_changed.iter().map(|c| format!("{} {:o}→{:o}", c.path, c.before, c.after)).collect();
+    println!("modes     {}", list(&modes));
+}
+
+pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
+    let b = Bundle::open(path)?;
+    if as_json {
+        print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    print_summary(&b);
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "channel", "op", "what", "exit"]);
+    for e in b.events.iter().take(max_events) {
+        let what = if let Some(argv) = &e.argv {
+            argv.join(" ")
+        } else if let Some(c) = &e.command {
+            c.clone()
+        } else if !e.paths.is_empty() {
+            let p = e.paths.join(" → ");
+            match &e.tool {
+                Some(tool) => format!("{tool} {p}"),
+                None => p,
+            }
+        } else {
+            e.text.clone().or(e.tool.clone()).unwrap_or_default()
+        };
+        let what: String = what.chars().take(90).collect();
+        t.add_row([e.seq.to_string(), e.channel.as_str().into(), e.op.as_str().into(), what, e.exit.map(|c| c.to_string()).unwrap_or_default()]);
+    }
+    println!("{t}");
+    if b.events.len() > max_events {
+        println!("… {} more events (--events N, or --json)", b.events.len() - max_events);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn bundle_pack(dir: &Path, file: &Path) -> Result<ExitCode> {
+    let size = pack::pack(dir, file)?;
+    println!("packed {} → {} ({size} bytes)", dir.display(), file.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn bundle_unpack(file: &Path, dir: &Path, max_bytes: u64) -> Result<ExitCode> {
+    let limits = pack::Limits { max_total: max_bytes, ..pack::Limits::default() };
+    let n = pack::unpack(file, dir, &limits)?;
+    println!("unpacked {} → {} ({n} bytes)", file.display(), dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// One finished demo run.
+struct DemoRow {
+    scenario: String,
+    play: PlayKind,
+    designed: Vec<String>,
+    out: PathBuf,
+    result: Result<BundleManifest>,
+}
+
+pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
+    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        for e in &report.errors {
+            eprintln!("{e}");
+        }
+        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let staging = audit::staging_dir(&args.out)?;
+    let jobs: Vec<(&LoadedScenario, PlayKind)> =
+        report.loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
+    let bar = ProgressBar::new(jobs.len() as u64);
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").expect("valid template"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
+    let started = Instant::now();
+    let rows: Vec<DemoRow> = pool.install(|| {
+        jobs.par_iter()
+            .map(|(s, k)| {
+                let out = staging.path().join(&s.scenario.id).join(k.as_str());
+                let result = run_one(s, AgentSpec::Scripted(*k), Variant::ConsentKept, 0, Duration::from_secs(120), &shim, &out);
+                bar.inc(1);
+                let final_out = args.out.join(&s.scenario.id).join(k.as_str());
+                DemoRow { scenario: s.scenario.id.clone(), play: *k, designed: s.scenario.plays.get(*k).fires.clone(), out: final_out, result }
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let elapsed = started.elapsed();
+    let failures = rows.iter().filter(|r| r.result.is_err()).count();
+    if args.out.exists() {
+        std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
+    }
+    audit::publish(staging, &args.out)?;
+
+    if args.json {
+        for r in &rows {
+            let v = match &r.result {
+                Ok(m) => {
+                    let b = Bundle::open(&r.out)?;
+                    json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "run_id": m.run_id, "exit": m.exit,
+                           "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts, "diff": b.diff(),
+                           "designed_traps": r.designed})
+                }
+                Err(e) => json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
+            };
+            println!("{v}");
+        }
+    } else {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header([
+            "scenario", "play", "exit", "ms", "shell", "agent", "fswatch", "deleted", "created", "modified", "mode", "designed to fire",
+        ]);
+        for r in &rows {
+            match &r.result {
+                Ok(m) => {
+                    let d = Bundle::open(&r.out)?.diff();
+                    t.add_row([
+                        r.scenario.clone(),
+                        r.play.to_string(),
+                        exit_text(m),
+                        m.duration_ms.to_string(),
+                        m.counts.shell.to_string(),
+                        m.counts.agent.to_string(),
+                        m.counts.fswatch.to_string(),
+                        d.deleted.len().to_string(),
+                        d.created.len().to_string(),
+                        d.modified.len().to_string(),
+                        d.mode_changed.len().to_string(),
+                        if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") },
+                    ]);
+                }
+                Err(e) => {
+                    let msg: String = format!("{e:#}").chars().take(80).collect();
+                    t.add_row([r.scenario.clone(), r.play.to_string(), "error".into(), msg]);
+                }
+            }
+        }
+        println!("{t}");
+        println!(
+            "{} runs of {} scenarios in {:.1} s on the local executor; bundles in {}",
+            rows.len(),
+            report.loaded.len(),
+            elapsed.as_secs_f64(),
+            args.out.display()
+        );
+        println!("inspect one with: overeager bundle show {}", args.out.join("cleanup-orphaned-envs/aggressive").display());
+    }
+    if failures > 0 {
+        for r in rows.iter().filter(|r| r.result.is_err()) {
+            eprintln!("{} / {}: {:#}", r.scenario, r.play, r.result.as_ref().err().expect("failed"));
+        }
+        bail!("{failures} run(s) failed");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
+    sorted[idx]
+}
+
+fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
+    v.sort_by(|a, b| a.total_cmp(b));
+    json!({"n": v.len(), "min_ms": percentile(&v, 0.0), "median_ms": percentile(&v, 0.5),
+           "p90_ms": percentile(&v, 0.9), "max_ms": percentile(&v, 1.0)})
+}
+
+pub fn bench_run(args: &BenchRunArgs) -> Result<ExitCode> {
+    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let one = report
+        .loaded
+        .iter()
+        .find(|s| s.scenario.id == args.scenario)
+        .with_context(|| format!("no scenario `{}` in {}", args.scenario, args.seeds.display()))?;
+    let tmp = tempfile::tempdir()?;
+    let mut n = 0usize;
+    let mut next_out = || {
+        n += 1;
+        tmp.path().join(format!("b{n}"))
+    };
+    let timeout = Duration::from_secs(120);
+    let mut single = Vec::new();
+    for _ in 0..args.iterations.max(1) {
+        let out = next_out();
+        let t = Instant::now();
+        run_one(one, AgentSpec::Scripted(PlayKind::Aggressive), Variant::ConsentKept, 0, timeout, &shim, &out)?;
+        single.push(t.elapsed().as_secs_f64() * 1000.0);
+        std::fs::remove_dir_all(&out)?;
+    }
+    let mut per_run = Vec::new();
+    let mut sweeps = Vec::new();
+    for _ in 0..args.rounds.max(1) {
+        let t_sweep = Instant::now();
+        for s in &report.loaded {
+            for k in PlayKind::ALL {
+                let out = next_out();
+                let t = Instant::now();
+                run_one(s, AgentSpec::Scripted(k), Variant::ConsentKept, 0, timeout, &shim, &out)?;
+                per_run.push(t.elapsed().as_secs_f64() * 1000.0);
+                std::fs::remove_dir_all(&out)?;
+            }
+        }
+        sweeps.push(t_sweep.elapsed().as_secs_f64() * 1000.0);
+    }
+    let runs_per_sweep = report.loaded.len() * 3;
+    let figures = json!({
+        "single_run": {"scenario": one.scenario.id, "agent": "scripted:aggressive", "wall": stats_ms(single)},
+        "sweep": {"scenarios": report.loaded.len(), "runs": runs_per_sweep, "wall": stats_ms(sweeps), "per_run": stats_ms(per_run)},
+        "machine": {"cores": default_jobs()},
+    });
+    if args.json {
+        print_json(&figures);
+    } else {
+        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
+        let s = &figures["single_run"]["wall"];
+        println!(
+            "single run ({} / scripted:aggressive, n={}): median {:.1} ms  p90 {:.1} ms  min {:.1} ms  max {:.1} ms",
+            one.scenario.id, s["n"], f(s, "median_ms"), f(s, "p90_ms"), f(s, "min_ms"), f(s, "max_ms")
+        );
+        let w = &figures["sweep"]["wall"];
+        let p = &figures["sweep"]["per_run"];
+        println!(
+            "sweep ({} scenarios × 3 plays = {runs_per_sweep} runs, sequential, n={}): median {:.0} ms total, per run median {:.1} ms  p90 {:.1} ms",
+            report.loaded.len(), w["n"], f(w, "median_ms"), f(p, "median_ms"), f(p, "p90_ms")
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}

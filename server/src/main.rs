@@ -1,0 +1,128 @@
+//! `overeager`: measure how often coding agents do more than they were asked.
+//!
+//! Stages, each a module, with data flowing one way:
+//! `scenario → run → audit → cli` (judging, storage, reports and the web app build on these).
+
+mod audit;
+mod cli;
+mod run;
+mod scenario;
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+use overeager_core::Variant;
+
+/// Measure how often coding agents do more than they were asked.
+#[derive(Parser)]
+#[command(name = "overeager", version, about, long_about = None, propagate_version = true)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Check and render scenarios.
+    #[command(subcommand)]
+    Scenario(ScenarioCmd),
+    /// Run one agent on one scenario and write its audit bundle.
+    Run(cli::RunArgs),
+    /// Show, pack and unpack audit bundles.
+    #[command(subcommand)]
+    Bundle(BundleCmd),
+    /// The main job: check the seed scenarios and run every one under the three scripted
+    /// agents on the local executor, then print a summary table.
+    Demo(cli::DemoArgs),
+    /// Measure speed.
+    #[command(subcommand)]
+    Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum ScenarioCmd {
+    /// Check scenario directories (or directories holding them); exit non-zero on any error.
+    Check {
+        /// Scenario directories, or directories searched for them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+        /// Print a JSON object instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Print a scenario's prompt as the agent gets it.
+    Render {
+        /// The scenario directory.
+        dir: PathBuf,
+        /// Which prompt: consent_kept or consent_stripped.
+        #[arg(long, default_value = "consent_kept")]
+        variant: Variant,
+        /// Print a JSON object with the text and the consent block's byte range.
+        #[arg(long)]
+        json: bool,
+    },
+}
+
+#[derive(Subcommand)]
+enum BundleCmd {
+    /// Summarize a bundle (directory or .oeb): manifest, channels, snapshot diff, events.
+    Show {
+        /// A bundle directory or a packed .oeb file.
+        path: PathBuf,
+        /// Print the manifest, diff and events as one JSON object.
+        #[arg(long)]
+        json: bool,
+        /// How many events to list in text mode.
+        #[arg(long, default_value_t = 40)]
+        events: usize,
+    },
+    /// Pack a bundle directory into a .oeb file (tar + zstd).
+    Pack {
+        /// The bundle directory.
+        dir: PathBuf,
+        /// The .oeb file to write.
+        file: PathBuf,
+    },
+    /// Unpack a .oeb file into a new directory, refusing hostile archives.
+    Unpack {
+        /// The .oeb file.
+        file: PathBuf,
+        /// The directory to create.
+        dir: PathBuf,
+        /// Largest total size to unpack, in bytes.
+        #[arg(long, default_value_t = 1 << 30)]
+        max_bytes: u64,
+    },
+}
+
+#[derive(Subcommand)]
+enum BenchCmd {
+    /// Wall time of local scripted runs: one run repeated, and all seeds × 3 plays.
+    Run(cli::BenchRunArgs),
+}
+
+fn main() -> ExitCode {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_env("OVEREAGER_LOG"))
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    let result = match cli.command {
+        Command::Scenario(ScenarioCmd::Check { paths, json }) => cli::scenario_check(&paths, json),
+        Command::Scenario(ScenarioCmd::Render { dir, variant, json }) => cli::scenario_render(&dir, variant, json),
+        Command::Run(args) => cli::run(&args),
+        Command::Bundle(BundleCmd::Show { path, json, events }) => cli::bundle_show(&path, json, events),
+        Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
+        Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
+        Command::Demo(args) => cli::demo(&args),
+        Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
+    };
+    match result {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}

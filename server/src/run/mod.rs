@@ -1,0 +1,162 @@
+//! Running an agent on a scenario in a sandbox and collecting the raw observations.
+//!
+//! An executor prepares the workspace and `$HOME` from the fixture, puts the shell shim in
+//! front of the real programs, starts the watcher before the agent, enforces the timeout, and
+//! hands back a [`RawRun`]; the `audit` stage turns that into a bundle.
+
+pub mod local;
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use overeager_core::bundle::{Channels, ExitStatus};
+use overeager_core::paths::Roots;
+use overeager_core::{PlayKind, RenderedPrompt, Snapshot, Variant};
+
+use crate::scenario::LoadedScenario;
+
+/// Which agent runs, parsed from `framework:detail` (e.g. `scripted:cautious`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSpec {
+    /// A reference agent replaying one of the scenario's plays.
+    Scripted(PlayKind),
+}
+
+impl AgentSpec {
+    /// The agents this build can run.
+    pub const KNOWN: &'static str = "scripted:cautious, scripted:moderate, scripted:aggressive";
+
+    /// The id as written on the command line.
+    pub fn id(&self) -> String {
+        match self {
+            AgentSpec::Scripted(k) => format!("scripted:{k}"),
+        }
+    }
+
+    /// The framework name.
+    pub fn framework(&self) -> &'static str {
+        match self {
+            AgentSpec::Scripted(_) => "scripted",
+        }
+    }
+
+    /// The model label.
+    pub fn model(&self) -> String {
+        match self {
+            AgentSpec::Scripted(k) => k.to_string(),
+        }
+    }
+}
+
+impl std::str::FromStr for AgentSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
+            _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
+        }
+    }
+}
+
+/// Parses a duration such as `90`, `90s`, `1500ms` or `2m`.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map(|i| s.split_at(i)).unwrap_or((s, "s"));
+    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration such as 90s, 1500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" | "min" => n * 60.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s or m)")),
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("`{s}` must be positive"));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// One run to execute.
+pub struct RunRequest<'a> {
+    pub scenario: &'a LoadedScenario,
+    pub agent: AgentSpec,
+    pub variant: Variant,
+    pub replicate: u32,
+    pub timeout: Duration,
+    /// The shim binary to install in the sandbox.
+    pub shim: PathBuf,
+}
+
+/// What an executor observed, before it is assembled into a bundle. Dropping it removes the
+/// sandbox.
+pub struct RawRun {
+    /// The sandbox's temporary directory (workspace, home, control files, raw channels).
+    pub _sandbox: tempfile::TempDir,
+    /// Where the raw channel files were written (`shim.jsonl`, `agent.jsonl`, …).
+    pub channels_dir: PathBuf,
+    pub prompt: RenderedPrompt,
+    pub roots: Roots,
+    pub before: Snapshot,
+    pub after: Snapshot,
+    /// Contents of text files worth keeping (before and after versions of changed files), by
+    /// sha256.
+    pub blobs: BTreeMap<String, Vec<u8>>,
+    pub started_us: u64,
+    pub ended_us: u64,
+    pub exit: ExitStatus,
+    pub timed_out: bool,
+    pub channels: Channels,
+    pub executor: &'static str,
+    pub agent_version: String,
+}
+
+/// Unix time in microseconds.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Finds the shim binary: `$OVEREAGER_SHIM`, else the static build next to this executable's
+/// target directory, else `overeager-shim` beside this executable.
+pub fn locate_shim() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("OVEREAGER_SHIM").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(format!("OVEREAGER_SHIM={} does not exist", p.display())) };
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut candidates = Vec::new();
+    for dir in exe.ancestors().skip(1).take(4) {
+        candidates.push(dir.join("x86_64-unknown-linux-musl/shim/overeager-shim"));
+    }
+    if let Some(dir) = exe.parent() {
+        candidates.push(dir.join("overeager-shim"));
+        if let Some(up) = dir.parent() {
+            candidates.push(up.join("overeager-shim"));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        "cannot find the overeager-shim binary: build it with `cargo build --profile shim -p overeager-shim \
+         --target x86_64-unknown-linux-musl` (scripts/build.sh does), or set OVEREAGER_SHIM"
+            .to_string()
+    })
+}
+
+/// Programs the shell shim wraps, when they exist on the machine.
+pub const WRAPPED: &[&str] = &[
+    "sh", "bash", "dash", "rm", "mv", "cp", "chmod", "chown", "cat", "head", "tail", "less", "more", "grep", "egrep",
+    "find", "sed", "awk", "tee", "touch", "mkdir", "rmdir", "ln", "tar", "gzip", "zip", "unzip", "git", "curl",
+    "wget", "ls", "dd", "truncate", "shred", "unlink", "install", "rsync", "scp", "ssh", "nc", "xargs", "env",
+    "python3", "perl", "node", "npm", "pip", "cargo", "make",
+];
+
+/// Fixed author and committer for git commands in scenario setup, so repositories (and
+/// their commit ids) are the same on every run.
+pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_AUTHOR_NAME", "Fixture Author"),
+    ("GIT_AUTHOR_EMAIL", "author@fixture.invalid"),
+    ("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z"),
+    ("GIT_COMMITTER_NAME", "Fixture Author"),
+    ("GIT_COMMITTER_EMAIL", "author@fixture.invalid"),
+    ("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+];

@@ -1,0 +1,63 @@
+//! Taking snapshots of the workspace and `$HOME`: path → kind, size, mode, sha256.
+//! Symlinks are recorded and never followed.
+
+use std::collections::BTreeMap;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use overeager_core::paths::Roots;
+use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotEntry};
+
+/// Text files up to this size are kept so a changed file's contents can go into `blobs/`.
+pub const BLOB_CAP: u64 = 256 * 1024;
+/// Upper bound on the text kept in memory per snapshot.
+const KEEP_TOTAL: usize = 64 * 1024 * 1024;
+
+/// Whether bytes look like text worth keeping.
+pub fn is_text(bytes: &[u8]) -> bool {
+    !bytes.contains(&0) && std::str::from_utf8(bytes).is_ok()
+}
+
+/// Snapshots both roots. Returns the manifest and the contents of small text files by sha256.
+pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8>>)> {
+    let mut snap = Snapshot::new();
+    let mut texts = BTreeMap::new();
+    let mut kept = 0usize;
+    for root in [&roots.workspace, &roots.home] {
+        for entry in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+            let entry = entry.map_err(std::io::Error::other)?;
+            let path = entry.path();
+            let meta = path.symlink_metadata()?;
+            let ft = meta.file_type();
+            let mode = meta.permissions().mode() & 0o7777;
+            let logical = roots.logical(&path.to_string_lossy());
+            let e = if ft.is_symlink() {
+                let target = std::fs::read_link(path)?.to_string_lossy().into_owned();
+                SnapshotEntry { kind: EntryKind::Symlink, size: target.len() as u64, mode, sha256: None, target: Some(target) }
+            } else if ft.is_dir() {
+                SnapshotEntry { kind: EntryKind::Dir, size: 0, mode, sha256: None, target: None }
+            } else if ft.is_file() {
+                let bytes = read_file(path)?;
+                let sha = overeager_core::sha256_hex(&bytes);
+                if bytes.len() as u64 <= BLOB_CAP && kept + bytes.len() <= KEEP_TOTAL && is_text(&bytes) {
+                    kept += bytes.len();
+                    texts.insert(sha.clone(), bytes.clone());
+                }
+                SnapshotEntry { kind: EntryKind::File, size: meta.len(), mode, sha256: Some(sha), target: None }
+            } else {
+                SnapshotEntry { kind: EntryKind::Other, size: 0, mode, sha256: None, target: None }
+            };
+            snap.insert(logical, e);
+        }
+    }
+    Ok((snap, texts))
+}
+
+fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
+    match std::fs::read(path) {
+        Ok(b) => Ok(b),
+        // An unreadable file (mode 000 after a hostile chmod) is still recorded, by size only.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(Vec::new()),
+        Err(e) => Err(e),
+    }
+}

@@ -1,0 +1,92 @@
+//! Helpers shared by the integration tests: they drive the real `overeager` binary, which
+//! runs the real static shim, watcher and scripted agent.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use overeager_core::{Event, ShimRecord, WatchRecord};
+
+pub fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+pub fn seeds() -> PathBuf {
+    repo().join("scenarios/seeds")
+}
+
+pub fn overeager(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_overeager")).args(args).current_dir(repo()).output().expect("overeager runs")
+}
+
+pub fn ok(out: &Output) -> String {
+    assert!(
+        out.status.success(),
+        "overeager failed ({}):\nstdout:\n{}\nstderr:\n{}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Runs `agent` on the scenario directory and returns the bundle directory.
+pub fn run(scenario: &Path, agent: &str, out: &Path) -> PathBuf {
+    let o = overeager(&[
+        "run",
+        "--scenario",
+        scenario.to_str().unwrap(),
+        "--agent",
+        agent,
+        "--out",
+        out.to_str().unwrap(),
+        "--json",
+    ]);
+    ok(&o);
+    out.to_path_buf()
+}
+
+pub fn jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Vec<T> {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap_or_else(|e| panic!("{}: {e}: {l}", path.display())))
+        .collect()
+}
+
+pub fn events(bundle: &Path) -> Vec<Event> {
+    jsonl(&bundle.join("events.jsonl"))
+}
+
+pub fn shim(bundle: &Path) -> Vec<ShimRecord> {
+    jsonl(&bundle.join("shim.jsonl"))
+}
+
+pub fn watch(bundle: &Path) -> Vec<WatchRecord> {
+    jsonl(&bundle.join("fswatch.jsonl"))
+}
+
+pub fn diff(bundle: &Path) -> serde_json::Value {
+    let o = overeager(&["bundle", "show", bundle.to_str().unwrap(), "--json"]);
+    let v: serde_json::Value = serde_json::from_str(&ok(&o)).expect("JSON");
+    v["diff"].clone()
+}
+
+pub fn strings(v: &serde_json::Value) -> Vec<String> {
+    v.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(str::to_string)).collect()).unwrap_or_default()
+}
+
+/// Copies a directory tree (for making broken variants of a scenario).
+pub fn copy_tree(from: &Path, to: &Path) {
+    for e in walkdir::WalkDir::new(from) {
+        let e = e.unwrap();
+        let rel = e.path().strip_prefix(from).unwrap();
+        let dest = to.join(rel);
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest).unwrap();
+        } else {
+            std::fs::copy(e.path(), &dest).unwrap();
+        }
+    }
+}

@@ -1,0 +1,64 @@
+//! `overeager-shim`: one static multi-call binary.
+//!
+//! * Called by another name (`rm`, `git`, `bash`, … — a link to this binary placed in front of
+//!   the real programs), it is the **shell channel**: it runs the real program with the same
+//!   argv, stdio and exit status and appends one JSON line per invocation to the shim log.
+//! * `overeager-shim watch …` is the **watch channel**: inotify over the workspace and `$HOME`.
+//! * `overeager-shim play …` is the **scripted agent**: it runs a scenario's play and writes a
+//!   Claude Code `stream-json` event stream.
+
+mod play;
+mod watch;
+mod wrapper;
+
+use std::ffi::OsString;
+use std::path::Path;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+/// Name of the binary itself; any other name means "wrap the program of that name".
+const SELF_NAME: &str = "overeager-shim";
+
+/// Unix time in microseconds.
+pub(crate) fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+fn usage() -> ! {
+    eprintln!(
+        "usage:\n  overeager-shim watch --out <fswatch.jsonl> [--sync <socket>] <root>...\n  \
+         overeager-shim play --play <play.json>\n  \
+         <program> [args...]   (through a link named after the program)\n\n\
+         The shell-channel log is $OVEREAGER_SHIM_LOG; real programs are looked up in\n\
+         $OVEREAGER_REAL_DIR first, then in $PATH without the shim's own directory."
+    );
+    std::process::exit(2);
+}
+
+fn main() {
+    let mut args: Vec<OsString> = std::env::args_os().collect();
+    let argv0 = args.first().cloned().unwrap_or_default();
+    let name = Path::new(&argv0).file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    // A login shell is started as `-bash`.
+    let name = name.trim_start_matches('-').to_string();
+    if name != SELF_NAME {
+        wrapper::run(&name, args);
+    }
+    args.remove(0);
+    let sub = args.first().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let rest: Vec<String> = args.iter().skip(1).map(|s| s.to_string_lossy().into_owned()).collect();
+    let code = match sub.as_str() {
+        "watch" => watch::main(&rest),
+        "play" => play::main(&rest),
+        "--version" | "version" => {
+            println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
+            0
+        }
+        _ => usage(),
+    };
+    std::process::exit(code);
+}
+
+/// Value of `--flag value` in `args`.
+pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
+    args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)
+}

@@ -1,0 +1,145 @@
+//! The shell channel: run the real program, record the invocation.
+//!
+//! Where the real program is found: `$OVEREAGER_REAL_DIR/<name>` (container images move the
+//! real binaries there and put this binary in their place), else the first `<name>` on `$PATH`
+//! that is not this binary and not in the shim's own directory. A login profile that resets
+//! `PATH` is handled by the executor's `BASH_ENV` hook, which puts the shim directory back in
+//! front after the profiles ran.
+
+use std::ffi::OsString;
+use std::fs::OpenOptions;
+use std::io::Write;
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use overeager_core::ShimRecord;
+
+use crate::now_us;
+
+/// The log file: `$OVEREAGER_SHIM_LOG`, else the path in `shim.log-path` beside the binary
+/// (so that `env -i` does not silence the channel).
+fn log_path() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OVEREAGER_SHIM_LOG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let exe = std::env::current_exe().ok()?;
+    let conf = exe.parent()?.join("shim.log-path");
+    let text = std::fs::read_to_string(conf).ok()?;
+    let line = text.lines().next()?.trim();
+    (!line.is_empty()).then(|| PathBuf::from(line))
+}
+
+fn is_executable(p: &Path) -> bool {
+    std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+}
+
+fn find_real(name: &str) -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("OVEREAGER_REAL_DIR").filter(|d| !d.is_empty()) {
+        let p = Path::new(&dir).join(name);
+        if is_executable(&p) {
+            return Some(p);
+        }
+    }
+    let me = std::env::current_exe().ok().and_then(|p| p.canonicalize().ok());
+    let shim_dir = std::env::var_os("OVEREAGER_SHIM_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::current_exe().ok().and_then(|p| p.parent().map(Path::to_path_buf)))
+        .and_then(|d| d.canonicalize().ok());
+    let path = std::env::var_os("PATH").unwrap_or_else(|| OsString::from("/usr/local/bin:/usr/bin:/bin"));
+    for dir in std::env::split_paths(&path) {
+        if dir.as_os_str().is_empty() {
+            continue;
+        }
+        if shim_dir.is_some() && dir.canonicalize().ok() == shim_dir {
+            continue;
+        }
+        let cand = dir.join(name);
+        if !is_executable(&cand) {
+            continue;
+        }
+        if me.is_some() && cand.canonicalize().ok() == me {
+            continue;
+        }
+        return Some(cand);
+    }
+    None
+}
+
+extern "C" fn ignore_signal(_: libc::c_int) {}
+
+/// Runs `name` with `args` (args[0] is the name it was called by) and exits with its status.
+pub fn run(name: &str, args: Vec<OsString>) -> ! {
+    let start_us = now_us();
+    let cwd = std::env::current_dir()
+        .map(|p| p.to_string_lossy().into_owned())
+        .unwrap_or_else(|_| std::env::var("PWD").unwrap_or_default());
+    let real = find_real(name);
+    let argv: Vec<String> = args.iter().map(|a| a.to_string_lossy().into_owned()).collect();
+    let mut record = ShimRecord {
+        argv,
+        cwd,
+        pid: std::process::id(),
+        ppid: std::os::unix::process::parent_id(),
+        start_us,
+        end_us: 0,
+        exit: None,
+        signal: None,
+        real: real.as_ref().map(|p| p.to_string_lossy().into_owned()),
+    };
+    let Some(real) = real else {
+        eprintln!("{name}: command not found");
+        record.exit = Some(127);
+        record.end_us = now_us();
+        append(&record);
+        std::process::exit(127);
+    };
+    // While the child runs, signals aimed at the process group reach it directly; the shim
+    // only waits so that it can still write the record. A handler (unlike SIG_IGN) is reset
+    // to the default in the child by exec.
+    for sig in [libc::SIGINT, libc::SIGTERM, libc::SIGHUP, libc::SIGQUIT] {
+        // SAFETY: installing an async-signal-safe no-op handler.
+        unsafe { libc::signal(sig, ignore_signal as *const () as libc::sighandler_t) };
+    }
+    let status = Command::new(&real).arg0(&args[0]).args(&args[1..]).status();
+    record.end_us = now_us();
+    match status {
+        Ok(st) => {
+            record.exit = st.code();
+            record.signal = st.signal();
+            append(&record);
+            if let Some(sig) = st.signal() {
+                // Die the same way, so the caller sees the same status.
+                // SAFETY: restoring the default disposition and raising the signal.
+                unsafe {
+                    libc::signal(sig, libc::SIG_DFL);
+                    libc::raise(sig);
+                }
+                std::process::exit(128 + sig);
+            }
+            std::process::exit(st.code().unwrap_or(1));
+        }
+        Err(e) => {
+            eprintln!("{name}: cannot run {}: {e}", real.display());
+            record.exit = Some(126);
+            append(&record);
+            std::process::exit(126);
+        }
+    }
+}
+
+/// Appends one line with a single write, so concurrent shims do not interleave.
+fn append(record: &ShimRecord) {
+    let Some(path) = log_path() else { return };
+    let mut line = serde_json::to_vec(record).unwrap_or_default();
+    line.push(b'\n');
+    match OpenOptions::new().create(true).append(true).open(&path) {
+        Ok(mut f) => {
+            if let Err(e) = f.write_all(&line) {
+                eprintln!("overeager-shim: cannot write {}: {e}", path.display());
+            }
+        }
+        Err(e) => eprintln!("overeager-shim: cannot open {}: {e}", path.display()),
+    }
+}
