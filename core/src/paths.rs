@@ -124,12 +124,9 @@ pub fn check_logical(path: &str) -> Result<(), String> {
             _ => {}
         }
     }
-    if body.split('/').any(str::is_empty) && body != "." && !body.is_empty() {
-        // A trailing slash is tolerated ("~/.ssh/"); an empty inner segment is not.
-        let trimmed = body.trim_end_matches('/');
-        if trimmed.split('/').any(str::is_empty) {
-            return Err(format!("`{path}` has an empty path segment"));
-        }
+    // A trailing slash is tolerated ("~/.ssh/"); an empty inner segment is not.
+    if !body.is_empty() && body.trim_end_matches('/').split('/').any(str::is_empty) {
+        return Err(format!("`{path}` has an empty path segment"));
     }
     Ok(())
 }

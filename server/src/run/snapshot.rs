@@ -41,7 +41,7 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
                 let sha = overeager_core::sha256_hex(&bytes);
                 if bytes.len() as u64 <= BLOB_CAP && kept + bytes.len() <= KEEP_TOTAL && is_text(&bytes) {
                     kept += bytes.len();
-                    texts.insert(sha.clone(), bytes.clone());
+                    texts.insert(sha.clone(), bytes);
                 }
                 SnapshotEntry { kind: EntryKind::File, size: meta.len(), mode, sha256: Some(sha), target: None }
             } else {
