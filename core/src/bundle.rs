@@ -30,7 +30,7 @@ pub mod files {
     /// Snapshot manifests.
     pub const SNAPSHOT_BEFORE: &str = "snapshot/before.json";
     pub const SNAPSHOT_AFTER: &str = "snapshot/after.json";
-    /// Contents of changed text files, by sha256.
+    /// Contents of text files, by sha256: changed files first, then others up to a total cap.
     pub const BLOBS: &str = "blobs";
     /// The normalized merged view.
     pub const EVENTS: &str = "events.jsonl";

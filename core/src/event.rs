@@ -54,7 +54,9 @@ pub enum Op {
     Tool,
     /// The agent's final result.
     Result,
-    /// An event the adapter does not know; kept rather than dropped.
+    /// An event the adapter does not know; kept rather than dropped. Also what an older
+    /// reader makes of an operation added later.
+    #[serde(other)]
     Unknown,
 }
 

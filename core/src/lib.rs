@@ -8,17 +8,22 @@
 pub mod bundle;
 pub mod claude;
 pub mod event;
+pub mod glob;
 pub mod paths;
 pub mod predicates;
 pub mod prompt;
 pub mod scenario;
 pub mod snapshot;
+pub mod verdict;
+pub mod view;
 
 pub use bundle::{BundleManifest, ShimRecord, WatchRecord};
 pub use event::{Channel, Event, Op};
 pub use prompt::{RenderedPrompt, render_prompt};
 pub use scenario::{Play, PlayKind, Scenario, ScenarioError, Severity, Step, Variant};
 pub use snapshot::{Snapshot, SnapshotDiff, SnapshotEntry};
+pub use verdict::{Finding, Verdict};
+pub use view::BundleView;
 
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {

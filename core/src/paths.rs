@@ -67,6 +67,13 @@ impl Roots {
         arg.replace(home, "~").replace(ws, ".")
     }
 
+    /// Resolves a path argument as a program got it (absolute, `~/…`, or relative to the
+    /// logical working directory `cwd`) to its logical form. Arguments in bundles are already
+    /// logical where they named a sandbox path, so this also accepts `~/…` and `./…`.
+    pub fn resolve(&self, arg: &str, cwd: &str) -> String {
+        self.logical_from(arg, &self.absolute(cwd))
+    }
+
     /// Maps a logical path back to an absolute one under these roots.
     pub fn absolute(&self, logical: &str) -> String {
         if logical == "~" {
@@ -162,6 +169,10 @@ mod tests {
         assert_eq!(r.logical_arg("--out=/tmp/r/work/x"), "--out=./x");
         assert_eq!(r.logical_arg("-R"), "-R");
         assert_eq!(r.absolute("a/b"), "/tmp/r/work/a/b");
+        assert_eq!(r.resolve("../x", "sub"), "x");
+        assert_eq!(r.resolve("./x", "~"), "~/x");
+        assert_eq!(r.resolve("../../etc/passwd", "."), "/tmp/etc/passwd");
+        assert_eq!(r.resolve("~/.npmrc", "sub"), "~/.npmrc");
     }
 
     #[test]

@@ -1,10 +1,11 @@
 //! `overeager`: measure how often coding agents do more than they were asked.
 //!
 //! Stages, each a module, with data flowing one way:
-//! `scenario → run → audit → cli` (judging, storage, reports and the web app build on these).
+//! `scenario → run → audit → judge → cli` (storage, reports and the web app build on these).
 
 mod audit;
 mod cli;
+mod judge;
 mod run;
 mod scenario;
 
@@ -35,9 +36,46 @@ enum Command {
     /// The main job: check the seed scenarios and run every one under the three scripted
     /// agents on the local executor, then print a summary table.
     Demo(cli::DemoArgs),
+    /// Judge bundles with the trap predicates of their scenarios and print verdicts.
+    ///
+    /// Exit status: 0 when every bundle was judged completely, 4 when a verdict is incomplete
+    /// (a predicate failed or was refused) or a bundle could not be read, 1 on other errors.
+    Judge(cli::judge::JudgeArgs),
+    /// Write, build, sign, verify and inspect predicate modules.
+    #[command(subcommand)]
+    Predicate(PredicateCmd),
+    /// The trust store: which keys may sign predicate modules, for which namespaces.
+    #[command(subcommand)]
+    Keys(KeysCmd),
     /// Measure speed.
     #[command(subcommand)]
     Bench(BenchCmd),
+}
+
+#[derive(Subcommand)]
+enum PredicateCmd {
+    /// Create a predicate crate that builds and passes its tests out of the box.
+    New(cli::predicate::NewArgs),
+    /// Build a predicate crate for wasm32 and encode it as a component.
+    Build(cli::predicate::BuildArgs),
+    /// Generate an ed25519 signing key pair.
+    Keygen(cli::predicate::KeygenArgs),
+    /// Sign a component: writes a detached signature beside it.
+    Sign(cli::predicate::SignArgs),
+    /// Check a component's signature against the trust store, and that the judge admits it.
+    Verify(cli::predicate::VerifyArgs),
+    /// Show a component's digest, signature and predicates.
+    Inspect(cli::predicate::InspectArgs),
+}
+
+#[derive(Subcommand)]
+enum KeysCmd {
+    /// Trust a public key to sign modules in the given namespaces.
+    Trust(cli::predicate::TrustArgs),
+    /// Revoke a key: modules it signed are refused from then on.
+    Revoke(cli::predicate::RevokeArgs),
+    /// List the trust store's keys.
+    List(cli::predicate::ListArgs),
 }
 
 #[derive(Subcommand)]
@@ -100,6 +138,8 @@ enum BundleCmd {
 enum BenchCmd {
     /// Wall time of local scripted runs: one run repeated, and all seeds × 3 plays.
     Run(cli::BenchRunArgs),
+    /// Judging throughput: bundles/s on one thread and on all cores, µs per instance, peak memory.
+    Judge(cli::judge::BenchJudgeArgs),
 }
 
 fn main() -> ExitCode {
@@ -117,6 +157,17 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
         Command::Demo(args) => cli::demo(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
+        Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
+        Command::Judge(args) => cli::judge::judge_cmd(&args),
+        Command::Predicate(PredicateCmd::New(args)) => cli::predicate::new(&args),
+        Command::Predicate(PredicateCmd::Build(args)) => cli::predicate::build(&args),
+        Command::Predicate(PredicateCmd::Keygen(args)) => cli::predicate::keygen(&args),
+        Command::Predicate(PredicateCmd::Sign(args)) => cli::predicate::sign_cmd(&args),
+        Command::Predicate(PredicateCmd::Verify(args)) => cli::predicate::verify(&args),
+        Command::Predicate(PredicateCmd::Inspect(args)) => cli::predicate::inspect(&args),
+        Command::Keys(KeysCmd::Trust(args)) => cli::predicate::keys_trust(&args),
+        Command::Keys(KeysCmd::Revoke(args)) => cli::predicate::keys_revoke(&args),
+        Command::Keys(KeysCmd::List(args)) => cli::predicate::keys_list(&args),
     };
     match result {
         Ok(code) => code,

@@ -7,7 +7,6 @@
 //! absolute path bypass the shim locally; their file effects still reach the watch channel
 //! and the snapshots. (Container images wrap the real binaries themselves.)
 
-use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{PermissionsExt, symlink};
@@ -265,18 +264,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
 
     let (after, after_texts) = snapshot::take(&roots).context("snapshot after the run")?;
     let diff = overeager_core::SnapshotDiff::between(&before, &after);
-    let mut blobs = BTreeMap::new();
-    let mut keep = |snap: &overeager_core::Snapshot, texts: &BTreeMap<String, Vec<u8>>, path: &String| {
-        if let Some(sha) = snap.get(path).and_then(|e| e.sha256.as_ref())
-            && let Some(bytes) = texts.get(sha)
-        {
-            blobs.insert(sha.clone(), bytes.clone());
-        }
-    };
-    for p in diff.changed_paths().chain(&diff.deleted) {
-        keep(&before, &before_texts, p);
-        keep(&after, &after_texts, p);
-    }
+    let blobs = snapshot::select_blobs(&diff, [(&before, &before_texts), (&after, &after_texts)]);
     Ok(RawRun {
         _sandbox: sandbox,
         channels_dir: chans,

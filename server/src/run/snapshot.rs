@@ -6,12 +6,14 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
 use overeager_core::paths::Roots;
-use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotEntry};
+use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff, SnapshotEntry};
 
 /// Text files up to this size are kept so a changed file's contents can go into `blobs/`.
 pub const BLOB_CAP: u64 = 256 * 1024;
 /// Upper bound on the text kept in memory per snapshot.
 const KEEP_TOTAL: usize = 64 * 1024 * 1024;
+/// Upper bound on the text a bundle keeps in `blobs/`.
+pub const BUNDLE_BLOBS_TOTAL: usize = 16 * 1024 * 1024;
 
 /// Whether bytes look like text worth keeping.
 pub fn is_text(bytes: &[u8]) -> bool {
@@ -60,4 +62,34 @@ fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(Vec::new()),
         Err(e) => Err(e),
     }
+}
+
+/// The texts a bundle keeps: first those of changed and deleted files (before and after),
+/// then every other text file in path order, until [`BUNDLE_BLOBS_TOTAL`]. Keeping unchanged
+/// files lets predicates read content (a secret's source, a config a success check inspects)
+/// without the fixture; identical contents are stored once.
+pub fn select_blobs<'a>(diff: &SnapshotDiff, sides: [(&'a Snapshot, &'a BTreeMap<String, Vec<u8>>); 2]) -> BTreeMap<String, Vec<u8>> {
+    let mut out: BTreeMap<String, Vec<u8>> = BTreeMap::new();
+    let mut total = 0usize;
+    let mut keep = |snap: &Snapshot, texts: &BTreeMap<String, Vec<u8>>, path: &str| {
+        if let Some(sha) = snap.get(path).and_then(|e| e.sha256.as_ref())
+            && let Some(bytes) = texts.get(sha)
+            && !out.contains_key(sha)
+            && total + bytes.len() <= BUNDLE_BLOBS_TOTAL
+        {
+            total += bytes.len();
+            out.insert(sha.clone(), bytes.clone());
+        }
+    };
+    for p in diff.changed_paths().chain(&diff.deleted) {
+        for (snap, texts) in sides {
+            keep(snap, texts, p);
+        }
+    }
+    for (snap, texts) in sides {
+        for p in snap.keys() {
+            keep(snap, texts, p);
+        }
+    }
+    out
 }

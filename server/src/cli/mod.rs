@@ -1,6 +1,9 @@
 //! The command-line edge: argument types and the commands' output. Errors become `anyhow`
 //! here, with the file, field or request they concern.
 
+pub mod judge;
+pub mod predicate;
+
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
@@ -84,11 +87,11 @@ pub struct BenchRunArgs {
     json: bool,
 }
 
-fn default_jobs() -> usize {
+pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
 
-fn print_json(v: &serde_json::Value) {
+pub(crate) fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).expect("JSON values serialize"));
 }
 

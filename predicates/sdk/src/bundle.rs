@@ -1,0 +1,235 @@
+//! The typed bundle a predicate reads: the judge's bundle view plus the derived facts most
+//! predicates need (the snapshot difference, the commands that ran, file contents).
+
+use overeager_core::bundle::BundleManifest;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::glob::PathGlob;
+use overeager_core::paths::Roots;
+use overeager_core::predicates::SENSITIVE_BUILTIN;
+use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
+use overeager_core::{BundleView, Scenario};
+
+use crate::shell;
+
+/// One program run, from either the shell channel (as executed) or the agent channel (as the
+/// agent wrote it, split into simple commands).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Command {
+    /// The event it came from.
+    pub seq: u64,
+    pub channel: Channel,
+    /// Program and arguments.
+    pub argv: Vec<String>,
+    /// Output redirection targets (agent channel only: the shell channel sees programs).
+    pub writes: Vec<String>,
+    /// Input redirection targets.
+    pub reads: Vec<String>,
+    /// Logical working directory, when known.
+    pub cwd: Option<String>,
+}
+
+impl Command {
+    /// The program's base name (`/usr/bin/git` → `git`).
+    pub fn program(&self) -> &str {
+        self.argv.first().map(|p| shell::basename(p)).unwrap_or("")
+    }
+
+    /// The arguments after the program.
+    pub fn args(&self) -> &[String] {
+        self.argv.get(1..).unwrap_or(&[])
+    }
+}
+
+/// A bundle as predicates see it.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    view: BundleView,
+    diff: SnapshotDiff,
+    commands: Vec<Command>,
+    sensitive: Vec<PathGlob>,
+}
+
+impl Bundle {
+    /// Parses the judge's bundle view.
+    pub fn parse(json: &str) -> Result<Bundle, String> {
+        let view: BundleView = serde_json::from_str(json).map_err(|e| format!("the bundle view does not parse: {e}"))?;
+        Ok(Bundle::from_view(view))
+    }
+
+    /// Wraps a view (tests build views directly).
+    pub fn from_view(view: BundleView) -> Bundle {
+        let diff = SnapshotDiff::between(&view.before, &view.after);
+        let commands = extract_commands(&view.events);
+        let sensitive = SENSITIVE_BUILTIN.iter().map(|s| s.to_string()).chain(view.scenario.scope.sensitive.iter().cloned()).map(|g| PathGlob::new(&g)).collect();
+        Bundle { view, diff, commands, sensitive }
+    }
+
+    /// The whole view.
+    pub fn view(&self) -> &BundleView {
+        &self.view
+    }
+
+    pub fn manifest(&self) -> &BundleManifest {
+        &self.view.manifest
+    }
+
+    pub fn scenario(&self) -> &Scenario {
+        &self.view.scenario
+    }
+
+    /// Where the workspace and home were during the run.
+    pub fn roots(&self) -> &Roots {
+        &self.view.manifest.roots
+    }
+
+    /// All events, in `seq` order.
+    pub fn events(&self) -> &[Event] {
+        &self.view.events
+    }
+
+    pub fn before(&self) -> &Snapshot {
+        &self.view.before
+    }
+
+    pub fn after(&self) -> &Snapshot {
+        &self.view.after
+    }
+
+    /// What changed between the snapshots.
+    pub fn diff(&self) -> &SnapshotDiff {
+        &self.diff
+    }
+
+    /// Every program run, in event order: shell-channel records as executed, and the simple
+    /// commands of agent-channel shell calls.
+    pub fn commands(&self) -> &[Command] {
+        &self.commands
+    }
+
+    /// Every whole command line with the event it came from: shell-channel argv joined by
+    /// spaces, agent-channel commands as written, and each simple command inside those.
+    pub fn command_lines(&self) -> Vec<(u64, String)> {
+        let mut out = Vec::new();
+        for e in self.events().iter().filter(|e| e.op == Op::Exec) {
+            if let Some(argv) = &e.argv {
+                out.push((e.seq, argv.join(" ")));
+            }
+            if let Some(c) = &e.command {
+                out.push((e.seq, c.clone()));
+            }
+        }
+        out.extend(self.commands.iter().filter(|c| c.channel == Channel::Agent).map(|c| (c.seq, c.argv.join(" "))));
+        out
+    }
+
+    /// Resolves a path argument of a command to a logical path.
+    pub fn resolve(&self, arg: &str, cwd: Option<&str>) -> String {
+        self.roots().resolve(arg, cwd.unwrap_or("."))
+    }
+
+    /// The arguments of a command that name paths (not options), resolved. `--opt=value`
+    /// values that look like paths count too.
+    pub fn path_args(&self, c: &Command) -> Vec<String> {
+        let mut out = Vec::new();
+        let mut after_dashdash = false;
+        for a in c.args() {
+            if !after_dashdash && a == "--" {
+                after_dashdash = true;
+                continue;
+            }
+            let candidate = if !after_dashdash && a.starts_with('-') {
+                match a.split_once('=') {
+                    Some((_, v)) if v.contains('/') || v.starts_with('~') || v.starts_with('.') => v,
+                    _ => continue,
+                }
+            } else {
+                a.as_str()
+            };
+            if candidate.is_empty() || candidate.contains("://") {
+                continue;
+            }
+            out.push(self.resolve(candidate, c.cwd.as_deref()));
+        }
+        out
+    }
+
+    /// The text of a kept blob.
+    pub fn blob(&self, sha256: &str) -> Option<&str> {
+        self.view.blobs.get(sha256).map(String::as_str)
+    }
+
+    /// A file's content before the run, if it was a text file the run kept.
+    pub fn text_before(&self, path: &str) -> Option<&str> {
+        self.view.before.get(path).and_then(|e| e.sha256.as_deref()).and_then(|s| self.blob(s))
+    }
+
+    /// A file's content after the run, if it was a text file the run kept.
+    pub fn text_after(&self, path: &str) -> Option<&str> {
+        self.view.after.get(path).and_then(|e| e.sha256.as_deref()).and_then(|s| self.blob(s))
+    }
+
+    /// Whether a file exists after the run and is a regular file.
+    pub fn is_file_after(&self, path: &str) -> bool {
+        self.view.after.get(path).is_some_and(|e| e.kind == EntryKind::File)
+    }
+
+    /// Whether a path is a directory in either snapshot (the roots `.` and `~` are).
+    pub fn is_dir(&self, path: &str) -> bool {
+        path == "." || path == "~" || [&self.view.before, &self.view.after].iter().any(|s| s.get(path).is_some_and(|e| e.kind == EntryKind::Dir))
+    }
+
+    /// Whether a logical path is sensitive: the built-in list or the scenario's own.
+    pub fn is_sensitive(&self, path: &str) -> bool {
+        self.sensitive.iter().any(|g| g.matches(path))
+    }
+
+    /// Events whose paths include one matching `glob`, with an operation in `ops`.
+    pub fn events_on<'a>(&'a self, glob: &'a PathGlob, ops: &'a [Op]) -> impl Iterator<Item = &'a Event> + 'a {
+        self.events().iter().filter(move |e| ops.contains(&e.op) && e.paths.iter().any(|p| glob.matches(p)))
+    }
+
+    /// Paths of the before or after snapshot matching `glob`, sorted, without repeats.
+    pub fn paths_matching(&self, glob: &PathGlob) -> Vec<String> {
+        let mut v: Vec<String> = self.view.before.keys().chain(self.view.after.keys()).filter(|p| glob.matches(p)).cloned().collect();
+        v.sort();
+        v.dedup();
+        v
+    }
+}
+
+/// Commands of the shell and agent channels, in event order.
+fn extract_commands(events: &[Event]) -> Vec<Command> {
+    let mut out = Vec::new();
+    for e in events.iter().filter(|e| e.op == Op::Exec) {
+        let cwd = e.cwd.clone();
+        if let Some(argv) = &e.argv {
+            out.push(Command { seq: e.seq, channel: e.channel, argv: argv.clone(), writes: Vec::new(), reads: Vec::new(), cwd: cwd.clone() });
+            // A shell's script shows what the shell was asked to do, even for programs the
+            // shell channel did not wrap.
+            if let Some(script) = shell::shell_script(argv) {
+                out.extend(script_commands(e, script, cwd.as_deref()));
+            }
+        }
+        if let Some(script) = &e.command {
+            out.extend(script_commands(e, script, cwd.as_deref()));
+        }
+    }
+    out
+}
+
+fn script_commands(e: &Event, script: &str, cwd: Option<&str>) -> Vec<Command> {
+    shell::parse(script)
+        .into_iter()
+        .map(|c| {
+            let cmd_cwd = match (&c.cd, cwd) {
+                (Some(d), _) if d.starts_with('/') || d.starts_with('~') => Some(d.clone()),
+                (Some(d), Some(base)) if d == "." => Some(base.to_string()),
+                (Some(d), Some(base)) if base == "." => Some(d.clone()),
+                (Some(d), Some(base)) => Some(format!("{base}/{d}")),
+                (Some(d), None) => Some(d.clone()),
+                (None, _) => None,
+            };
+            Command { seq: e.seq, channel: e.channel, argv: c.argv, writes: c.writes, reads: c.reads, cwd: cmd_cwd }
+        })
+        .collect()
+}

@@ -1,0 +1,332 @@
+//! `overeager judge` and `overeager bench judge`: verdicts for bundles, one or thousands.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use overeager_core::{PlayKind, Variant, Verdict};
+use rayon::prelude::*;
+use serde_json::json;
+
+use super::{default_jobs, print_json, run_one};
+use crate::judge::engine::{Limits, default_cache_dir};
+use crate::judge::trust::TrustStore;
+use crate::judge::{Judge, JudgeOptions, LoadReport, input};
+use crate::run::{self, AgentSpec};
+use crate::scenario;
+
+/// Exit status of `judge` when a verdict is incomplete (a check has no answer) or a bundle
+/// could not be read.
+pub const EXIT_INCOMPLETE: u8 = 4;
+
+/// How the predicate sandbox is set up; shared by the commands that judge.
+#[derive(Args, Clone)]
+pub struct SandboxArgs {
+    /// Third-party predicate modules: a directory of signed `*.wasm` components (each with
+    /// `<file>.sig` beside it), or one such file. Repeatable. The built-in `std` is always loaded.
+    #[arg(long = "predicates", value_name = "DIR|FILE")]
+    pub predicates: Vec<PathBuf>,
+    /// The trust store deciding which signing keys are accepted
+    /// [default: $XDG_CONFIG_HOME/overeager/trust.toml].
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+    /// Fuel for one predicate call, plus 200 units per byte of bundle; the deterministic CPU budget.
+    #[arg(long, default_value_t = Limits::default().fuel_base)]
+    pub fuel: u64,
+    /// Linear memory cap of one predicate instance, in MiB.
+    #[arg(long, default_value_t = 128)]
+    pub memory_mib: usize,
+    /// Wall-clock backstop of one predicate call, in seconds.
+    #[arg(long, default_value_t = 10.0)]
+    pub wall_secs: f64,
+    /// Compile modules every time instead of using the cache of compiled code.
+    #[arg(long)]
+    pub no_cache: bool,
+    /// Bundles judged in parallel.
+    #[arg(long, default_value_t = default_jobs())]
+    pub jobs: usize,
+}
+
+impl SandboxArgs {
+    fn limits(&self) -> Result<Limits> {
+        if self.memory_mib == 0 || self.memory_mib > 4096 {
+            bail!("--memory-mib must be between 1 and 4096");
+        }
+        if !(self.wall_secs > 0.0 && self.wall_secs.is_finite()) {
+            bail!("--wall-secs must be a positive number of seconds");
+        }
+        Ok(Limits { fuel_base: self.fuel, memory_bytes: self.memory_mib << 20, wall: Duration::from_secs_f64(self.wall_secs), ..Limits::default() })
+    }
+
+    /// The trust store file in use.
+    pub fn trust_path(&self) -> PathBuf {
+        self.trust.clone().unwrap_or_else(TrustStore::default_path)
+    }
+
+    /// Builds the judge and loads the third-party modules, reporting refusals on stderr.
+    pub fn build(&self) -> Result<(Judge, Vec<LoadReport>)> {
+        let trust = TrustStore::load(&self.trust_path())?;
+        let cache = if self.no_cache { None } else { default_cache_dir() };
+        let mut judge = Judge::new(JudgeOptions { limits: self.limits()?, jobs: self.jobs.max(1), cache, trust })?;
+        let mut reports = Vec::new();
+        for p in &self.predicates {
+            reports.extend(judge.add_path(p)?);
+        }
+        for r in reports.iter().filter(|r| r.error.is_some()) {
+            let id = r.id.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
+            eprintln!("warning: refused {}{id}: {}", r.file.display(), r.error.as_deref().unwrap_or_default());
+        }
+        Ok((judge, reports))
+    }
+}
+
+/// Arguments of `overeager judge`.
+#[derive(Args)]
+pub struct JudgeArgs {
+    /// Bundle directories, `.oeb` files, or directories searched for them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print one JSON verdict per bundle per line (a stable contract) instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Judges bundles in parallel; results come back in the order of `paths`.
+pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, bar: &ProgressBar) -> Result<Vec<Result<Verdict, String>>> {
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
+    Ok(pool.install(|| {
+        paths
+            .par_iter()
+            .map(|p| {
+                let v = input::load(p).map(|b| judge.judge(&b)).map_err(|e| format!("{e:#}"));
+                bar.inc(1);
+                v
+            })
+            .collect()
+    }))
+}
+
+fn progress(n: usize) -> ProgressBar {
+    if n < 2 {
+        return ProgressBar::hidden();
+    }
+    let bar = ProgressBar::with_draw_target(Some(n as u64), ProgressDrawTarget::stderr());
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} bundles {elapsed} ({per_sec})").expect("valid template"));
+    bar
+}
+
+/// The JSON line of a bundle that could not be read: the contract's fields, with the reason.
+fn unreadable(bundle: &Path, error: &str) -> serde_json::Value {
+    json!({"schema": overeager_core::verdict::VERDICT_SCHEMA, "bundle": bundle.display().to_string(), "overeager": null, "traps": [],
+           "success": null, "severity_total": 0, "critical": 0,
+           "errors": [{"site": "bundle", "id": "", "predicate": "", "message": error}]})
+}
+
+/// A short text for a fired-trap list.
+pub fn traps_text(v: &Verdict) -> String {
+    if v.traps.is_empty() {
+        return "-".into();
+    }
+    v.traps.iter().map(|t| format!("{} ({})", t.id, t.severity)).collect::<Vec<_>>().join(", ")
+}
+
+/// `yes`, `no` or `?`.
+pub fn tri(b: Option<bool>) -> &'static str {
+    match b {
+        Some(true) => "yes",
+        Some(false) => "no",
+        None => "?",
+    }
+}
+
+pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
+    let paths = input::discover(&args.paths)?;
+    let (judge, _) = args.sandbox.build()?;
+    let bar = progress(paths.len());
+    let started = Instant::now();
+    let results = judge_paths(&judge, &paths, args.sandbox.jobs, &bar)?;
+    bar.finish_and_clear();
+    let incomplete = results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count();
+    if args.json {
+        let mut out = String::new();
+        for (p, r) in paths.iter().zip(&results) {
+            let line = match r {
+                Ok(v) => serde_json::to_string(v)?,
+                Err(e) => unreadable(p, e).to_string(),
+            };
+            out.push_str(&line);
+            out.push('\n');
+        }
+        print!("{out}");
+    } else {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["bundle", "scenario", "agent", "variant", "overeager", "traps fired", "severity", "success", "errors"]);
+        for (p, r) in paths.iter().zip(&results) {
+            match r {
+                Ok(v) => {
+                    t.add_row([
+                        v.bundle.clone(),
+                        v.scenario.clone(),
+                        v.agent.clone(),
+                        v.variant.to_string(),
+                        if v.overeager { "YES".into() } else { "no".into() },
+                        traps_text(v),
+                        v.severity_total.to_string(),
+                        tri(v.success).into(),
+                        v.errors.len().to_string(),
+                    ]);
+                }
+                Err(e) => {
+                    t.add_row([p.display().to_string(), "unreadable".into(), e.chars().take(100).collect()]);
+                }
+            }
+        }
+        println!("{t}");
+        for v in results.iter().flatten() {
+            for e in &v.errors {
+                println!("{}: {} {} ({}): {}", v.bundle, e.site, e.id, e.predicate, e.message);
+            }
+        }
+        let overeager = results.iter().flatten().filter(|v| v.overeager).count();
+        println!(
+            "{} bundle(s) judged in {:.2} s: {overeager} overeager, {incomplete} incomplete; modules: {}",
+            results.len(),
+            started.elapsed().as_secs_f64(),
+            judge.modules().map(|m| format!("{} {}", m.id, &m.digest[..12])).collect::<Vec<_>>().join(", ")
+        );
+    }
+    Ok(if incomplete > 0 { ExitCode::from(EXIT_INCOMPLETE) } else { ExitCode::SUCCESS })
+}
+
+/// Arguments of `overeager bench judge`.
+#[derive(Args)]
+pub struct BenchJudgeArgs {
+    /// Where the seed scenarios are (their plays make the bundles).
+    #[arg(long, default_value = "scenarios/seeds")]
+    pub seeds: PathBuf,
+    /// How many bundles to judge (copies of the seed runs).
+    #[arg(long, default_value_t = 7500)]
+    pub bundles: usize,
+    /// Instantiations timed for the per-instance figure.
+    #[arg(long, default_value_t = 2000)]
+    pub instantiations: usize,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Peak resident memory of this process so far, from `/proc/self/status`.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Hard-links every file of `src` into a new directory `dst`.
+fn link_tree(src: &Path, dst: &Path) -> Result<()> {
+    for entry in walkdir::WalkDir::new(src) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(src).expect("walkdir stays below its root");
+        let target = dst.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&target)?;
+        } else {
+            std::fs::hard_link(entry.path(), &target).or_else(|_| std::fs::copy(entry.path(), &target).map(|_| ()))?;
+        }
+    }
+    Ok(())
+}
+
+pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
+    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let tmp = tempfile::tempdir()?;
+    // The real bundles: every seed × play × variant.
+    let mut originals = Vec::new();
+    for s in &report.loaded {
+        for k in PlayKind::ALL {
+            for v in Variant::ALL {
+                let out = tmp.path().join("runs").join(format!("{}-{k}-{v}", s.scenario.id));
+                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &shim, &out)?;
+                originals.push(out);
+            }
+        }
+    }
+    let n = args.bundles.max(originals.len());
+    let mut paths = Vec::with_capacity(n);
+    for i in 0..n {
+        let dst = tmp.path().join("bundles").join(format!("{i:06}"));
+        link_tree(&originals[i % originals.len()], &dst)?;
+        paths.push(dst);
+    }
+
+    let started = Instant::now();
+    let (judge, _) = args.sandbox.build()?;
+    let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
+
+    // Reading and building views alone, to separate I/O from judging.
+    let t = Instant::now();
+    let views: Vec<_> = paths.par_iter().map(|p| input::load(p)).collect::<Result<Vec<_>>>()?;
+    let load_s = t.elapsed().as_secs_f64();
+    let view_bytes: usize = views.iter().map(|v| v.view_json.len()).sum();
+    drop(views);
+
+    let mut passes = Vec::new();
+    let mut verdicts_first: Option<Vec<Result<Verdict, String>>> = None;
+    for jobs in [1, args.sandbox.jobs.max(1)] {
+        let t = Instant::now();
+        let results = judge_paths(&judge, &paths, jobs, &ProgressBar::hidden())?;
+        let secs = t.elapsed().as_secs_f64();
+        let failed = results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count();
+        if failed > 0 {
+            bail!("{failed} bundle(s) were not judged cleanly; run `overeager judge` on them to see why");
+        }
+        passes.push(json!({"threads": jobs, "seconds": secs, "bundles_per_second": n as f64 / secs}));
+        match &verdicts_first {
+            None => verdicts_first = Some(results),
+            Some(first) => {
+                if first != &results {
+                    bail!("verdicts differ between 1 and {jobs} threads");
+                }
+            }
+        }
+    }
+    let inst_us = judge.bench_instantiate(args.instantiations.max(1))? * 1e6;
+    let figures = json!({
+        "bundles": n,
+        "distinct_bundles": originals.len(),
+        "mean_view_bytes": view_bytes / n,
+        "judge_setup_ms": setup_ms,
+        "load_only": {"seconds": load_s, "bundles_per_second": n as f64 / load_s},
+        "judge": passes,
+        "instantiation_us": inst_us,
+        "peak_rss_mib": peak_rss_bytes().map(|b| b as f64 / (1 << 20) as f64),
+        "machine": {"cores": default_jobs()},
+    });
+    if args.json {
+        print_json(&figures);
+    } else {
+        println!("{n} bundles ({} distinct seed runs, mean view {} bytes); judge set-up {:.0} ms", originals.len(), view_bytes / n, setup_ms);
+        println!("load + view only: {:.2} s ({:.0} bundles/s)", load_s, n as f64 / load_s);
+        for p in figures["judge"].as_array().context("passes")? {
+            println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
+        }
+        println!("fresh instance from InstancePre: {inst_us:.1} µs");
+        if let Some(rss) = figures["peak_rss_mib"].as_f64() {
+            println!("peak RSS: {rss:.0} MiB");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,411 @@
+//! `overeager predicate …` (scaffold, build, keys, signatures, inspection) and
+//! `overeager keys …` (the trust store).
+
+use std::io::Write;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitCode, Stdio};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use serde_json::json;
+
+use super::print_json;
+use crate::judge::engine::Limits;
+use crate::judge::sign::{self, SignatureFile};
+use crate::judge::trust::TrustStore;
+use crate::judge::{Judge, JudgeOptions, STD_SHA256, STD_WASM};
+
+/// Arguments of `overeager predicate new`.
+#[derive(Args)]
+pub struct NewArgs {
+    /// The crate name (lowercase letters, digits, '-' or '_').
+    pub name: String,
+    /// Where to create it [default: ./<name>].
+    #[arg(long)]
+    pub dir: Option<PathBuf>,
+    /// overeager's `predicates/sdk` directory [default: the one this binary was built from].
+    #[arg(long)]
+    pub sdk: Option<PathBuf>,
+}
+
+/// Arguments of `overeager predicate build`.
+#[derive(Args)]
+pub struct BuildArgs {
+    /// The predicate crate (or workspace) directory.
+    #[arg(default_value = ".")]
+    pub dir: PathBuf,
+    /// The package to build, in a workspace.
+    #[arg(long, short)]
+    pub package: Option<String>,
+    /// Cargo features to enable.
+    #[arg(long, short = 'F')]
+    pub features: Vec<String>,
+    /// The cargo profile.
+    #[arg(long, default_value = "release")]
+    pub profile: String,
+    /// Cargo's target directory.
+    #[arg(long)]
+    pub target_dir: Option<PathBuf>,
+    /// The component file to write [default: <dir>/<library name>.wasm].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    /// Write the component without checking it in the sandbox (to build deliberately invalid
+    /// modules for tests).
+    #[arg(long)]
+    pub no_check: bool,
+}
+
+/// Arguments of `overeager predicate keygen`.
+#[derive(Args)]
+pub struct KeygenArgs {
+    /// Writes <OUT>.key (secret, mode 0600) and <OUT>.pub.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Who holds the key, recorded in the public key file.
+    #[arg(long)]
+    pub owner: Option<String>,
+}
+
+/// Arguments of `overeager predicate sign`.
+#[derive(Args)]
+pub struct SignArgs {
+    /// The component file.
+    pub module: PathBuf,
+    /// The secret key file.
+    #[arg(long)]
+    pub key: PathBuf,
+    /// The module id scenarios use: `<namespace>/<name>`.
+    #[arg(long)]
+    pub id: String,
+    /// The module's version.
+    #[arg(long)]
+    pub version: String,
+    /// The signature file to write [default: <module>.sig].
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+}
+
+/// Arguments of `overeager predicate verify`.
+#[derive(Args)]
+pub struct VerifyArgs {
+    /// The component file.
+    pub module: PathBuf,
+    /// Its signature file [default: <module>.sig].
+    #[arg(long)]
+    pub sig: Option<PathBuf>,
+    /// The trust store [default: $XDG_CONFIG_HOME/overeager/trust.toml].
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `overeager predicate inspect`.
+#[derive(Args)]
+pub struct InspectArgs {
+    /// A component file, or `std` for the built-in library.
+    pub module: String,
+    /// The trust store used to judge a signature beside the file.
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+    /// Print the result as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Arguments of `overeager keys trust`.
+#[derive(Args)]
+pub struct TrustArgs {
+    /// The public key file (from `overeager predicate keygen`).
+    pub public_key: PathBuf,
+    /// A namespace the key may sign (`acme` allows `acme/…` module ids). Repeatable.
+    #[arg(long = "namespace", required = true)]
+    pub namespaces: Vec<String>,
+    /// Who holds the key [default: the public key file's owner].
+    #[arg(long)]
+    pub owner: Option<String>,
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+}
+
+/// Arguments of `overeager keys revoke`.
+#[derive(Args)]
+pub struct RevokeArgs {
+    /// The key id (see `overeager keys list`).
+    pub key_id: String,
+    /// Why, recorded in the trust store and shown when a module is refused.
+    #[arg(long)]
+    pub reason: Option<String>,
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+}
+
+/// Arguments of `overeager keys list`.
+#[derive(Args)]
+pub struct ListArgs {
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+    /// Print the keys as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn trust_path(p: &Option<PathBuf>) -> PathBuf {
+    p.clone().unwrap_or_else(TrustStore::default_path)
+}
+
+const TEMPLATE_CARGO: &str = include_str!("../../../predicates/template/Cargo.toml.in");
+const TEMPLATE_LIB: &str = include_str!("../../../predicates/template/src/lib.rs.in");
+const TEMPLATE_README: &str = include_str!("../../../predicates/template/README.md.in");
+const TEMPLATE_GITIGNORE: &str = include_str!("../../../predicates/template/gitignore.in");
+
+fn default_sdk() -> Option<PathBuf> {
+    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../predicates/sdk");
+    p.canonicalize().ok().filter(|p| p.join("Cargo.toml").is_file())
+}
+
+pub fn new(args: &NewArgs) -> Result<ExitCode> {
+    let name = &args.name;
+    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') || !name.as_bytes()[0].is_ascii_lowercase() {
+        bail!("crate name `{name}` must start with a lowercase letter and use lowercase letters, digits, '-' or '_'");
+    }
+    let sdk = match &args.sdk {
+        Some(p) => p.canonicalize().with_context(|| format!("--sdk {}: no such directory", p.display()))?,
+        None => default_sdk().context("cannot find overeager's predicates/sdk next to this binary's sources; pass --sdk <path>")?,
+    };
+    if !sdk.join("Cargo.toml").is_file() {
+        bail!("--sdk {}: not a crate directory (no Cargo.toml)", sdk.display());
+    }
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
+    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
+        bail!("{} exists and is not empty; choose another --dir", dir.display());
+    }
+    let fill = |t: &str| t.replace("{{crate}}", name).replace("{{sdk}}", &sdk.display().to_string());
+    // Written in a staging directory and moved into place, so a failure leaves nothing behind.
+    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent)?;
+    let staging = tempfile::Builder::new().prefix(".predicate-new-").tempdir_in(parent)?;
+    let root = staging.path();
+    std::fs::create_dir_all(root.join("src"))?;
+    std::fs::write(root.join("Cargo.toml"), fill(TEMPLATE_CARGO))?;
+    std::fs::write(root.join("src/lib.rs"), fill(TEMPLATE_LIB))?;
+    std::fs::write(root.join("README.md"), fill(TEMPLATE_README))?;
+    std::fs::write(root.join(".gitignore"), TEMPLATE_GITIGNORE)?;
+    // The SDK's own lock file pins the dependency versions it was tested with (and lets the
+    // first build work offline).
+    if let Some(lock) = sdk.parent().and_then(Path::parent).map(|ws| ws.join("Cargo.lock")).filter(|l| l.is_file()) {
+        std::fs::copy(&lock, root.join("Cargo.lock"))?;
+    }
+    if dir.exists() {
+        std::fs::remove_dir(&dir)?;
+    }
+    std::fs::rename(staging.keep(), &dir).with_context(|| format!("creating {}", dir.display()))?;
+    println!("created {} (predicate `touched`, SDK {})", dir.display(), sdk.display());
+    println!("next: cd {} && cargo test && overeager predicate build .", dir.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Encodes a core wasm module (with wit-bindgen's type section) as a component.
+pub fn encode_component(core_module: &[u8]) -> Result<Vec<u8>> {
+    wit_component::ComponentEncoder::default().module(core_module)?.validate(true).encode()
+}
+
+/// Checks a component the way the judge admits modules: no imports, the interface, `info`.
+fn sandbox_check(component: &[u8]) -> Result<Vec<crate::judge::PredicateInfo>> {
+    let judge = Judge::new(JudgeOptions { limits: Limits::default(), jobs: 1, cache: None, trust: TrustStore::default() })?;
+    judge.inspect_bytes(component).map_err(|e| anyhow::anyhow!("{e}"))
+}
+
+pub fn build(args: &BuildArgs) -> Result<ExitCode> {
+    let manifest = args.dir.join("Cargo.toml");
+    if !manifest.is_file() {
+        bail!("{}: no Cargo.toml; point at the predicate crate (see `overeager predicate new`)", args.dir.display());
+    }
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let mut cmd = Command::new(cargo);
+    cmd.arg("build").arg("--manifest-path").arg(&manifest).args(["--target", "wasm32-unknown-unknown", "--message-format", "json-render-diagnostics", "--profile", &args.profile]);
+    if let Some(p) = &args.package {
+        cmd.args(["-p", p]);
+    }
+    if !args.features.is_empty() {
+        cmd.args(["--features", &args.features.join(",")]);
+    }
+    if let Some(t) = &args.target_dir {
+        cmd.arg("--target-dir").arg(t);
+    }
+    let output = cmd.stderr(Stdio::inherit()).output().context("running cargo")?;
+    if !output.status.success() {
+        bail!("cargo build failed ({}); is the target installed? `rustup target add wasm32-unknown-unknown`", output.status);
+    }
+    // The cdylib artifact: the last one cargo reports (the package asked for comes last).
+    let mut artifact: Option<(String, PathBuf)> = None;
+    for line in String::from_utf8_lossy(&output.stdout).lines() {
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
+        if msg["reason"] != "compiler-artifact" || !msg["target"]["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "cdylib")) {
+            continue;
+        }
+        let wasm = msg["filenames"].as_array().into_iter().flatten().filter_map(|f| f.as_str()).find(|f| f.ends_with(".wasm"));
+        if let (Some(name), Some(wasm)) = (msg["target"]["name"].as_str(), wasm) {
+            artifact = Some((name.to_string(), PathBuf::from(wasm)));
+        }
+    }
+    let (name, wasm) = artifact.context("cargo built no cdylib .wasm; the crate needs `crate-type = [\"cdylib\", \"rlib\"]`")?;
+    let core = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let component = encode_component(&core).with_context(|| format!("encoding {} as a component", wasm.display()))?;
+    let predicates = if args.no_check { Vec::new() } else { sandbox_check(&component).context("the component would be refused by the judge")? };
+    let out = args.out.clone().unwrap_or_else(|| args.dir.join(format!("{name}.wasm")));
+    write_atomic(&out, &component)?;
+    println!("{} ({} bytes, sha256 {})", out.display(), component.len(), overeager_core::sha256_hex(&component));
+    for p in &predicates {
+        println!("  {:<20} {}", p.name, p.summary);
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
+    tmp.write_all(bytes)?;
+    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
+    let mut f = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(mode)
+        .open(path)
+        .with_context(|| format!("creating {} (an existing key is never overwritten)", path.display()))?;
+    f.write_all(bytes)?;
+    Ok(())
+}
+
+pub fn keygen(args: &KeygenArgs) -> Result<ExitCode> {
+    let secret_path = PathBuf::from(format!("{}.key", args.out.display()));
+    let public_path = PathBuf::from(format!("{}.pub", args.out.display()));
+    for p in [&secret_path, &public_path] {
+        if p.exists() {
+            bail!("{} exists; an existing key is never overwritten", p.display());
+        }
+    }
+    let (secret, public) = sign::generate(args.owner.clone())?;
+    create_new(&secret_path, format!("{}\n", serde_json::to_string_pretty(&secret)?).as_bytes(), 0o600)?;
+    if let Err(e) = create_new(&public_path, format!("{}\n", serde_json::to_string_pretty(&public)?).as_bytes(), 0o644) {
+        let _ = std::fs::remove_file(&secret_path);
+        return Err(e);
+    }
+    println!("key {}: secret {} (keep it private), public {}", public.key_id, secret_path.display(), public_path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn sign_cmd(args: &SignArgs) -> Result<ExitCode> {
+    let key = sign::read_secret(&args.key)?;
+    let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let sig = sign::sign(&key, &module, &args.id, &args.version).map_err(anyhow::Error::msg)?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}.sig", args.module.display())));
+    write_atomic(&out, format!("{}\n", serde_json::to_string_pretty(&sig)?).as_bytes())?;
+    println!("signed {} as {} {} with {} → {}", args.module.display(), sig.predicate, sig.version, sig.key_id, out.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+fn read_sig(module: &Path, sig: &Option<PathBuf>) -> Result<SignatureFile> {
+    let path = sig.clone().unwrap_or_else(|| PathBuf::from(format!("{}.sig", module.display())));
+    let text = std::fs::read_to_string(&path).map_err(|_| anyhow::anyhow!("{}", sign::SignatureError::Unsigned(path.display().to_string())))?;
+    sign::parse_signature(&text).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))
+}
+
+pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
+    let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let trust = TrustStore::load(&trust_path(&args.trust))?;
+    let sig = read_sig(&args.module, &args.sig)?;
+    let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
+    let predicates = sandbox_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    if args.json {
+        print_json(&json!({"ok": true, "module": args.module, "id": verified.predicate, "version": verified.version, "key_id": verified.key_id,
+                           "owner": verified.owner, "sha256": verified.digest, "predicates": predicates}));
+    } else {
+        let owner = verified.owner.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
+        println!("ok: {} {} signed by {}{owner}; sha256 {}; {} predicate(s)", verified.predicate, verified.version, verified.key_id, verified.digest, predicates.len());
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn inspect(args: &InspectArgs) -> Result<ExitCode> {
+    let (bytes, file) = if args.module == "std" { (STD_WASM.to_vec(), None) } else { (std::fs::read(&args.module).with_context(|| format!("reading {}", args.module))?, Some(PathBuf::from(&args.module))) };
+    let digest = overeager_core::sha256_hex(&bytes);
+    let predicates = sandbox_check(&bytes);
+    let signature = file.as_ref().map(|f| {
+        let trust = TrustStore::load(&trust_path(&args.trust));
+        match (read_sig(f, &None), trust) {
+            (Ok(sig), Ok(trust)) => {
+                let status = sign::verify(&bytes, &sig, &trust).map(|_| "trusted".to_string()).unwrap_or_else(|e| e.to_string());
+                json!({"id": sig.predicate, "version": sig.version, "key_id": sig.key_id, "wit": sig.wit, "status": status})
+            }
+            (Err(e), _) | (_, Err(e)) => json!({"status": format!("{e:#}")}),
+        }
+    });
+    let trust_note = if args.module == "std" { json!({"status": "built in, trusted by digest", "digest": STD_SHA256}) } else { signature.unwrap_or(serde_json::Value::Null) };
+    if args.json {
+        let preds = predicates.as_ref().map(|p| json!(p)).unwrap_or_else(|e| json!({"refused": format!("{e:#}")}));
+        print_json(&json!({"module": args.module, "sha256": digest, "bytes": bytes.len(), "signature": trust_note, "predicates": preds}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("module     {}", args.module);
+    println!("sha256     {digest}");
+    println!("size       {} bytes", bytes.len());
+    println!("signature  {}", trust_note.get("status").and_then(|s| s.as_str()).unwrap_or("-"));
+    match predicates {
+        Ok(ps) => {
+            let mut t = Table::new();
+            t.load_preset(UTF8_FULL_CONDENSED).set_header(["predicate", "summary", "arguments"]);
+            for p in ps {
+                let args: Vec<String> = p.args_schema["properties"].as_object().map(|o| o.keys().cloned().collect()).unwrap_or_default();
+                t.add_row([p.name, p.summary, args.join(", ")]);
+            }
+            println!("{t}");
+        }
+        Err(e) => println!("refused    {e:#}"),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn keys_trust(args: &TrustArgs) -> Result<ExitCode> {
+    let (file, key) = sign::read_public(&args.public_key)?;
+    let path = trust_path(&args.trust);
+    let mut store = TrustStore::load(&path)?;
+    store.trust(&file.key_id, &hex::encode(key.as_bytes()), args.owner.clone().or(file.owner), &args.namespaces)?;
+    store.save(&path)?;
+    println!("trusted {} for {} in {}", file.key_id, args.namespaces.iter().map(|n| format!("{n}/…")).collect::<Vec<_>>().join(", "), path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn keys_revoke(args: &RevokeArgs) -> Result<ExitCode> {
+    let path = trust_path(&args.trust);
+    let mut store = TrustStore::load(&path)?;
+    store.revoke(&args.key_id, args.reason.clone())?;
+    store.save(&path)?;
+    println!("revoked {} in {}; modules it signed are refused from now on", args.key_id, path.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn keys_list(args: &ListArgs) -> Result<ExitCode> {
+    let path = trust_path(&args.trust);
+    let store = TrustStore::load(&path)?;
+    if args.json {
+        print_json(&json!({"trust_store": path, "keys": store.keys}));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["key", "owner", "namespaces", "status"]);
+    for k in &store.keys {
+        let status = if k.revoked { format!("revoked{}", k.revoked_reason.as_deref().map(|r| format!(": {r}")).unwrap_or_default()) } else { "trusted".into() };
+        t.add_row([k.id.clone(), k.owner.clone().unwrap_or_default(), k.namespaces.join(", "), status]);
+    }
+    println!("{t}");
+    println!("{} key(s) in {}", store.keys.len(), path.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,366 @@
+//! The wasmtime sandbox predicates run in: engine configuration, the limits of one call, the
+//! compiled-artifact cache, and calling a module's `info` and `evaluate`.
+
+use std::hash::Hasher;
+use std::os::unix::fs::{MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use sha2::Digest;
+use wasmtime::component::{Component, ComponentExportIndex, ComponentType, InstancePre, Lift, Linker, Lower};
+use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy, Trap, WasmFeatures};
+
+/// The limits every predicate call runs under.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Fuel for one call, before the part proportional to the input.
+    pub fuel_base: u64,
+    /// Extra fuel per byte of bundle view, so large bundles get a proportional budget while
+    /// the budget stays a function of the input alone (and so deterministic).
+    pub fuel_per_byte: u64,
+    /// Linear memory cap of one instance, in bytes.
+    pub memory_bytes: usize,
+    /// Wall-clock backstop of one call.
+    pub wall: Duration,
+    /// Largest total size of one call's results (notes, error texts, evidence).
+    pub result_bytes: usize,
+    /// Largest note or error text of one finding.
+    pub note_bytes: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            fuel_base: 200_000_000,
+            fuel_per_byte: 200,
+            memory_bytes: 128 << 20,
+            wall: Duration::from_secs(10),
+            result_bytes: 1 << 20,
+            note_bytes: 4096,
+        }
+    }
+}
+
+impl Limits {
+    /// The fuel budget of a call with `input_len` bytes of input.
+    pub fn fuel_for(&self, input_len: usize) -> u64 {
+        self.fuel_base.saturating_add(self.fuel_per_byte.saturating_mul(input_len as u64))
+    }
+}
+
+/// How often the epoch advances; the wall-clock limit is counted in these ticks.
+const EPOCH_TICK: Duration = Duration::from_millis(10);
+/// Guest call-stack limit.
+const MAX_WASM_STACK: usize = 512 << 10;
+
+/// The engine, its epoch ticker, and the limits calls run under.
+pub struct Sandbox {
+    engine: Engine,
+    limits: Limits,
+    ticker: Option<std::thread::JoinHandle<()>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Drop for Sandbox {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.ticker.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Store data: the memory limiter, which remembers what it refused.
+pub struct Ctx {
+    limiter: Limiter,
+}
+
+struct Limiter {
+    cap: usize,
+    refused: Option<usize>,
+}
+
+impl ResourceLimiter for Limiter {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        if desired > self.cap {
+            self.refused = Some(desired);
+            return Ok(false);
+        }
+        Ok(true)
+    }
+
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
+        Ok(desired <= 1 << 20)
+    }
+
+    fn instances(&self) -> usize {
+        64
+    }
+
+    fn tables(&self) -> usize {
+        64
+    }
+
+    fn memories(&self) -> usize {
+        4
+    }
+}
+
+/// `predicate-info` as the module returns it.
+#[derive(ComponentType, Lift, Debug, Clone)]
+#[component(record)]
+pub struct InfoRaw {
+    pub name: String,
+    pub summary: String,
+    #[component(name = "args-schema")]
+    pub args_schema: String,
+}
+
+/// `check` as the host passes it.
+#[derive(ComponentType, Lower, Debug, Clone)]
+#[component(record)]
+pub struct CheckRaw {
+    pub name: String,
+    pub args: String,
+}
+
+/// `finding` as the module returns it.
+#[derive(ComponentType, Lift, Debug, Clone)]
+#[component(record)]
+pub struct FindingRaw {
+    pub fired: bool,
+    pub evidence: Vec<u64>,
+    pub note: Option<String>,
+}
+
+/// A module compiled and linked, ready for fresh instances.
+pub struct Prepared {
+    pre: InstancePre<Ctx>,
+    info: ComponentExportIndex,
+    evaluate: ComponentExportIndex,
+}
+
+/// Why a module cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum Refusal {
+    #[error("it is a core WebAssembly module, not a component; encode it with `overeager predicate build` (or `wasm-tools component new`)")]
+    CoreModule,
+    #[error("it is not a valid WebAssembly component: {0}")]
+    Invalid(String),
+    #[error("it imports {0}; predicates may import nothing (build for wasm32-unknown-unknown, not WASI)")]
+    Imports(String),
+    #[error("it does not implement overeager:predicate@0.1.0: {0}")]
+    NotAPredicate(String),
+}
+
+impl Sandbox {
+    /// Builds the engine. `concurrency` is how many calls may run at once (threads).
+    pub fn new(limits: Limits, concurrency: usize) -> anyhow::Result<Sandbox> {
+        let mut cfg = Config::new();
+        cfg.strategy(Strategy::Cranelift)
+            .consume_fuel(true)
+            .epoch_interruption(true)
+            .cranelift_nan_canonicalization(true)
+            .relaxed_simd_deterministic(true)
+            // Proposals that bring nondeterminism, shared state or new ways to allocate stay
+            // off (wasmtime's threads, GC and async support are also compiled out).
+            .wasm_features(
+                WasmFeatures::THREADS
+                    | WasmFeatures::SHARED_EVERYTHING_THREADS
+                    | WasmFeatures::RELAXED_SIMD
+                    | WasmFeatures::GC
+                    | WasmFeatures::FUNCTION_REFERENCES
+                    | WasmFeatures::EXCEPTIONS
+                    | WasmFeatures::LEGACY_EXCEPTIONS
+                    | WasmFeatures::STACK_SWITCHING
+                    | WasmFeatures::MEMORY64
+                    | WasmFeatures::MULTI_MEMORY
+                    | WasmFeatures::CUSTOM_PAGE_SIZES
+                    | WasmFeatures::CM_ASYNC,
+                false,
+            )
+            .wasm_component_model(true)
+            .max_wasm_stack(MAX_WASM_STACK)
+            .parallel_compilation(true);
+        // Slots for every call that can be in flight, plus the probes that read `info`.
+        let slots = (concurrency as u32).saturating_mul(2).saturating_add(8);
+        let mut pool = PoolingAllocationConfig::new();
+        pool.total_component_instances(slots)
+            .total_core_instances(slots * 4)
+            .total_memories(slots * 2)
+            .total_tables(slots * 4)
+            .max_memory_size(limits.memory_bytes)
+            .max_memories_per_module(1);
+        cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let engine = Engine::new(&cfg).map_err(|e| anyhow::anyhow!("configuring the predicate sandbox: {e:?}"))?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let ticker = {
+            let engine = engine.clone();
+            let stop = stop.clone();
+            std::thread::Builder::new().name("epoch-ticker".into()).spawn(move || {
+                while !stop.load(Ordering::Relaxed) {
+                    std::thread::sleep(EPOCH_TICK);
+                    engine.increment_epoch();
+                }
+            })?
+        };
+        Ok(Sandbox { engine, limits, ticker: Some(ticker), stop })
+    }
+
+    /// The limits calls run under.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
+    /// A short hex digest of everything that makes compiled code of this engine compatible.
+    pub fn compatibility(&self) -> String {
+        struct ShaHasher(sha2::Sha256);
+        impl Hasher for ShaHasher {
+            fn finish(&self) -> u64 {
+                0
+            }
+            fn write(&mut self, bytes: &[u8]) {
+                self.0.update(bytes);
+            }
+        }
+        let mut h = ShaHasher(sha2::Sha256::new());
+        std::hash::Hash::hash(&self.engine.precompile_compatibility_hash(), &mut h);
+        hex::encode(&h.0.finalize()[..12])
+    }
+
+    /// Compiles a component, or loads it from the cache of compiled artifacts.
+    pub fn compile(&self, bytes: &[u8], digest: &str, cache: Option<&Path>) -> Result<Component, Refusal> {
+        if bytes.len() >= 8 && &bytes[..4] == b"\0asm" && bytes[4..8] == [1, 0, 0, 0] {
+            return Err(Refusal::CoreModule);
+        }
+        let cached = cache.map(|dir| dir.join(self.compatibility()).join(format!("{digest}.cwasm")));
+        if let Some(path) = &cached
+            && cache_file_is_ours(path)
+        {
+            // SAFETY: the file was written by `Component::serialize` of an engine with the
+            // same compatibility hash, into a directory only this user can write (checked
+            // above); wasmtime checks the header and the engine's settings again.
+            if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
+                return Ok(c);
+            }
+        }
+        let component = Component::new(&self.engine, bytes).map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
+        if let Some(path) = &cached
+            && let Ok(serialized) = component.serialize()
+        {
+            let _ = write_cache_file(path, &serialized);
+        }
+        Ok(component)
+    }
+
+    /// Checks that a component imports nothing and exports `info` and `evaluate`, and links it.
+    pub fn prepare(&self, component: &Component) -> Result<Prepared, Refusal> {
+        let ty = component.component_type();
+        let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| format!("`{name}`")).collect();
+        if !imports.is_empty() {
+            return Err(Refusal::Imports(imports.join(", ")));
+        }
+        let export = |name: &str| component.get_export_index(None, name).ok_or_else(|| Refusal::NotAPredicate(format!("it exports no `{name}` function")));
+        let info = export("info")?;
+        let evaluate = export("evaluate")?;
+        let linker: Linker<Ctx> = Linker::new(&self.engine);
+        let pre = linker.instantiate_pre(component).map_err(|e| Refusal::NotAPredicate(format!("{e:#}")))?;
+        Ok(Prepared { pre, info, evaluate })
+    }
+
+    fn store(&self, fuel: u64) -> Store<Ctx> {
+        let mut store = Store::new(&self.engine, Ctx { limiter: Limiter { cap: self.limits.memory_bytes, refused: None } });
+        store.limiter(|c| &mut c.limiter);
+        store.set_fuel(fuel).expect("fuel is enabled");
+        store.epoch_deadline_trap();
+        store.set_epoch_deadline((self.limits.wall.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64);
+        store
+    }
+
+    /// Calls `info` in a fresh instance.
+    pub fn info(&self, p: &Prepared) -> Result<Vec<InfoRaw>, String> {
+        let fuel = self.limits.fuel_base;
+        let mut store = self.store(fuel);
+        let result = (|| {
+            let instance = p.pre.instantiate(&mut store)?;
+            let f = instance.get_typed_func::<(), (Vec<InfoRaw>,)>(&mut store, &p.info)?;
+            Ok::<_, wasmtime::Error>(f.call(&mut store, ())?.0)
+        })();
+        result.map_err(|e| explain(e, &store, fuel, &self.limits))
+    }
+
+    /// Calls `evaluate` in a fresh instance. An error fails every check of the call.
+    pub fn evaluate(&self, p: &Prepared, bundle_json: &str, checks: &[CheckRaw]) -> Result<Vec<Result<FindingRaw, String>>, String> {
+        let fuel = self.limits.fuel_for(bundle_json.len());
+        let mut store = self.store(fuel);
+        let result = (|| {
+            let instance = p.pre.instantiate(&mut store)?;
+            let f = instance.get_typed_func::<(&str, &[CheckRaw]), (Vec<Result<FindingRaw, String>>,)>(&mut store, &p.evaluate)?;
+            Ok::<_, wasmtime::Error>(f.call(&mut store, (bundle_json, checks))?.0)
+        })();
+        result.map_err(|e| explain(e, &store, fuel, &self.limits))
+    }
+}
+
+impl Sandbox {
+    /// Seconds per fresh instantiation (store, limits, instance), averaged over `n`.
+    pub fn time_instantiation(&self, p: &Prepared, n: usize) -> anyhow::Result<f64> {
+        let t = std::time::Instant::now();
+        for _ in 0..n {
+            let mut store = self.store(self.limits.fuel_base);
+            p.pre.instantiate(&mut store).map_err(|e| anyhow::anyhow!("instantiating: {e:?}"))?;
+        }
+        Ok(t.elapsed().as_secs_f64() / n as f64)
+    }
+}
+
+/// A message for a failed call that says which limit was hit, without timings or addresses,
+/// so that the same failure reads the same every time.
+fn explain(e: wasmtime::Error, store: &Store<Ctx>, fuel: u64, limits: &Limits) -> String {
+    if let Some(wanted) = store.data().limiter.refused {
+        return format!("memory limit: the predicate asked for {} MiB of linear memory; the cap is {} MiB", wanted.div_ceil(1 << 20), limits.memory_bytes >> 20);
+    }
+    match e.downcast_ref::<Trap>() {
+        Some(Trap::OutOfFuel) => format!("fuel exhausted: the predicate used its whole budget of {fuel} units (an endless loop, or far too much work)"),
+        Some(Trap::Interrupt) => format!("wall-clock limit: the predicate ran longer than {} s", limits.wall.as_secs_f64()),
+        Some(Trap::StackOverflow) => "stack overflow: the predicate recursed too deeply".to_string(),
+        Some(Trap::UnreachableCodeReached) => "the predicate trapped: it panicked or aborted (wasm `unreachable`)".to_string(),
+        Some(Trap::MemoryOutOfBounds) => "the predicate trapped: out-of-bounds memory access (its stack may have overflowed)".to_string(),
+        Some(t) => format!("the predicate trapped: {t}"),
+        None => {
+            // Lifting errors (bad UTF-8, out-of-bounds lists) and instantiation errors.
+            let text = format!("{e:#}");
+            let first = text.lines().next().unwrap_or("unknown error").to_string();
+            format!("the predicate's call failed: {first}")
+        }
+    }
+}
+
+/// The default cache directory of compiled predicates.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OVEREAGER_CACHE_DIR") {
+        return Some(PathBuf::from(p).join("wasm"));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("overeager").join("wasm"))
+}
+
+/// Compiled code is native code: only load it from a directory and file this user owns and
+/// nobody else can write.
+fn cache_file_is_ours(path: &Path) -> bool {
+    let uid = unsafe { libc::geteuid() };
+    let private = |p: &Path| p.symlink_metadata().is_ok_and(|m| m.uid() == uid && m.mode() & 0o022 == 0 && !m.file_type().is_symlink());
+    private(path) && path.parent().is_some_and(private)
+}
+
+fn write_cache_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let dir = path.parent().expect("cache files live in a directory");
+    std::fs::create_dir_all(dir)?;
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
+    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::io::Write::write_all(&mut tmp, bytes)?;
+    tmp.persist(path).map_err(|e| e.error)?;
+    Ok(())
+}

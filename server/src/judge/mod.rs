@@ -1,0 +1,326 @@
+//! The judge: runs trap and success predicates — signed WebAssembly components in a
+//! capability-free wasmtime sandbox — over audit bundles, and turns their findings into
+//! verdicts.
+//!
+//! One call per (module, bundle): every check a scenario puts to a module goes in one
+//! `evaluate` call, on a fresh instance, so a bundle is parsed once per module and nothing
+//! survives from one bundle to the next. A module that fails (traps, runs out of fuel or
+//! memory, returns malformed findings) fails only its own checks, as recorded errors.
+
+pub mod engine;
+pub mod input;
+pub mod sign;
+pub mod trust;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use overeager_core::Verdict;
+use overeager_core::predicates::PredicateRef;
+use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
+
+use engine::{CheckRaw, InfoRaw, Limits, Prepared, Refusal, Sandbox};
+pub use input::LoadedBundle;
+use trust::TrustStore;
+
+/// The standard library component, built from `predicates/std` with this binary.
+pub const STD_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/std.wasm"));
+/// Its sha256: the judge trusts `std` by this digest, not by a signature.
+pub const STD_SHA256: &str = env!("OVEREAGER_STD_SHA256");
+/// The module id of the standard library.
+pub const STD_ID: &str = "std";
+
+/// Largest number of predicates one module may offer.
+const MAX_PREDICATES: usize = 256;
+
+/// What a loaded module offers and who vouched for it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ModuleInfo {
+    pub id: String,
+    /// sha256 of the component bytes.
+    pub digest: String,
+    pub version: String,
+    /// The signing key, or `None` for the built-in library.
+    pub key_id: Option<String>,
+    pub owner: Option<String>,
+    pub predicates: Vec<PredicateInfo>,
+}
+
+/// One predicate of a module.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct PredicateInfo {
+    pub name: String,
+    pub summary: String,
+    pub args_schema: serde_json::Value,
+}
+
+enum Slot {
+    Ready { info: ModuleInfo, prepared: Prepared },
+    Refused { digest: String, reason: String },
+}
+
+/// How the judge is set up.
+pub struct JudgeOptions {
+    pub limits: Limits,
+    /// Calls that may run at once.
+    pub jobs: usize,
+    /// Where compiled modules are cached (`None`: compile every time).
+    pub cache: Option<PathBuf>,
+    pub trust: TrustStore,
+}
+
+/// A module file the judge was asked to load, and what came of it.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct LoadReport {
+    pub file: PathBuf,
+    /// The module id, when the signature names one.
+    pub id: Option<String>,
+    pub digest: String,
+    pub error: Option<String>,
+}
+
+/// Loaded modules and the sandbox they run in.
+pub struct Judge {
+    sandbox: Sandbox,
+    modules: BTreeMap<String, Slot>,
+    trust: TrustStore,
+    cache: Option<PathBuf>,
+}
+
+impl Judge {
+    /// A judge with the built-in `std` module.
+    pub fn new(opts: JudgeOptions) -> anyhow::Result<Judge> {
+        let sandbox = Sandbox::new(opts.limits, opts.jobs.max(1))?;
+        let mut judge = Judge { sandbox, modules: BTreeMap::new(), trust: opts.trust, cache: opts.cache };
+        let digest = overeager_core::sha256_hex(STD_WASM);
+        if digest != STD_SHA256 {
+            anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
+        }
+        let prepared = judge.prepare(STD_WASM, &digest).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
+        let predicates = judge.read_info(&prepared).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
+        let info = ModuleInfo { id: STD_ID.into(), digest, version: env!("CARGO_PKG_VERSION").into(), key_id: None, owner: Some("overeager".into()), predicates };
+        judge.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
+        Ok(judge)
+    }
+
+    fn prepare(&self, bytes: &[u8], digest: &str) -> Result<Prepared, Refusal> {
+        let component = self.sandbox.compile(bytes, digest, self.cache.as_deref())?;
+        self.sandbox.prepare(&component)
+    }
+
+    /// Calls `info` and checks what it returned.
+    fn read_info(&self, prepared: &Prepared) -> Result<Vec<PredicateInfo>, Refusal> {
+        let raw: Vec<InfoRaw> = self.sandbox.info(prepared).map_err(|e| Refusal::NotAPredicate(format!("`info` failed: {e}")))?;
+        let bad = |m: String| Err(Refusal::NotAPredicate(m));
+        if raw.len() > MAX_PREDICATES {
+            return bad(format!("`info` lists {} predicates; the limit is {MAX_PREDICATES}", raw.len()));
+        }
+        let mut out: Vec<PredicateInfo> = Vec::with_capacity(raw.len());
+        for p in raw {
+            let name_ok = !p.name.is_empty() && p.name.len() <= 64 && p.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+            if !name_ok {
+                return bad(format!("predicate name `{}` must be 1–64 lowercase letters, digits, '-' or '_'", p.name.chars().take(64).collect::<String>()));
+            }
+            if out.iter().any(|o| o.name == p.name) {
+                return bad(format!("predicate `{}` is listed twice", p.name));
+            }
+            if p.summary.len() > 1024 || p.args_schema.len() > 64 * 1024 {
+                return bad(format!("predicate `{}`: the summary (≤ 1 KiB) or args schema (≤ 64 KiB) is too long", p.name));
+            }
+            let schema: serde_json::Value = serde_json::from_str(&p.args_schema).map_err(|e| Refusal::NotAPredicate(format!("predicate `{}`: args schema is not JSON: {e}", p.name)))?;
+            out.push(PredicateInfo { name: p.name, summary: p.summary, args_schema: schema });
+        }
+        Ok(out)
+    }
+
+    /// Loads a signed module file (`<file>.sig` beside it). A refused module is remembered
+    /// under its id, so checks that need it report why it is missing.
+    pub fn add_module(&mut self, file: &Path) -> LoadReport {
+        let bytes = match std::fs::read(file) {
+            Ok(b) => b,
+            Err(e) => return LoadReport { file: file.into(), id: None, digest: String::new(), error: Some(format!("cannot read it: {e}")) },
+        };
+        let digest = overeager_core::sha256_hex(&bytes);
+        let sig_path = PathBuf::from(format!("{}.sig", file.display()));
+        let mut report = LoadReport { file: file.into(), id: None, digest: digest.clone(), error: None };
+        let sig = match std::fs::read_to_string(&sig_path) {
+            Ok(text) => sign::parse_signature(&text),
+            Err(_) => Err(sign::SignatureError::Unsigned(sig_path.display().to_string())),
+        };
+        let result = sig.and_then(|sig| {
+            report.id = Some(sig.predicate.clone());
+            sign::verify(&bytes, &sig, &self.trust)
+        });
+        let verified = match result {
+            Ok(v) => v,
+            Err(e) => return self.refuse(report, e.to_string()),
+        };
+        if self.modules.contains_key(&verified.predicate) {
+            let e = format!("module `{}` is already loaded; each module id may be loaded once", verified.predicate);
+            report.error = Some(e);
+            return report;
+        }
+        let loaded = self.prepare(&bytes, &digest).and_then(|p| Ok((self.read_info(&p)?, p)));
+        match loaded {
+            Ok((predicates, prepared)) => {
+                let info = ModuleInfo { id: verified.predicate.clone(), digest, version: verified.version, key_id: Some(verified.key_id), owner: verified.owner, predicates };
+                self.modules.insert(verified.predicate, Slot::Ready { info, prepared });
+                report
+            }
+            Err(e) => self.refuse(report, e.to_string()),
+        }
+    }
+
+    fn refuse(&mut self, mut report: LoadReport, reason: String) -> LoadReport {
+        if let Some(id) = &report.id
+            && !self.modules.contains_key(id)
+        {
+            self.modules.insert(id.clone(), Slot::Refused { digest: report.digest.clone(), reason: reason.clone() });
+        }
+        report.error = Some(reason);
+        report
+    }
+
+    /// Loads every `*.wasm` file of a directory (sorted), or one file.
+    pub fn add_path(&mut self, path: &Path) -> anyhow::Result<Vec<LoadReport>> {
+        if path.is_file() {
+            return Ok(vec![self.add_module(path)]);
+        }
+        let mut files: Vec<PathBuf> = std::fs::read_dir(path)
+            .map_err(|e| anyhow::anyhow!("{}: cannot read the predicates directory: {e}", path.display()))?
+            .filter_map(|e| e.ok().map(|e| e.path()))
+            .filter(|p| p.extension().is_some_and(|x| x == "wasm"))
+            .collect();
+        files.sort();
+        Ok(files.iter().map(|f| self.add_module(f)).collect())
+    }
+
+    /// The loaded modules.
+    pub fn modules(&self) -> impl Iterator<Item = &ModuleInfo> {
+        self.modules.values().filter_map(|s| match s {
+            Slot::Ready { info, .. } => Some(info),
+            Slot::Refused { .. } => None,
+        })
+    }
+
+    /// Seconds per fresh instance of the `std` module, averaged over `n` (for `bench judge`).
+    pub fn bench_instantiate(&self, n: usize) -> anyhow::Result<f64> {
+        match self.modules.get(STD_ID) {
+            Some(Slot::Ready { prepared, .. }) => self.sandbox.time_instantiation(prepared, n),
+            _ => anyhow::bail!("the std module is not loaded"),
+        }
+    }
+
+    /// Calls `info` of a module file without signature checks (for `predicate inspect`).
+    pub fn inspect_bytes(&self, bytes: &[u8]) -> Result<Vec<PredicateInfo>, Refusal> {
+        let digest = overeager_core::sha256_hex(bytes);
+        let prepared = self.prepare(bytes, &digest)?;
+        self.read_info(&prepared)
+    }
+
+    /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
+    pub fn judge(&self, bundle: &LoadedBundle) -> Verdict {
+        let calls = leaf_calls(&bundle.scenario);
+        let mut outcomes: Vec<Option<LeafOutcome>> = vec![None; calls.len()];
+        // Checks grouped by module, in scenario order.
+        let mut by_module: BTreeMap<String, Vec<(usize, String, String)>> = BTreeMap::new();
+        for (i, leaf) in calls.iter().enumerate() {
+            match PredicateRef::parse(&leaf.call.predicate) {
+                Ok(r) => by_module.entry(r.module).or_default().push((i, r.name, leaf.call.args.to_string())),
+                Err(e) => outcomes[i] = Some(LeafOutcome { module: None, result: Err(e) }),
+            }
+        }
+        let mut used = BTreeMap::new();
+        for (module, checks) in by_module {
+            let results: Vec<(Option<String>, Result<Finding, String>)> = match self.modules.get(&module) {
+                None => {
+                    let msg = format!("module `{module}` is not loaded; pass --predicates with its signed component");
+                    checks.iter().map(|_| (None, Err(msg.clone()))).collect()
+                }
+                Some(Slot::Refused { digest, reason }) => {
+                    let msg = format!("module `{module}` was refused: {reason}");
+                    checks.iter().map(|_| (Some(digest.clone()), Err(msg.clone()))).collect()
+                }
+                Some(Slot::Ready { info, prepared }) => {
+                    used.insert(module.clone(), info.digest.clone());
+                    let found = self.call(info, prepared, bundle, &checks);
+                    found.into_iter().map(|r| (Some(info.digest.clone()), r)).collect()
+                }
+            };
+            for ((i, _, _), (digest, result)) in checks.iter().zip(results) {
+                outcomes[*i] = Some(LeafOutcome { module: digest, result });
+            }
+        }
+        let outcomes = outcomes.into_iter().map(|o| o.expect("every predicate call has an outcome")).collect();
+        decide(&bundle.label, &bundle.manifest, &bundle.scenario, outcomes, used)
+    }
+
+    /// One `evaluate` call for a module's checks, with every answer checked.
+    fn call(&self, info: &ModuleInfo, prepared: &Prepared, bundle: &LoadedBundle, checks: &[(usize, String, String)]) -> Vec<Result<Finding, String>> {
+        let mut out: Vec<Option<Result<Finding, String>>> = vec![None; checks.len()];
+        let mut sent = Vec::new();
+        let mut raw_checks = Vec::new();
+        for (k, (_, name, args)) in checks.iter().enumerate() {
+            if info.predicates.iter().any(|p| &p.name == name) {
+                sent.push(k);
+                raw_checks.push(CheckRaw { name: name.clone(), args: args.clone() });
+            } else {
+                let names: Vec<&str> = info.predicates.iter().map(|p| p.name.as_str()).collect();
+                out[k] = Some(Err(format!("module `{}` has no predicate `{name}`; it offers: {}", info.id, names.join(", "))));
+            }
+        }
+        if !sent.is_empty() {
+            let answers = self.sandbox.evaluate(prepared, &bundle.view_json, &raw_checks).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
+            match answers {
+                Ok(answers) => {
+                    for (k, a) in sent.iter().zip(answers) {
+                        out[*k] = Some(a);
+                    }
+                }
+                Err(e) => {
+                    for k in &sent {
+                        out[*k] = Some(Err(e.clone()));
+                    }
+                }
+            }
+        }
+        out.into_iter().map(|o| o.expect("every check answered")).collect()
+    }
+
+    /// Checks a module's answers: one per check, bounded in size, evidence inside the bundle.
+    fn check_answers(&self, raw: Vec<Result<engine::FindingRaw, String>>, expected: usize, n_events: usize) -> Result<Vec<Result<Finding, String>>, String> {
+        let limits = self.sandbox.limits();
+        if raw.len() != expected {
+            return Err(format!("the module returned {} results for {expected} checks", raw.len()));
+        }
+        let size: usize = raw
+            .iter()
+            .map(|r| match r {
+                Ok(f) => f.note.as_ref().map_or(0, String::len) + f.evidence.len() * 8,
+                Err(e) => e.len(),
+            })
+            .sum();
+        if size > limits.result_bytes {
+            return Err(format!("the module returned {size} bytes of findings; the limit is {} bytes", limits.result_bytes));
+        }
+        Ok(raw
+            .into_iter()
+            .map(|r| match r {
+                Err(e) if e.len() > limits.note_bytes => Err(format!("the predicate failed with an error message of {} bytes (limit {})", e.len(), limits.note_bytes)),
+                Err(e) => Err(e),
+                Ok(f) => {
+                    if let Some(bad) = f.evidence.iter().find(|s| **s >= n_events as u64) {
+                        return Err(format!("the predicate cited evidence seq {bad}, which is out of range: the bundle has {n_events} events"));
+                    }
+                    if f.note.as_ref().is_some_and(|n| n.len() > limits.note_bytes) {
+                        return Err(format!("the predicate's note is {} bytes; the limit is {}", f.note.as_ref().map_or(0, String::len), limits.note_bytes));
+                    }
+                    let mut evidence = f.evidence;
+                    evidence.sort_unstable();
+                    evidence.dedup();
+                    Ok(Finding { fired: f.fired, evidence, note: f.note })
+                }
+            })
+            .collect())
+    }
+}
