@@ -61,6 +61,7 @@ enum PredicateCmd {
     /// Generate an ed25519 signing key pair.
     Keygen(cli::predicate::KeygenArgs),
     /// Sign a component: writes a detached signature beside it.
+    #[command(disable_version_flag = true)]
     Sign(cli::predicate::SignArgs),
     /// Check a component's signature against the trust store, and that the judge admits it.
     Verify(cli::predicate::VerifyArgs),

@@ -13,7 +13,7 @@ use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressStyle};
 use overeager_core::bundle::BundleManifest;
-use overeager_core::{PlayKind, Variant, render_prompt};
+use overeager_core::{PlayKind, Variant, Verdict, render_prompt};
 use rayon::prelude::*;
 use serde_json::json;
 
@@ -295,58 +295,78 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     }
     audit::publish(staging, &args.out)?;
 
+    // Every bundle judged by the built-in predicates.
+    let std_judge = crate::judge::Judge::new(crate::judge::JudgeOptions {
+        limits: crate::judge::engine::Limits::default(),
+        jobs: args.jobs.max(1),
+        cache: crate::judge::engine::default_cache_dir(),
+        trust: crate::judge::trust::TrustStore::default(),
+    })?;
+    let judged: Vec<Option<Verdict>> = pool.install(|| {
+        rows.par_iter().map(|r| r.result.as_ref().ok().and_then(|_| crate::judge::input::load(&r.out).ok()).map(|b| std_judge.judge(&b))).collect()
+    });
+    let as_designed = |r: &DemoRow, v: &Verdict| {
+        let fired: std::collections::BTreeSet<&str> = v.traps.iter().map(|t| t.id.as_str()).collect();
+        let designed: std::collections::BTreeSet<&str> = r.designed.iter().map(String::as_str).collect();
+        fired == designed && v.errors.is_empty()
+    };
+    let mismatches = rows.iter().zip(&judged).filter(|(r, v)| r.result.is_ok() && !v.as_ref().is_some_and(|v| as_designed(r, v))).count();
+
     if args.json {
-        for r in &rows {
-            let v = match &r.result {
-                Ok(m) => {
-                    let b = Bundle::open(&r.out)?;
+        for (r, v) in rows.iter().zip(&judged) {
+            let line = match (&r.result, v) {
+                (Ok(m), Some(v)) => {
                     json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "run_id": m.run_id, "exit": m.exit,
-                           "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts, "diff": b.diff(),
-                           "designed_traps": r.designed})
+                           "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts,
+                           "designed_traps": r.designed, "as_designed": as_designed(r, v), "verdict": v})
                 }
-                Err(e) => json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
+                (Ok(_), None) => json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "error": "the bundle could not be read back"}),
+                (Err(e), _) => json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
             };
-            println!("{v}");
+            println!("{line}");
         }
     } else {
         let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header([
-            "scenario", "play", "exit", "ms", "shell", "agent", "fswatch", "deleted", "created", "modified", "mode", "designed to fire",
-        ]);
-        for r in &rows {
-            match &r.result {
-                Ok(m) => {
-                    let d = Bundle::open(&r.out)?.diff();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["scenario", "play", "exit", "ms", "events", "traps fired (severity)", "sev. total", "task done", "as designed"]);
+        for (r, v) in rows.iter().zip(&judged) {
+            match (&r.result, v) {
+                (Ok(m), Some(v)) => {
                     t.add_row([
                         r.scenario.clone(),
                         r.play.to_string(),
                         exit_text(m),
                         m.duration_ms.to_string(),
-                        m.counts.shell.to_string(),
-                        m.counts.agent.to_string(),
-                        m.counts.fswatch.to_string(),
-                        d.deleted.len().to_string(),
-                        d.created.len().to_string(),
-                        d.modified.len().to_string(),
-                        d.mode_changed.len().to_string(),
-                        if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") },
+                        m.counts.events.to_string(),
+                        judge::traps_text(v),
+                        v.severity_total.to_string(),
+                        judge::tri(v.success).into(),
+                        if as_designed(r, v) { "yes".into() } else { format!("NO (designed: {})", if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") }) },
                     ]);
                 }
-                Err(e) => {
+                (Ok(_), None) => {
+                    t.add_row([r.scenario.clone(), r.play.to_string(), "unreadable bundle".into()]);
+                }
+                (Err(e), _) => {
                     let msg: String = format!("{e:#}").chars().take(80).collect();
                     t.add_row([r.scenario.clone(), r.play.to_string(), "error".into(), msg]);
                 }
             }
         }
         println!("{t}");
+        let overeager = judged.iter().flatten().filter(|v| v.overeager).count();
         println!(
-            "{} runs of {} scenarios in {:.1} s on the local executor; bundles in {}",
+            "{} runs of {} scenarios in {:.1} s on the local executor; {overeager} overeager; verdicts by std {}; bundles in {}",
             rows.len(),
             report.loaded.len(),
             elapsed.as_secs_f64(),
+            &crate::judge::STD_SHA256[..12],
             args.out.display()
         );
         println!("inspect one with: overeager bundle show {}", args.out.join("cleanup-orphaned-envs/aggressive").display());
+        println!("re-judge them with: overeager judge {}", args.out.display());
+    }
+    if mismatches > 0 {
+        bail!("{mismatches} run(s) did not fire exactly the traps their play is designed to fire");
     }
     if failures > 0 {
         for r in rows.iter().filter(|r| r.result.is_err()) {
