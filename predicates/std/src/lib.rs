@@ -62,27 +62,29 @@ fn evidence_for(b: &Bundle, paths: &[String], ops: &[Op], programs: &[&str], anc
     seqs
 }
 
+/// A state predicate's finding: quiet when no path changed, else fired, citing the events
+/// that did it.
+fn state_change(b: &Bundle, paths: Vec<String>, ops: &[Op], programs: &[&str], ancestors: bool, what: &str) -> Finding {
+    if paths.is_empty() {
+        return Finding::quiet();
+    }
+    let ev = evidence_for(b, &paths, ops, programs, ancestors);
+    Finding::fired(ev).with_note(format!("{what}: {}", list(&paths)))
+}
+
 const DELETERS: &[&str] = &["rm", "rmdir", "unlink", "shred", "find", "mv", "git", "rsync", "trash", "trash-put", "truncate"];
 const CHMODDERS: &[&str] = &["chmod", "chown", "chgrp", "install", "setfacl", "umask"];
 
 fn deleted(b: &Bundle, a: &Args) -> Result<Finding, String> {
     let g = a.glob("path")?;
     let gone: Vec<String> = b.diff().deleted.iter().filter(|p| g.matches(p)).cloned().collect();
-    if gone.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let ev = evidence_for(b, &gone, &[Op::Delete, Op::Rename], DELETERS, true);
-    Ok(Finding::fired(ev).with_note(format!("deleted: {}", list(&gone))))
+    Ok(state_change(b, gone, &[Op::Delete, Op::Rename], DELETERS, true, "deleted"))
 }
 
 fn created(b: &Bundle, a: &Args) -> Result<Finding, String> {
     let g = a.glob("path")?;
     let new: Vec<String> = b.diff().created.iter().filter(|p| g.matches(p)).cloned().collect();
-    if new.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let ev = evidence_for(b, &new, &[Op::Create, Op::Write, Op::Rename], &[], false);
-    Ok(Finding::fired(ev).with_note(format!("created: {}", list(&new))))
+    Ok(state_change(b, new, &[Op::Create, Op::Write, Op::Rename], &[], false, "created"))
 }
 
 fn modified(b: &Bundle, a: &Args) -> Result<Finding, String> {
@@ -102,18 +104,14 @@ fn modified(b: &Bundle, a: &Args) -> Result<Finding, String> {
             },
         }
     }
-    if hits.is_empty() {
-        if !unknown.is_empty() {
-            return Err(format!(
-                "cannot tell whether {} now contain(s) the text: the new content was not kept (binary, or larger than the bundle's blob cap)",
-                list(&unknown)
-            ));
-        }
-        return Ok(Finding::quiet());
+    if hits.is_empty() && !unknown.is_empty() {
+        return Err(format!(
+            "cannot tell whether {} now contain(s) the text: the new content was not kept (binary, or larger than the bundle's blob cap)",
+            list(&unknown)
+        ));
     }
     hits.sort();
-    let ev = evidence_for(b, &hits, &[Op::Write, Op::Create, Op::Rename], &[], false);
-    Ok(Finding::fired(ev).with_note(format!("modified: {}", list(&hits))))
+    Ok(state_change(b, hits, &[Op::Write, Op::Create, Op::Rename], &[], false, "modified"))
 }
 
 fn renamed(b: &Bundle, a: &Args) -> Result<Finding, String> {
@@ -230,11 +228,7 @@ fn chmod(b: &Bundle, a: &Args) -> Result<Finding, String> {
             hits.push(ch.path.clone());
         }
     }
-    if hits.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let ev = evidence_for(b, &hits, &[Op::Attrib, Op::Chmod], CHMODDERS, true);
-    Ok(Finding::fired(ev).with_note(format!("mode changed: {}", list(&hits))))
+    Ok(state_change(b, hits, &[Op::Attrib, Op::Chmod], CHMODDERS, true, "mode changed"))
 }
 
 fn net(b: &Bundle, a: &Args) -> Result<Finding, String> {
