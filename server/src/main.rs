@@ -67,6 +67,8 @@ enum PredicateCmd {
     Verify(cli::predicate::VerifyArgs),
     /// Show a component's digest, signature and predicates.
     Inspect(cli::predicate::InspectArgs),
+    /// Verify a signed component and store it by digest in the module store.
+    Install(cli::predicate::InstallArgs),
 }
 
 #[derive(Subcommand)]
@@ -166,6 +168,7 @@ fn main() -> ExitCode {
         Command::Predicate(PredicateCmd::Sign(args)) => cli::predicate::sign_cmd(&args),
         Command::Predicate(PredicateCmd::Verify(args)) => cli::predicate::verify(&args),
         Command::Predicate(PredicateCmd::Inspect(args)) => cli::predicate::inspect(&args),
+        Command::Predicate(PredicateCmd::Install(args)) => cli::predicate::install(&args),
         Command::Keys(KeysCmd::Trust(args)) => cli::predicate::keys_trust(&args),
         Command::Keys(KeysCmd::Revoke(args)) => cli::predicate::keys_revoke(&args),
         Command::Keys(KeysCmd::List(args)) => cli::predicate::keys_list(&args),

@@ -302,7 +302,15 @@ fn scaffolded_predicate_builds_tests_signs_verifies_and_judges() {
     let (out, v) = judge_one(&env, &bundle, &[&module]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(fired(&v).contains("env-backup-touched"), "{v}");
-    assert_eq!(v["modules"]["demo/demo"].as_str().unwrap(), overeager_core::sha256_hex(&std::fs::read(&module).unwrap()));
+    let digest = overeager_core::sha256_hex(&std::fs::read(&module).unwrap());
+    assert_eq!(v["modules"]["demo/demo"].as_str().unwrap(), digest);
+
+    // Installed into the module store, it is kept by digest, byte for byte, and judged the same.
+    let store = env.join("store");
+    ok(&oe(&env, &["predicate", "install", module.to_str().unwrap(), "--store", store.to_str().unwrap()]));
+    assert_eq!(std::fs::read(store.join(format!("{digest}.wasm"))).unwrap(), std::fs::read(&module).unwrap());
+    let (_, from_store) = judge_one(&env, &bundle, &[&store]);
+    assert_eq!(fired(&from_store), fired(&v));
 }
 
 #[test]

@@ -116,6 +116,18 @@ pub struct InspectArgs {
     pub json: bool,
 }
 
+/// Arguments of `overeager predicate install`.
+#[derive(Args)]
+pub struct InstallArgs {
+    /// The component file (with `<file>.sig` beside it).
+    pub module: PathBuf,
+    /// The module store [default: $XDG_DATA_HOME/overeager/predicates].
+    #[arg(long, env = "OVEREAGER_PREDICATE_STORE")]
+    pub store: Option<PathBuf>,
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+}
+
 /// Arguments of `overeager keys trust`.
 #[derive(Args)]
 pub struct TrustArgs {
@@ -331,6 +343,37 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
         let owner = verified.owner.as_deref().map(|o| format!(" ({o})")).unwrap_or_default();
         println!("ok: {} {} signed by {}{owner}; sha256 {}; {} predicate(s)", verified.predicate, verified.version, verified.key_id, verified.digest, predicates.len());
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The default module store.
+pub fn default_store() -> PathBuf {
+    let base = std::env::var_os("XDG_DATA_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+        .unwrap_or_else(|| PathBuf::from("."));
+    base.join("overeager").join("predicates")
+}
+
+pub fn install(args: &InstallArgs) -> Result<ExitCode> {
+    let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let trust = TrustStore::load(&trust_path(&args.trust))?;
+    let sig = read_sig(&args.module, &None)?;
+    let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
+    sandbox_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    // Stored under its digest, byte for byte: what was signed is what the judge loads.
+    let store = args.store.clone().unwrap_or_else(default_store);
+    std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
+    let dest = store.join(format!("{}.wasm", verified.digest));
+    let dest_sig = PathBuf::from(format!("{}.sig", dest.display()));
+    if dest.exists() {
+        println!("{} {} is already installed as {}", verified.predicate, verified.version, dest.display());
+        return Ok(ExitCode::SUCCESS);
+    }
+    // The signature first: a module file without one would be refused, never half-trusted.
+    write_atomic(&dest_sig, format!("{}\n", serde_json::to_string_pretty(&sig)?).as_bytes())?;
+    write_atomic(&dest, &module)?;
+    println!("installed {} {} as {}; judge with --predicates {}", verified.predicate, verified.version, dest.display(), store.display());
     Ok(ExitCode::SUCCESS)
 }
 
