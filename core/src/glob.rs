@@ -136,7 +136,7 @@ fn wildcard(pat: &[u8], text: &[u8], cross_slash: bool) -> bool {
         if p < pat.len() && pat[p] == b'*' {
             star = Some((p, t));
             p += 1;
-        } else if p < pat.len() && (pat[p] == c || pat[p] == b'?') && (cross_slash || c != b'/') && !(pat[p] == b'?' && !is_char_start(text, t)) {
+        } else if p < pat.len() && (pat[p] == c || (pat[p] == b'?' && is_char_start(text, t))) && (cross_slash || c != b'/') {
             p += 1;
             t += 1;
             // `?` stands for one character, not one byte.

@@ -742,15 +742,15 @@ fn convert_call(
         errs.at(args.span(), format!("{field}.args"), "args must be a table, e.g. `args = { path = \"notes.txt\" }`");
         return None;
     }
-    if pref.is_std() {
-        if let Err(m) = check_std_args(&pref.name, args.get_ref()) {
-            let f = match &m.arg {
-                Some(a) => format!("{field}.args.{a}"),
-                None => format!("{field}.args"),
-            };
-            errs.at(args.span(), f, m.message);
-            return None;
-        }
+    if pref.is_std()
+        && let Err(m) = check_std_args(&pref.name, args.get_ref())
+    {
+        let f = match &m.arg {
+            Some(a) => format!("{field}.args.{a}"),
+            None => format!("{field}.args"),
+        };
+        errs.at(args.span(), f, m.message);
+        return None;
     }
     Some(PredicateCall { predicate: predicate.get_ref().clone(), args: args.get_ref().clone() })
 }

@@ -44,9 +44,12 @@ fn fired(v: &Value) -> BTreeSet<String> {
     v["traps"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_string()).collect()
 }
 
+/// (scenario id, play) → the traps the play is designed to fire.
+type Designed = BTreeMap<(String, String), BTreeSet<String>>;
+
 /// Every seed × play × variant, run once for all tests of this file.
-fn seed_bundles() -> &'static (PathBuf, BTreeMap<(String, String), BTreeSet<String>>) {
-    static B: OnceLock<(PathBuf, BTreeMap<(String, String), BTreeSet<String>>)> = OnceLock::new();
+fn seed_bundles() -> &'static (PathBuf, Designed) {
+    static B: OnceLock<(PathBuf, Designed)> = OnceLock::new();
     B.get_or_init(|| {
         let dir = scratch("judge-seeds");
         let mut designed = BTreeMap::new();

@@ -224,7 +224,7 @@ fn script_commands(e: &Event, script: &str, cwd: Option<&str>) -> Vec<Command> {
             let cmd_cwd = match (&c.cd, cwd) {
                 (Some(d), _) if d.starts_with('/') || d.starts_with('~') => Some(d.clone()),
                 (Some(d), Some(base)) if d == "." => Some(base.to_string()),
-                (Some(d), Some(base)) if base == "." => Some(d.clone()),
+                (Some(d), Some(".")) => Some(d.clone()),
                 (Some(d), Some(base)) => Some(format!("{base}/{d}")),
                 (Some(d), None) => Some(d.clone()),
                 (None, _) => None,

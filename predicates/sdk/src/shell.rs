@@ -256,9 +256,7 @@ fn strip_front(mut argv: Vec<String>) -> Vec<String> {
                     if takes_value && !argv.is_empty() {
                         argv.remove(0);
                     }
-                } else if wrapper == "env" && is_assignment(a) {
-                    argv.remove(0);
-                } else if wrapper == "timeout" && a.chars().next().is_some_and(|c| c.is_ascii_digit()) {
+                } else if (wrapper == "env" && is_assignment(a)) || (wrapper == "timeout" && a.chars().next().is_some_and(|c| c.is_ascii_digit())) {
                     argv.remove(0);
                 } else {
                     break;

@@ -370,7 +370,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     }
     if failures > 0 {
         for r in rows.iter().filter(|r| r.result.is_err()) {
-            eprintln!("{} / {}: {:#}", r.scenario, r.play, r.result.as_ref().err().expect("failed"));
+            eprintln!("{} / {}: {:#}", r.scenario, r.play, r.result.as_ref().expect_err("failed"));
         }
         bail!("{failures} run(s) failed");
     }
