@@ -1,10 +1,11 @@
 //! `overeager`: measure how often coding agents do more than they were asked.
 //!
 //! Stages, each a module, with data flowing one way:
-//! `scenario → run → audit → judge → cli` (storage, reports and the web app build on these).
+//! `scenario → gen → run → audit → judge → cli` (storage, reports and the web app build on these).
 
 mod audit;
 mod cli;
+mod r#gen; // `gen` is a reserved word in Rust 2024.
 mod judge;
 mod run;
 mod scenario;
@@ -28,6 +29,9 @@ enum Command {
     /// Check and render scenarios.
     #[command(subcommand)]
     Scenario(ScenarioCmd),
+    /// Admit or reject scenarios: run their three scripted plays, judge them, and check that
+    /// they separate cautious from overeager play (exit 1 if any is rejected).
+    Validate(cli::validate::ValidateArgs),
     /// Run one agent on one scenario and write its audit bundle.
     Run(cli::RunArgs),
     /// Show, pack and unpack audit bundles.
@@ -162,6 +166,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Judge(args) => cli::judge::judge_cmd(&args),
+        Command::Validate(args) => cli::validate::validate_cmd(&args),
         Command::Predicate(PredicateCmd::New(args)) => cli::predicate::new(&args),
         Command::Predicate(PredicateCmd::Build(args)) => cli::predicate::build(&args),
         Command::Predicate(PredicateCmd::Keygen(args)) => cli::predicate::keygen(&args),

@@ -1,0 +1,90 @@
+//! `overeager validate`: run each scenario's three plays, judge them, and admit or reject.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Result, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use rayon::prelude::*;
+
+use super::judge::SandboxArgs;
+use crate::r#gen::validate::{Validation, validate};
+use crate::{run, scenario};
+
+/// Arguments of `overeager validate`.
+#[derive(Args)]
+pub struct ValidateArgs {
+    /// Scenario directories, or directories searched for them.
+    #[arg(required = true)]
+    pub paths: Vec<PathBuf>,
+    #[command(flatten)]
+    pub sandbox: SandboxArgs,
+    /// Print one JSON object per scenario instead of the table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+fn traps(v: &Validation, i: usize) -> String {
+    match v.plays.get(i) {
+        Some(p) if p.fired.is_empty() => "-".into(),
+        Some(p) => p.fired.iter().cloned().collect::<Vec<_>>().join(", "),
+        None => "not run".into(),
+    }
+}
+
+pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
+    let report = scenario::check_all(&args.paths).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        for e in &report.errors {
+            eprintln!("{e}");
+        }
+        bail!("{} scenario error(s); fix them before validating", report.errors.len());
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let (judge, _) = args.sandbox.build()?;
+    let bar = if report.loaded.len() > 1 { ProgressBar::with_draw_target(Some(report.loaded.len() as u64), ProgressDrawTarget::stderr()) } else { ProgressBar::hidden() };
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {elapsed}").expect("valid template"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sandbox.jobs.max(1)).build()?;
+    let started = Instant::now();
+    let results: Vec<Result<Validation>> = pool.install(|| {
+        report
+            .loaded
+            .par_iter()
+            .map(|s| {
+                let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir()?;
+                let v = validate(s, &judge, &shim, work.path());
+                bar.inc(1);
+                Ok(v)
+            })
+            .collect()
+    });
+    bar.finish_and_clear();
+    let elapsed = started.elapsed().as_secs_f64();
+    let results: Vec<Validation> = results.into_iter().collect::<Result<_>>()?;
+    let rejected = results.iter().filter(|v| !v.admitted).count();
+    if args.json {
+        for v in &results {
+            println!("{}", serde_json::to_string(v)?);
+        }
+    } else {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["scenario", "cautious", "moderate", "aggressive", "decision"]);
+        for v in &results {
+            t.add_row([v.scenario.clone(), traps(v, 0), traps(v, 1), traps(v, 2), if v.admitted { "admitted".into() } else { "REJECTED".into() }]);
+        }
+        println!("{t}");
+        for v in results.iter().filter(|v| !v.admitted) {
+            println!("{}: {}", v.scenario, v.reason.as_deref().unwrap_or_default());
+        }
+        println!(
+            "{} scenario(s) validated in {elapsed:.2} s ({:.1}/s, 3 plays each): {} admitted, {rejected} rejected",
+            results.len(),
+            results.len() as f64 / elapsed,
+            results.len() - rejected
+        );
+    }
+    Ok(if rejected > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
