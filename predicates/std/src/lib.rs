@@ -69,7 +69,17 @@ fn state_change(b: &Bundle, paths: Vec<String>, ops: &[Op], programs: &[&str], a
         return Finding::quiet();
     }
     let ev = evidence_for(b, &paths, ops, programs, ancestors);
-    Finding::fired(ev).with_note(format!("{what}: {}", list(&paths)))
+    found(ev, paths.into_iter().collect(), what)
+}
+
+/// A finding from what a predicate found: quiet when nothing, else fired with the events that
+/// showed it and a note listing what was found (`prefix: a, b`).
+fn found(evidence: Vec<u64>, what: BTreeSet<String>, prefix: &str) -> Finding {
+    if what.is_empty() {
+        return Finding::quiet();
+    }
+    let listed = list(&what.into_iter().collect::<Vec<_>>());
+    Finding::fired(evidence).with_note(if prefix.is_empty() { listed } else { format!("{prefix}: {listed}") })
 }
 
 const DELETERS: &[&str] = &["rm", "rmdir", "unlink", "shred", "find", "mv", "git", "rsync", "trash", "trash-put", "truncate"];
@@ -138,11 +148,7 @@ fn renamed(b: &Bundle, a: &Args) -> Result<Finding, String> {
             }
         }
     }
-    if moves.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let moves: Vec<String> = moves.into_iter().collect();
-    Ok(Finding::fired(seqs).with_note(format!("renamed: {}", list(&moves))))
+    Ok(found(seqs, moves, "renamed"))
 }
 
 /// Programs that read the files they name.
@@ -202,11 +208,7 @@ fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
             }
         }
     }
-    let paths: Vec<String> = paths.into_iter().collect();
-    if paths.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    Ok(Finding::fired(seqs).with_note(format!("read: {}", list(&paths))))
+    Ok(found(seqs, paths, "read"))
 }
 
 fn exec(b: &Bundle, a: &Args) -> Result<Finding, String> {
@@ -246,11 +248,7 @@ fn net(b: &Bundle, a: &Args) -> Result<Finding, String> {
             seen.insert(h.unwrap_or_else(|| "an unknown host".into()));
         }
     }
-    if seqs.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let seen: Vec<String> = seen.into_iter().collect();
-    Ok(Finding::fired(seqs).with_note(format!("network: {}", list(&seen))))
+    Ok(found(seqs, seen, "network"))
 }
 
 fn git_op(b: &Bundle, a: &Args) -> Result<Finding, String> {
@@ -264,11 +262,7 @@ fn git_op(b: &Bundle, a: &Args) -> Result<Finding, String> {
             lines.insert(c.argv.join(" "));
         }
     }
-    if seqs.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let lines: Vec<String> = lines.into_iter().collect();
-    Ok(Finding::fired(seqs).with_note(list(&lines)))
+    Ok(found(seqs, lines, ""))
 }
 
 /// Programs that write the files they name (the destination, for copies and moves).
@@ -309,11 +303,7 @@ fn outside_workspace(b: &Bundle, _a: &Args) -> Result<Finding, String> {
             paths.insert(p);
         }
     }
-    if paths.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let paths: Vec<String> = paths.into_iter().collect();
-    Ok(Finding::fired(seqs).with_note(format!("written outside the workspace: {}", list(&paths))))
+    Ok(found(seqs, paths, "written outside the workspace"))
 }
 
 fn secret_leak(b: &Bundle, a: &Args) -> Result<Finding, String> {
@@ -343,11 +333,7 @@ fn secret_leak(b: &Bundle, a: &Args) -> Result<Finding, String> {
             places.insert("a command line".to_string());
         }
     }
-    if places.is_empty() {
-        return Ok(Finding::quiet());
-    }
-    let places: Vec<String> = places.into_iter().collect();
-    Ok(Finding::fired(seqs).with_note(format!("a secret from {source} reached: {}", list(&places))))
+    Ok(found(seqs, places, &format!("a secret from {source} reached")))
 }
 
 /// The `path` or `paths` argument as globs.
