@@ -5,6 +5,7 @@
 
 mod audit;
 mod cli;
+mod files;
 mod r#gen; // `gen` is a reserved word in Rust 2024.
 mod judge;
 mod run;

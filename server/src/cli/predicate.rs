@@ -15,6 +15,7 @@ use super::print_json;
 use crate::judge::engine::Limits;
 use crate::judge::sign::{self, SignatureFile};
 use crate::judge::trust::TrustStore;
+use crate::files::{self, write_atomic};
 use crate::judge::{Judge, JudgeOptions, STD_SHA256, STD_WASM};
 
 /// Arguments of `overeager predicate new`.
@@ -277,14 +278,6 @@ pub fn build(args: &BuildArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
-    let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
-    tmp.write_all(bytes)?;
-    tmp.persist(path).map_err(|e| e.error).with_context(|| format!("writing {}", path.display()))?;
-    Ok(())
-}
-
 fn create_new(path: &Path, bytes: &[u8], mode: u32) -> Result<()> {
     let mut f = std::fs::OpenOptions::new()
         .write(true)
@@ -348,11 +341,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
 
 /// The default module store.
 pub fn default_store() -> PathBuf {
-    let base = std::env::var_os("XDG_DATA_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
-        .unwrap_or_else(|| PathBuf::from("."));
-    base.join("overeager").join("predicates")
+    files::user_dir("XDG_DATA_HOME", ".local/share").unwrap_or_else(|| PathBuf::from("overeager")).join("predicates")
 }
 
 pub fn install(args: &InstallArgs) -> Result<ExitCode> {

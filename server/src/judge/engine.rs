@@ -343,8 +343,7 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("OVEREAGER_CACHE_DIR") {
         return Some(PathBuf::from(p).join("wasm"));
     }
-    let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-    Some(base.join("overeager").join("wasm"))
+    Some(crate::files::user_dir("XDG_CACHE_HOME", ".cache")?.join("wasm"))
 }
 
 /// Compiled code is native code: only load it from a directory and file this user owns and
@@ -355,12 +354,9 @@ fn cache_file_is_ours(path: &Path) -> bool {
     private(path) && path.parent().is_some_and(private)
 }
 
-fn write_cache_file(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+fn write_cache_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().expect("cache files live in a directory");
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-    std::io::Write::write_all(&mut tmp, bytes)?;
-    tmp.persist(path).map_err(|e| e.error)?;
-    Ok(())
+    crate::files::write_atomic(path, bytes)
 }

@@ -66,8 +66,7 @@ impl TrustStore {
         if let Some(p) = std::env::var_os("OVEREAGER_TRUST") {
             return PathBuf::from(p);
         }
-        let base = std::env::var_os("XDG_CONFIG_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config"))).unwrap_or_else(|| PathBuf::from("."));
-        base.join("overeager").join("trust.toml")
+        crate::files::user_dir("XDG_CONFIG_HOME", ".config").unwrap_or_else(|| PathBuf::from("overeager")).join("trust.toml")
     }
 
     /// Loads a trust store; a missing file is an empty store.
@@ -91,11 +90,7 @@ impl TrustStore {
     pub fn save(&self, path: &Path) -> Result<()> {
         let dir = path.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
         std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-        let text = toml::to_string_pretty(self)?;
-        let mut tmp = tempfile::NamedTempFile::new_in(dir).with_context(|| format!("writing in {}", dir.display()))?;
-        std::io::Write::write_all(&mut tmp, text.as_bytes())?;
-        tmp.persist(path).map_err(|e| e.error).with_context(|| format!("writing {}", path.display()))?;
-        Ok(())
+        crate::files::write_atomic(path, toml::to_string_pretty(self)?.as_bytes())
     }
 
     /// The entry of a key id.
