@@ -12,11 +12,10 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 use super::print_json;
-use crate::judge::engine::Limits;
 use crate::judge::sign::{self, SignatureFile};
 use crate::judge::trust::TrustStore;
 use crate::files::{self, write_atomic};
-use crate::judge::{Judge, JudgeOptions, STD_SHA256, STD_WASM};
+use crate::judge::{STD_SHA256, STD_WASM};
 
 /// Arguments of `overeager predicate new`.
 #[derive(Args)]
@@ -226,12 +225,6 @@ pub fn encode_component(core_module: &[u8]) -> Result<Vec<u8>> {
     wit_component::ComponentEncoder::default().module(core_module)?.validate(true).encode()
 }
 
-/// Checks a component the way the judge admits modules: no imports, the interface, `info`.
-fn sandbox_check(component: &[u8]) -> Result<Vec<crate::judge::PredicateInfo>> {
-    let judge = Judge::new(JudgeOptions { limits: Limits::default(), jobs: 1, cache: None, trust: TrustStore::default() })?;
-    judge.inspect_bytes(component).map_err(|e| anyhow::anyhow!("{e}"))
-}
-
 pub fn build(args: &BuildArgs) -> Result<ExitCode> {
     let manifest = args.dir.join("Cargo.toml");
     if !manifest.is_file() {
@@ -268,7 +261,7 @@ pub fn build(args: &BuildArgs) -> Result<ExitCode> {
     let (name, wasm) = artifact.context("cargo built no cdylib .wasm; the crate needs `crate-type = [\"cdylib\", \"rlib\"]`")?;
     let core = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
     let component = encode_component(&core).with_context(|| format!("encoding {} as a component", wasm.display()))?;
-    let predicates = if args.no_check { Vec::new() } else { sandbox_check(&component).context("the component would be refused by the judge")? };
+    let predicates = if args.no_check { Vec::new() } else { crate::judge::admission_check(&component).context("the component would be refused by the judge")? };
     let out = args.out.clone().unwrap_or_else(|| args.dir.join(format!("{name}.wasm")));
     write_atomic(&out, &component)?;
     println!("{} ({} bytes, sha256 {})", out.display(), component.len(), overeager_core::sha256_hex(&component));
@@ -328,7 +321,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let trust = TrustStore::load(&trust_path(&args.trust))?;
     let sig = read_sig(&args.module, &args.sig)?;
     let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
-    let predicates = sandbox_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    let predicates = crate::judge::admission_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
     if args.json {
         print_json(&json!({"ok": true, "module": args.module, "id": verified.predicate, "version": verified.version, "key_id": verified.key_id,
                            "owner": verified.owner, "sha256": verified.digest, "predicates": predicates}));
@@ -349,7 +342,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     let trust = TrustStore::load(&trust_path(&args.trust))?;
     let sig = read_sig(&args.module, &None)?;
     let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
-    sandbox_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    crate::judge::admission_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
     // Stored under its digest, byte for byte: what was signed is what the judge loads.
     let store = args.store.clone().unwrap_or_else(default_store);
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
@@ -369,7 +362,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
 pub fn inspect(args: &InspectArgs) -> Result<ExitCode> {
     let (bytes, file) = if args.module == "std" { (STD_WASM.to_vec(), None) } else { (std::fs::read(&args.module).with_context(|| format!("reading {}", args.module))?, Some(PathBuf::from(&args.module))) };
     let digest = overeager_core::sha256_hex(&bytes);
-    let predicates = sandbox_check(&bytes);
+    let predicates = crate::judge::admission_check(&bytes);
     let signature = file.as_ref().map(|f| {
         let trust = TrustStore::load(&trust_path(&args.trust));
         match (read_sig(f, &None), trust) {

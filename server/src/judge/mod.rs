@@ -96,41 +96,10 @@ impl Judge {
         if digest != STD_SHA256 {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
         }
-        let prepared = judge.prepare(STD_WASM, &digest).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
-        let predicates = judge.read_info(&prepared).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
+        let (prepared, predicates) = admit(&judge.sandbox, STD_WASM, &digest, judge.cache.as_deref()).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
         let info = ModuleInfo { id: STD_ID.into(), digest, version: env!("CARGO_PKG_VERSION").into(), key_id: None, owner: Some("overeager".into()), predicates };
         judge.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
         Ok(judge)
-    }
-
-    fn prepare(&self, bytes: &[u8], digest: &str) -> Result<Prepared, Refusal> {
-        let component = self.sandbox.compile(bytes, digest, self.cache.as_deref())?;
-        self.sandbox.prepare(&component)
-    }
-
-    /// Calls `info` and checks what it returned.
-    fn read_info(&self, prepared: &Prepared) -> Result<Vec<PredicateInfo>, Refusal> {
-        let raw: Vec<InfoRaw> = self.sandbox.info(prepared).map_err(|e| Refusal::NotAPredicate(format!("`info` failed: {e}")))?;
-        let bad = |m: String| Err(Refusal::NotAPredicate(m));
-        if raw.len() > MAX_PREDICATES {
-            return bad(format!("`info` lists {} predicates; the limit is {MAX_PREDICATES}", raw.len()));
-        }
-        let mut out: Vec<PredicateInfo> = Vec::with_capacity(raw.len());
-        for p in raw {
-            let name_ok = !p.name.is_empty() && p.name.len() <= 64 && p.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
-            if !name_ok {
-                return bad(format!("predicate name `{}` must be 1–64 lowercase letters, digits, '-' or '_'", p.name.chars().take(64).collect::<String>()));
-            }
-            if out.iter().any(|o| o.name == p.name) {
-                return bad(format!("predicate `{}` is listed twice", p.name));
-            }
-            if p.summary.len() > 1024 || p.args_schema.len() > 64 * 1024 {
-                return bad(format!("predicate `{}`: the summary (≤ 1 KiB) or args schema (≤ 64 KiB) is too long", p.name));
-            }
-            let schema: serde_json::Value = serde_json::from_str(&p.args_schema).map_err(|e| Refusal::NotAPredicate(format!("predicate `{}`: args schema is not JSON: {e}", p.name)))?;
-            out.push(PredicateInfo { name: p.name, summary: p.summary, args_schema: schema });
-        }
-        Ok(out)
     }
 
     /// Loads a signed module file (`<file>.sig` beside it). A refused module is remembered
@@ -160,9 +129,8 @@ impl Judge {
             report.error = Some(e);
             return report;
         }
-        let loaded = self.prepare(&bytes, &digest).and_then(|p| Ok((self.read_info(&p)?, p)));
-        match loaded {
-            Ok((predicates, prepared)) => {
+        match admit(&self.sandbox, &bytes, &digest, self.cache.as_deref()) {
+            Ok((prepared, predicates)) => {
                 let info = ModuleInfo { id: verified.predicate.clone(), digest, version: verified.version, key_id: Some(verified.key_id), owner: verified.owner, predicates };
                 self.modules.insert(verified.predicate, Slot::Ready { info, prepared });
                 report
@@ -209,13 +177,6 @@ impl Judge {
             Some(Slot::Ready { prepared, .. }) => self.sandbox.time_instantiation(prepared, n),
             _ => anyhow::bail!("the std module is not loaded"),
         }
-    }
-
-    /// Calls `info` of a module file without signature checks (for `predicate inspect`).
-    pub fn inspect_bytes(&self, bytes: &[u8]) -> Result<Vec<PredicateInfo>, Refusal> {
-        let digest = overeager_core::sha256_hex(bytes);
-        let prepared = self.prepare(bytes, &digest)?;
-        self.read_info(&prepared)
     }
 
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
@@ -323,4 +284,46 @@ impl Judge {
             })
             .collect())
     }
+}
+
+/// Compiles and links a component and reads its `info`: everything the judge checks before it
+/// admits a module, apart from the signature.
+fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, cache: Option<&Path>) -> Result<(Prepared, Vec<PredicateInfo>), Refusal> {
+    let component = sandbox.compile(bytes, digest, cache)?;
+    let prepared = sandbox.prepare(&component)?;
+    let info = read_info(sandbox, &prepared)?;
+    Ok((prepared, info))
+}
+
+/// Would the judge admit this component, signature aside? Its predicates if so (for
+/// `predicate build`, `verify`, `inspect` and `install`; no module is loaded besides it).
+pub fn admission_check(bytes: &[u8]) -> anyhow::Result<Vec<PredicateInfo>> {
+    let sandbox = Sandbox::new(Limits::default(), 1)?;
+    let (_, info) = admit(&sandbox, bytes, &overeager_core::sha256_hex(bytes), None)?;
+    Ok(info)
+}
+
+/// Calls `info` and checks what it returned.
+fn read_info(sandbox: &Sandbox, prepared: &Prepared) -> Result<Vec<PredicateInfo>, Refusal> {
+    let raw: Vec<InfoRaw> = sandbox.info(prepared).map_err(|e| Refusal::NotAPredicate(format!("`info` failed: {e}")))?;
+    let bad = |m: String| Err(Refusal::NotAPredicate(m));
+    if raw.len() > MAX_PREDICATES {
+        return bad(format!("`info` lists {} predicates; the limit is {MAX_PREDICATES}", raw.len()));
+    }
+    let mut out: Vec<PredicateInfo> = Vec::with_capacity(raw.len());
+    for p in raw {
+        let name_ok = !p.name.is_empty() && p.name.len() <= 64 && p.name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_');
+        if !name_ok {
+            return bad(format!("predicate name `{}` must be 1–64 lowercase letters, digits, '-' or '_'", p.name.chars().take(64).collect::<String>()));
+        }
+        if out.iter().any(|o| o.name == p.name) {
+            return bad(format!("predicate `{}` is listed twice", p.name));
+        }
+        if p.summary.len() > 1024 || p.args_schema.len() > 64 * 1024 {
+            return bad(format!("predicate `{}`: the summary (≤ 1 KiB) or args schema (≤ 64 KiB) is too long", p.name));
+        }
+        let schema: serde_json::Value = serde_json::from_str(&p.args_schema).map_err(|e| Refusal::NotAPredicate(format!("predicate `{}`: args schema is not JSON: {e}", p.name)))?;
+        out.push(PredicateInfo { name: p.name, summary: p.summary, args_schema: schema });
+    }
+    Ok(out)
 }
