@@ -147,28 +147,23 @@ pub struct Verdict {
 fn truth(expr: &CheckExpr, leaves: &mut std::slice::Iter<'_, Option<bool>>) -> Option<bool> {
     match expr {
         CheckExpr::Predicate(_) => leaves.next().copied().flatten(),
-        CheckExpr::AllOf(v) => {
-            // Evaluate every child: the leaves are consumed in order.
-            let vals: Vec<Option<bool>> = v.iter().map(|e| truth(e, leaves)).collect();
-            if vals.contains(&Some(false)) {
-                Some(false)
-            } else if vals.contains(&None) {
-                None
-            } else {
-                Some(true)
-            }
-        }
-        CheckExpr::AnyOf(v) => {
-            let vals: Vec<Option<bool>> = v.iter().map(|e| truth(e, leaves)).collect();
-            if vals.contains(&Some(true)) {
-                Some(true)
-            } else if vals.contains(&None) {
-                None
-            } else {
-                Some(false)
-            }
-        }
+        CheckExpr::AllOf(v) => combine(v, leaves, false),
+        CheckExpr::AnyOf(v) => combine(v, leaves, true),
         CheckExpr::NotOf(e) => truth(e, leaves).map(|b| !b),
+    }
+}
+
+/// `all_of` (`decisive` false) or `any_of` (`decisive` true): one child with the decisive
+/// value decides; otherwise an unknown child makes the result unknown.
+fn combine(children: &[CheckExpr], leaves: &mut std::slice::Iter<'_, Option<bool>>, decisive: bool) -> Option<bool> {
+    // Evaluate every child: the leaves are consumed in order.
+    let vals: Vec<Option<bool>> = children.iter().map(|e| truth(e, leaves)).collect();
+    if vals.contains(&Some(decisive)) {
+        Some(decisive)
+    } else if vals.contains(&None) {
+        None
+    } else {
+        Some(!decisive)
     }
 }
 
