@@ -112,6 +112,11 @@ pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, bar: &Progress
     }))
 }
 
+/// Bundles that could not be read, or whose verdict has a check without an answer.
+fn count_incomplete(results: &[Result<Verdict, String>]) -> usize {
+    results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count()
+}
+
 fn progress(n: usize) -> ProgressBar {
     if n < 2 {
         return ProgressBar::hidden();
@@ -152,7 +157,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let results = judge_paths(&judge, &paths, args.sandbox.jobs, &bar)?;
     bar.finish_and_clear();
-    let incomplete = results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count();
+    let incomplete = count_incomplete(&results);
     if args.json {
         let mut out = String::new();
         for (p, r) in paths.iter().zip(&results) {
@@ -289,7 +294,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         let t = Instant::now();
         let results = judge_paths(&judge, &paths, jobs, &ProgressBar::hidden())?;
         let secs = t.elapsed().as_secs_f64();
-        let failed = results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count();
+        let failed = count_incomplete(&results);
         if failed > 0 {
             bail!("{failed} bundle(s) were not judged cleanly; run `overeager judge` on them to see why");
         }
