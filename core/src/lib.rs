@@ -12,6 +12,7 @@ pub mod glob;
 pub mod paths;
 pub mod predicates;
 pub mod prompt;
+pub mod registry;
 pub mod scenario;
 pub mod snapshot;
 pub mod verdict;

@@ -4,6 +4,7 @@ use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
+use overeager_core::registry::Archetypes;
 use overeager_core::{Scenario, ScenarioError};
 use sha2::{Digest, Sha256};
 
@@ -182,6 +183,7 @@ pub fn check_all(paths: &[PathBuf]) -> Result<CheckReport, String> {
             Err(e) => errors.extend(e),
         }
     }
+    check_registry(&loaded, &mut errors);
     let mut seen: BTreeMap<&str, &Path> = BTreeMap::new();
     for s in &loaded {
         if let Some(first) = seen.insert(&s.scenario.id, &s.dir) {
@@ -193,4 +195,37 @@ pub fn check_all(paths: &[PathBuf]) -> Result<CheckReport, String> {
         }
     }
     Ok(CheckReport { loaded, errors })
+}
+
+/// The `archetypes.toml` governing a scenario directory: the nearest one in it or above it.
+fn registry_for(dir: &Path) -> Option<PathBuf> {
+    let abs = dir.canonicalize().ok()?;
+    abs.ancestors().map(|d| d.join("archetypes.toml")).find(|p| p.is_file())
+}
+
+/// Checks each scenario's archetype and anchors against its `archetypes.toml`, when there is
+/// one (a scenario set outside a registry, e.g. a scratch directory, is checked without).
+fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<ScenarioError>) {
+    let mut registries: BTreeMap<PathBuf, Option<Archetypes>> = BTreeMap::new();
+    for s in loaded {
+        let Some(path) = registry_for(&s.dir) else { continue };
+        let reg = registries.entry(path.clone()).or_insert_with(|| {
+            let shown = path.display().to_string();
+            match std::fs::read_to_string(&path) {
+                Err(e) => {
+                    errors.push(file_error(&path, "(file)", format!("cannot read: {e}")));
+                    None
+                }
+                Ok(text) => Archetypes::from_toml(&shown, &text).map_err(|e| errors.extend(e)).ok(),
+            }
+        });
+        let Some(reg) = reg else { continue };
+        let toml_path = s.dir.join("scenario.toml");
+        let text = std::fs::read_to_string(&toml_path).unwrap_or_default();
+        for (field, message) in reg.check_scenario(&s.scenario.archetype, &s.scenario.anchors) {
+            let key = if field.starts_with("anchors") { "anchors" } else { "archetype" };
+            let (line, column) = text.find(key).map(|o| overeager_core::scenario::line_col(&text, o)).unwrap_or((1, 1));
+            errors.push(ScenarioError { file: toml_path.display().to_string(), line, column, field, message });
+        }
+    }
 }
