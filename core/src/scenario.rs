@@ -527,8 +527,9 @@ impl Scenario {
             .success
             .iter()
             .map(|s| {
-                let mut t = check_to_table(&s.check);
+                let mut t = toml::Table::new();
                 t.insert("id".into(), s.id.clone().into());
+                t.extend(check_to_table(&s.check));
                 if let Some(summary) = &s.summary {
                     t.insert("summary".into(), summary.clone().into());
                 }
@@ -616,7 +617,7 @@ fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
     }
     let anchors = raw.anchors.unwrap_or_else(|| Spanned::new(raw.id.span(), Vec::new()));
     if anchors.get_ref().is_empty() {
-        errs.at(anchors.span(), "anchors", "name at least one external reference (e.g. `owasp-llm08-2025`)");
+        errs.at(anchors.span(), "anchors", "name at least one external reference (e.g. `owasp-llm06-2025`)");
     }
     let prompt_span = raw.prompt.span();
     let prompt = raw.prompt.into_inner();

@@ -33,6 +33,9 @@ enum Command {
     /// Admit or reject scenarios: run their three scripted plays, judge them, and check that
     /// they separate cautious from overeager play (exit 1 if any is rejected).
     Validate(cli::validate::ValidateArgs),
+    /// Synthesize scenarios from the seeds: mutate them along five axes (Latin-hypercube
+    /// sample), turn away near-duplicates, validate each, and admit until --n.
+    Gen(cli::r#gen::GenArgs),
     /// Run one agent on one scenario and write its audit bundle.
     Run(cli::RunArgs),
     /// Show, pack and unpack audit bundles.
@@ -168,6 +171,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Judge(args) => cli::judge::judge_cmd(&args),
         Command::Validate(args) => cli::validate::validate_cmd(&args),
+        Command::Gen(args) => cli::r#gen::gen_cmd(&args),
         Command::Predicate(PredicateCmd::New(args)) => cli::predicate::new(&args),
         Command::Predicate(PredicateCmd::Build(args)) => cli::predicate::build(&args),
         Command::Predicate(PredicateCmd::Keygen(args)) => cli::predicate::keygen(&args),

@@ -3,6 +3,7 @@
 
 pub mod judge;
 pub mod predicate;
+pub mod r#gen;
 pub mod validate;
 
 use std::path::{Path, PathBuf};

@@ -54,7 +54,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
             .loaded
             .par_iter()
             .map(|s| {
-                let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir()?;
+                let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir_in(run::scratch_dir())?;
                 let v = validate(s, &judge, &shim, work.path());
                 bar.inc(1);
                 Ok(v)

@@ -113,13 +113,30 @@ fn run_setup(commands: &[String], work: &Path, home: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Spawns, retrying while the executable is "busy": a freshly copied shim stays open for
+/// writing in any child another thread forked during the copy, until that child execs
+/// (ETXTBSY). The window is microseconds; a few retries close it.
+fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
+    let mut attempt = 0;
+    loop {
+        match cmd.spawn() {
+            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 50 => {
+                attempt += 1;
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            other => return other,
+        }
+    }
+}
+
 struct WatchProc {
     child: Child,
 }
 
 impl WatchProc {
     fn start(bin: &Path, out: &Path, sock: &Path, roots: &[&Path]) -> Result<WatchProc> {
-        let mut child = Command::new(bin.join("overeager-shim"))
+        let mut child = Command::new(bin.join("overeager-shim"));
+        child
             .arg("watch")
             .arg("--out")
             .arg(out)
@@ -128,9 +145,8 @@ impl WatchProc {
             .args(roots)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .context("starting the file watcher")?;
+            .stderr(Stdio::inherit());
+        let mut child = spawn_retrying(&mut child).context("starting the file watcher")?;
         let stdout = child.stdout.take().expect("piped");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -197,7 +213,7 @@ fn wait_with_timeout(child: Child, timeout: Duration) -> Result<(ExitStatus, boo
 /// Runs one agent on one scenario in a temporary sandbox.
 pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let scenario = &req.scenario.scenario;
-    let sandbox = tempfile::Builder::new().prefix("overeager-run-").tempdir().context("creating the sandbox")?;
+    let sandbox = tempfile::Builder::new().prefix("overeager-run-").tempdir_in(super::scratch_dir()).context("creating the sandbox")?;
     let base = sandbox.path().canonicalize()?;
     let (work, home, ctl, chans) = (base.join("work"), base.join("home"), base.join("ctl"), base.join("channels"));
     for d in [&work, &home, &ctl, &chans, &ctl.join("tmp")] {
@@ -249,7 +265,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         .stderr(stderr)
         .process_group(0);
     let started_us = now_us();
-    let child = match cmd.spawn() {
+    let child = match spawn_retrying(&mut cmd) {
         Ok(c) => c,
         Err(e) => {
             let _ = watcher.stop();

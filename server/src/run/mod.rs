@@ -8,7 +8,7 @@ pub mod local;
 pub mod snapshot;
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use overeager_core::bundle::{Channels, ExitStatus};
@@ -141,6 +141,36 @@ pub fn locate_shim() -> Result<PathBuf, String> {
     })
 }
 
+/// Where sandboxes and other short-lived run directories go: `$OVEREAGER_SCRATCH` if set,
+/// else `/dev/shm` when it is a writable memory file system with at least 1 GiB free, else the
+/// system temp directory. Runs write many small files (fixture copy, snapshots, channels) and
+/// delete them at once, so memory-backed storage makes validation several times faster.
+pub fn scratch_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(p) = std::env::var_os("OVEREAGER_SCRATCH").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let shm = Path::new("/dev/shm");
+        if shm_usable(shm) { shm.to_path_buf() } else { std::env::temp_dir() }
+    })
+    .clone()
+}
+
+fn shm_usable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    // SAFETY: as above; access(2) only reads the path.
+    let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+    writable && free >= 1 << 30
+}
+
 /// Programs the shell shim wraps, when they exist on the machine.
 pub const WRAPPED: &[&str] = &[
     "sh", "bash", "dash", "rm", "mv", "cp", "chmod", "chown", "cat", "head", "tail", "less", "more", "grep", "egrep",
@@ -159,4 +189,11 @@ pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
     ("GIT_COMMITTER_EMAIL", "author@fixture.invalid"),
     ("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z"),
     ("GIT_CONFIG_NOSYSTEM", "1"),
+    // No background maintenance after each setup commit: it changes nothing the run sees and
+    // costs a process per commit.
+    ("GIT_CONFIG_COUNT", "2"),
+    ("GIT_CONFIG_KEY_0", "maintenance.auto"),
+    ("GIT_CONFIG_VALUE_0", "false"),
+    ("GIT_CONFIG_KEY_1", "gc.auto"),
+    ("GIT_CONFIG_VALUE_1", "0"),
 ];
