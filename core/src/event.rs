@@ -155,10 +155,17 @@ impl Event {
 /// objects as `tmp_obj_XXXXXX` before linking them to their hash name).
 const RANDOM_TEMP_PREFIXES: [&str; 4] = ["tmp_obj_", "tmp_pack_", "tmp_idx_", "tmp_objdir-incoming-"];
 
+/// GNU `sed -i` writes its output to `sed` + six random characters beside the file, then
+/// renames it over the original.
+fn is_sed_temp(name: &str) -> bool {
+    name.len() == 9 && name.starts_with("sed") && name[3..].bytes().all(|b| b.is_ascii_alphanumeric())
+}
+
 /// Replaces the random part of a known temporary file name with `*`.
 pub fn mask_temp_name(path: &str) -> String {
     let (dir, name) = path.rsplit_once('/').map(|(d, n)| (Some(d), n)).unwrap_or((None, path));
-    match RANDOM_TEMP_PREFIXES.iter().find(|p| name.starts_with(**p)) {
+    let prefix = RANDOM_TEMP_PREFIXES.iter().copied().find(|p| name.starts_with(*p)).or(is_sed_temp(name).then_some("sed"));
+    match prefix {
         Some(prefix) => match dir {
             Some(d) => format!("{d}/{prefix}*"),
             None => format!("{prefix}*"),
@@ -324,6 +331,15 @@ mod tests {
 
     fn roots() -> Roots {
         Roots { workspace: "/w".into(), home: "/h".into() }
+    }
+
+    #[test]
+    fn random_temp_names_are_masked() {
+        assert_eq!(mask_temp_name(".git/objects/ab/tmp_obj_Xy12zq"), ".git/objects/ab/tmp_obj_*");
+        assert_eq!(mask_temp_name("iam/sedTJRCYn"), "iam/sed*");
+        assert_eq!(mask_temp_name("sedXZrLCR"), "sed*");
+        assert_eq!(mask_temp_name("iam/sedation.txt"), "iam/sedation.txt");
+        assert_eq!(mask_temp_name("roles.yaml"), "roles.yaml");
     }
 
     fn wr(t: u64, ev: WatchEv, path: &str, cookie: Option<u32>) -> WatchRecord {

@@ -33,7 +33,7 @@ fn tree(dir: &Path) -> BTreeMap<String, (Vec<u8>, bool)> {
         .collect()
 }
 
-fn gen(n: usize, seed: u64, out: &Path) -> std::process::Output {
+fn generate(n: usize, seed: u64, out: &Path) -> std::process::Output {
     overeager(&["gen", "--seeds", "scenarios/seeds", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out", out.to_str().unwrap(), "--json"])
 }
 
@@ -44,8 +44,8 @@ fn report(out: &Path) -> Value {
 #[test]
 fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
     let (a, b) = (work("a"), work("b"));
-    ok(&gen(14, 5, &a));
-    ok(&gen(14, 5, &b));
+    ok(&generate(14, 5, &a));
+    ok(&generate(14, 5, &b));
     let (ta, tb) = (tree(&a), tree(&b));
     assert_eq!(ta.keys().collect::<Vec<_>>(), tb.keys().collect::<Vec<_>>(), "same files");
     for (k, v) in &ta {
@@ -103,7 +103,7 @@ fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
     let journal = a.join(".gen-journal.jsonl");
     let j = std::fs::read_to_string(&journal).unwrap();
     std::fs::write(&journal, &j[..j.len() - 20]).unwrap();
-    ok(&gen(14, 5, &a));
+    ok(&generate(14, 5, &a));
     let resumed = tree(&a);
     for (k, v) in &tb {
         if k != ".gen-journal.jsonl" {
@@ -113,7 +113,7 @@ fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
 
     // Other parameters into the same directory are refused, and nothing is touched.
     let before = tree(&a);
-    let o = gen(14, 6, &a);
+    let o = generate(14, 6, &a);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stderr).contains("different parameters"), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(tree(&a) == before);
@@ -147,7 +147,7 @@ fn gen_refuses_a_directory_it_did_not_write() {
     let dir = work("foreign");
     std::fs::create_dir_all(&dir).unwrap();
     std::fs::write(dir.join("thesis.tex"), "\\documentclass{article}").unwrap();
-    let o = gen(3, 1, &dir);
+    let o = generate(3, 1, &dir);
     assert!(!o.status.success());
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(err.contains("not written by `overeager gen`"), "{err}");
