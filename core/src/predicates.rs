@@ -84,6 +84,9 @@ const fn arg(name: &'static str, ty: ArgType, required: bool) -> ArgSpec {
     ArgSpec { name, ty, required, one_of: &[] }
 }
 
+/// The arguments of the standard predicates that name paths, in the order they are tried.
+pub const PATH_ARGS: [&str; 5] = ["path", "paths", "from", "to", "source"];
+
 /// Git operations the `git` predicate recognizes.
 pub const GIT_OPS: [&str; 5] = ["force_push", "reset_hard", "clean", "history_rewrite", "branch_delete"];
 

@@ -12,7 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use crate::glob::PathGlob;
 use crate::predicates::{GIT_OPS, PredicateRef};
-use crate::scenario::{ScenarioError, Severity, Trap, line_col};
+use crate::predicates::PATH_ARGS;
+use crate::scenario::{Errors, ScenarioError, Severity, Trap, parse_toml};
 
 /// An external reference: a taxonomy entry, standard control, weakness, technique, incident or
 /// study.
@@ -63,36 +64,6 @@ fn is_slug(s: &str) -> bool {
     !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'.')
 }
 
-/// Collects located problems for one file.
-struct Problems<'a> {
-    file: &'a str,
-    text: &'a str,
-    list: Vec<ScenarioError>,
-}
-
-impl Problems<'_> {
-    /// Records a problem, located at the first occurrence of `near` in the file (a quoted id,
-    /// usually), or at the top when it cannot be found.
-    fn add(&mut self, near: &str, field: String, message: String) {
-        let (line, column) = self.text.find(near).filter(|_| !near.is_empty()).map(|o| line_col(self.text, o)).unwrap_or((1, 1));
-        self.list.push(ScenarioError { file: self.file.to_string(), line, column, field, message });
-    }
-
-    fn finish<T>(self, value: T) -> Result<T, Vec<ScenarioError>> {
-        if self.list.is_empty() { Ok(value) } else { Err(self.list) }
-    }
-}
-
-fn parse<T: for<'de> Deserialize<'de>>(file: &str, text: &str) -> Result<T, Vec<ScenarioError>> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
-        let inner = e.into_inner();
-        let (line, column) = inner.span().map(|s| line_col(text, s.start)).unwrap_or((1, 1));
-        vec![ScenarioError { file: file.to_string(), line, column, field, message: inner.message().to_string() }]
-    })
-}
-
 fn quoted(id: &str) -> String {
     format!("\"{id}\"")
 }
@@ -100,29 +71,29 @@ fn quoted(id: &str) -> String {
 impl Archetypes {
     /// Parses and checks `archetypes.toml`; `file` names it in errors.
     pub fn from_toml(file: &str, text: &str) -> Result<Archetypes, Vec<ScenarioError>> {
-        let reg: Archetypes = parse(file, text)?;
-        let mut p = Problems { file, text, list: Vec::new() };
+        let reg: Archetypes = parse_toml(file, text)?;
+        let mut p = Errors::new(file, text);
         for id in reg.anchors.keys() {
             if !is_slug(id) {
-                p.add(&format!("[anchors.{id}]"), format!("anchors.{id}"), "anchor ids are lowercase letters, digits, '-' and '.'".into());
+                p.near(&format!("[anchors.{id}]"), format!("anchors.{id}"), "anchor ids are lowercase letters, digits, '-' and '.'");
             }
         }
         let mut seen = BTreeSet::new();
         for (i, a) in reg.archetypes.iter().enumerate() {
             let near = quoted(&a.id);
             if !is_slug(&a.id) {
-                p.add(&near, format!("archetype[{i}].id"), "use lowercase letters, digits and '-'".into());
+                p.near(&near, format!("archetype[{i}].id"), "use lowercase letters, digits and '-'");
             }
             if !seen.insert(a.id.as_str()) {
-                p.add(&near, format!("archetype[{i}].id"), format!("archetype `{}` is defined twice", a.id));
+                p.near(&near, format!("archetype[{i}].id"), format!("archetype `{}` is defined twice", a.id));
             }
             let distinct: BTreeSet<&String> = a.anchors.iter().collect();
             if distinct.len() < MIN_ANCHORS_PER_ARCHETYPE {
-                p.add(&near, format!("archetype[{i}].anchors"), format!("`{}` names {} distinct anchor(s); anchor each archetype to at least {MIN_ANCHORS_PER_ARCHETYPE} external references", a.id, distinct.len()));
+                p.near(&near, format!("archetype[{i}].anchors"), format!("`{}` names {} distinct anchor(s); anchor each archetype to at least {MIN_ANCHORS_PER_ARCHETYPE} external references", a.id, distinct.len()));
             }
             for anchor in &a.anchors {
                 if !reg.anchors.contains_key(anchor) {
-                    p.add(&near, format!("archetype[{i}].anchors"), format!("unknown anchor `{anchor}`; define it under [anchors.{anchor}]"));
+                    p.near(&near, format!("archetype[{i}].anchors"), format!("unknown anchor `{anchor}`; define it under [anchors.{anchor}]"));
                 }
             }
         }
@@ -220,9 +191,6 @@ pub const ATOM_CATEGORIES: usize = 9;
 /// See [`ATOM_CATEGORIES`].
 pub const ATOM_COUNT: usize = 55;
 
-/// The arguments of a trap that name paths, in the order they are tried.
-const PATH_ARGS: [&str; 5] = ["path", "paths", "from", "to", "source"];
-
 fn path_args(args: &serde_json::Value) -> Vec<&str> {
     let mut out = Vec::new();
     for key in PATH_ARGS {
@@ -264,28 +232,28 @@ impl Detect {
 impl Atoms {
     /// Parses and checks `atoms.toml`; `file` names it in errors.
     pub fn from_toml(file: &str, text: &str) -> Result<Atoms, Vec<ScenarioError>> {
-        let reg: Atoms = parse(file, text)?;
-        let mut p = Problems { file, text, list: Vec::new() };
+        let reg: Atoms = parse_toml(file, text)?;
+        let mut p = Errors::new(file, text);
         if reg.categories.len() != ATOM_CATEGORIES {
-            p.add("[[category]]", "category".into(), format!("{} categories defined; the registry has exactly {ATOM_CATEGORIES}", reg.categories.len()));
+            p.near("[[category]]", "category", format!("{} categories defined; the registry has exactly {ATOM_CATEGORIES}", reg.categories.len()));
         }
         if reg.atoms.len() != ATOM_COUNT {
-            p.add("[[atom]]", "atom".into(), format!("{} atoms defined; the registry has exactly {ATOM_COUNT}", reg.atoms.len()));
+            p.near("[[atom]]", "atom", format!("{} atoms defined; the registry has exactly {ATOM_COUNT}", reg.atoms.len()));
         }
         let mut categories = BTreeSet::new();
         for (i, c) in reg.categories.iter().enumerate() {
             if !is_slug(&c.id) || !categories.insert(c.id.as_str()) {
-                p.add(&quoted(&c.id), format!("category[{i}].id"), format!("category id `{}` is not a unique lowercase slug", c.id));
+                p.near(&quoted(&c.id), format!("category[{i}].id"), format!("category id `{}` is not a unique lowercase slug", c.id));
             }
         }
         let mut actions = BTreeSet::new();
         for (i, a) in reg.actions.iter().enumerate() {
             if !is_slug(&a.id) || !actions.insert(a.id.as_str()) {
-                p.add(&quoted(&a.id), format!("action[{i}].id"), format!("action id `{}` is not a unique lowercase slug", a.id));
+                p.near(&quoted(&a.id), format!("action[{i}].id"), format!("action id `{}` is not a unique lowercase slug", a.id));
             }
             for pred in &a.predicates {
                 if let Err(m) = PredicateRef::parse(pred) {
-                    p.add(&quoted(&a.id), format!("action[{i}].predicates"), m);
+                    p.near(&quoted(&a.id), format!("action[{i}].predicates"), m);
                 }
             }
         }
@@ -295,47 +263,47 @@ impl Atoms {
             let near = quoted(&a.id);
             let field = |f: &str| format!("atom[{i}].{f}");
             if !is_slug(&a.id) || !ids.insert(a.id.as_str()) {
-                p.add(&near, field("id"), format!("atom id `{}` is not a unique lowercase slug", a.id));
+                p.near(&near, field("id"), format!("atom id `{}` is not a unique lowercase slug", a.id));
             }
             if !categories.contains(a.category.as_str()) {
-                p.add(&near, field("category"), format!("unknown category `{}`", a.category));
+                p.near(&near, field("category"), format!("unknown category `{}`", a.category));
             }
             *per_category.entry(a.category.as_str()).or_default() += 1;
             if !a.risk.is_trap_severity() {
-                p.add(&near, field("risk"), "risk is low, medium, high or critical".into());
+                p.near(&near, field("risk"), "risk is low, medium, high or critical");
             }
             if a.actions.is_empty() {
-                p.add(&near, field("actions"), "name at least one action kind".into());
+                p.near(&near, field("actions"), "name at least one action kind");
             }
             for act in &a.actions {
                 if !actions.contains(act.as_str()) {
-                    p.add(&near, field("actions"), format!("unknown action `{act}`; define it as an [[action]]"));
+                    p.near(&near, field("actions"), format!("unknown action `{act}`; define it as an [[action]]"));
                 }
             }
             if a.pre.iter().all(|s| s.trim().is_empty()) {
-                p.add(&near, field("pre"), "state at least one precondition".into());
+                p.near(&near, field("pre"), "state at least one precondition");
             }
             if a.post.iter().all(|s| s.trim().is_empty()) {
-                p.add(&near, field("post"), "state at least one postcondition".into());
+                p.near(&near, field("post"), "state at least one postcondition");
             }
             match PredicateRef::parse(&a.detect.predicate) {
-                Err(m) => p.add(&near, field("detect.predicate"), m),
+                Err(m) => p.near(&near, field("detect.predicate"), m),
                 Ok(r) => {
                     let observed = reg.actions.iter().filter(|k| a.actions.contains(&k.id)).any(|k| k.predicates.contains(&a.detect.predicate));
                     if !observed {
-                        p.add(&near, field("detect.predicate"), format!("`{r}` observes none of this atom's actions; list it in one of their `predicates`"));
+                        p.near(&near, field("detect.predicate"), format!("`{r}` observes none of this atom's actions; list it in one of their `predicates`"));
                     }
                 }
             }
             for op in &a.detect.ops {
                 if !GIT_OPS.contains(&op.as_str()) {
-                    p.add(&near, field("detect.ops"), format!("unknown git op `{op}`; known: {}", GIT_OPS.join(", ")));
+                    p.near(&near, field("detect.ops"), format!("unknown git op `{op}`; known: {}", GIT_OPS.join(", ")));
                 }
             }
         }
         for c in &reg.categories {
             if per_category.get(c.id.as_str()).copied().unwrap_or(0) == 0 {
-                p.add(&quoted(&c.id), "category".into(), format!("category `{}` has no atoms", c.id));
+                p.near(&quoted(&c.id), "category", format!("category `{}` has no atoms", c.id));
             }
         }
         p.finish(reg)

@@ -449,15 +449,45 @@ struct RawStep {
     path: Option<String>,
 }
 
+/// Deserializes a TOML file, or says where it does not fit `T`: line, column and the dotted
+/// field (`(file)` for the document as a whole). `file` names the file in the error.
+pub(crate) fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, Vec<ScenarioError>> {
+    let de = toml::Deserializer::new(text);
+    serde_path_to_error::deserialize(de).map_err(|e| {
+        let field = e.path().to_string();
+        let inner = e.into_inner();
+        let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
+        let mut errs = Errors::new(file, text);
+        errs.at(inner.span().unwrap_or(0..0), field, inner.message().to_string());
+        errs.list
+    })
+}
+
 /// Collects errors with positions computed from byte offsets.
-struct Errors<'a> {
+pub(crate) struct Errors<'a> {
     file: &'a str,
     text: &'a str,
     list: Vec<ScenarioError>,
 }
 
 impl<'a> Errors<'a> {
-    fn at(&mut self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>) {
+    pub(crate) fn new(file: &'a str, text: &'a str) -> Errors<'a> {
+        Errors { file, text, list: Vec::new() }
+    }
+
+    /// `value` if no error was recorded, else every error.
+    pub(crate) fn finish<T>(self, value: T) -> Result<T, Vec<ScenarioError>> {
+        if self.list.is_empty() { Ok(value) } else { Err(self.list) }
+    }
+
+    /// Records an error at the first occurrence of `near` in the file (at the top when it is
+    /// empty or absent): for checks made after parsing, where no span is left.
+    pub(crate) fn near(&mut self, near: &str, field: impl Into<String>, message: impl Into<String>) {
+        let offset = if near.is_empty() { None } else { self.text.find(near) };
+        self.at(offset.map_or(0..0, |o| o..o), field, message);
+    }
+
+    pub(crate) fn at(&mut self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>) {
         let (line, column) = line_col(self.text, span.start);
         self.list.push(ScenarioError {
             file: self.file.to_string(),
@@ -496,21 +526,10 @@ impl Scenario {
     ///
     /// All problems are reported, not only the first.
     pub fn from_toml(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
-        let mut errs = Errors { file, text, list: Vec::new() };
-        let de = toml::Deserializer::new(text);
-        let raw: RawScenario = match serde_path_to_error::deserialize(de) {
-            Ok(raw) => raw,
-            Err(e) => {
-                let field = e.path().to_string();
-                let inner = e.into_inner();
-                let span = inner.span().unwrap_or(0..0);
-                let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
-                errs.at(span, field, inner.message().to_string());
-                return Err(errs.list);
-            }
-        };
+        let raw: RawScenario = parse_toml(file, text)?;
+        let mut errs = Errors::new(file, text);
         let scenario = convert(raw, &mut errs);
-        if errs.list.is_empty() { Ok(scenario) } else { Err(errs.list) }
+        errs.finish(scenario)
     }
 
     /// Serializes the scenario back to TOML (the form `from_toml` reads).

@@ -220,9 +220,14 @@ fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<ScenarioError>) {
             }
         });
         let Some(reg) = reg else { continue };
+        let problems = reg.check_scenario(&s.scenario.archetype, &s.scenario.anchors);
+        if problems.is_empty() {
+            continue;
+        }
+        // Read again only to point at the line.
         let toml_path = s.dir.join("scenario.toml");
         let text = std::fs::read_to_string(&toml_path).unwrap_or_default();
-        for (field, message) in reg.check_scenario(&s.scenario.archetype, &s.scenario.anchors) {
+        for (field, message) in problems {
             let key = if field.starts_with("anchors") { "anchors" } else { "archetype" };
             let (line, column) = text.find(key).map(|o| overeager_core::scenario::line_col(&text, o)).unwrap_or((1, 1));
             errors.push(ScenarioError { file: toml_path.display().to_string(), line, column, field, message });

@@ -11,7 +11,7 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::judge::SandboxArgs;
-use crate::r#gen::validate::{Validation, validate};
+use crate::r#gen::validate::{Validation, validate_in_scratch};
 use crate::{run, scenario};
 
 /// Arguments of `overeager validate`.
@@ -54,10 +54,9 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
             .loaded
             .par_iter()
             .map(|s| {
-                let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir_in(run::scratch_dir())?;
-                let v = validate(s, &judge, &shim, work.path());
+                let v = validate_in_scratch(s, &judge, &shim);
                 bar.inc(1);
-                Ok(v)
+                v
             })
             .collect()
     });

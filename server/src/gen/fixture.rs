@@ -130,9 +130,7 @@ impl Fixture {
 
     /// Workspace-relative names of the top level of the workspace (not `home`).
     pub fn top_level(&self) -> Vec<&str> {
-        let mut out: Vec<&str> = self.entries.keys().filter(|k| !k.contains('/') && k.as_str() != HOME).map(String::as_str).collect();
-        out.dedup();
-        out
+        self.entries.keys().filter(|k| !k.contains('/') && k.as_str() != HOME).map(String::as_str).collect()
     }
 
     /// Replaces text in every UTF-8 file's content with `f`.

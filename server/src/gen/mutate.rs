@@ -12,6 +12,7 @@
 
 use std::collections::BTreeSet;
 
+use overeager_core::predicates::PATH_ARGS;
 use overeager_core::registry::Atoms;
 use overeager_core::scenario::{CheckExpr, PredicateCall, ScopeOp, Step, Trap};
 use overeager_core::Scenario;
@@ -70,9 +71,6 @@ pub fn apply(axis: &str, level: &str, c: &mut Candidate, atoms: &Atoms, rng: &mu
 
 // ---------------------------------------------------------------------------------------------
 // Path and text rewriting shared by the mutators
-
-/// The arguments of predicates that hold paths.
-const PATH_ARGS: [&str; 5] = ["path", "paths", "from", "to", "source"];
 
 fn is_home(p: &str) -> bool {
     p == "~" || p.starts_with("~/")

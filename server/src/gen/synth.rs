@@ -12,7 +12,7 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use overeager_core::registry::{Archetypes, Atoms};
+use overeager_core::registry::Atoms;
 use overeager_core::scenario::Provenance;
 use overeager_core::{Scenario, Variant, render_prompt};
 use rayon::prelude::*;
@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::fixture::Fixture;
 use super::mutate::{self, AXES, Candidate};
 use super::sample::{Features, latin_hypercube, round_rng};
-use super::validate::{Validation, validate};
+use super::validate::{Validation, validate, validate_in_scratch};
 use crate::judge::Judge;
 use crate::scenario::{self, LoadedScenario};
 
@@ -45,29 +45,19 @@ const WINDOW: usize = 32;
 /// Rounds of sampling before giving up on reaching `n`.
 const MAX_ROUNDS: u64 = 12;
 
-/// The two registries beside the seeds.
-pub struct Registries {
-    pub archetypes: Archetypes,
-    pub atoms: Atoms,
-}
-
-/// Finds `archetypes.toml` and `atoms.toml` in `start` or the nearest ancestor holding them.
-pub fn find_registries(start: &Path) -> Result<Registries> {
+/// Finds the registries in `start` or the nearest ancestor holding both `archetypes.toml` and
+/// `atoms.toml`, and loads the atoms. (The archetypes are checked with the seeds, by
+/// `scenario::check_all`.)
+pub fn find_atoms(start: &Path) -> Result<Atoms> {
     let abs = start.canonicalize().with_context(|| format!("{} does not exist", start.display()))?;
     let dir = abs
         .ancestors()
         .find(|d| d.join("archetypes.toml").is_file() && d.join("atoms.toml").is_file())
         .with_context(|| format!("no archetypes.toml and atoms.toml in {} or above it; the generator needs both registries", start.display()))?;
-    let load = |name: &str| -> Result<(String, String)> {
-        let p = dir.join(name);
-        Ok((p.display().to_string(), std::fs::read_to_string(&p).with_context(|| format!("cannot read {}", p.display()))?))
-    };
-    let errors = |errs: Vec<overeager_core::ScenarioError>| anyhow::anyhow!("{}", errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n"));
-    let (f, t) = load("archetypes.toml")?;
-    let archetypes = Archetypes::from_toml(&f, &t).map_err(errors)?;
-    let (f, t) = load("atoms.toml")?;
-    let atoms = Atoms::from_toml(&f, &t).map_err(errors)?;
-    Ok(Registries { archetypes, atoms })
+    let path = dir.join("atoms.toml");
+    let text = std::fs::read_to_string(&path).with_context(|| format!("cannot read {}", path.display()))?;
+    Atoms::from_toml(&path.display().to_string(), &text)
+        .map_err(|errs| anyhow::anyhow!("{}", errs.iter().map(ToString::to_string).collect::<Vec<_>>().join("\n")))
 }
 
 /// The gates a candidate passes, in order.
@@ -259,15 +249,11 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         bail!("--theta must be in [0, 1)");
     }
     let seeds_dir = PathBuf::from(&params.seeds);
-    let reg = find_registries(&seeds_dir)?;
+    let atoms = find_atoms(&seeds_dir)?;
+    // `check_all` also checks archetypes and anchors against the registry above the seeds.
     let report = scenario::check_all(std::slice::from_ref(&seeds_dir)).map_err(anyhow::Error::msg)?;
-    let mut problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-    for s in &report.loaded {
-        for (field, msg) in reg.archetypes.check_scenario(&s.scenario.archetype, &s.scenario.anchors) {
-            problems.push(format!("{}: {field}: {msg}", s.dir.join("scenario.toml").display()));
-        }
-    }
-    if !problems.is_empty() {
+    if !report.errors.is_empty() {
+        let problems: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
         bail!("the seeds have problems; fix them first:\n{}", problems.join("\n"));
     }
 
@@ -276,8 +262,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         .loaded
         .into_par_iter()
         .map(|s| -> Result<_> {
-            let work = tempfile::Builder::new().prefix("overeager-gen-").tempdir_in(crate::run::scratch_dir())?;
-            let v = validate(&s, judge, shim, work.path());
+            let v = validate_in_scratch(&s, judge, shim)?;
             Ok((s, v))
         })
         .collect::<Result<_>>()?;
@@ -321,7 +306,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
                 for ((axis, levels), &li) in AXES.iter().zip(&point[1..]) {
                     *axis_sampled.entry(axis.to_string()).or_default().entry(levels[li].to_string()).or_default() += 1;
                 }
-                built.push(build(seed, &point[1..], &reg.atoms, params, round, index).map(|c| {
+                built.push(build(seed, &point[1..], &atoms, params, round, index).map(|c| {
                     let f = Features::of(&seed.loaded.scenario.id, &c.scenario, &c.fixture);
                     (c, f)
                 }));

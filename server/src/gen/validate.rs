@@ -159,6 +159,12 @@ pub fn validate(s: &LoadedScenario, judge: &Judge, shim: &Path, workdir: &Path) 
     }
 }
 
+/// [`validate`] in a fresh directory under the run scratch space, removed afterwards.
+pub fn validate_in_scratch(s: &LoadedScenario, judge: &Judge, shim: &Path) -> anyhow::Result<Validation> {
+    let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir_in(crate::run::scratch_dir())?;
+    Ok(validate(s, judge, shim, work.path()))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
