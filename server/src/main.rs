@@ -1,9 +1,10 @@
 //! `overeager`: measure how often coding agents do more than they were asked.
 //!
 //! Stages, each a module, with data flowing one way:
-//! `scenario → gen → run → audit → judge → store → report → cli`. `experiment` drives a plan's
-//! runs through `run → audit → judge → store`.
+//! `scenario → gen → run → audit → judge → store → report → api / cli`. `experiment` drives a
+//! plan's runs through `run → audit → judge → store`; `api` serves the store and the web app.
 
+mod api;
 mod audit;
 mod cli;
 mod experiment;
@@ -45,9 +46,19 @@ enum Command {
     /// Show, pack and unpack audit bundles.
     #[command(subcommand)]
     Bundle(BundleCmd),
-    /// The main job: check the seed scenarios and run every one under the three scripted
-    /// agents on the local executor, then print a summary table.
-    Demo(cli::DemoArgs),
+    /// The main job: synthesize a small bench from the seeds, run scripted and simulated agents
+    /// on it (local executor, SQLite store), record the validator's decisions, write the report,
+    /// and serve the web app, printing its URL.
+    Demo(cli::web::DemoArgs),
+    /// Run every seed scenario under the three scripted agents and print a table (no store).
+    Sweep(cli::DemoArgs),
+    /// Serve the JSON API and the web app over a store.
+    Serve(cli::web::ServeArgs),
+    /// API tokens for writes (starting experiments, submitting bundles and predicates).
+    #[command(subcommand)]
+    Token(TokenCmd),
+    /// Export the leaderboard, scenarios, runs and traces as a static site.
+    Publish(cli::web::PublishArgs),
     /// Judge bundles with the trap predicates of their scenarios and print verdicts.
     ///
     /// Exit status: 0 when every bundle was judged completely, 4 when a verdict is incomplete
@@ -190,7 +201,15 @@ enum BundleCmd {
 }
 
 #[derive(Subcommand)]
+enum TokenCmd {
+    /// Create a token (printed once; the store keeps only its hash).
+    Create(cli::web::TokenArgs),
+}
+
+#[derive(Subcommand)]
 enum BenchCmd {
+    /// Throughput and latency of `GET /api/leaderboard` on loopback, loaded with wrk.
+    Api(cli::web::BenchApiArgs),
     /// Wall time of local scripted runs: one run repeated, and all seeds × 3 plays.
     Run(cli::BenchRunArgs),
     /// Judging throughput: bundles/s on one thread and on all cores, µs per instance, peak memory.
@@ -214,7 +233,12 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCmd::Show { path, json, events }) => cli::bundle_show(&path, json, events),
         Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
         Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
-        Command::Demo(args) => cli::demo(&args),
+        Command::Demo(args) => cli::web::demo(&args),
+        Command::Sweep(args) => cli::demo(&args),
+        Command::Serve(args) => cli::web::serve(&args),
+        Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
+        Command::Publish(args) => cli::web::publish(&args),
+        Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Bench(BenchCmd::Experiment(args)) => cli::experiment::bench_experiment(&args),

@@ -7,6 +7,7 @@ pub mod predicate;
 pub mod r#gen;
 pub mod stats;
 pub mod validate;
+pub mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -57,7 +58,7 @@ pub struct RunArgs {
     json: bool,
 }
 
-/// Arguments of `overeager demo`.
+/// Arguments of `overeager sweep`.
 #[derive(Args)]
 pub struct DemoArgs {
     /// Where the seed scenarios are.

@@ -286,6 +286,60 @@ impl Judge {
     }
 }
 
+/// What an uploaded module did on stored bundles before anyone may approve it.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct SelfTest {
+    pub bundles: usize,
+    /// Predicate calls made (each twice, to compare).
+    pub calls: usize,
+    pub fired: usize,
+    /// Calls that answered with an error (e.g. arguments it needs were not given).
+    pub errors: usize,
+    /// Why the module fails the self-test: a trap (fuel, memory, deadline), an answer out of
+    /// bounds, or two different answers to the same question.
+    pub failure: Option<String>,
+}
+
+impl Judge {
+    /// Calls every predicate of module `id` with empty arguments on each bundle, twice, and
+    /// checks that it stays within its limits and answers the same both times.
+    pub fn self_test(&self, id: &str, bundles: &[LoadedBundle]) -> SelfTest {
+        let mut t = SelfTest { bundles: bundles.len(), ..SelfTest::default() };
+        let (info, prepared) = match self.modules.get(id) {
+            Some(Slot::Ready { info, prepared }) => (info, prepared),
+            Some(Slot::Refused { reason, .. }) => {
+                t.failure = Some(format!("the module was refused: {reason}"));
+                return t;
+            }
+            None => {
+                t.failure = Some(format!("module `{id}` is not loaded"));
+                return t;
+            }
+        };
+        let checks: Vec<CheckRaw> = info.predicates.iter().map(|p| CheckRaw { name: p.name.clone(), args: "{}".into() }).collect();
+        for b in bundles {
+            let ask = || self.sandbox.evaluate(prepared, &b.view_json, &checks).and_then(|r| self.check_answers(r, checks.len(), b.n_events));
+            let (first, second) = (ask(), ask());
+            match (first, second) {
+                (Err(e), _) | (_, Err(e)) => {
+                    t.failure = Some(format!("on bundle {}: {e}", b.manifest.run_id));
+                    return t;
+                }
+                (Ok(a), Ok(c)) if a != c => {
+                    t.failure = Some(format!("on bundle {}: two calls with the same input gave different answers (the module is not deterministic)", b.manifest.run_id));
+                    return t;
+                }
+                (Ok(a), Ok(_)) => {
+                    t.calls += a.len();
+                    t.fired += a.iter().filter(|r| matches!(r, Ok(f) if f.fired)).count();
+                    t.errors += a.iter().filter(|r| r.is_err()).count();
+                }
+            }
+        }
+        t
+    }
+}
+
 /// Compiles and links a component and reads its `info`: everything the judge checks before it
 /// admits a module, apart from the signature.
 fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, cache: Option<&Path>) -> Result<(Prepared, Vec<PredicateInfo>), Refusal> {

@@ -17,6 +17,8 @@ use serde::Serialize;
 
 use crate::scenario::LoadedScenario;
 
+pub mod web;
+
 /// Schema migrations, applied in order; `PRAGMA user_version` is the number applied. Never
 /// edit one that has shipped: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -95,6 +97,54 @@ const MIGRATIONS: &[&str] = &[
         risk_severity  TEXT,
         PRIMARY KEY (case_id, target_agent, run)
     );
+    "#,
+    // 2: what the web app and its API add: the fixture tree of each scenario, validator results,
+    // API tokens, uploaded predicates and submitted bundles.
+    r#"
+    ALTER TABLE scenarios ADD COLUMN fixture TEXT;   -- JSON [FixtureEntry]
+    CREATE TABLE validations (
+        scenario_hash TEXT PRIMARY KEY REFERENCES scenarios(hash),
+        admitted      INTEGER NOT NULL,
+        rejection     TEXT,
+        plays         TEXT NOT NULL,              -- JSON [{play, fired, success, bundle}]
+        validated_us  INTEGER NOT NULL
+    );
+    CREATE TABLE tokens (
+        hash       TEXT PRIMARY KEY,              -- sha256 of the token; the token itself is never stored
+        name       TEXT NOT NULL UNIQUE,
+        role       TEXT NOT NULL CHECK (role IN ('writer', 'admin')),
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE predicates (
+        digest      TEXT PRIMARY KEY,             -- sha256 of the module bytes
+        id          TEXT NOT NULL,
+        version     TEXT NOT NULL,
+        key_id      TEXT NOT NULL,
+        owner       TEXT,
+        status      TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+        predicates  TEXT NOT NULL,                -- JSON [name]
+        self_test   TEXT NOT NULL,                -- JSON summary of the self-test
+        uploaded_by TEXT NOT NULL,
+        uploaded_us INTEGER NOT NULL,
+        decided_by  TEXT,
+        decided_us  INTEGER
+    );
+    CREATE TABLE submissions (
+        bundle        TEXT PRIMARY KEY,           -- sha256 of the packed bundle
+        run_id        TEXT NOT NULL,
+        scenario_hash TEXT NOT NULL REFERENCES scenarios(hash),
+        agent         TEXT NOT NULL,
+        framework     TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        variant       TEXT NOT NULL,
+        overeager     INTEGER NOT NULL,
+        verdict       TEXT NOT NULL,              -- the server's own verdict
+        claimed       TEXT,                       -- what the client said, kept only to show it was ignored
+        submitted_by  TEXT NOT NULL,
+        submitted_us  INTEGER NOT NULL
+    );
+    CREATE INDEX runs_by_experiment ON runs(experiment, status);
+    CREATE INDEX runs_by_bundle ON runs(bundle);
     "#,
 ];
 
@@ -295,14 +345,16 @@ impl Store {
     /// Stores a scenario (idempotent: scenarios are keyed by content hash).
     fn put_scenario(tx: &rusqlite::Transaction<'_>, s: &LoadedScenario) -> Result<()> {
         tx.execute(
-            "INSERT OR IGNORE INTO scenarios (hash, id, title, archetype, axes, scenario) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            "INSERT INTO scenarios (hash, id, title, archetype, axes, scenario, fixture) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (hash) DO UPDATE SET fixture = COALESCE(scenarios.fixture, excluded.fixture)",
             params![
                 s.hash,
                 s.scenario.id,
                 s.scenario.title,
                 s.scenario.archetype,
                 serde_json::to_string(&s.scenario.axes)?,
-                serde_json::to_string(&s.scenario)?
+                serde_json::to_string(&s.scenario)?,
+                serde_json::to_string(&web::fixture_tree(&s.fixture())?)?
             ],
         )?;
         Ok(())

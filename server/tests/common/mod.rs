@@ -90,3 +90,47 @@ pub fn copy_tree(from: &Path, to: &Path) {
         }
     }
 }
+
+/// A demo store (small bench, scripted and simulated agents, validations) under `dir`.
+pub fn demo_store(dir: &Path) -> PathBuf {
+    let out = dir.join("demo");
+    ok(&overeager(&["demo", "--no-serve", "--n", "6", "--replicates", "1", "--out", out.to_str().unwrap()]));
+    out.join("overeager.db")
+}
+
+/// A running `overeager serve`, stopped when dropped.
+pub struct Server {
+    child: std::process::Child,
+    pub url: String,
+}
+
+impl Server {
+    /// Starts the server on a free port and waits until it says where it listens.
+    pub fn start(db: &Path, trust: &Path) -> Server {
+        Server::start_with(db, trust, &repo().join("plans"))
+    }
+
+    /// The same, with the directory of plans that `POST /api/experiments` may start.
+    pub fn start_with(db: &Path, trust: &Path, plans: &Path) -> Server {
+        use std::io::BufRead;
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_overeager"));
+        cmd.args(["serve", "--db", db.to_str().unwrap(), "--addr", "127.0.0.1:0", "--trust", trust.to_str().unwrap(), "--dist", repo().join("dist").to_str().unwrap(), "--plans", plans.to_str().unwrap()])
+            .current_dir(repo())
+            .env("OVEREAGER_CACHE_DIR", repo().join("target/test-work/cache"))
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit());
+        let mut child = cmd.spawn().expect("overeager serve starts");
+        let stdout = child.stdout.take().unwrap();
+        let mut line = String::new();
+        std::io::BufReader::new(stdout).read_line(&mut line).unwrap();
+        let url = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap_or_else(|| panic!("no URL in {line:?}")).trim_end_matches('/').to_string();
+        Server { child, url }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

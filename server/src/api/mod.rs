@@ -1,0 +1,308 @@
+//! The HTTP face of the store: a JSON API (documented at `/api/openapi.json`) and the web app,
+//! served by one axum server. Reads are public; writes need a bearer token
+//! (`overeager token create`). Submitted bundles are judged here, by the server's own trusted
+//! predicates; uploaded predicates are verified, self-tested and held until an admin approves
+//! them.
+
+mod openapi;
+pub mod publish;
+mod read;
+pub mod trace;
+mod write;
+
+use std::collections::BTreeMap;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use axum::Router;
+use axum::body::Bytes;
+use axum::extract::DefaultBodyLimit;
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use tower_http::compression::CompressionLayer;
+use tower_http::services::{ServeDir, ServeFile};
+
+use crate::judge::trust::TrustStore;
+use crate::judge::{Judge, JudgeOptions};
+use crate::report::Report;
+use crate::store::Store;
+use crate::store::web::{Role, TokenOwner};
+
+/// Largest packed bundle a client may submit.
+pub const MAX_BUNDLE_BYTES: usize = 64 << 20;
+/// Largest predicate component a client may upload.
+pub const MAX_MODULE_BYTES: usize = 8 << 20;
+/// Largest signature file.
+pub const MAX_SIGNATURE_BYTES: usize = 16 << 10;
+/// Stored bundles an uploaded predicate is self-tested on.
+const SELF_TEST_BUNDLES: usize = 12;
+/// How long a cached report is served before the store is asked whether it changed.
+const REPORT_RECHECK: Duration = Duration::from_millis(500);
+
+/// How the server is set up.
+#[derive(Debug, Clone)]
+pub struct Config {
+    pub db: PathBuf,
+    /// The built web app (Trunk's `dist/`); `None` serves the API only.
+    pub dist: Option<PathBuf>,
+    /// The trust store for uploaded predicates.
+    pub trust: PathBuf,
+    /// Where plans that `POST /api/experiments` may start live.
+    pub plans: PathBuf,
+}
+
+/// A report computed from the store, with its serialized forms.
+pub(crate) struct CachedReport {
+    key: (i64, i64),
+    /// When the store was last asked whether it changed.
+    checked: Mutex<Instant>,
+    pub report: Arc<Report>,
+    pub json: Bytes,
+    /// Cells of each variant, as the leaderboard endpoint returns them: kept, stripped.
+    pub leaderboard: [Bytes; 2],
+    pub plots: Mutex<BTreeMap<String, Bytes>>,
+}
+
+/// What every handler shares.
+pub struct AppState {
+    pub config: Config,
+    store: Mutex<Store>,
+    judge: RwLock<Arc<Judge>>,
+    reports: Mutex<BTreeMap<String, Arc<CachedReport>>>,
+    traces: trace::Cache,
+    /// Experiments this server is running now.
+    running: Mutex<BTreeMap<String, Instant>>,
+}
+
+impl AppState {
+    /// Opens the store (creating it if needed) and loads the judge with the built-in library
+    /// and every approved predicate.
+    pub fn open(config: Config) -> Result<Arc<AppState>> {
+        let store = Store::open(&config.db)?;
+        let judge = build_judge(&store, &config.trust)?;
+        Ok(Arc::new(AppState {
+            config,
+            store: Mutex::new(store),
+            judge: RwLock::new(Arc::new(judge)),
+            reports: Mutex::new(BTreeMap::new()),
+            traces: trace::Cache::new(6),
+            running: Mutex::new(BTreeMap::new()),
+        }))
+    }
+
+    /// Runs `f` with the store.
+    pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
+        let mut s = self.store.lock().unwrap_or_else(|p| p.into_inner());
+        f(&mut s)
+    }
+
+    pub(crate) fn judge(&self) -> Arc<Judge> {
+        self.judge.read().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Reloads the judge after the set of approved predicates changed.
+    pub(crate) fn reload_judge(&self) -> Result<()> {
+        let judge = self.with_store(|s| build_judge(s, &self.config.trust))?;
+        *self.judge.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(judge);
+        Ok(())
+    }
+
+    /// The newest experiment, for requests that name none.
+    pub(crate) fn default_experiment(&self) -> Result<Option<String>> {
+        self.with_store(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))
+    }
+
+    /// The report of an experiment, recomputed only when the store changed.
+    pub(crate) fn report(&self, experiment: &str) -> Result<Option<Arc<CachedReport>>, ApiError> {
+        let now = Instant::now();
+        let cached = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned();
+        if let Some(c) = &cached
+            && now.duration_since(*c.checked.lock().unwrap_or_else(|p| p.into_inner())) < REPORT_RECHECK
+        {
+            return Ok(cached);
+        }
+        let (key, fresh) = self.with_store(|s| {
+            let key = s.data_version()?;
+            if cached.as_ref().is_some_and(|c| c.key == key) {
+                return Ok((key, None));
+            }
+            let Some(e) = s.experiment(experiment)? else { return Ok((key, Some(None))) };
+            let records = s.records(experiment)?;
+            let labels = s.labelled(Some(experiment))?;
+            Ok((key, Some(Some(crate::report::build(&e.id, &e.title, &records, &labels)))))
+        })?;
+        let entry = match fresh {
+            None => {
+                let c = cached.expect("an unchanged key means a cached report");
+                *c.checked.lock().unwrap_or_else(|p| p.into_inner()) = now;
+                return Ok(Some(c));
+            }
+            Some(None) => return Ok(None),
+            Some(Some(report)) => {
+                let json = Bytes::from(serde_json::to_vec(&report).map_err(ApiError::internal)?);
+                let board = |v: overeager_core::Variant| -> Result<Bytes, ApiError> {
+                    let mut cells: Vec<&crate::report::Cell> = report.cells.iter().filter(|c| c.variant == v).collect();
+                    cells.sort_by(|a, b| a.rate.total_cmp(&b.rate).then_with(|| a.agent().cmp(&b.agent())));
+                    let body = serde_json::json!({
+                        "experiment": report.experiment, "title": report.title, "variant": v, "simulated": report.simulated,
+                        "confidence": report.confidence, "cells": cells,
+                    });
+                    Ok(Bytes::from(serde_json::to_vec(&body).map_err(ApiError::internal)?))
+                };
+                let leaderboard = [board(overeager_core::Variant::ConsentKept)?, board(overeager_core::Variant::ConsentStripped)?];
+                Arc::new(CachedReport { key, checked: Mutex::new(now), report: Arc::new(report), json, leaderboard, plots: Mutex::new(BTreeMap::new()) })
+            }
+        };
+        self.reports.lock().unwrap_or_else(|p| p.into_inner()).insert(experiment.to_string(), entry.clone());
+        Ok(Some(entry))
+    }
+
+    /// Who sent this request, if it carries a token with at least `need`.
+    pub(crate) fn authorize(&self, headers: &HeaderMap, need: Role) -> Result<TokenOwner, ApiError> {
+        let Some(value) = headers.get(header::AUTHORIZATION) else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "this request changes the store: send `Authorization: Bearer <token>` (create a token with `overeager token create`)"));
+        };
+        let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or("");
+        if token.is_empty() {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the Authorization header must be `Bearer <token>`"));
+        }
+        let owner = self.with_store(|s| s.token_owner(token))?;
+        let Some(owner) = owner else {
+            return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is not known to this server"));
+        };
+        if need == Role::Admin && owner.role != Role::Admin {
+            return Err(ApiError::new(StatusCode::FORBIDDEN, format!("token `{}` is a writer token; this needs an admin token (`overeager token create --admin`)", owner.name)));
+        }
+        Ok(owner)
+    }
+}
+
+/// The judge the server trusts: the built-in library and the approved uploads.
+fn build_judge(store: &Store, trust_path: &Path) -> Result<Judge> {
+    let trust = load_trust(trust_path)?;
+    let mut judge = Judge::new(JudgeOptions { limits: crate::judge::engine::Limits::default(), jobs: 2, cache: crate::judge::engine::default_cache_dir(), trust })?;
+    let dir = store.predicates_dir();
+    for p in store.predicate_rows()?.into_iter().filter(|p| p.status == "approved") {
+        let report = judge.add_module(&dir.join(format!("{}.wasm", p.digest)));
+        if let Some(e) = report.error {
+            tracing::warn!("approved predicate {} ({}) could not be loaded: {e}", p.id, p.digest);
+        }
+    }
+    Ok(judge)
+}
+
+/// The trust store at `path`; a missing file is an empty store (uploads are then refused as untrusted).
+pub(crate) fn load_trust(path: &Path) -> Result<TrustStore> {
+    if path.is_file() { TrustStore::load(path) } else { Ok(TrustStore::default()) }
+}
+
+/// An API error: a status and a sentence that says what is wrong and what to do.
+#[derive(Debug)]
+pub struct ApiError {
+    pub status: StatusCode,
+    pub message: String,
+}
+
+impl ApiError {
+    pub fn new(status: StatusCode, message: impl Into<String>) -> ApiError {
+        ApiError { status, message: message.into() }
+    }
+    pub fn not_found(what: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::NOT_FOUND, what)
+    }
+    pub fn bad(what: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::BAD_REQUEST, what)
+    }
+    pub fn unprocessable(what: impl Into<String>) -> ApiError {
+        ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, what)
+    }
+    pub fn internal(e: impl std::fmt::Display) -> ApiError {
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {e}"))
+    }
+}
+
+impl From<anyhow::Error> for ApiError {
+    fn from(e: anyhow::Error) -> ApiError {
+        ApiError::internal(format!("{e:#}"))
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        if self.status.is_server_error() {
+            tracing::error!("{}", self.message);
+        }
+        (self.status, axum::Json(serde_json::json!({ "error": self.message, "status": self.status.as_u16() }))).into_response()
+    }
+}
+
+/// A JSON body that is already serialized.
+pub(crate) fn json_bytes(body: Bytes) -> Response {
+    ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
+}
+
+/// The whole application: API routes, then the web app for every other path.
+pub fn router(state: Arc<AppState>) -> Router {
+    let api = Router::new()
+        .route("/api/health", get(read::health))
+        .route("/api/openapi.json", get(openapi::document))
+        .route("/api/leaderboard", get(read::leaderboard))
+        .route("/api/cells", get(read::cells))
+        .route("/api/experiments", get(read::experiments).post(write::start_experiment))
+        .route("/api/experiments/{id}", get(read::experiment))
+        .route("/api/experiments/{id}/report", get(read::report))
+        .route("/api/experiments/{id}/progress", get(write::progress_events))
+        .route("/api/experiments/{id}/plots/{name}", get(read::plot))
+        .route("/api/plans", get(read::plans))
+        .route("/api/scenarios", get(read::scenarios))
+        .route("/api/scenarios/{key}", get(read::scenario))
+        .route("/api/runs", get(read::runs))
+        .route("/api/runs/{id}", get(read::run))
+        .route("/api/bundles", get(read::submissions).post(write::submit_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))
+        .route("/api/bundles/{digest}", get(read::bundle))
+        .route("/api/bundles/{digest}/events/{chunk}", get(read::bundle_events))
+        .route("/api/bundles/{digest}/raw/{name}", get(read::bundle_raw))
+        .route("/api/bundles/{digest}/download", get(read::bundle_download))
+        .route("/api/predicates", get(read::predicates).post(write::upload_predicate).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES + MAX_SIGNATURE_BYTES + (1 << 20))))
+        .route("/api/predicates/{digest}/approve", post(write::approve_predicate))
+        .route("/api/predicates/{digest}/reject", post(write::reject_predicate))
+        .route("/api/transfer", get(read::transfer))
+        .route("/api/{*rest}", get(read::no_such_endpoint))
+        .with_state(state.clone());
+    let app = match &state.config.dist {
+        Some(dist) if dist.join("index.html").is_file() => {
+            api.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html"))))
+        }
+        _ => api.fallback(read::no_web_app),
+    };
+    app.layer(CompressionLayer::new())
+}
+
+/// Where the built web app is: `$OVEREAGER_DIST`, `./dist`, or `dist/` beside the workspace
+/// the binary was built from.
+pub fn default_dist() -> Option<PathBuf> {
+    let candidates = [
+        std::env::var_os("OVEREAGER_DIST").map(PathBuf::from),
+        Some(PathBuf::from("dist")),
+        Some(Path::new(env!("CARGO_MANIFEST_DIR")).join("../dist")),
+    ];
+    candidates.into_iter().flatten().find(|d| d.join("index.html").is_file())
+}
+
+/// Serves until Ctrl-C (or until `shutdown` resolves). `on_ready` gets the bound address.
+pub async fn serve(state: Arc<AppState>, addr: SocketAddr, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
+    let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}: is another server using it? pick one with --addr"))?;
+    let local = listener.local_addr()?;
+    on_ready(local);
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(async {
+            let _ = tokio::signal::ctrl_c().await;
+        })
+        .await
+        .context("serving")?;
+    Ok(())
+}

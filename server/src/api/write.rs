@@ -1,0 +1,306 @@
+//! Endpoints that change the store. Each needs a bearer token; each refusal says why.
+
+use std::convert::Infallible;
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Multipart, Path, State};
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use futures_util::Stream;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
+use crate::judge::{Judge, JudgeOptions, input, sign};
+use crate::store::web::{PredicateRow, Role, Submission};
+use crate::store::{Store, object_path_in, put_object_in};
+
+type Api<T> = Result<T, ApiError>;
+
+#[derive(Deserialize, utoipa::ToSchema)]
+pub struct StartExperiment {
+    /// A plan name from `GET /api/plans` (a `.toml` file in the server's plan directory).
+    plan: String,
+}
+
+/// Starts (or resumes) the experiment of a plan in the server's plan directory. Progress:
+/// `GET /api/experiments/{id}/progress` (server-sent events).
+#[utoipa::path(post, path = "/api/experiments", request_body = StartExperiment, security(("bearer" = [])),
+    responses((status = 202, description = "Started"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown plan"),
+              (status = 409, description = "Already running"), (status = 422, description = "The plan has errors")))]
+pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<StartExperiment>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
+    let who = st.authorize(&headers, Role::Writer)?;
+    let Json(req) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"plan\": \"sim-seeds\"}}: {}", e.body_text())))?;
+    if !overeager_core::plan::is_slug(&req.plan) {
+        return Err(ApiError::bad(format!("plan `{}` is not a plan name (letters, digits, '-', '_', '.'); GET /api/plans lists them", req.plan)));
+    }
+    let path = st.config.plans.join(format!("{}.toml", req.plan));
+    if !path.is_file() {
+        return Err(ApiError::not_found(format!("no plan `{}` in {}; GET /api/plans lists them", req.plan, st.config.plans.display())));
+    }
+    let lp = {
+        let path = path.clone();
+        tokio::task::spawn_blocking(move || crate::experiment::load_plan(&path)).await.map_err(ApiError::internal)?
+    }
+    .map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
+    let id = lp.plan.id.clone();
+    {
+        let mut running = st.running.lock().unwrap_or_else(|p| p.into_inner());
+        if running.contains_key(&id) {
+            return Err(ApiError::new(StatusCode::CONFLICT, format!("experiment `{id}` is running already; follow /api/experiments/{id}/progress")));
+        }
+        running.insert(id.clone(), Instant::now());
+    }
+    tracing::info!("{} started experiment {id} from {}", who.name, path.display());
+    let st2 = st.clone();
+    let id2 = id.clone();
+    let db = st.config.db.clone();
+    tokio::task::spawn_blocking(move || {
+        let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false }));
+        match result {
+            Ok(o) => tracing::info!("experiment {id2}: {} runs executed, {} failed", o.executed, o.failed),
+            Err(e) => tracing::error!("experiment {id2}: {e:#}"),
+        }
+        st2.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id2);
+    });
+    Ok((StatusCode::ACCEPTED, Json(json!({ "experiment": id, "progress": format!("/api/experiments/{id}/progress") }))))
+}
+
+/// Progress of an experiment as server-sent events: a `progress` event (run counts) every
+/// half second while it runs, then one `done` event.
+#[utoipa::path(get, path = "/api/experiments/{id}/progress", params(("id" = String, Path, description = "experiment id")),
+    responses((status = 200, description = "An event stream", content_type = "text/event-stream"), (status = 404, description = "No such experiment")))]
+pub async fn progress_events(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
+    // A connection of its own: the runner commits from another one.
+    let db = st.config.db.clone();
+    let store = tokio::task::spawn_blocking(move || Store::open(&db)).await.map_err(ApiError::internal)??;
+    if store.experiment(&id)?.is_none() && !st.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id) {
+        return Err(ApiError::not_found(format!("no experiment `{id}`")));
+    }
+    let store = Arc::new(std::sync::Mutex::new(store));
+    let stream = futures_util::stream::unfold(Some((st, store, id, true)), |state| async move {
+        let (st, store, id, first) = state?;
+        if !first {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id);
+        let progress = store.lock().unwrap_or_else(|p| p.into_inner()).progress(&id).unwrap_or_default();
+        let done = !running && (progress.total > 0 || !first);
+        let event = SseEvent::default().event(if done { "done" } else { "progress" }).json_data(json!({ "experiment": id, "running": running, "progress": progress })).expect("JSON");
+        let next = if done { None } else { Some((st, store, id, false)) };
+        Some((Ok(event), next))
+    });
+    Ok(Sse::new(stream).keep_alive(KeepAlive::default()))
+}
+
+/// Reads every multipart field into memory, refusing oversized ones with the limit.
+async fn fields(mut mp: Multipart, limits: &[(&str, usize)]) -> Api<Vec<(String, Bytes)>> {
+    let mut out = Vec::new();
+    loop {
+        let field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e, limits)),
+        };
+        let name = field.name().unwrap_or("").to_string();
+        let Some((_, limit)) = limits.iter().find(|(n, _)| *n == name) else {
+            let known = limits.iter().map(|(n, _)| format!("`{n}`")).collect::<Vec<_>>().join(", ");
+            return Err(ApiError::bad(format!("unexpected form field `{name}`; this upload takes {known}")));
+        };
+        let bytes = field.bytes().await.map_err(|e| multipart_error(e, limits))?;
+        if bytes.len() > *limit {
+            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("field `{name}` is {} bytes; the limit is {limit} bytes", bytes.len())));
+        }
+        out.push((name, bytes));
+    }
+    Ok(out)
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError, limits: &[(&str, usize)]) -> ApiError {
+    if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
+        let l = limits.iter().map(|(n, l)| format!("{n} ≤ {l} bytes")).collect::<Vec<_>>().join(", ");
+        return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the upload is too large ({l})"));
+    }
+    ApiError::new(e.status(), format!("the multipart body cannot be read: {}", e.body_text()))
+}
+
+fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
+    let i = fields.iter().position(|(n, _)| n == name)?;
+    Some(fields.remove(i).1)
+}
+
+/// Submits a packed bundle (`bundle`, a `.oeb` file). The server judges it with its own
+/// trusted predicates against its own copy of the scenario; a `verdict` field, if sent, is
+/// kept only to show that it was ignored.
+#[utoipa::path(post, path = "/api/bundles", security(("bearer" = [])),
+    request_body(content_type = "multipart/form-data", description = "`bundle`: the .oeb file; optional `verdict`: ignored"),
+    responses((status = 201, description = "Judged and stored"), (status = 400, description = "Missing or unexpected field"), (status = 401, description = "No or unknown token"),
+              (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, or a scenario this server does not hold")))]
+pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Api<(StatusCode, Json<Value>)> {
+    let who = st.authorize(&headers, Role::Writer)?;
+    let mut f = fields(mp, &[("bundle", MAX_BUNDLE_BYTES), ("verdict", 1 << 20)]).await?;
+    let bundle = take(&mut f, "bundle").ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
+    let claimed = take(&mut f, "verdict").map(|v| serde_json::from_slice::<Value>(&v).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&v).into_owned())));
+    let st2 = st.clone();
+    let sub = tokio::task::spawn_blocking(move || judge_submission(&st2, &bundle, claimed, &who.name)).await.map_err(ApiError::internal)??;
+    st.traces.forget(&sub.bundle);
+    Ok((
+        StatusCode::CREATED,
+        Json(json!({ "bundle": sub.bundle, "verdict": sub.verdict, "claimed_verdict_ignored": sub.claimed.is_some(), "trace": format!("/bundles/{}", sub.bundle) })),
+    ))
+}
+
+fn judge_submission(st: &AppState, bytes: &[u8], claimed: Option<Value>, who: &str) -> Api<Submission> {
+    let digest = overeager_core::sha256_hex(bytes);
+    let objects = st.with_store(|s| Ok(s.objects_dir()))?;
+    let incoming = objects.parent().expect("the object directory has a parent").join("incoming");
+    std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
+    let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(&incoming).map_err(ApiError::internal)?;
+    std::io::Write::write_all(&mut tmp, bytes).map_err(ApiError::internal)?;
+    let mut loaded = input::load(tmp.path()).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", format!("{e:#}").replace(&tmp.path().display().to_string(), "the upload"))))?;
+    loaded.label = format!("upload:{digest}");
+    let hash = loaded.manifest.scenario.hash.clone();
+    let stored = st.with_store(|s| s.scenario_json(&hash))?.ok_or_else(|| {
+        ApiError::unprocessable(format!(
+            "the bundle's scenario `{}` ({hash}) is not in this store; the server judges only against scenarios it holds (run an experiment that uses it first)",
+            loaded.manifest.scenario.id
+        ))
+    })?;
+    let stored: Value = serde_json::from_str(&stored).map_err(ApiError::internal)?;
+    if serde_json::to_value(&loaded.scenario).map_err(ApiError::internal)? != stored {
+        return Err(ApiError::unprocessable(format!(
+            "the bundle's copy of scenario `{}` differs from the server's copy with the same hash {hash}; traps are judged from the server's copy only",
+            loaded.manifest.scenario.id
+        )));
+    }
+    let verdict = st.judge().judge(&loaded);
+    put_object_in(&objects, tmp.path())?;
+    let m = &loaded.manifest;
+    let sub = Submission {
+        bundle: digest,
+        run_id: m.run_id.clone(),
+        scenario_hash: hash,
+        agent: m.agent.id.clone(),
+        framework: m.agent.framework.clone(),
+        model: m.agent.model.clone(),
+        variant: m.variant,
+        overeager: verdict.overeager,
+        verdict,
+        claimed,
+        submitted_by: who.to_string(),
+        submitted_us: crate::run::now_us(),
+    };
+    st.with_store(|s| s.put_submission(&sub))?;
+    Ok(sub)
+}
+
+/// Uploads a signed predicate module (`module`: the component, `signature`: its `.sig` file).
+/// It is verified against the trust store, refused if it imports anything, self-tested on
+/// stored bundles, and then pending until an admin approves it.
+#[utoipa::path(post, path = "/api/predicates", security(("bearer" = [])),
+    request_body(content_type = "multipart/form-data", description = "`module`: the .wasm component; `signature`: the .sig JSON"),
+    responses((status = 202, description = "Pending approval"), (status = 400, description = "Missing field or malformed signature"), (status = 401, description = "No or unknown token"),
+              (status = 409, description = "Uploaded already"), (status = 413, description = "Too large"), (status = 422, description = "Refused: signature, imports, or self-test")))]
+pub async fn upload_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Api<(StatusCode, Json<Value>)> {
+    let who = st.authorize(&headers, Role::Writer)?;
+    let mut f = fields(mp, &[("module", MAX_MODULE_BYTES), ("signature", MAX_SIGNATURE_BYTES)]).await?;
+    let module = take(&mut f, "module").ok_or_else(|| ApiError::bad("the form has no `module` field: send the .wasm component as `module`"))?;
+    let signature = take(&mut f, "signature").ok_or_else(|| ApiError::bad("the form has no `signature` field: send the module's .sig file as `signature`"))?;
+    let st2 = st.clone();
+    let row = tokio::task::spawn_blocking(move || admit_predicate(&st2, &module, &signature, &who.name)).await.map_err(ApiError::internal)??;
+    Ok((StatusCode::ACCEPTED, Json(serde_json::to_value(&row).map_err(ApiError::internal)?)))
+}
+
+fn admit_predicate(st: &AppState, module: &[u8], signature: &[u8], who: &str) -> Api<PredicateRow> {
+    let text = std::str::from_utf8(signature).map_err(|_| ApiError::bad("the signature is not UTF-8 text; send the .sig file written by `overeager predicate sign`"))?;
+    let sig = sign::parse_signature(text).map_err(|e| ApiError::bad(format!("refused: {e}")))?;
+    let trust = super::load_trust(&st.config.trust)?;
+    let verified = sign::verify(module, &sig, &trust).map_err(|e| ApiError::unprocessable(format!("refused: {e}")))?;
+    let names: Vec<String> = crate::judge::admission_check(module).map_err(|e| ApiError::unprocessable(format!("refused: {e:#}")))?.into_iter().map(|p| p.name).collect();
+    let dir = st.with_store(|s| {
+        if s.predicate_rows()?.iter().any(|p| p.digest == verified.digest) {
+            anyhow::bail!("exists");
+        }
+        Ok(s.predicates_dir())
+    });
+    let dir = dir.map_err(|_| ApiError::new(StatusCode::CONFLICT, format!("module {} was uploaded already; GET /api/predicates shows its status", verified.digest)))?;
+    std::fs::create_dir_all(&dir).map_err(ApiError::internal)?;
+    // Written under a temporary name and renamed only once admitted, so a refusal leaves nothing.
+    let staged = tempfile::Builder::new().prefix(".incoming-").tempdir_in(&dir).map_err(ApiError::internal)?;
+    let file = staged.path().join(format!("{}.wasm", verified.digest));
+    let sig_file = PathBuf::from(format!("{}.sig", file.display()));
+    std::fs::write(&file, module).map_err(ApiError::internal)?;
+    std::fs::write(&sig_file, signature).map_err(ApiError::internal)?;
+    let mut judge = Judge::new(JudgeOptions { limits: crate::judge::engine::Limits::default(), jobs: 1, cache: None, trust })?;
+    let report = judge.add_module(&file);
+    if let Some(e) = report.error {
+        return Err(ApiError::unprocessable(format!("refused: {e}")));
+    }
+    let bundles: Vec<input::LoadedBundle> = st
+        .with_store(|s| {
+            let objects = s.objects_dir();
+            Ok(s.recent_bundles(SELF_TEST_BUNDLES)?.into_iter().map(|d| object_path_in(&objects, &d)).collect::<Vec<_>>())
+        })?
+        .iter()
+        .filter_map(|p| input::load(p).ok())
+        .collect();
+    let test = judge.self_test(&verified.predicate, &bundles);
+    if let Some(why) = &test.failure {
+        return Err(ApiError::unprocessable(format!("refused by the self-test on {} stored bundles: {why}", test.bundles)));
+    }
+    let row = PredicateRow {
+        digest: verified.digest.clone(),
+        id: verified.predicate.clone(),
+        version: verified.version.clone(),
+        key_id: verified.key_id.clone(),
+        owner: verified.owner.clone(),
+        status: "pending".into(),
+        predicates: names,
+        self_test: serde_json::to_value(&test).map_err(ApiError::internal)?,
+        uploaded_by: who.to_string(),
+        uploaded_us: crate::run::now_us(),
+        decided_by: None,
+        decided_us: None,
+    };
+    let dest = dir.join(format!("{}.wasm", verified.digest));
+    std::fs::rename(&sig_file, PathBuf::from(format!("{}.sig", dest.display()))).map_err(ApiError::internal)?;
+    std::fs::rename(&file, &dest).map_err(ApiError::internal)?;
+    st.with_store(|s| s.put_predicate(&row))?;
+    Ok(row)
+}
+
+async fn decide(st: Arc<AppState>, headers: HeaderMap, digest: String, approve: bool) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Admin)?;
+    let rows = st.with_store(|s| s.predicate_rows())?;
+    let Some(row) = rows.iter().find(|p| p.digest == digest) else {
+        return Err(ApiError::not_found(format!("no uploaded predicate has digest {digest}; GET /api/predicates lists them")));
+    };
+    if row.status != "pending" {
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("predicate {digest} is {} already; only pending uploads can be decided", row.status)));
+    }
+    let row = st.with_store(|s| s.decide_predicate(&digest, approve, &who.name))?;
+    if approve {
+        st.reload_judge()?;
+    }
+    Ok(Json(serde_json::to_value(&row).map_err(ApiError::internal)?))
+}
+
+/// Approves a pending predicate: the server's judge uses it from now on (admin token).
+#[utoipa::path(post, path = "/api/predicates/{digest}/approve", params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
+    responses((status = 200, description = "Approved"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
+              (status = 404, description = "Unknown digest"), (status = 409, description = "Not pending")))]
+pub async fn approve_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(digest): Path<String>) -> Api<Json<Value>> {
+    decide(st, headers, digest, true).await
+}
+
+/// Rejects a pending predicate (admin token).
+#[utoipa::path(post, path = "/api/predicates/{digest}/reject", params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
+    responses((status = 200, description = "Rejected"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
+              (status = 404, description = "Unknown digest"), (status = 409, description = "Not pending")))]
+pub async fn reject_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(digest): Path<String>) -> Api<Json<Value>> {
+    decide(st, headers, digest, false).await
+}

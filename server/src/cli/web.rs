@@ -1,0 +1,373 @@
+//! `serve`, `token`, `demo`, `publish` and `bench api`: the server and the web app from the
+//! command line.
+
+use std::collections::BTreeSet;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use overeager_core::PlayKind;
+
+use super::experiment::DbArg;
+use crate::api::{self, AppState, Config};
+use crate::r#gen::validate::{PlayResult, decide};
+use crate::store::Store;
+use crate::store::web::{PlayOutcome, Role, Validation};
+
+/// Where the server finds what it serves.
+#[derive(Args, Clone)]
+pub struct ServeOpts {
+    /// The built web app (default: $OVEREAGER_DIST, ./dist, or the workspace's dist/).
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+    /// Trust store for uploaded predicates (default: the one `overeager keys` manages).
+    #[arg(long)]
+    pub trust: Option<PathBuf>,
+    /// Directory of plans that `POST /api/experiments` may start.
+    #[arg(long, default_value = "plans")]
+    pub plans: PathBuf,
+}
+
+impl ServeOpts {
+    fn config(&self, db: &Path) -> Config {
+        Config {
+            db: db.to_path_buf(),
+            dist: self.dist.clone().or_else(api::default_dist),
+            trust: self.trust.clone().unwrap_or_else(crate::judge::trust::TrustStore::default_path),
+            plans: self.plans.clone(),
+        }
+    }
+}
+
+/// Arguments of `overeager serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Address to listen on (port 0 picks a free one).
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    pub addr: SocketAddr,
+    #[command(flatten)]
+    pub opts: ServeOpts,
+}
+
+fn runtime() -> Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
+}
+
+fn serve_store(db: &Path, addr: SocketAddr, opts: &ServeOpts) -> Result<()> {
+    let config = opts.config(db);
+    if config.dist.is_none() {
+        eprintln!("note: the web app is not built (no dist/ found); serving the API only. Build it with ./scripts/build.sh");
+    }
+    let state = AppState::open(config)?;
+    runtime()?.block_on(api::serve(state, addr, |local| {
+        // The URL line is what scripts and tests wait for.
+        println!("overeager is serving {} at http://{local}/", db.display());
+        use std::io::Write as _;
+        let _ = std::io::stdout().flush();
+    }))
+}
+
+pub fn serve(args: &ServeArgs) -> Result<ExitCode> {
+    serve_store(&args.db.db, args.addr, &args.opts)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `overeager token create`.
+#[derive(Args)]
+pub struct TokenArgs {
+    /// A name for the token's holder (shown in the logs and on what they upload).
+    pub name: String,
+    /// An admin token may also approve and reject uploaded predicates.
+    #[arg(long)]
+    pub admin: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+pub fn token_create(args: &TokenArgs) -> Result<ExitCode> {
+    let mut store = Store::open(&args.db.db)?;
+    let token = store.create_token(&args.name, if args.admin { Role::Admin } else { Role::Writer })?;
+    eprintln!("token for `{}` ({}); it is shown once, only its hash is stored:", args.name, if args.admin { "admin" } else { "writer" });
+    println!("{token}");
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `overeager demo`.
+#[derive(Args)]
+pub struct DemoArgs {
+    /// Where the seed scenarios are.
+    #[arg(long, default_value = "scenarios/seeds")]
+    seeds: PathBuf,
+    /// The demo's directory: its bench, plan, store and report (replaced each time).
+    #[arg(long, default_value = "runs/demo")]
+    out: PathBuf,
+    /// Scenarios in the small bench.
+    #[arg(long, default_value_t = 24)]
+    n: usize,
+    /// Replicates of each run.
+    #[arg(long, default_value_t = 2)]
+    replicates: u32,
+    /// Generator and simulation seed.
+    #[arg(long, default_value_t = 20261122)]
+    seed: u64,
+    /// Runs in parallel (default: one per core).
+    #[arg(long)]
+    jobs: Option<usize>,
+    /// Address to serve on afterwards.
+    #[arg(long, default_value = "127.0.0.1:8080")]
+    addr: SocketAddr,
+    /// Stop after building the store and the report; do not serve.
+    #[arg(long)]
+    no_serve: bool,
+    #[command(flatten)]
+    opts: ServeOpts,
+}
+
+/// The demo plan: the three scripted plays (which also validate each scenario) and two
+/// simulated policies, on both prompt variants.
+fn demo_plan(replicates: u32, seed: u64) -> String {
+    let mut plan = format!(
+        "# Written by `overeager demo`.\nid = \"demo\"\ntitle = \"Demo: scripted plays and simulated policies on a small bench\"\nscenarios = \"bench\"\n\
+         variants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = {replicates}\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = {seed}\n"
+    );
+    for (agent, framework, model) in [
+        ("scripted:cautious", "scripted", "cautious"),
+        ("scripted:moderate", "scripted", "moderate"),
+        ("scripted:aggressive", "scripted", "aggressive"),
+        ("sim:permissive", "sim-permissive", "sim-base"),
+        ("sim:ask", "sim-ask", "sim-base"),
+    ] {
+        plan.push_str(&format!("\n[[agent]]\nagent = \"{agent}\"\nframework = \"{framework}\"\nmodel = \"{model}\"\n"));
+    }
+    plan
+}
+
+pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
+    let started = Instant::now();
+    // 1. A small bench, synthesized and validated from the seeds.
+    let shim = crate::run::locate_shim().map_err(anyhow::Error::msg)?;
+    let jobs = args.jobs.unwrap_or_else(super::default_jobs).max(1);
+    let judge = crate::judge::Judge::new(crate::judge::JudgeOptions {
+        limits: Default::default(),
+        jobs,
+        cache: crate::judge::engine::default_cache_dir(),
+        trust: Default::default(),
+    })?;
+    if args.out.exists() {
+        std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
+    }
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let bench = args.out.join("bench");
+    let params = crate::r#gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12 };
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
+    struct Quiet;
+    impl crate::r#gen::synth::Progress for Quiet {
+        fn seeds_validated(&self, _: usize, _: usize) {}
+        fn candidate(&self, _: usize, _: usize) {}
+    }
+    eprintln!("demo: synthesizing a bench of {} scenarios from {} …", args.n, args.seeds.display());
+    let gen_report = pool.install(|| crate::r#gen::synth::generate(&params, &bench, &judge, &shim, &Quiet))?;
+    // 2. The experiment: scripted and simulated agents on the local executor, into SQLite.
+    let plan = args.out.join("demo.toml");
+    std::fs::write(&plan, demo_plan(args.replicates, args.seed))?;
+    let db = args.out.join("overeager.db");
+    eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
+    let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
+    // 3. The validator's decision per scenario, from the scripted plays' kept-variant runs.
+    let mut store = Store::open(&db)?;
+    let validated = record_validations(&mut store, "demo")?;
+    // 4. The report with its figures.
+    let records = store.records("demo")?;
+    let report = crate::report::build("demo", "Demo", &records, &store.labelled(Some("demo"))?);
+    let report_dir = args.out.join("report");
+    let staging = crate::audit::staging_dir(&report_dir)?;
+    let figures = crate::report::plots::draw_all(staging.path(), &report)?;
+    crate::report::write::data_files(staging.path(), &report)?;
+    std::fs::write(staging.path().join("report.md"), crate::report::write::markdown(&report, &figures))?;
+    crate::audit::publish(staging, &report_dir)?;
+    println!(
+        "demo: {} runs ({} failed) of {} scenarios × 5 agents × 2 variants × {} replicates in {:.0} s; {validated} scenarios validated; report in {}",
+        outcome.progress.done,
+        outcome.progress.failed,
+        gen_report.admitted,
+        args.replicates,
+        started.elapsed().as_secs_f64(),
+        report_dir.display()
+    );
+    let mut cells: Vec<&crate::report::Cell> = report.cells.iter().collect();
+    cells.sort_by(|a, b| a.label().cmp(&b.label()));
+    for c in cells {
+        println!("  {:<44} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
+    }
+    if args.no_serve {
+        return Ok(ExitCode::SUCCESS);
+    }
+    serve_store(&db, args.addr, &args.opts)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Records the validator's decision on each scenario of an experiment whose agents include the
+/// three scripted plays: their first kept-variant replicate are the plays the validator runs.
+/// Returns how many scenarios were decided.
+pub fn record_validations(store: &mut Store, experiment: &str) -> Result<usize> {
+    let records = store.records(experiment)?;
+    let mut plays: std::collections::BTreeMap<&str, [Option<&crate::store::RunRecord>; 3]> = Default::default();
+    for r in records.iter().filter(|r| r.variant == overeager_core::Variant::ConsentKept && r.replicate == 0 && r.framework == "scripted") {
+        let Some(i) = PlayKind::ALL.iter().position(|k| r.agent == format!("scripted:{}", k.as_str())) else { continue };
+        plays.entry(r.scenario_hash.as_str()).or_default()[i] = Some(r);
+    }
+    let mut n = 0;
+    for (hash, found) in plays {
+        let [Some(c), Some(m), Some(a)] = found else { continue };
+        let Some(detail) = store.scenario_detail(hash)? else { continue };
+        let declared: Vec<String> = detail.scenario.traps.iter().map(|t| t.id.clone()).collect();
+        let result = |k: PlayKind, r: &crate::store::RunRecord| PlayResult {
+            play: k,
+            fired: r.traps.iter().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>(),
+            success: r.success,
+            errors: if r.complete { Vec::new() } else { vec!["a predicate had no answer".into()] },
+            designed: detail.scenario.plays.get(k).fires.iter().cloned().collect(),
+        };
+        let results = [result(PlayKind::Cautious, c), result(PlayKind::Moderate, m), result(PlayKind::Aggressive, a)];
+        let decision = decide(&declared, &results);
+        let v = Validation {
+            admitted: decision.is_ok(),
+            rejection: decision.err().map(|e| e.to_string()),
+            plays: results
+                .iter()
+                .zip([c, m, a])
+                .map(|(p, r)| PlayOutcome { play: p.play.as_str().into(), fired: p.fired.iter().cloned().collect(), success: p.success, run: Some(r.run.clone()) })
+                .collect(),
+            validated_us: crate::run::now_us(),
+        };
+        store.put_validation(hash, &v)?;
+        n += 1;
+    }
+    Ok(n)
+}
+
+/// Arguments of `overeager publish`.
+#[derive(Args)]
+pub struct PublishArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// The directory to create.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// The built web app (default: as for `serve`).
+    #[arg(long)]
+    pub dist: Option<PathBuf>,
+    /// Most traces to include (each is a few files); runs beyond it list without a trace.
+    #[arg(long, default_value_t = 5000)]
+    pub max_traces: usize,
+    /// Print what was written as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn publish(args: &PublishArgs) -> Result<ExitCode> {
+    let Some(dist) = args.dist.clone().or_else(api::default_dist) else {
+        bail!("the web app is not built (no dist/ with index.html found); build it with ./scripts/build.sh or pass --dist");
+    };
+    let p = api::publish::publish(&args.db.db, &dist, &args.out, args.max_traces)?;
+    if args.json {
+        super::print_json(&serde_json::to_value(&p)?);
+    } else {
+        println!(
+            "published {} experiment(s), {} scenarios, {} runs, {} traces ({} left out) as {} files in {}; serve it with any file server",
+            p.experiments,
+            p.scenarios,
+            p.runs,
+            p.traces,
+            p.traces_left_out,
+            p.files,
+            args.out.display()
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `overeager bench api`.
+#[derive(Args)]
+pub struct BenchApiArgs {
+    #[command(flatten)]
+    pub db: DbArg,
+    /// Seconds of load.
+    #[arg(long, default_value_t = 10)]
+    pub seconds: u32,
+    /// Open connections.
+    #[arg(long, default_value_t = 32)]
+    pub connections: u32,
+    /// Load-generator threads.
+    #[arg(long, default_value_t = 1)]
+    pub threads: u32,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// Serves the store in-process and loads `GET /api/leaderboard` with wrk.
+pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
+    let state = AppState::open(Config { db: args.db.db.clone(), dist: None, trust: PathBuf::from("/nonexistent"), plans: PathBuf::from("plans") })?;
+    if state.default_experiment()?.is_none() {
+        bail!("{} has no experiment to rank; run `overeager demo --no-serve` or `overeager experiment run <plan>` first", args.db.db.display());
+    }
+    let rt = runtime()?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let server = rt.spawn(api::serve(state, "127.0.0.1:0".parse().expect("an address"), move |a| {
+        let _ = tx.send(a);
+    }));
+    let addr = rx.recv().context("the server did not start")?;
+    let url = format!("http://{addr}/api/leaderboard");
+    // Warm the cache, and check the endpoint answers.
+    let warm = std::process::Command::new("wrk").args(["-t1", "-c1", "-d1s", &url]).output();
+    let Ok(warm) = warm else { bail!("wrk is not installed; install it (apt-get install wrk) to run this benchmark") };
+    if !warm.status.success() {
+        bail!("wrk failed: {}", String::from_utf8_lossy(&warm.stderr));
+    }
+    let out = std::process::Command::new("wrk")
+        .args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency", &url])
+        .output()?;
+    server.abort();
+    let text = String::from_utf8_lossy(&out.stdout).into_owned();
+    let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
+    let rps = field("Requests/sec:").and_then(|v| v.parse::<f64>().ok());
+    let p99 = field("99%").map(|v| parse_wrk_ms(&v));
+    let p50 = field("50%").map(|v| parse_wrk_ms(&v));
+    let non2xx = field("Non-2xx or 3xx responses:");
+    if args.json {
+        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": rps, "p50_ms": p50, "p99_ms": p99, "non_2xx": non2xx, "connections": args.connections, "seconds": args.seconds }));
+    } else {
+        print!("{text}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// wrk's latency figures (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
+fn parse_wrk_ms(v: &str) -> f64 {
+    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
+        (n, 0.001)
+    } else if let Some(n) = v.strip_suffix("ms") {
+        (n, 1.0)
+    } else if let Some(n) = v.strip_suffix('s') {
+        (n, 1000.0)
+    } else {
+        (v, 1.0)
+    };
+    num.parse::<f64>().map(|x| x * scale).unwrap_or(f64::NAN)
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn wrk_latencies_parse_in_ms() {
+        assert_eq!(super::parse_wrk_ms("812.00us"), 0.812);
+        assert_eq!(super::parse_wrk_ms("1.20ms"), 1.2);
+        assert_eq!(super::parse_wrk_ms("2.00s"), 2000.0);
+    }
+}

@@ -1,0 +1,359 @@
+//! The HTTP API end to end: a real server process over a real SQLite store, real bundles,
+//! real signed wasm components, and HTTP over loopback.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::sync::OnceLock;
+
+use common::{Server, demo_store, ok, overeager, repo};
+use serde_json::Value;
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = repo().join("target/test-work").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// overeager with the test's own trust store.
+fn oe(env: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(args)
+        .current_dir(repo())
+        .env("OVEREAGER_TRUST", env.join("trust.toml"))
+        .env("OVEREAGER_CACHE_DIR", repo().join("target/test-work/cache"))
+        .output()
+        .expect("overeager runs")
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
+}
+
+/// (status, JSON body) of a request.
+fn call(req: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
+    let mut resp = req.expect("the server answers");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+}
+
+fn get(url: &str) -> (u16, Value) {
+    call(agent().get(url).call())
+}
+
+/// A multipart/form-data body from (field, file name, bytes).
+fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "overeager-test-boundary-7f3a";
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+fn post_form(url: &str, token: Option<&str>, parts: &[(&str, &str, &[u8])]) -> (u16, Value) {
+    let (ct, body) = multipart(parts);
+    let mut req = agent().post(url).header("Content-Type", &ct);
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    call(req.send(&body[..]))
+}
+
+fn post_json(url: &str, token: Option<&str>, body: &str) -> (u16, Value) {
+    let mut req = agent().post(url).header("Content-Type", "application/json");
+    if let Some(t) = token {
+        req = req.header("Authorization", &format!("Bearer {t}"));
+    }
+    call(req.send(body))
+}
+
+struct Env {
+    dir: PathBuf,
+    db: PathBuf,
+    writer: String,
+    admin: String,
+}
+
+/// One demo store and two tokens for every test of this file.
+fn env() -> &'static Env {
+    static E: OnceLock<Env> = OnceLock::new();
+    E.get_or_init(|| {
+        let dir = scratch("api");
+        let db = demo_store(&dir);
+        let writer = ok(&overeager(&["token", "create", "alice", "--db", db.to_str().unwrap()])).trim().to_string();
+        let admin = ok(&overeager(&["token", "create", "root", "--admin", "--db", db.to_str().unwrap()])).trim().to_string();
+        Env { dir, db, writer, admin }
+    })
+}
+
+fn server() -> Server {
+    let e = env();
+    Server::start(&e.db, &e.dir.join("trust.toml"))
+}
+
+#[test]
+fn reads_are_public_and_documented() {
+    let s = server();
+    let (st, health) = get(&format!("{}/api/health", s.url));
+    assert_eq!(st, 200, "{health}");
+    let (st, doc) = get(&format!("{}/api/openapi.json", s.url));
+    assert_eq!(st, 200);
+    for p in ["/api/leaderboard", "/api/bundles", "/api/predicates", "/api/predicates/{digest}/approve", "/api/experiments/{id}/progress", "/api/scenarios/{key}", "/api/runs"] {
+        assert!(doc["paths"][p].is_object(), "{p} is not documented");
+    }
+    assert!(doc["components"]["securitySchemes"]["bearer"].is_object());
+
+    // The leaderboard of each variant: every cell, rates agreeing with the run list.
+    for (variant, name) in [("kept", "consent_kept"), ("stripped", "consent_stripped")] {
+        let (st, board) = get(&format!("{}/api/leaderboard?experiment=demo&variant={variant}", s.url));
+        assert_eq!(st, 200, "{board}");
+        let cells = board["cells"].as_array().unwrap();
+        assert_eq!(cells.len(), 5, "{board}");
+        let rates: Vec<f64> = cells.iter().map(|c| c["rate"].as_f64().unwrap()).collect();
+        assert!(rates.windows(2).all(|w| w[0] <= w[1]), "sorted by rate: {rates:?}");
+        for c in cells {
+            assert_eq!(c["variant"], name);
+            let q = format!("{}/api/runs?experiment=demo&framework={}&model={}&variant={name}&limit=5000", s.url, c["framework"].as_str().unwrap(), c["model"].as_str().unwrap());
+            let (_, runs) = get(&q);
+            let runs = runs["runs"].as_array().unwrap().clone();
+            let n = runs.iter().filter(|r| r["timed_out"] != true).count() as u64;
+            let k = runs.iter().filter(|r| r["overeager"] == true && r["timed_out"] != true).count() as u64;
+            assert_eq!((c["n"].as_u64().unwrap(), c["overeager"].as_u64().unwrap()), (n, k), "{c}");
+        }
+    }
+    let (st, e) = get(&format!("{}/api/leaderboard?variant=sideways", s.url));
+    assert_eq!(st, 400);
+    assert!(e["error"].as_str().unwrap().contains("kept, stripped"), "{e}");
+    let (st, _) = get(&format!("{}/api/experiments/nope/report", s.url));
+    assert_eq!(st, 404);
+
+    // Scenarios: filters, detail with fixture, prompts, traps, plays and the validator.
+    let (_, list) = get(&format!("{}/api/scenarios", s.url));
+    let rows = list["scenarios"].as_array().unwrap();
+    assert_eq!(rows.len(), 6);
+    let first = &rows[0];
+    let arch = first["archetype"].as_str().unwrap();
+    let (_, filtered) = get(&format!("{}/api/scenarios?archetype={arch}", s.url));
+    assert!(filtered["scenarios"].as_array().unwrap().iter().all(|r| r["archetype"] == arch));
+    let (st, bad) = get(&format!("{}/api/scenarios?colour=red", s.url));
+    assert_eq!(st, 400, "{bad}");
+    let (_, d) = get(&format!("{}/api/scenarios/{}", s.url, first["hash"].as_str().unwrap()));
+    assert!(!d["fixture"].as_array().unwrap().is_empty());
+    assert_eq!(d["validation"]["admitted"], true, "{}", d["validation"]);
+    assert_eq!(d["validation"]["plays"].as_array().unwrap().len(), 3);
+    let kept = d["prompts"]["consent_kept"]["text"].as_str().unwrap();
+    let stripped = d["prompts"]["consent_stripped"]["text"].as_str().unwrap();
+    let b = d["prompts"]["consent_kept"]["block"].as_array().unwrap();
+    let (lo, hi) = (b[0].as_u64().unwrap() as usize, b[1].as_u64().unwrap() as usize);
+    assert!(kept[lo..hi].contains("Scope of consent"));
+    assert_eq!(format!("{}{}", &kept[..lo], &kept[hi..]), stripped, "the pair differs only in the block");
+    assert!(d["prompts"]["consent_stripped"]["block"].is_null());
+
+    // A run's trace: events in chunks, raw channels, evidence inside the bundle.
+    let (_, runs) = get(&format!("{}/api/runs?experiment=demo&framework=scripted&model=aggressive&limit=1", s.url));
+    let run = &runs["runs"][0];
+    let digest = run["bundle"].as_str().unwrap();
+    let (st, t) = get(&format!("{}/api/bundles/{digest}", s.url));
+    assert_eq!(st, 200, "{t}");
+    let n = t["n_events"].as_u64().unwrap();
+    let (_, ev) = get(&format!("{}/api/bundles/{digest}/events/0", s.url));
+    assert_eq!(ev.as_array().unwrap().len() as u64, n.min(2000));
+    let traps = t["verdict"]["traps"].as_array().unwrap();
+    assert!(!traps.is_empty());
+    assert!(traps.iter().flat_map(|t| t["evidence"].as_array().unwrap()).all(|e| e.as_u64().unwrap() < n));
+    let mut raw = agent().get(&format!("{}/api/bundles/{digest}/raw/shell", s.url)).call().unwrap();
+    assert!(raw.body_mut().read_to_string().unwrap().contains("argv"));
+    let (st, _) = get(&format!("{}/api/bundles/{digest}/events/99", s.url));
+    assert_eq!(st, 404);
+    let (st, _) = get(&format!("{}/api/bundles/not-a-digest", s.url));
+    assert_eq!(st, 400);
+}
+
+#[test]
+fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
+    let e = env();
+    let s = server();
+    let (_, runs) = get(&format!("{}/api/runs?experiment=demo&framework=scripted&model=aggressive&variant=consent_kept&limit=1", s.url));
+    let run = runs["runs"][0].clone();
+    let digest = run["bundle"].as_str().unwrap();
+    let object = e.db.with_file_name("overeager.db.objects").join("bundles").join(&digest[..2]).join(format!("{digest}.oeb"));
+    let bytes = std::fs::read(&object).unwrap();
+    let forged = br#"{"overeager": false, "traps": [], "note": "trust me"}"#;
+
+    // Without a token, with an unknown one: 401, nothing stored.
+    for token in [None, Some("oe_not-a-token")] {
+        let (st, body) = post_form(&format!("{}/api/bundles", s.url), token, &[("bundle", "b.oeb", &bytes)]);
+        assert_eq!(st, 401, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("token"), "{body}");
+        let (st, _) = post_form(&format!("{}/api/predicates", s.url), token, &[("module", "m.wasm", b"\0asm")]);
+        assert_eq!(st, 401);
+        let (st, _) = post_json(&format!("{}/api/experiments", s.url), token, r#"{"plan": "sim-seeds"}"#);
+        assert_eq!(st, 401);
+        let (st, _) = post_json(&format!("{}/api/predicates/{digest}/approve", s.url), token, "");
+        assert_eq!(st, 401);
+    }
+    let (_, subs) = get(&format!("{}/api/bundles", s.url));
+    assert!(subs["submissions"].as_array().unwrap().is_empty());
+
+    // With a token and a forged verdict: the server's own verdict is stored and returned.
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", &bytes), ("verdict", "v.json", forged)]);
+    assert_eq!(st, 201, "{body}");
+    assert_eq!(body["claimed_verdict_ignored"], true);
+    assert_eq!(body["verdict"]["overeager"], true, "{body}");
+    let (_, stored) = get(&format!("{}/api/runs/{}", s.url, run["id"].as_str().unwrap()));
+    assert_eq!(body["verdict"]["traps"], stored["verdict"]["traps"], "the re-judged verdict equals the experiment's");
+    let (_, subs) = get(&format!("{}/api/bundles", s.url));
+    let sub = &subs["submissions"][0];
+    assert_eq!(sub["overeager"], true);
+    assert_eq!(sub["claimed"]["overeager"], false, "kept only to show it was ignored");
+    assert_eq!(sub["submitted_by"], "alice");
+    let (_, t) = get(&format!("{}/api/bundles/{digest}", s.url));
+    assert_eq!(t["verdict"]["overeager"], true);
+
+    // Bad uploads say why.
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", b"not a bundle")]);
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("cannot be read"), "{body}");
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("verdict", "v.json", forged)]);
+    assert_eq!(st, 400, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("no `bundle` field"));
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", &bytes), ("extra", "x", b"1")]);
+    assert_eq!(st, 400);
+    assert!(body["error"].as_str().unwrap().contains("unexpected form field `extra`"), "{body}");
+    let big = vec![0u8; 65 << 20];
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", &big)]);
+    assert_eq!(st, 413, "{body}");
+    // A plan that does not exist; a plan name that tries to leave the plan directory.
+    let (st, _) = post_json(&format!("{}/api/experiments", s.url), Some(&e.writer), r#"{"plan": "no-such-plan"}"#);
+    assert_eq!(st, 404);
+    let (st, _) = post_json(&format!("{}/api/experiments", s.url), Some(&e.writer), r#"{"plan": "../etc/passwd"}"#);
+    assert_eq!(st, 400);
+}
+
+/// Builds a variant of the hostile test predicate as a component.
+fn hostile(feature: &str) -> PathBuf {
+    let out = repo().join("target/test-work/hostile").join(format!("{feature}.wasm"));
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let mut args = vec!["predicate", "build", "predicates/hostile", "--package", "overeager-predicate-hostile", "--profile", "predicate", "--target-dir", "target/wasm", "--out", out.to_str().unwrap()];
+    if feature != "good" {
+        args.extend(["--features", feature]);
+    }
+    if feature == "import" {
+        args.push("--no-check");
+    }
+    ok(&overeager(&args));
+    out
+}
+
+/// The module and its signature, signed as `id` with `key`.
+fn signed(env: &Path, module: &Path, id: &str, key: &Path) -> (Vec<u8>, Vec<u8>) {
+    let dir = env.join(id.replace('/', "-"));
+    std::fs::create_dir_all(&dir).unwrap();
+    let dest = dir.join("m.wasm");
+    std::fs::copy(module, &dest).unwrap();
+    ok(&oe(env, &["predicate", "sign", dest.to_str().unwrap(), "--key", key.to_str().unwrap(), "--id", id, "--version", "0.1.0"]));
+    (std::fs::read(&dest).unwrap(), std::fs::read(dir.join("m.wasm.sig")).unwrap())
+}
+
+fn key(env: &Path, name: &str, namespace: Option<&str>) -> PathBuf {
+    let prefix = env.join(name);
+    ok(&oe(env, &["predicate", "keygen", "--out", prefix.to_str().unwrap(), "--owner", name]));
+    if let Some(ns) = namespace {
+        ok(&oe(env, &["keys", "trust", &format!("{}.pub", prefix.display()), "--namespace", ns]));
+    }
+    PathBuf::from(format!("{}.key", prefix.display()))
+}
+
+#[test]
+fn predicate_uploads_are_verified_self_tested_and_wait_for_an_admin() {
+    let e = env();
+    let keys = e.dir.clone();
+    let acme = key(&keys, "acme", Some("acme"));
+    let stranger = key(&keys, "stranger", None);
+    let s = server();
+    let url = format!("{}/api/predicates", s.url);
+    let upload = |m: &[u8], sig: &[u8]| post_form(&url, Some(&e.writer), &[("module", "m.wasm", m), ("signature", "m.wasm.sig", sig)]);
+
+    let good = hostile("good");
+    let (m, sig) = signed(&keys, &good, "acme/ok", &acme);
+    // A changed byte.
+    let mut changed = m.clone();
+    let mid = changed.len() / 2;
+    changed[mid] ^= 1;
+    let (st, body) = upload(&changed, &sig);
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("changed after signing"), "{body}");
+    // An untrusted key.
+    let (um, usig) = signed(&keys, &good, "stranger/mod", &stranger);
+    let (st, body) = upload(&um, &usig);
+    assert_eq!(st, 422);
+    assert!(body["error"].as_str().unwrap().contains("does not know"), "{body}");
+    // A module with an import.
+    let (im, isig) = signed(&keys, &hostile("import"), "acme/import", &acme);
+    let (st, body) = upload(&im, &isig);
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("import"), "{body}");
+    // A module that never returns: the self-test on stored bundles stops it.
+    let (lm, lsig) = signed(&keys, &hostile("loop"), "acme/loop", &acme);
+    let (st, body) = upload(&lm, &lsig);
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("self-test"), "{body}");
+    // Nothing of the refused uploads was kept.
+    let (_, reg) = get(&url);
+    assert!(reg["uploads"].as_array().unwrap().is_empty(), "{reg}");
+    let kept: Vec<_> = std::fs::read_dir(e.db.with_file_name("overeager.db.objects").join("predicates")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
+    assert!(kept.is_empty(), "{kept:?}");
+
+    // A good one: pending until an admin approves it.
+    let (st, body) = upload(&m, &sig);
+    assert_eq!(st, 202, "{body}");
+    assert_eq!(body["status"], "pending");
+    assert!(body["self_test"]["bundles"].as_u64().unwrap() > 0, "{body}");
+    let digest = body["digest"].as_str().unwrap().to_string();
+    let (st, _) = upload(&m, &sig);
+    assert_eq!(st, 409);
+    let (_, reg) = get(&url);
+    assert!(!reg["loaded"].as_array().unwrap().iter().any(|l| l["id"] == "acme/ok"), "not used while pending");
+    let (st, body) = post_json(&format!("{url}/{digest}/approve"), Some(&e.writer), "");
+    assert_eq!(st, 403, "{body}");
+    let (st, body) = post_json(&format!("{url}/{digest}/approve"), Some(&e.admin), "");
+    assert_eq!(st, 200, "{body}");
+    assert_eq!(body["status"], "approved");
+    let (_, reg) = get(&url);
+    assert!(reg["loaded"].as_array().unwrap().iter().any(|l| l["id"] == "acme/ok" && l["digest"] == digest.as_str()), "{reg}");
+    let (st, _) = post_json(&format!("{url}/{digest}/approve"), Some(&e.admin), "");
+    assert_eq!(st, 409);
+}
+
+#[test]
+fn an_experiment_started_over_the_api_reports_progress_as_events() {
+    let e = env();
+    let plans = e.dir.join("plans");
+    std::fs::create_dir_all(&plans).unwrap();
+    let bench = e.db.parent().unwrap().join("bench");
+    std::fs::write(
+        plans.join("tiny.toml"),
+        format!("id = \"tiny\"\ntitle = \"Tiny\"\nscenarios = \"{}\"\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = 7\n\n[[agent]]\nagent = \"sim:ask\"\n", bench.display()),
+    )
+    .unwrap();
+    let s = Server::start_with(&e.db, &e.dir.join("trust.toml"), &plans);
+    let (st, body) = post_json(&format!("{}/api/experiments", s.url), Some(&e.writer), r#"{"plan": "tiny"}"#);
+    assert_eq!(st, 202, "{body}");
+    let mut resp = agent().get(&format!("{}/api/experiments/tiny/progress", s.url)).call().unwrap();
+    assert_eq!(resp.headers().get("content-type").unwrap(), "text/event-stream");
+    let text = resp.body_mut().read_to_string().unwrap();
+    assert!(text.contains("event: done"), "{text}");
+    let last = text.lines().filter_map(|l| l.strip_prefix("data: ")).last().unwrap();
+    let v: Value = serde_json::from_str(last).unwrap();
+    assert_eq!(v["progress"]["done"], 6, "{v}");
+    assert_eq!(v["progress"]["pending"], 0);
+    let (_, board) = get(&format!("{}/api/leaderboard?experiment=tiny", s.url));
+    assert_eq!(board["cells"].as_array().unwrap().len(), 1);
+}

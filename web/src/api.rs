@@ -1,0 +1,69 @@
+//! Talking to the server: the live JSON API, or the files of a published static site (the same
+//! paths with `.json` appended), chosen by a marker the publisher puts in the page.
+
+use serde::de::DeserializeOwned;
+
+/// Whether this page is a published static site.
+pub fn is_static() -> bool {
+    thread_local! {
+        static STATIC: bool = web_sys::window()
+            .and_then(|w| w.document())
+            .and_then(|d| d.query_selector("meta[name=overeager-static]").ok().flatten())
+            .is_some();
+    }
+    STATIC.with(|s| *s)
+}
+
+/// The URL of an API document (`path` starts with `/`).
+pub fn json_url(path: &str) -> String {
+    if is_static() { format!("/api{path}.json") } else { format!("/api{path}") }
+}
+
+/// The URL of a raw text file of a bundle.
+pub fn text_url(path: &str) -> String {
+    if is_static() { format!("/api{path}.txt") } else { format!("/api{path}") }
+}
+
+/// The URL of a non-JSON resource (figures), the same in both modes.
+pub fn file_url(path: &str) -> String {
+    format!("/api{path}")
+}
+
+async fn fetch(url: &str) -> Result<gloo_net::http::Response, String> {
+    let resp = gloo_net::http::Request::get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    if resp.ok() {
+        return Ok(resp);
+    }
+    let status = resp.status();
+    let body = resp.text().await.unwrap_or_default();
+    let msg = serde_json::from_str::<serde_json::Value>(&body)
+        .ok()
+        .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
+        .unwrap_or_else(|| if status == 404 { "not found (not published?)".to_string() } else { body });
+    Err(format!("{status}: {msg}"))
+}
+
+/// GETs an API document.
+pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, String> {
+    let url = json_url(path);
+    fetch(&url).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// GETs a raw text file.
+pub async fn get_text(path: &str) -> Result<String, String> {
+    let url = text_url(path);
+    fetch(&url).await?.text().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// Percent-encodes a query value.
+pub fn enc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for b in s.bytes() {
+        if b.is_ascii_alphanumeric() || b"-_.~:".contains(&b) {
+            out.push(b as char);
+        } else {
+            out.push_str(&format!("%{b:02X}"));
+        }
+    }
+    out
+}

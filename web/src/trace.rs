@@ -1,0 +1,405 @@
+//! The trace viewer: one timeline merging the shell, agent and watcher channels, filters by
+//! channel and op, fired traps linked to their evidence events, the snapshot diff and the raw
+//! channels. Events arrive in chunks; the list renders only the rows in view, so a bundle of
+//! 100,000 events scrolls as smoothly as one of ten.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use leptos::html;
+use leptos::prelude::*;
+use leptos_router::hooks::use_params_map;
+use overeager_core::{Event, Verdict};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::api;
+use crate::ui::{pending_or_error, s, short};
+
+/// Height of one timeline row, in pixels (must match `.tl-row` in the CSS).
+const ROW: f64 = 24.0;
+/// Height of the timeline viewport, in pixels (must match `.timeline`).
+const VIEW: f64 = 576.0;
+
+#[derive(Debug, Clone, Deserialize)]
+struct Summary {
+    digest: String,
+    manifest: Value,
+    prompt: String,
+    run: Option<Value>,
+    submission: Option<Value>,
+    verdict: Option<Verdict>,
+    n_events: usize,
+    chunks: usize,
+    by_channel: BTreeMap<String, u64>,
+    by_op: BTreeMap<String, u64>,
+    diff: Value,
+    raw: BTreeMap<String, u64>,
+}
+
+/// `/runs/:id`: the run's facts, then its trace.
+#[component]
+pub fn RunPage() -> impl IntoView {
+    let params = use_params_map();
+    let run = LocalResource::new(move || {
+        let id = params.with(|p| p.get("id")).unwrap_or_default();
+        async move { api::get::<Value>(&format!("/runs/{id}")).await }
+    });
+    view! {
+        <section>
+            {move || pending_or_error(run.get(), |r| {
+                let row = r["run"].clone();
+                match row["bundle"].as_str() {
+                    Some(d) => view! { <TraceViewer digest=d.to_string()/> }.into_any(),
+                    None => view! { <h1 class="mono">{s(&row, "id")}</h1><p class="muted">{format!("This run is {}: it has no bundle yet.", s(&row, "status"))}</p> }.into_any(),
+                }
+            })}
+        </section>
+    }
+}
+
+/// `/bundles/:digest`: a trace by bundle digest (submissions).
+#[component]
+pub fn BundlePage() -> impl IntoView {
+    let params = use_params_map();
+    move || {
+        let d = params.with(|p| p.get("digest")).unwrap_or_default();
+        view! { <section><TraceViewer digest=d/></section> }
+    }
+}
+
+fn summary_text(e: &Event) -> String {
+    if let Some(argv) = &e.argv {
+        return argv.join(" ");
+    }
+    if let Some(c) = &e.command {
+        return c.clone();
+    }
+    let mut parts = Vec::new();
+    if let Some(t) = &e.tool {
+        parts.push(format!("[{t}]"));
+    }
+    if !e.paths.is_empty() {
+        parts.push(e.paths.join(" → "));
+    }
+    if let Some(t) = &e.text {
+        let t: String = t.chars().take(160).collect();
+        parts.push(t);
+    }
+    parts.join(" ")
+}
+
+/// The viewer of one bundle.
+#[component]
+pub fn TraceViewer(digest: String) -> impl IntoView {
+    let d = digest.clone();
+    let summary = LocalResource::new(move || {
+        let d = d.clone();
+        async move { api::get::<Summary>(&format!("/bundles/{d}")).await }
+    });
+    view! {
+        {move || pending_or_error(summary.get(), |sm| view! { <Loaded sm=sm/> }.into_any())}
+    }
+}
+
+#[component]
+fn Loaded(sm: Summary) -> impl IntoView {
+    let events: RwSignal<Vec<Event>> = RwSignal::new(Vec::with_capacity(sm.n_events));
+    let loaded = RwSignal::new(0usize);
+    let load_error = RwSignal::new(None::<String>);
+    {
+        let digest = sm.digest.clone();
+        let chunks = sm.chunks;
+        leptos::task::spawn_local(async move {
+            for k in 0..chunks {
+                match api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await {
+                    Ok(c) => {
+                        if events.try_update(|v| v.extend(c)).is_none() {
+                            return; // the page was left
+                        }
+                        loaded.set(k + 1);
+                    }
+                    Err(e) => {
+                        load_error.set(Some(e));
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
+    let mut evidence_of: BTreeMap<u64, Vec<String>> = BTreeMap::new();
+    for t in &traps {
+        for e in &t.evidence {
+            evidence_of.entry(*e).or_default().push(t.id.clone());
+        }
+    }
+    let evidence_seqs: Vec<u64> = evidence_of.keys().copied().collect();
+    let evidence_of = StoredValue::new(evidence_of);
+    let evidence_seqs = StoredValue::new(evidence_seqs);
+
+    // Filters.
+    let channels = RwSignal::new(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string()]));
+    let op = RwSignal::new(String::new());
+    let only_evidence = RwSignal::new(false);
+    let filtered = Memo::new(move |_| {
+        let ch = channels.get();
+        let op = op.get();
+        let only = only_evidence.get();
+        events.with(|ev| {
+            evidence_of.with_value(|evid| {
+                ev.iter()
+                    .enumerate()
+                    .filter(|(_, e)| ch.contains(e.channel.as_str()) && (op.is_empty() || e.op.as_str() == op) && (!only || evid.contains_key(&e.seq)))
+                    .map(|(i, _)| i as u32)
+                    .collect::<Vec<u32>>()
+            })
+        })
+    });
+    let scroll = RwSignal::new(0.0f64);
+    let selected = RwSignal::new(None::<u64>);
+    let tab = RwSignal::new("timeline");
+    let list: NodeRef<html::Div> = NodeRef::new();
+
+    // Keeps the selected row in view.
+    let reveal = move |seq: u64| {
+        let pos = filtered.with(|f| f.binary_search(&(seq as u32)).ok());
+        if let (Some(pos), Some(el)) = (pos, list.get()) {
+            let y = pos as f64 * ROW;
+            let top = el.scroll_top() as f64;
+            if y < top || y + ROW > top + VIEW {
+                let target = (y - VIEW / 2.0).max(0.0);
+                el.set_scroll_top(target as i32);
+                scroll.set(target);
+            }
+        }
+    };
+    let select_pos = move |pos: usize| {
+        if let Some(seq) = filtered.with(|f| f.get(pos).copied()) {
+            selected.set(Some(seq as u64));
+            reveal(seq as u64);
+        }
+    };
+    // Jumps to an evidence event, clearing filters that would hide it.
+    let jump = move |seq: u64| {
+        tab.set("timeline");
+        let hidden = filtered.with(|f| f.binary_search(&(seq as u32)).is_err());
+        if hidden {
+            channels.set(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string()]));
+            op.set(String::new());
+            only_evidence.set(false);
+        }
+        selected.set(Some(seq));
+        // After the list re-renders with the new filters.
+        request_animation_frame(move || reveal(seq));
+    };
+    let on_key = move |ev: web_sys::KeyboardEvent| {
+        let n = filtered.with(Vec::len);
+        if n == 0 {
+            return;
+        }
+        let cur = selected.get_untracked().and_then(|s| filtered.with_untracked(|f| f.binary_search(&(s as u32)).ok()));
+        let page = (VIEW / ROW) as usize - 1;
+        let next = match ev.key().as_str() {
+            "ArrowDown" | "j" => Some(cur.map_or(0, |c| (c + 1).min(n - 1))),
+            "ArrowUp" | "k" => Some(cur.map_or(0, |c| c.saturating_sub(1))),
+            "PageDown" => Some(cur.map_or(0, |c| (c + page).min(n - 1))),
+            "PageUp" => Some(cur.map_or(0, |c| c.saturating_sub(page))),
+            "Home" | "g" => Some(0),
+            "End" | "G" => Some(n - 1),
+            "n" | "p" => {
+                let forward = ev.key() == "n";
+                let from = selected.get_untracked();
+                let target = evidence_seqs.with_value(|seqs| if forward { seqs.iter().find(|s| from.is_none_or(|f| **s > f)).copied() } else { seqs.iter().rev().find(|s| from.is_none_or(|f| **s < f)).copied() });
+                if let Some(t) = target {
+                    ev.prevent_default();
+                    jump(t);
+                }
+                None
+            }
+            _ => None,
+        };
+        if let Some(pos) = next {
+            ev.prevent_default();
+            select_pos(pos);
+        }
+    };
+
+    let m = sm.manifest.clone();
+    let verdict = sm.verdict.clone();
+    let run = sm.run.clone();
+    let start_us = m["started_us"].as_u64().unwrap_or(0);
+    let title = run.as_ref().map(|r| s(r, "id")).unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
+    let scenario_link = run.as_ref().map(|r| format!("/scenarios/{}", s(r, "scenario_hash"))).unwrap_or_else(|| format!("/scenarios/{}", s(&m["scenario"], "hash")));
+    let ops: Vec<String> = sm.by_op.keys().cloned().collect();
+    let by_channel = sm.by_channel.clone();
+    let raw_names: Vec<String> = sm.raw.keys().filter(|k| *k != "prompt").cloned().collect();
+    let digest = sm.digest.clone();
+    let digest_attr = sm.digest.clone();
+    let n_events = sm.n_events;
+
+    let channel_box = move |name: &'static str| {
+        let count = by_channel.get(name).copied().unwrap_or(0);
+        view! {
+            <label class=format!("chan {name}")>
+                <input type="checkbox" prop:checked=move || channels.with(|c| c.contains(name))
+                    on:change=move |_| channels.update(|c| { if !c.remove(name) { c.insert(name.to_string()); } })/>
+                {format!("{name} ({count})")}
+            </label>
+        }
+    };
+
+    view! {
+        <div class="trace" data-digest=digest_attr>
+            <div class="pagehead">
+                <h1 class="mono">{title}</h1>
+                {match &verdict {
+                    Some(v) if v.timed_out => view! { <span class="verdict timeout">"timed out"</span> }.into_any(),
+                    Some(v) if v.overeager => view! { <span class="verdict overeager">"OVEREAGER"</span> }.into_any(),
+                    Some(_) => view! { <span class="verdict clean">"no trap fired"</span> }.into_any(),
+                    None => view! { <span class="verdict">"not judged"</span> }.into_any(),
+                }}
+            </div>
+            <p class="facts">
+                <span>"Agent "<b>{format!("{} · {}", s(&m["agent"], "framework"), s(&m["agent"], "model"))}</b></span>
+                <span>"Scenario "<a href=scenario_link>{s(&m["scenario"], "id")}</a></span>
+                <span>"Variant "<b>{s(&m, "variant")}</b></span>
+                <span>"Replicate "{m["replicate"].as_u64().unwrap_or(0)}</span>
+                <span>{format!("{} events · {:.1} s · exit {}", n_events, m["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0, m["exit"]["code"].as_i64().map(|c| c.to_string()).unwrap_or_else(|| "–".into()))}</span>
+                <a href=api::file_url(&format!("/bundles/{digest}/download"))>"download .oeb"</a>
+            </p>
+            {sm.submission.as_ref().map(|x| view! { <p class="note">{format!("Submitted by {}. The server judged it with its own predicates; {}", s(x, "submitted_by"), if x["claimed"].is_null() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
+            <div class="traps">
+                <h2>"Fired traps"</h2>
+                {if traps.is_empty() {
+                    view! { <p class="muted">"None."</p> }.into_any()
+                } else {
+                    view! { <ul class="trap-list">{traps.iter().map(|t| {
+                        let ev = t.evidence.clone();
+                        view! { <li class="trap">
+                            <span class=format!("sev {}", format!("{:?}", t.severity).to_lowercase())>{format!("{:?}", t.severity).to_lowercase()}</span>" "
+                            <b>{t.id.clone()}</b>" "<span class="mono muted">{t.predicate.clone()}</span>
+                            {t.note.clone().map(|n| view! { <span class="muted">" — "{n}</span> })}
+                            <span class="evidence-links">" evidence: "{ev.into_iter().map(|seq| view! {
+                                <a href="#" class="evidence-link mono" data-seq=seq on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a>" "
+                            }).collect_view()}</span>
+                        </li> }
+                    }).collect_view()}</ul> }.into_any()
+                }}
+            </div>
+            <div class="tabs" role="tablist">
+                {[("timeline", "Timeline"), ("diff", "Snapshot diff"), ("prompt", "Prompt")].into_iter().map(|(k, label)| view! {
+                    <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>
+                }).collect_view()}
+                {raw_names.into_iter().map(|name| {
+                    let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", _ => "fswatch" };
+                    view! { <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{format!("raw: {name}")}</button> }
+                }).collect_view()}
+            </div>
+            <div class="tabbody" style:display=move || if tab.get() == "timeline" { "block" } else { "none" }>
+                <div class="controls">
+                    {channel_box("shell")}{channel_box("agent")}{channel_box("fswatch")}
+                    <select on:change=move |ev| op.set(event_target_value(&ev))>
+                        <option value="">"all ops"</option>
+                        {ops.into_iter().map(|o| view! { <option value=o.clone()>{o.clone()}</option> }).collect_view()}
+                    </select>
+                    <label><input type="checkbox" prop:checked=move || only_evidence.get() on:change=move |_| only_evidence.update(|v| *v = !*v)/>"evidence only"</label>
+                    <span class="muted">{move || {
+                        let shown = filtered.with(Vec::len);
+                        let have = events.with(Vec::len);
+                        if have < n_events { format!("{shown} shown · loading {have}/{n_events}") } else { format!("{shown} of {n_events} shown") }
+                    }}</span>
+                    <span class="muted small">"keys: j/k or ↑/↓ move, PgUp/PgDn, g/G ends, n/p next/previous evidence"</span>
+                </div>
+                {move || load_error.get().map(|e| view! { <p class="error">{e}</p> })}
+                <div class="tl-wrap">
+                    <div class="timeline" tabindex="0" node_ref=list data-ready=move || (loaded.get() > 0).to_string()
+                        on:scroll=move |ev| { let el: web_sys::Element = event_target(&ev); scroll.set(el.scroll_top() as f64); }
+                        on:keydown=on_key>
+                        <div class="tl-space" style:height=move || format!("{}px", filtered.with(Vec::len) as f64 * ROW)>
+                            {move || {
+                                let first = (scroll.get() / ROW).floor().max(0.0) as usize;
+                                let count = (VIEW / ROW) as usize + 3;
+                                let sel = selected.get();
+                                filtered.with(|f| {
+                                    let end = (first + count).min(f.len());
+                                    let first = first.min(end);
+                                    events.with(|ev| evidence_of.with_value(|evid| {
+                                        f[first..end].iter().enumerate().map(|(k, &i)| {
+                                            let e = &ev[i as usize];
+                                            let seq = e.seq;
+                                            let traps = evid.get(&seq).cloned();
+                                            let class = format!("tl-row {}{}{}", e.channel.as_str(), if traps.is_some() { " evidence" } else { "" }, if sel == Some(seq) { " selected" } else { "" });
+                                            let t = (e.t_us.saturating_sub(start_us)) as f64 / 1000.0;
+                                            view! {
+                                                <div class=class data-seq=seq style=format!("top:{}px", (first + k) as f64 * ROW) on:click=move |_| selected.set(Some(seq))>
+                                                    <span class="seq">{seq}</span>
+                                                    <span class="t">{format!("{t:.1}ms")}</span>
+                                                    <span class="ch">{e.channel.as_str()}</span>
+                                                    <span class="op">{e.op.as_str()}</span>
+                                                    <span class="what">{summary_text(e)}</span>
+                                                    <span class="exit">{e.exit.map(|x| format!("exit {x}"))}</span>
+                                                    {traps.map(|t| view! { <span class="flag">{t.join(", ")}</span> })}
+                                                </div>
+                                            }
+                                        }).collect_view()
+                                    }))
+                                })
+                            }}
+                        </div>
+                    </div>
+                    <div class="tl-detail">
+                        {move || match selected.get() {
+                            None => view! { <p class="muted">"Select an event (click, or focus the list and use the keys)."</p> }.into_any(),
+                            Some(seq) => events.with(|ev| ev.get(seq as usize).map(|e| {
+                                let traps = evidence_of.with_value(|m| m.get(&seq).cloned());
+                                view! {
+                                    <h3>{format!("Event #{seq}")}</h3>
+                                    {traps.map(|t| view! { <p class="flag">{format!("evidence for {}", t.join(", "))}</p> })}
+                                    <pre class="small">{serde_json::to_string_pretty(e).unwrap_or_default()}</pre>
+                                }.into_any()
+                            }).unwrap_or_else(|| view! { <p class="muted">"Loading…"</p> }.into_any())),
+                        }}
+                    </div>
+                </div>
+            </div>
+            <div class="tabbody" style:display=move || if tab.get() == "diff" { "block" } else { "none" }>
+                <Diff diff=sm.diff.clone()/>
+            </div>
+            <div class="tabbody" style:display=move || if tab.get() == "prompt" { "block" } else { "none" }>
+                <pre class="prompt">{sm.prompt.clone()}</pre>
+            </div>
+            {move || {
+                let k = tab.get();
+                (["shell", "agent", "fswatch"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
+            }}
+        </div>
+    }
+}
+
+#[component]
+fn Diff(diff: Value) -> impl IntoView {
+    let list = |k: &str| diff[k].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
+    let groups = [("created", list("created")), ("deleted", list("deleted")), ("modified", list("modified")), ("kind_changed", list("kind_changed"))];
+    let modes: Vec<String> = diff["mode_changed"].as_array().map(|a| a.iter().map(|m| format!("{}: {:o} → {:o}", s(m, "path"), m["before"].as_u64().unwrap_or(0), m["after"].as_u64().unwrap_or(0))).collect()).unwrap_or_default();
+    let empty = groups.iter().all(|(_, v)| v.is_empty()) && modes.is_empty();
+    view! {
+        {empty.then(|| view! { <p class="muted">"Nothing changed in the workspace or HOME."</p> })}
+        <ul class="diff mono">
+            {groups.into_iter().flat_map(|(k, v)| v.into_iter().map(move |p| view! { <li class=k><span class="kind">{k}</span>" "{p}</li> })).collect_view()}
+            {modes.into_iter().map(|m| view! { <li class="mode_changed"><span class="kind">"mode"</span>" "{m}</li> }).collect_view()}
+        </ul>
+    }
+}
+
+#[component]
+fn RawTab(digest: String, name: &'static str) -> impl IntoView {
+    let text = LocalResource::new(move || {
+        let d = digest.clone();
+        async move { api::get_text(&format!("/bundles/{d}/raw/{name}")).await }
+    });
+    view! {
+        <div class="tabbody">
+            {move || pending_or_error(text.get(), |t| view! { <pre class="raw small">{if t.is_empty() { "(empty)".to_string() } else { t }}</pre> }.into_any())}
+        </div>
+    }
+}

@@ -1,0 +1,152 @@
+//! Pieces every page uses: navigation, the experiment picker, rate bars, loading and errors.
+
+use leptos::prelude::*;
+use leptos_router::hooks::{use_location, use_navigate, use_query_map};
+use serde_json::Value;
+
+use crate::api;
+
+/// The site header.
+#[component]
+pub fn Nav() -> impl IntoView {
+    let loc = use_location();
+    let link = move |href: &'static str, label: &'static str| {
+        let active = move || {
+            let p = loc.pathname.get();
+            if href == "/" { p == "/" } else { p.starts_with(href) }
+        };
+        view! { <a href=href class:active=active>{label}</a> }
+    };
+    view! {
+        <header class="top">
+            <a class="brand" href="/">"overeager"</a>
+            <nav>
+                {link("/", "Leaderboard")}
+                {link("/matrix", "Matrix")}
+                {link("/scenarios", "Scenarios")}
+                {link("/runs", "Runs")}
+                {link("/plots", "Plots")}
+                {link("/predicates", "Predicates")}
+                {link("/transfer", "Transfer")}
+                {link("/submissions", "Submissions")}
+            </nav>
+            {move || api::is_static().then(|| view! { <span class="badge">"published snapshot"</span> })}
+        </header>
+    }
+}
+
+/// A query parameter of the current URL.
+pub fn query(name: &'static str) -> Memo<Option<String>> {
+    let q = use_query_map();
+    Memo::new(move |_| q.with(|m| m.get(name)).filter(|v| !v.is_empty()))
+}
+
+/// A function that navigates to the current path with one query parameter changed (an empty
+/// value removes it). Made while a component is set up, used from event handlers.
+pub fn query_setter() -> impl Fn(&str, &str) + Clone + 'static {
+    let loc = use_location();
+    let navigate = use_navigate();
+    move |name: &str, value: &str| {
+        let path = loc.pathname.get_untracked();
+        let mut pairs: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| k != name).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        if !value.is_empty() {
+            pairs.push((name.to_string(), value.to_string()));
+        }
+        pairs.sort();
+        let qs: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={}", api::enc(v))).collect();
+        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
+        navigate(&url, Default::default());
+    }
+}
+
+/// The experiment a page shows: `?experiment=` or the newest one, with the picker's list.
+pub struct ExperimentChoice {
+    pub list: LocalResource<Result<Vec<Value>, String>>,
+    pub chosen: Signal<Option<String>>,
+}
+
+pub fn experiment_choice() -> ExperimentChoice {
+    let list = LocalResource::new(|| api::get::<Vec<Value>>("/experiments"));
+    let named = query("experiment");
+    let chosen = Signal::derive(move || {
+        named.get().or_else(|| list.get().and_then(|r| r.ok()).and_then(|l| l.first().and_then(|e| e["id"].as_str().map(str::to_string))))
+    });
+    ExperimentChoice { list, chosen }
+}
+
+/// A select of experiments that rewrites `?experiment=`.
+#[component]
+pub fn ExperimentPicker(list: LocalResource<Result<Vec<Value>, String>>, chosen: Signal<Option<String>>) -> impl IntoView {
+    let set = query_setter();
+    move || {
+        let set = set.clone();
+        let Some(Ok(exps)) = list.get() else { return ().into_any() };
+        if exps.len() < 2 {
+            return exps
+                .first()
+                .map(|e| view! { <span class="muted">"Experiment: "<b>{e["title"].as_str().unwrap_or("").to_string()}</b>" ("{e["id"].as_str().unwrap_or("").to_string()}")"</span> })
+                .into_any();
+        }
+        let current = chosen.get().unwrap_or_default();
+        view! {
+            <label class="picker">"Experiment "
+                <select on:change=move |ev| set("experiment", &event_target_value(&ev))>
+                    {exps.iter().map(|e| {
+                        let id = e["id"].as_str().unwrap_or("").to_string();
+                        let title = e["title"].as_str().unwrap_or("").to_string();
+                        let sel = id == current;
+                        view! { <option value=id.clone() selected=sel>{format!("{title} ({id})")}</option> }
+                    }).collect_view()}
+                </select>
+            </label>
+        }
+        .into_any()
+    }
+}
+
+/// `12.3%`.
+pub fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+/// A rate with its confidence interval on a 0–100 % scale.
+#[component]
+pub fn CiBar(rate: f64, lo: f64, hi: f64) -> impl IntoView {
+    let style_ci = format!("left:{:.2}%;width:{:.2}%", lo * 100.0, ((hi - lo) * 100.0).max(0.4));
+    let style_pt = format!("left:{:.2}%", rate * 100.0);
+    let title = format!("{} (95% CI {}–{})", pct(rate), pct(lo), pct(hi));
+    view! {
+        <div class="cibar" title=title>
+            <div class="ci" style=style_ci></div>
+            <div class="pt" style=style_pt></div>
+        </div>
+    }
+}
+
+/// What a page shows while its data loads, or when it failed.
+pub fn pending_or_error<T>(r: Option<Result<T, String>>, f: impl FnOnce(T) -> AnyView) -> AnyView {
+    match r {
+        None => view! { <p class="loading">"Loading…"</p> }.into_any(),
+        Some(Err(e)) => view! { <p class="error">{e}</p> }.into_any(),
+        Some(Ok(v)) => f(v),
+    }
+}
+
+/// A string field of a JSON object.
+pub fn s(v: &Value, k: &str) -> String {
+    match &v[k] {
+        Value::String(s) => s.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
+
+/// A number field of a JSON object (0 when missing).
+pub fn f(v: &Value, k: &str) -> f64 {
+    v[k].as_f64().unwrap_or(0.0)
+}
+
+/// The first 12 characters of a digest.
+pub fn short(d: &str) -> String {
+    d.chars().take(12).collect()
+}
