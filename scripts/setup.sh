@@ -1,21 +1,38 @@
 #!/usr/bin/env bash
 # Installs what overeager needs on a fresh Debian machine with Rust (rustup): the Rust targets,
-# the Debian packages, and the crates (fetched once so later builds work offline).
+# the Debian packages, the crates (fetched once so later builds work offline) and the pinned
+# web build tools (Trunk, and the wasm-bindgen CLI at exactly the version in Cargo.lock).
+# With --test it also installs what the test suite drives: Chromium, chromedriver and wrk.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-need_apt=()
-for pkg in git bash coreutils findutils; do
-  dpkg -s "$pkg" >/dev/null 2>&1 || need_apt+=("$pkg")
-done
-if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "setup: installing ${need_apt[*]}"
-  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq "${need_apt[@]}"
+apt_install() {
+  local need=()
+  for pkg in "$@"; do
+    dpkg -s "$pkg" >/dev/null 2>&1 || need+=("$pkg")
+  done
+  if [ ${#need[@]} -gt 0 ]; then
+    echo "setup: installing ${need[*]}"
+    local sudo=""; [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq "${need[@]}"
+  fi
+}
+
+apt_install git bash coreutils findutils
+if [ "${1:-}" = "--test" ]; then
+  apt_install chromium chromium-driver wrk
 fi
 
 # The shim is a static binary (it runs inside minimal sandboxes); the core crate also builds
-# for the browser and for predicate guests.
+# for the browser and for predicate guests; the web app is wasm.
 rustup target add x86_64-unknown-linux-musl wasm32-unknown-unknown >/dev/null
 cargo fetch --locked 2>/dev/null || cargo fetch
+
+# Trunk builds web/ into dist/ offline, with the wasm-bindgen CLI matching the crate exactly
+# (`cargo install` returns at once when that version is installed already).
+wasm_bindgen=$(awk '/^name = "wasm-bindgen"$/ { getline; gsub(/version = |"/, ""); print; exit }' Cargo.lock)
+have_tool() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | grep -q "$2"; }
+have_tool trunk "0.21.14" || cargo install trunk@0.21.14 --locked
+# Not --locked: the CLI's own lockfile names a crate version the registry no longer has.
+have_tool wasm-bindgen "$wasm_bindgen" || cargo install wasm-bindgen-cli@"$wasm_bindgen"

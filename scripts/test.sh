@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
-# The full test suite: installs what it needs, builds the static shim, runs every test of the
-# workspace, and checks that the core crate builds for wasm32.
+# The full test suite: installs what it needs (including Chromium, chromedriver and wrk),
+# builds the static shim, the binary and the web app, runs every test of the workspace (the
+# browser tests drive the built app in headless Chromium), and checks that the core crate
+# builds for wasm32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PROFILE=dev "$(dirname "$0")/build.sh"
+PROFILE=dev "$(dirname "$0")/build.sh" --test
 cargo build -p overeager-core --target wasm32-unknown-unknown
-cargo test --workspace
+cargo test --workspace --exclude overeager-web
 ./target/debug/overeager scenario check scenarios/seeds

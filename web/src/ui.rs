@@ -146,7 +146,7 @@ pub fn f(v: &Value, k: &str) -> f64 {
     v[k].as_f64().unwrap_or(0.0)
 }
 
-/// The first 12 characters of a digest.
+/// The first 12 hex digits of a digest.
 pub fn short(d: &str) -> String {
-    d.chars().take(12).collect()
+    d.strip_prefix("sha256:").unwrap_or(d).chars().take(12).collect()
 }

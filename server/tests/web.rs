@@ -1,0 +1,250 @@
+//! The web app in headless Chromium, driven through chromedriver (fantoccini), against a real
+//! server over a real store; and the published static site from a plain file server. Needs
+//! `chromium` and `chromedriver` (the test script installs them); without them the test fails
+//! when `CI` is set and is skipped otherwise.
+
+mod common;
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::{Server, demo_store, ok, overeager, repo};
+use fantoccini::wd::WebDriverCompatibleCommand;
+use fantoccini::{Client, ClientBuilder, Locator};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+fn scratch(name: &str) -> PathBuf {
+    let dir = repo().join("target/test-work").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// The browser's console log (chromedriver's `se/log` endpoint).
+#[derive(Debug)]
+struct BrowserLog;
+
+impl WebDriverCompatibleCommand for BrowserLog {
+    fn endpoint(&self, base: &url::Url, session: Option<&str>) -> Result<url::Url, url::ParseError> {
+        base.join(&format!("session/{}/se/log", session.unwrap_or_default()))
+    }
+    fn method_and_body(&self, _: &url::Url) -> (http::Method, Option<String>) {
+        (http::Method::POST, Some(r#"{"type":"browser"}"#.into()))
+    }
+}
+
+struct Driver {
+    child: Child,
+    url: String,
+}
+
+impl Drop for Driver {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// chromedriver on a free port, or `None` (skip) when it is not installed and `CI` is unset.
+fn chromedriver() -> Option<Driver> {
+    let found = Command::new("chromedriver").arg("--version").output().is_ok_and(|o| o.status.success()) && Path::new("/usr/bin/chromium").exists();
+    if !found {
+        if std::env::var_os("CI").is_some() {
+            panic!("chromium and chromedriver are needed for the browser tests (apt-get install chromium chromium-driver; scripts/setup.sh does it)");
+        }
+        eprintln!("skipping the browser test: chromium/chromedriver not installed");
+        return None;
+    }
+    assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
+    let port = free_port();
+    let child = Command::new("chromedriver").arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("chromedriver starts");
+    for _ in 0..100 {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return Some(Driver { child, url: format!("http://127.0.0.1:{port}") });
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    panic!("chromedriver did not start on port {port}");
+}
+
+async fn browser(driver: &Driver, profile: &Path) -> Client {
+    let caps = json!({
+        "browserName": "chrome",
+        "goog:loggingPrefs": { "browser": "ALL" },
+        "goog:chromeOptions": {
+            "binary": "/usr/bin/chromium",
+            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
+                     format!("--user-data-dir={}", profile.display())],
+        },
+    });
+    let Value::Object(caps) = caps else { unreachable!() };
+    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new()).capabilities(caps).connect(&driver.url).await.expect("a browser session")
+}
+
+async fn wait_for(c: &Client, css: &str) -> fantoccini::elements::Element {
+    c.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("waiting for `{css}`: {e}"))
+}
+
+/// Console entries at level SEVERE (errors), with their messages.
+async fn console_errors(c: &Client) -> Vec<String> {
+    let log = c.issue_cmd(BrowserLog).await.expect("the browser log");
+    log.as_array().cloned().unwrap_or_default().into_iter().filter(|e| e["level"] == "SEVERE").map(|e| e["message"].as_str().unwrap_or("").to_string()).collect()
+}
+
+async fn shot(c: &Client, name: &str) {
+    let dir = repo().join("target/web-shots");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join(name), c.screenshot().await.unwrap()).unwrap();
+}
+
+fn api(url: &str) -> Value {
+    let mut r = ureq::get(url).call().unwrap_or_else(|e| panic!("{url}: {e}"));
+    serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap()
+}
+
+fn pct(x: f64) -> String {
+    format!("{:.1}%", x * 100.0)
+}
+
+#[test]
+fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
+    let Some(driver) = chromedriver() else { return };
+    let dir = scratch("web");
+    let db = demo_store(&dir);
+    let server = Server::start(&db, &dir.join("trust.toml"));
+    let board = api(&format!("{}/api/leaderboard?experiment=demo&variant=kept", server.url));
+    let expected: Vec<(String, String)> = board["cells"].as_array().unwrap().iter().map(|c| (format!("{} · {}", c["framework"].as_str().unwrap(), c["model"].as_str().unwrap()), pct(c["rate"].as_f64().unwrap()))).collect();
+    let scenario = api(&format!("{}/api/scenarios", server.url))["scenarios"][0]["hash"].as_str().unwrap().to_string();
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver, &dir.join("profile")).await;
+        // Leaderboard: the expected cells with the API's rates; simulated cells labelled.
+        c.goto(&format!("{}/", server.url)).await.unwrap();
+        wait_for(&c, "table.board tr.cell").await;
+        let mut shown = Vec::new();
+        for row in c.find_all(Locator::Css("table.board tr.cell")).await.unwrap() {
+            let agent = row.attr("data-agent").await.unwrap().unwrap();
+            let rate = row.find(Locator::Css("td.rate")).await.unwrap().text().await.unwrap();
+            shown.push((agent, rate));
+        }
+        assert_eq!(shown, expected, "the leaderboard shows the API's cells in its order");
+        let sim = c.find_all(Locator::Css("tr.cell .badge.sim")).await.unwrap().len();
+        assert_eq!(sim, 2, "the two simulated policies are labelled");
+        shot(&c, "leaderboard.png").await;
+        c.find(Locator::XPath("//button[contains(., 'stripped')]")).await.unwrap().click().await.unwrap();
+        wait_for(&c, "table.board[data-variant=consent_stripped] tr.cell").await;
+        assert!(c.current_url().await.unwrap().as_str().contains("variant=stripped"), "the variant is in the URL (deep link)");
+
+        // A click on a cell lists its runs; a click on a run opens its trace.
+        c.find(Locator::Css("tr.cell[data-agent='scripted · aggressive'] a")).await.unwrap().click().await.unwrap();
+        let link = wait_for(&c, "a.run-link").await;
+        link.click().await.unwrap();
+        wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
+        assert_eq!(c.find(Locator::Css(".verdict")).await.unwrap().text().await.unwrap(), "OVEREAGER");
+
+        // A fired trap links to its evidence: the event is selected, marked and in view.
+        let ev = wait_for(&c, ".trap .evidence-link").await;
+        let seq = ev.attr("data-seq").await.unwrap().unwrap();
+        ev.click().await.unwrap();
+        let row = wait_for(&c, &format!(".tl-row.selected.evidence[data-seq='{seq}']")).await;
+        assert!(row.is_displayed().await.unwrap());
+        assert!(row.find(Locator::Css(".flag")).await.is_ok(), "the evidence row names its trap");
+        let detail = c.find(Locator::Css(".tl-detail pre")).await.unwrap().text().await.unwrap();
+        assert!(detail.contains(&format!("\"seq\": {seq}")), "{detail}");
+        shot(&c, "trace.png").await;
+
+        // Keyboard: j moves to the next event.
+        c.execute("document.querySelector('.timeline').focus()", vec![]).await.unwrap();
+        c.find(Locator::Css(".timeline")).await.unwrap().send_keys("j").await.unwrap();
+        let next = wait_for(&c, ".tl-row.selected").await.attr("data-seq").await.unwrap().unwrap();
+        assert_eq!(next.parse::<u64>().unwrap(), seq.parse::<u64>().unwrap() + 1);
+        // The channel filter hides the other channels.
+        c.find(Locator::Css("label.chan.fswatch input")).await.unwrap().click().await.unwrap();
+        c.find(Locator::Css("label.chan.agent input")).await.unwrap().click().await.unwrap();
+        let rows = c.find_all(Locator::Css(".tl-row")).await.unwrap();
+        assert!(!rows.is_empty());
+        for r in rows {
+            assert!(r.attr("class").await.unwrap().unwrap().contains("shell"));
+        }
+
+        // The scenario page highlights the consent block in the kept prompt only.
+        c.goto(&format!("{}/scenarios/{scenario}", server.url)).await.unwrap();
+        let mark = wait_for(&c, "mark.consent").await;
+        assert!(mark.text().await.unwrap().contains("Scope of consent"));
+        assert_eq!(c.find_all(Locator::Css("mark.consent")).await.unwrap().len(), 1, "only the kept prompt has the block");
+        shot(&c, "scenario.png").await;
+        for page in ["/matrix", "/plots", "/predicates", "/transfer", "/submissions", "/runs?outcome=overeager"] {
+            c.goto(&format!("{}{page}", server.url)).await.unwrap();
+            wait_for(&c, "main section h1").await;
+        }
+
+        let errors = console_errors(&c).await;
+        assert!(errors.is_empty(), "the console has errors: {errors:#?}");
+        c.close().await.unwrap();
+    });
+}
+
+#[test]
+fn the_published_site_works_from_a_plain_file_server() {
+    let Some(driver) = chromedriver() else { return };
+    let dir = scratch("web-publish");
+    let db = demo_store(&dir);
+    let site = dir.join("site");
+    let out = ok(&overeager(&["publish", "--db", db.to_str().unwrap(), "--out", site.to_str().unwrap(), "--json"]));
+    let p: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(p["runs"], p["traces"], "{p}");
+    // Publishing again into the same place is refused; nothing is lost.
+    let again = overeager(&["publish", "--db", db.to_str().unwrap(), "--out", site.to_str().unwrap()]);
+    assert!(!again.status.success() && String::from_utf8_lossy(&again.stderr).contains("already exists"));
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        // A file server with no knowledge of the app: directories serve their index.html.
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        let files = axum::Router::new().fallback_service(tower_http::services::ServeDir::new(&site));
+        tokio::spawn(async move { axum::serve(listener, files).await.unwrap() });
+        let base = format!("http://{addr}");
+        let run = serde_json::from_slice::<Value>(&std::fs::read(site.join("api/experiments/demo/runs.json")).unwrap()).unwrap()["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["overeager"] == true)
+            .unwrap()["id"]
+            .as_str()
+            .unwrap()
+            .to_string();
+        let c = browser(&driver, &dir.join("profile")).await;
+        c.goto(&format!("{base}/")).await.unwrap();
+        wait_for(&c, "table.board tr.cell").await;
+        assert!(c.find(Locator::Css("header .badge")).await.unwrap().text().await.unwrap().contains("published"));
+        // A deep link straight to a trace.
+        c.goto(&format!("{base}/runs/{run}")).await.unwrap();
+        wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
+        let ev = wait_for(&c, ".trap .evidence-link").await;
+        let seq = ev.attr("data-seq").await.unwrap().unwrap();
+        ev.click().await.unwrap();
+        wait_for(&c, &format!(".tl-row.selected.evidence[data-seq='{seq}']")).await;
+        c.find(Locator::XPath("//button[contains(., 'raw: shell')]")).await.unwrap().click().await.unwrap();
+        assert!(wait_for(&c, "pre.raw").await.text().await.unwrap().contains("argv"));
+        // Filters on a static site are applied in the browser.
+        c.goto(&format!("{base}/runs?outcome=overeager")).await.unwrap();
+        wait_for(&c, "a.run-link").await;
+        for o in c.find_all(Locator::Css("td.outcome")).await.unwrap() {
+            assert_eq!(o.text().await.unwrap(), "overeager");
+        }
+        let errors = console_errors(&c).await;
+        assert!(errors.is_empty(), "the console has errors: {errors:#?}");
+        c.close().await.unwrap();
+    });
+}
