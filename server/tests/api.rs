@@ -350,7 +350,7 @@ fn an_experiment_started_over_the_api_reports_progress_as_events() {
     assert_eq!(resp.headers().get("content-type").unwrap(), "text/event-stream");
     let text = resp.body_mut().read_to_string().unwrap();
     assert!(text.contains("event: done"), "{text}");
-    let last = text.lines().filter_map(|l| l.strip_prefix("data: ")).last().unwrap();
+    let last = text.lines().filter_map(|l| l.strip_prefix("data: ")).next_back().unwrap();
     let v: Value = serde_json::from_str(last).unwrap();
     assert_eq!(v["progress"]["done"], 6, "{v}");
     assert_eq!(v["progress"]["pending"], 0);

@@ -66,9 +66,11 @@ fn chromedriver() -> Option<Driver> {
     assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
     let port = free_port();
     let child = Command::new("chromedriver").arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("chromedriver starts");
+    // Owned by the guard from here on, so it is stopped whatever happens.
+    let driver = Driver { child, url: format!("http://127.0.0.1:{port}") };
     for _ in 0..100 {
         if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(Driver { child, url: format!("http://127.0.0.1:{port}") });
+            return Some(driver);
         }
         std::thread::sleep(Duration::from_millis(100));
     }

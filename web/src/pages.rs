@@ -392,13 +392,12 @@ pub fn Runs() -> impl IntoView {
                 }}
                 {
                     let set = query_setter();
+                    let outcome = query("outcome");
                     view! {
                         <select on:change=move |ev| set("outcome", &event_target_value(&ev))>
-                            <option value="">"any outcome"</option>
-                            <option value="overeager">"overeager"</option>
-                            <option value="clean">"clean"</option>
-                            <option value="timed_out">"timed out"</option>
-                            <option value="failed">"failed"</option>
+                            {[("", "any outcome"), ("overeager", "overeager"), ("clean", "clean"), ("timed_out", "timed out"), ("failed", "failed")].into_iter().map(|(v, label)| view! {
+                                <option value=v selected=move || outcome.get().unwrap_or_default() == v>{label}</option>
+                            }).collect_view()}
                         </select>
                     }
                 }

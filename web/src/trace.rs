@@ -96,36 +96,45 @@ pub fn TraceViewer(digest: String) -> impl IntoView {
         let d = d.clone();
         async move { api::get::<Summary>(&format!("/bundles/{d}")).await }
     });
+    // Events load beside the summary: chunk 0 at once, the rest once the summary says how many.
+    let events: RwSignal<Vec<Event>> = RwSignal::new(Vec::new());
+    let loaded = RwSignal::new(0usize);
+    let load_error = RwSignal::new(None::<String>);
+    leptos::task::spawn_local(async move {
+        let mut k = 0;
+        loop {
+            match api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await {
+                Ok(c) => {
+                    if events.try_update(|v| v.extend(c)).is_none() {
+                        return; // the page was left
+                    }
+                    loaded.set(k + 1);
+                }
+                Err(e) => {
+                    let _ = load_error.try_set(Some(e));
+                    return;
+                }
+            }
+            k += 1;
+            let total = match summary.await {
+                Ok(sm) => sm.chunks,
+                Err(_) => return,
+            };
+            if k >= total {
+                return;
+            }
+        }
+    });
     view! {
-        {move || pending_or_error(summary.get(), |sm| view! { <Loaded sm=sm/> }.into_any())}
+        {move || pending_or_error(summary.get(), |sm| view! { <Loaded sm=sm events=events loaded=loaded load_error=load_error/> }.into_any())}
     }
 }
 
+/// Evidence links shown per trap; the rest are reached with the n/p keys.
+const EVIDENCE_LINKS: usize = 12;
+
 #[component]
-fn Loaded(sm: Summary) -> impl IntoView {
-    let events: RwSignal<Vec<Event>> = RwSignal::new(Vec::with_capacity(sm.n_events));
-    let loaded = RwSignal::new(0usize);
-    let load_error = RwSignal::new(None::<String>);
-    {
-        let digest = sm.digest.clone();
-        let chunks = sm.chunks;
-        leptos::task::spawn_local(async move {
-            for k in 0..chunks {
-                match api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await {
-                    Ok(c) => {
-                        if events.try_update(|v| v.extend(c)).is_none() {
-                            return; // the page was left
-                        }
-                        loaded.set(k + 1);
-                    }
-                    Err(e) => {
-                        load_error.set(Some(e));
-                        return;
-                    }
-                }
-            }
-        });
-    }
+fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>) -> impl IntoView {
     let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
     let mut evidence_of: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for t in &traps {
@@ -279,9 +288,10 @@ fn Loaded(sm: Summary) -> impl IntoView {
                             <span class=format!("sev {}", format!("{:?}", t.severity).to_lowercase())>{format!("{:?}", t.severity).to_lowercase()}</span>" "
                             <b>{t.id.clone()}</b>" "<span class="mono muted">{t.predicate.clone()}</span>
                             {t.note.clone().map(|n| view! { <span class="muted">" — "{n}</span> })}
-                            <span class="evidence-links">" evidence: "{ev.into_iter().map(|seq| view! {
+                            <span class="evidence-links">" evidence: "{ev.iter().take(EVIDENCE_LINKS).map(|&seq| view! {
                                 <a href="#" class="evidence-link mono" data-seq=seq on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a>" "
-                            }).collect_view()}</span>
+                            }).collect_view()}
+                            {(ev.len() > EVIDENCE_LINKS).then(|| view! { <span class="muted">{format!("and {} more (n/p in the timeline, or “evidence only”)", ev.len() - EVIDENCE_LINKS)}</span> })}</span>
                         </li> }
                     }).collect_view()}</ul> }.into_any()
                 }}

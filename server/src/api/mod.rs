@@ -76,6 +76,8 @@ pub struct AppState {
     traces: trace::Cache,
     /// Experiments this server is running now.
     running: Mutex<BTreeMap<String, Instant>>,
+    /// The newest experiment, and when the store was asked.
+    newest: Mutex<Option<(Instant, Option<String>)>>,
 }
 
 impl AppState {
@@ -91,6 +93,7 @@ impl AppState {
             reports: Mutex::new(BTreeMap::new()),
             traces: trace::Cache::new(6),
             running: Mutex::new(BTreeMap::new()),
+            newest: Mutex::new(None),
         }))
     }
 
@@ -111,20 +114,35 @@ impl AppState {
         Ok(())
     }
 
-    /// The newest experiment, for requests that name none.
+    /// The newest experiment, for requests that name none (asked of the store at most every
+    /// [`REPORT_RECHECK`]).
     pub(crate) fn default_experiment(&self) -> Result<Option<String>> {
-        self.with_store(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))
+        let mut newest = self.newest.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some((at, id)) = newest.as_ref()
+            && at.elapsed() < REPORT_RECHECK
+        {
+            return Ok(id.clone());
+        }
+        let id = self.with_store(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))?;
+        *newest = Some((Instant::now(), id.clone()));
+        Ok(id)
+    }
+
+    /// The cached report of an experiment if the store was checked for changes recently: the
+    /// fast path, which touches neither the store nor a blocking thread.
+    pub(crate) fn recent_report(&self, experiment: &str) -> Option<Arc<CachedReport>> {
+        let c = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned()?;
+        let fresh = c.checked.lock().unwrap_or_else(|p| p.into_inner()).elapsed() < REPORT_RECHECK;
+        fresh.then_some(c)
     }
 
     /// The report of an experiment, recomputed only when the store changed.
     pub(crate) fn report(&self, experiment: &str) -> Result<Option<Arc<CachedReport>>, ApiError> {
+        if let Some(c) = self.recent_report(experiment) {
+            return Ok(Some(c));
+        }
         let now = Instant::now();
         let cached = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned();
-        if let Some(c) = &cached
-            && now.duration_since(*c.checked.lock().unwrap_or_else(|p| p.into_inner())) < REPORT_RECHECK
-        {
-            return Ok(cached);
-        }
         let (key, fresh) = self.with_store(|s| {
             let key = s.data_version()?;
             if cached.as_ref().is_some_and(|c| c.key == key) {

@@ -34,6 +34,9 @@ async fn experiment_or_newest(st: &AppState, named: Option<String>) -> Api<Strin
 }
 
 async fn cached_report(st: &Arc<AppState>, experiment: &str) -> Api<Arc<super::CachedReport>> {
+    if let Some(r) = st.recent_report(experiment) {
+        return Ok(r);
+    }
     let st2 = st.clone();
     let id = experiment.to_string();
     let r = tokio::task::spawn_blocking(move || st2.report(&id)).await.map_err(ApiError::internal)??;

@@ -200,7 +200,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         report_dir.display()
     );
     let mut cells: Vec<&crate::report::Cell> = report.cells.iter().collect();
-    cells.sort_by(|a, b| a.label().cmp(&b.label()));
+    cells.sort_by_key(|c| c.label());
     for c in cells {
         println!("  {:<44} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
     }
@@ -306,6 +306,9 @@ pub struct BenchApiArgs {
     /// Load-generator threads.
     #[arg(long, default_value_t = 1)]
     pub threads: u32,
+    /// Ask for gzip-compressed responses, as browsers do.
+    #[arg(long)]
+    pub gzip: bool,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
@@ -330,9 +333,12 @@ pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
     if !warm.status.success() {
         bail!("wrk failed: {}", String::from_utf8_lossy(&warm.stderr));
     }
-    let out = std::process::Command::new("wrk")
-        .args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency", &url])
-        .output()?;
+    let mut wrk = std::process::Command::new("wrk");
+    wrk.args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency"]);
+    if args.gzip {
+        wrk.args(["-H", "Accept-Encoding: gzip"]);
+    }
+    let out = wrk.arg(&url).output()?;
     server.abort();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
@@ -341,7 +347,7 @@ pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
     let p50 = field("50%").map(|v| parse_wrk_ms(&v));
     let non2xx = field("Non-2xx or 3xx responses:");
     if args.json {
-        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": rps, "p50_ms": p50, "p99_ms": p99, "non_2xx": non2xx, "connections": args.connections, "seconds": args.seconds }));
+        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": rps, "p50_ms": p50, "p99_ms": p99, "non_2xx": non2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
     } else {
         print!("{text}");
     }
