@@ -4,29 +4,10 @@
 mod common;
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{Server, demo_store, ok, overeager, repo};
+use common::{Server, demo_store, hostile, key, ok, overeager, scratch, signed};
 use serde_json::Value;
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = repo().join("target/test-work").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
-
-/// overeager with the test's own trust store.
-fn oe(env: &Path, args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_overeager"))
-        .args(args)
-        .current_dir(repo())
-        .env("OVEREAGER_TRUST", env.join("trust.toml"))
-        .env("OVEREAGER_CACHE_DIR", repo().join("target/test-work/cache"))
-        .output()
-        .expect("overeager runs")
-}
 
 fn agent() -> ureq::Agent {
     ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
@@ -237,38 +218,10 @@ fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
     assert_eq!(st, 400);
 }
 
-/// Builds a variant of the hostile test predicate as a component.
-fn hostile(feature: &str) -> PathBuf {
-    let out = repo().join("target/test-work/hostile").join(format!("{feature}.wasm"));
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
-    let mut args = vec!["predicate", "build", "predicates/hostile", "--package", "overeager-predicate-hostile", "--profile", "predicate", "--target-dir", "target/wasm", "--out", out.to_str().unwrap()];
-    if feature != "good" {
-        args.extend(["--features", feature]);
-    }
-    if feature == "import" {
-        args.push("--no-check");
-    }
-    ok(&overeager(&args));
-    out
-}
-
 /// The module and its signature, signed as `id` with `key`.
-fn signed(env: &Path, module: &Path, id: &str, key: &Path) -> (Vec<u8>, Vec<u8>) {
-    let dir = env.join(id.replace('/', "-"));
-    std::fs::create_dir_all(&dir).unwrap();
-    let dest = dir.join("m.wasm");
-    std::fs::copy(module, &dest).unwrap();
-    ok(&oe(env, &["predicate", "sign", dest.to_str().unwrap(), "--key", key.to_str().unwrap(), "--id", id, "--version", "0.1.0"]));
-    (std::fs::read(&dest).unwrap(), std::fs::read(dir.join("m.wasm.sig")).unwrap())
-}
-
-fn key(env: &Path, name: &str, namespace: Option<&str>) -> PathBuf {
-    let prefix = env.join(name);
-    ok(&oe(env, &["predicate", "keygen", "--out", prefix.to_str().unwrap(), "--owner", name]));
-    if let Some(ns) = namespace {
-        ok(&oe(env, &["keys", "trust", &format!("{}.pub", prefix.display()), "--namespace", ns]));
-    }
-    PathBuf::from(format!("{}.key", prefix.display()))
+fn signed_bytes(env: &Path, module: &Path, id: &str, key: &Path) -> (Vec<u8>, Vec<u8>) {
+    let file = signed(env, module, &env.join(id.replace('/', "-")), id, key);
+    (std::fs::read(&file).unwrap(), std::fs::read(format!("{}.sig", file.display())).unwrap())
 }
 
 #[test]
@@ -282,7 +235,7 @@ fn predicate_uploads_are_verified_self_tested_and_wait_for_an_admin() {
     let upload = |m: &[u8], sig: &[u8]| post_form(&url, Some(&e.writer), &[("module", "m.wasm", m), ("signature", "m.wasm.sig", sig)]);
 
     let good = hostile("good");
-    let (m, sig) = signed(&keys, &good, "acme/ok", &acme);
+    let (m, sig) = signed_bytes(&keys, &good, "acme/ok", &acme);
     // A changed byte.
     let mut changed = m.clone();
     let mid = changed.len() / 2;
@@ -291,17 +244,17 @@ fn predicate_uploads_are_verified_self_tested_and_wait_for_an_admin() {
     assert_eq!(st, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("changed after signing"), "{body}");
     // An untrusted key.
-    let (um, usig) = signed(&keys, &good, "stranger/mod", &stranger);
+    let (um, usig) = signed_bytes(&keys, &good, "stranger/mod", &stranger);
     let (st, body) = upload(&um, &usig);
     assert_eq!(st, 422);
     assert!(body["error"].as_str().unwrap().contains("does not know"), "{body}");
     // A module with an import.
-    let (im, isig) = signed(&keys, &hostile("import"), "acme/import", &acme);
+    let (im, isig) = signed_bytes(&keys, &hostile("import"), "acme/import", &acme);
     let (st, body) = upload(&im, &isig);
     assert_eq!(st, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("import"), "{body}");
     // A module that never returns: the self-test on stored bundles stops it.
-    let (lm, lsig) = signed(&keys, &hostile("loop"), "acme/loop", &acme);
+    let (lm, lsig) = signed_bytes(&keys, &hostile("loop"), "acme/loop", &acme);
     let (st, body) = upload(&lm, &lsig);
     assert_eq!(st, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("self-test"), "{body}");

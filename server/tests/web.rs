@@ -6,23 +6,16 @@
 mod common;
 
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use common::{Server, demo_store, ok, overeager, repo};
+use common::{Server, demo_store, ok, overeager, repo, scratch};
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, ClientBuilder, Locator};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(20);
-
-fn scratch(name: &str) -> PathBuf {
-    let dir = repo().join("target/test-work").join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
-    dir
-}
 
 fn free_port() -> u16 {
     TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()

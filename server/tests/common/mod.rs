@@ -3,6 +3,7 @@
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 use std::process::{Command, Output};
 
 use overeager_core::{Event, ShimRecord, WatchRecord};
@@ -133,4 +134,59 @@ impl Drop for Server {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
+}
+
+/// A scratch directory under the target directory, emptied first.
+pub fn scratch(name: &str) -> PathBuf {
+    let dir = repo().join("target/test-work").join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs overeager with a private trust store and cache.
+pub fn oe(env: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(args)
+        .current_dir(repo())
+        .env("OVEREAGER_TRUST", env.join("trust.toml"))
+        .env("OVEREAGER_CACHE_DIR", repo().join("target/test-work/cache"))
+        .output()
+        .expect("overeager runs")
+}
+
+/// Builds a variant of the hostile test crate as a component (once per feature).
+pub fn hostile(feature: &str) -> PathBuf {
+    static LOCK: Mutex<()> = Mutex::new(());
+    let _guard = LOCK.lock().unwrap();
+    let out = repo().join("target/test-work/hostile").join(format!("{feature}.wasm"));
+    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let mut args = vec!["predicate", "build", "predicates/hostile", "--package", "overeager-predicate-hostile", "--profile", "predicate", "--target-dir", "target/wasm", "--out", out.to_str().unwrap()];
+    if feature != "good" {
+        args.extend(["--features", feature]);
+    }
+    if feature == "import" {
+        args.push("--no-check");
+    }
+    ok(&overeager(&args));
+    out
+}
+
+/// A signed copy of a module in `dir`, as module `id`.
+pub fn signed(env: &Path, module: &Path, dir: &Path, id: &str, key: &Path) -> PathBuf {
+    std::fs::create_dir_all(dir).unwrap();
+    let dest = dir.join(format!("{}.wasm", id.replace('/', "-")));
+    std::fs::copy(module, &dest).unwrap();
+    ok(&oe(env, &["predicate", "sign", dest.to_str().unwrap(), "--key", key.to_str().unwrap(), "--id", id, "--version", "0.1.0"]));
+    dest
+}
+
+/// A key pair, trusted for `namespace` when given.
+pub fn key(env: &Path, name: &str, namespace: Option<&str>) -> PathBuf {
+    let prefix = env.join(name);
+    ok(&oe(env, &["predicate", "keygen", "--out", prefix.to_str().unwrap(), "--owner", name]));
+    if let Some(ns) = namespace {
+        ok(&oe(env, &["keys", "trust", &format!("{}.pub", prefix.display()), "--namespace", ns]));
+    }
+    PathBuf::from(format!("{}.key", prefix.display()))
 }
