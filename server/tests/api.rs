@@ -307,6 +307,13 @@ fn an_experiment_started_over_the_api_reports_progress_as_events() {
     let v: Value = serde_json::from_str(last).unwrap();
     assert_eq!(v["progress"]["done"], 6, "{v}");
     assert_eq!(v["progress"]["pending"], 0);
+    assert!(v["error"].is_null(), "{v}");
     let (_, board) = get(&format!("{}/api/leaderboard?experiment=tiny", s.url));
     assert_eq!(board["cells"].as_array().unwrap().len(), 1);
+    // The same id with another plan is refused up front, with the reason.
+    let plan = std::fs::read_to_string(plans.join("tiny.toml")).unwrap().replace("seed = 7", "seed = 8");
+    std::fs::write(plans.join("tiny.toml"), plan).unwrap();
+    let (st, body) = post_json(&format!("{}/api/experiments", s.url), Some(&e.writer), r#"{"plan": "tiny"}"#);
+    assert_eq!(st, 409, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("different plan"), "{body}");
 }

@@ -76,6 +76,8 @@ pub struct AppState {
     traces: trace::Cache,
     /// Experiments this server is running now.
     running: Mutex<BTreeMap<String, Instant>>,
+    /// Why the last run of an experiment started here stopped early.
+    errors: Mutex<BTreeMap<String, String>>,
     /// The newest experiment, and when the store was asked.
     newest: Mutex<Option<(Instant, Option<String>)>>,
 }
@@ -93,6 +95,7 @@ impl AppState {
             reports: Mutex::new(BTreeMap::new()),
             traces: trace::Cache::new(6),
             running: Mutex::new(BTreeMap::new()),
+            errors: Mutex::new(BTreeMap::new()),
             newest: Mutex::new(None),
         }))
     }

@@ -31,7 +31,7 @@ pub struct StartExperiment {
 /// `GET /api/experiments/{id}/progress` (server-sent events).
 #[utoipa::path(post, path = "/api/experiments", request_body = StartExperiment, security(("bearer" = [])),
     responses((status = 202, description = "Started"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown plan"),
-              (status = 409, description = "Already running"), (status = 422, description = "The plan has errors")))]
+              (status = 409, description = "Already running, or the id exists with another plan"), (status = 422, description = "The plan has errors")))]
 pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<StartExperiment>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
     let who = st.authorize(&headers, Role::Writer)?;
     let Json(req) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"plan\": \"sim-seeds\"}}: {}", e.body_text())))?;
@@ -48,6 +48,13 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     }
     .map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
     let id = lp.plan.id.clone();
+    let existing = st.with_store(|s| s.experiment(&id))?;
+    if existing.is_some_and(|e| e.plan_hash != lp.hash) {
+        return Err(ApiError::new(
+            StatusCode::CONFLICT,
+            format!("experiment `{id}` exists already with a different plan or scenario set; give the plan a new `id` to run it as a new experiment"),
+        ));
+    }
     {
         let mut running = st.running.lock().unwrap_or_else(|p| p.into_inner());
         if running.contains_key(&id) {
@@ -61,9 +68,16 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     let db = st.config.db.clone();
     tokio::task::spawn_blocking(move || {
         let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false }));
+        let mut errors = st2.errors.lock().unwrap_or_else(|p| p.into_inner());
         match result {
-            Ok(o) => tracing::info!("experiment {id2}: {} runs executed, {} failed", o.executed, o.failed),
-            Err(e) => tracing::error!("experiment {id2}: {e:#}"),
+            Ok(o) => {
+                tracing::info!("experiment {id2}: {} runs executed, {} failed", o.executed, o.failed);
+                errors.remove(&id2);
+            }
+            Err(e) => {
+                tracing::error!("experiment {id2}: {e:#}");
+                errors.insert(id2.clone(), format!("{e:#}"));
+            }
         }
         st2.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id2);
     });
@@ -71,7 +85,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
 }
 
 /// Progress of an experiment as server-sent events: a `progress` event (run counts) every
-/// half second while it runs, then one `done` event.
+/// half second while it runs, then one `done` event (with `error` if the runner stopped on one).
 #[utoipa::path(get, path = "/api/experiments/{id}/progress", params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "An event stream", content_type = "text/event-stream"), (status = 404, description = "No such experiment")))]
 pub async fn progress_events(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
@@ -90,7 +104,11 @@ pub async fn progress_events(State(st): State<Arc<AppState>>, Path(id): Path<Str
         let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).contains_key(&id);
         let progress = store.lock().unwrap_or_else(|p| p.into_inner()).progress(&id).unwrap_or_default();
         let done = !running && (progress.total > 0 || !first);
-        let event = SseEvent::default().event(if done { "done" } else { "progress" }).json_data(json!({ "experiment": id, "running": running, "progress": progress })).expect("JSON");
+        let error = st.errors.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned();
+        let event = SseEvent::default()
+            .event(if done { "done" } else { "progress" })
+            .json_data(json!({ "experiment": id, "running": running, "progress": progress, "error": error }))
+            .expect("JSON");
         let next = if done { None } else { Some((st, store, id, false)) };
         Some((Ok(event), next))
     });

@@ -106,7 +106,7 @@ const MIGRATIONS: &[&str] = &[
         scenario_hash TEXT PRIMARY KEY REFERENCES scenarios(hash),
         admitted      INTEGER NOT NULL,
         rejection     TEXT,
-        plays         TEXT NOT NULL,              -- JSON [{play, fired, success, bundle}]
+        plays         TEXT NOT NULL,              -- JSON [{play, fired, success, run}]
         validated_us  INTEGER NOT NULL
     );
     CREATE TABLE tokens (
