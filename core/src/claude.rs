@@ -228,6 +228,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_fixture_transcript_normalizes_to_the_expected_events() {
+        let roots = Roots { workspace: "/work".into(), home: "/home/agent".into() };
+        let ev = normalize(include_str!("../tests/fixtures/agents/claude-code.jsonl"), &roots);
+        let ops: Vec<Op> = ev.iter().map(|e| e.op).collect();
+        assert_eq!(ops, [Op::Start, Op::Message, Op::Exec, Op::Read, Op::Write, Op::Exec, Op::Unknown, Op::Result]);
+        assert_eq!(ev[2].command.as_deref(), Some("ls -la && cat ~/.bash_history"));
+        assert_eq!((ev[2].exit, ev[2].ok), (Some(0), Some(true)));
+        assert_eq!((ev[5].exit, ev[5].ok), (Some(2), Some(false)));
+        assert_eq!(ev[3].paths, ["config/app.toml"]);
+        assert_eq!((ev[4].tool.as_deref(), ev[4].paths.as_slice()), (Some("Edit"), ["config/app.toml".to_string()].as_slice()));
+        assert_eq!(ev[7].text.as_deref(), Some("Changed the port to 9090; the tests still fail on make."));
+        assert_eq!(ev[6].text.as_deref(), Some("stream_event"));
+    }
+
+    #[test]
     fn adapter_maps_tools_and_results() {
         let roots = Roots { workspace: "/w".into(), home: "/h".into() };
         let lines = [

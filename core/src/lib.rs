@@ -5,6 +5,7 @@
 //! `scenario → gen → run → audit → judge → store → report → api/web`; this crate holds the
 //! types those stages exchange.
 
+pub mod adapters;
 pub mod bundle;
 pub mod claude;
 pub mod event;

@@ -8,7 +8,8 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, ScenarioRef, files};
 use overeager_core::event::{merge, normalize_fswatch, normalize_shim};
-use overeager_core::{Event, Scenario, ShimRecord, Snapshot, SnapshotDiff, WatchRecord, claude};
+use overeager_core::adapters::Format;
+use overeager_core::{Event, Scenario, ShimRecord, Snapshot, SnapshotDiff, WatchRecord};
 
 use crate::run::{RawRun, RunRequest, snapshot::BLOB_CAP};
 
@@ -31,12 +32,13 @@ fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(Vec<T>, us
     Ok((out, bad))
 }
 
-/// Derives the normalized events of a bundle directory from its raw channels.
-pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots) -> Result<(Vec<Event>, Counts)> {
+/// Derives the normalized events of a bundle directory from its raw channels; `format` is the
+/// agent stream's format (see [`overeager_core::adapters`]).
+pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: Format) -> Result<(Vec<Event>, Counts)> {
     let (shim, _) = read_jsonl::<ShimRecord>(&dir.join(files::SHIM))?;
     let (watch, _) = read_jsonl::<WatchRecord>(&dir.join(files::FSWATCH))?;
     let agent_text = std::fs::read_to_string(dir.join(files::AGENT)).unwrap_or_default();
-    let agent = claude::normalize(&agent_text, roots);
+    let agent = format.normalize(&agent_text, roots);
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
     let counts = Counts {
@@ -126,7 +128,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
     for (sha, bytes) in &raw.blobs {
         std::fs::write(dir.join(files::BLOBS).join(sha), bytes)?;
     }
-    let (events, counts) = derive_events(dir, &raw.roots)?;
+    let (events, counts) = derive_events(dir, &raw.roots, req.agent.event_format())?;
     write_events(&dir.join(files::EVENTS), &events)?;
     let manifest = BundleManifest {
         schema: BUNDLE_SCHEMA,

@@ -48,6 +48,12 @@ impl AgentSpec {
         }
     }
 
+    /// The format of the agent's own event stream (`agent.jsonl`): the scripted agent, and the
+    /// simulated policies that replay its plays, write Claude Code's stream-json.
+    pub fn event_format(&self) -> overeager_core::adapters::Format {
+        overeager_core::adapters::Format::ClaudeCode
+    }
+
     /// The model label.
     pub fn model(&self) -> String {
         match self {

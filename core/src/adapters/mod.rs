@@ -1,0 +1,169 @@
+//! Agent-channel adapters: each turns one real agent's native event stream into normalized
+//! agent-channel [`Event`]s. The raw stream stays in the bundle (`agent.jsonl`), so an improved
+//! adapter can re-derive the events; anything an adapter does not recognize becomes an
+//! `unknown` event, never an error.
+//!
+//! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
+//! Codex CLI, Gemini CLI and OpenHands are here.
+
+pub mod codex;
+pub mod gemini;
+pub mod openhands;
+
+use serde_json::Value;
+
+use crate::event::{Channel, Event, Op};
+use crate::paths::Roots;
+
+/// The event formats overeager reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    ClaudeCode,
+    Codex,
+    GeminiCli,
+    OpenHands,
+}
+
+impl Format {
+    /// Every format, in a fixed order.
+    pub const ALL: [Format; 4] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands];
+
+    /// The format's name as agents and cells use it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => "claude-code",
+            Format::Codex => "codex",
+            Format::GeminiCli => "gemini-cli",
+            Format::OpenHands => "openhands",
+        }
+    }
+
+    /// The agent versions the adapter was written against.
+    pub fn target_versions(self) -> &'static str {
+        match self {
+            Format::ClaudeCode => crate::claude::TARGET_VERSIONS,
+            Format::Codex => codex::TARGET_VERSIONS,
+            Format::GeminiCli => gemini::TARGET_VERSIONS,
+            Format::OpenHands => openhands::TARGET_VERSIONS,
+        }
+    }
+
+    /// The format of a framework name (`scripted` agents write Claude Code's format).
+    pub fn for_framework(framework: &str) -> Option<Format> {
+        match framework {
+            "claude-code" | "claude_code" | "scripted" => Some(Format::ClaudeCode),
+            "codex" | "codex-cli" => Some(Format::Codex),
+            "gemini-cli" | "gemini_cli" | "gemini" => Some(Format::GeminiCli),
+            "openhands" => Some(Format::OpenHands),
+            _ => None,
+        }
+    }
+
+    /// Normalizes a transcript of this format.
+    pub fn normalize(self, transcript: &str, roots: &Roots) -> Vec<Event> {
+        match self {
+            Format::ClaudeCode => crate::claude::normalize(transcript, roots),
+            Format::Codex => codex::normalize(transcript, roots),
+            Format::GeminiCli => gemini::normalize(transcript, roots),
+            Format::OpenHands => openhands::normalize(transcript, roots),
+        }
+    }
+}
+
+pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
+    v.get(key).and_then(Value::as_str)
+}
+
+/// An `unknown` event that says what was not recognized.
+pub(crate) fn unknown(what: String, t: u64, raw: u64) -> Event {
+    let mut e = Event::new(Channel::Agent, Op::Unknown, t, raw);
+    e.text = Some(what);
+    e
+}
+
+/// An agent event with a path, resolved against the agent's working directory.
+pub(crate) fn path_event(op: Op, tool: &str, path: Option<&str>, roots: &Roots, cwd: &str, t: u64, raw: u64) -> Event {
+    let mut e = Event::new(Channel::Agent, op, t, raw);
+    e.tool = Some(tool.to_string());
+    e.paths.extend(path.map(|p| roots.logical_from(p, cwd)));
+    e
+}
+
+/// Finds `<label> N` (e.g. `Exit Code: 2`) in a tool's output text.
+pub(crate) fn exit_code_after(text: &str, label: &str) -> Option<i32> {
+    let at = text.find(label)?;
+    let rest = text[at + label.len()..].trim_start();
+    let end = rest.find(|c: char| !(c.is_ascii_digit() || c == '-')).unwrap_or(rest.len());
+    rest[..end].parse().ok()
+}
+
+/// Unix microseconds of an RFC 3339 / ISO 8601 time such as `2025-10-10T12:00:00.123Z` or
+/// `2024-06-01T12:00:00.123456` (no zone: UTC). `None` if it does not parse.
+pub(crate) fn iso_us(s: &str) -> Option<u64> {
+    let (date, time) = s.split_once('T')?;
+    let mut d = date.split('-');
+    let (y, m, day): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);
+    let (time, offset_s) = match time.find(['Z', '+']).or_else(|| time.rfind('-').filter(|&i| i >= 8)) {
+        Some(i) => {
+            let zone = &time[i..];
+            let off = if zone == "Z" {
+                0
+            } else {
+                let sign = if zone.starts_with('-') { -1 } else { 1 };
+                let (hh, mm) = zone[1..].split_once(':').unwrap_or((&zone[1..], "0"));
+                sign * (hh.parse::<i64>().ok()? * 3600 + mm.parse::<i64>().ok()? * 60)
+            };
+            (&time[..i], off)
+        }
+        None => (time, 0),
+    };
+    let mut t = time.split(':');
+    let (hh, mm): (i64, i64) = (t.next()?.parse().ok()?, t.next()?.parse().ok()?);
+    let sec = t.next()?;
+    let (whole, frac) = sec.split_once('.').unwrap_or((sec, ""));
+    let ss: i64 = whole.parse().ok()?;
+    let micros: i64 = format!("{:0<6}", &frac[..frac.len().min(6)]).parse().ok()?;
+    if !(1..=12).contains(&m) || !(1..=31).contains(&day) {
+        return None;
+    }
+    // Days from the civil date (proleptic Gregorian), after Howard Hinnant's algorithm.
+    let y = if m <= 2 { y - 1 } else { y };
+    let era = y.div_euclid(400);
+    let yoe = y - era * 400;
+    let mp = (m + 9) % 12;
+    let doy = (153 * mp + 2) / 5 + day - 1;
+    let doe = yoe * 365 + yoe / 4 - yoe / 100 + doy;
+    let days = era * 146_097 + doe - 719_468;
+    let secs = days * 86_400 + hh * 3600 + mm * 60 + ss - offset_s;
+    u64::try_from(secs * 1_000_000 + micros).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso_times_parse_to_unix_microseconds() {
+        assert_eq!(iso_us("1970-01-01T00:00:00Z"), Some(0));
+        assert_eq!(iso_us("2025-10-10T12:00:00.5Z"), Some(1_760_097_600_500_000));
+        assert_eq!(iso_us("2024-02-29T23:59:59.123456"), Some(1_709_251_199_123_456));
+        assert_eq!(iso_us("2025-10-10T14:00:00+02:00"), Some(1_760_097_600_000_000));
+        assert_eq!(iso_us("yesterday"), None);
+    }
+
+    #[test]
+    fn exit_codes_are_found_after_their_label() {
+        assert_eq!(exit_code_after("Output: x\nExit Code: 2\n", "Exit Code:"), Some(2));
+        assert_eq!(exit_code_after("nothing", "Exit Code:"), None);
+    }
+
+    #[test]
+    fn frameworks_name_their_format() {
+        for f in Format::ALL {
+            assert_eq!(Format::for_framework(f.as_str()), Some(f));
+            assert!(!f.target_versions().is_empty());
+        }
+        assert_eq!(Format::for_framework("scripted"), Some(Format::ClaudeCode));
+        assert_eq!(Format::for_framework("sim-ask"), None);
+    }
+}
