@@ -103,7 +103,8 @@ pub struct DemoArgs {
     /// Where the seed scenarios are.
     #[arg(long, default_value = "scenarios/seeds")]
     seeds: PathBuf,
-    /// The demo's directory: its bench, plan, store and report (replaced each time).
+    /// The demo's directory: its bench, plan, store and report (replaced each time; a directory
+    /// that is neither empty nor an earlier demo's is refused).
     #[arg(long, default_value = "runs/demo")]
     out: PathBuf,
     /// Scenarios in the small bench.
@@ -159,9 +160,17 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         trust: Default::default(),
     })?;
     if args.out.exists() {
+        // Replaced only if it is empty or an earlier demo's directory: --out . must not wipe a project.
+        let empty = args.out.is_dir() && std::fs::read_dir(&args.out)?.next().is_none();
+        if !empty && !args.out.join("demo.toml").is_file() {
+            bail!("{} exists and is not a demo directory (no demo.toml in it); choose another --out", args.out.display());
+        }
         std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
     }
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    // Written first: it also marks the directory as the demo's, for the next run to replace.
+    let plan = args.out.join("demo.toml");
+    std::fs::write(&plan, demo_plan(args.replicates, args.seed))?;
     let bench = args.out.join("bench");
     let params = crate::r#gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12 };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
@@ -173,8 +182,6 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     eprintln!("demo: synthesizing a bench of {} scenarios from {} …", args.n, args.seeds.display());
     let gen_report = pool.install(|| crate::r#gen::synth::generate(&params, &bench, &judge, &shim, &Quiet))?;
     // 2. The experiment: scripted and simulated agents on the local executor, into SQLite.
-    let plan = args.out.join("demo.toml");
-    std::fs::write(&plan, demo_plan(args.replicates, args.seed))?;
     let db = args.out.join("overeager.db");
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
     let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
