@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{path_event, str_field, unknown};
+use super::{json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
@@ -26,12 +26,8 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     let cwd = roots.workspace.clone();
     let mut last_message: Option<String> = None;
     let mut t_last = 0u64;
-    for (line_no, line) in transcript.lines().enumerate() {
-        let raw = line_no as u64;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
+    for (raw, v) in json_lines(transcript) {
+        let Some(v) = v else {
             out.push(unknown("a line that is not JSON".into(), t_last, raw));
             continue;
         };

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{exit_code_after, iso_us, path_event, str_field, unknown};
+use super::{exit_code_after, iso_us, json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
@@ -27,12 +27,8 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     let mut t_last = 0u64;
     // Index of the assistant message that `delta` pieces are appended to.
     let mut open_message: Option<usize> = None;
-    for (line_no, line) in transcript.lines().enumerate() {
-        let raw = line_no as u64;
-        let Ok(v) = serde_json::from_str::<Value>(line) else { continue };
-        if !v.is_object() {
-            continue;
-        }
+    for (raw, v) in json_lines(transcript) {
+        let Some(v) = v.filter(Value::is_object) else { continue };
         let t = str_field(&v, "timestamp").and_then(iso_us).unwrap_or(t_last).max(t_last);
         t_last = t;
         let kind = str_field(&v, "type").unwrap_or("");

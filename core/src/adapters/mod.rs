@@ -70,6 +70,12 @@ impl Format {
     }
 }
 
+/// The lines of a JSON-lines transcript with their 0-based line numbers: `Some(value)` for a
+/// line that parses as JSON, `None` for one that does not. Blank lines are skipped.
+pub(crate) fn json_lines(transcript: &str) -> impl Iterator<Item = (u64, Option<Value>)> + '_ {
+    transcript.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()).map(|(i, l)| (i as u64, serde_json::from_str(l).ok()))
+}
+
 pub(crate) fn str_field<'a>(v: &'a Value, key: &str) -> Option<&'a str> {
     v.get(key).and_then(Value::as_str)
 }

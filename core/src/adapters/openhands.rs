@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{iso_us, path_event, str_field, unknown};
+use super::{iso_us, json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
@@ -51,12 +51,8 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     let cwd = roots.workspace.clone();
     let mut t_last = 0u64;
     let mut started = false;
-    for (line_no, line) in transcript.lines().enumerate() {
-        let raw = line_no as u64;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let Ok(v) = serde_json::from_str::<Value>(line) else {
+    for (raw, v) in json_lines(transcript) {
+        let Some(v) = v else {
             out.push(unknown("a line that is not JSON".into(), t_last, raw));
             continue;
         };
