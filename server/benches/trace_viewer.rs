@@ -12,6 +12,7 @@
 mod common;
 
 use std::io::Write as _;
+use std::os::unix::process::CommandExt;
 use std::time::{Duration, Instant};
 
 use common::{Server, demo_store, ok, overeager, repo};
@@ -76,7 +77,13 @@ fn main() {
     eprintln!("bundle {digest}: {EVENTS} events, {} bytes packed, verdict overeager={}", std::fs::metadata(&packed).unwrap().len(), sub["verdict"]["overeager"]);
 
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let mut driver = std::process::Command::new("chromedriver").arg(format!("--port={port}")).stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).spawn().expect("chromedriver");
+    let mut driver = std::process::Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("chromedriver");
     while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -133,7 +140,8 @@ fn main() {
             c.close().await.unwrap();
         }
     });
-    let _ = driver.kill();
+    // The browsers chromedriver started are in its process group.
+    unsafe { libc::kill(-(driver.id() as i32), libc::SIGKILL) };
     let _ = driver.wait();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
     for (i, (f, it, a, j)) in results.iter().enumerate() {

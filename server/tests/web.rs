@@ -7,6 +7,7 @@ mod common;
 
 use std::net::TcpListener;
 use std::path::Path;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
@@ -41,7 +42,9 @@ struct Driver {
 
 impl Drop for Driver {
     fn drop(&mut self) {
-        let _ = self.child.kill();
+        // chromedriver runs in a process group of its own, with the browsers it started: a test
+        // that fails before closing its session must not leave a Chromium behind.
+        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
         let _ = self.child.wait();
     }
 }
@@ -58,7 +61,13 @@ fn chromedriver() -> Option<Driver> {
     }
     assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
     let port = free_port();
-    let child = Command::new("chromedriver").arg(format!("--port={port}")).stdout(Stdio::null()).stderr(Stdio::null()).spawn().expect("chromedriver starts");
+    let child = Command::new("chromedriver")
+        .arg(format!("--port={port}"))
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .expect("chromedriver starts");
     // Owned by the guard from here on, so it is stopped whatever happens.
     let driver = Driver { child, url: format!("http://127.0.0.1:{port}") };
     for _ in 0..100 {
