@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::{Value, json};
+use serde_json::json;
 
 use super::{read, trace};
 use crate::audit;
@@ -73,13 +73,9 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     }
 
     // Experiments, reports, figures, run lists.
-    let mut exps = store.experiments()?;
-    exps.sort_by(|a, b| b.created_us.cmp(&a.created_us).then_with(|| a.id.cmp(&b.id)));
-    let list: Vec<Value> = exps
-        .iter()
-        .map(|e| Ok(json!({ "id": e.id, "title": e.title, "created_us": e.created_us, "progress": store.progress(&e.id)?, "simulated": e.plan.agents.iter().any(|a| a.agent.starts_with("sim:")), "running": false })))
-        .collect::<Result<_>>()?;
-    site.json("experiments", &list)?;
+    // Newest first, as listed: the traces of the newest experiment come first under --max-traces.
+    let exps = read::newest_first(&store)?;
+    site.json("experiments", &read::experiment_list(&store, &exps, &[])?)?;
     let mut runs_total = 0;
     let mut traced = 0;
     let mut left_out = 0;
@@ -93,8 +89,10 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
         let (_, runs) = store.run_rows(&RunFilter { experiment: Some(e.id.clone()), limit: Some(u32::MAX), ..RunFilter::default() })?;
         site.json(&format!("experiments/{}/runs", e.id), &json!({ "total": runs.len(), "runs": runs }))?;
         runs_total += runs.len();
+        let objects = store.objects_dir();
         for r in &runs {
-            site.json(&format!("runs/{}", r.id), &json!({ "run": r, "verdict": store.run_verdict(&r.id)? }))?;
+            let verdict = store.run_verdict(&r.id)?;
+            site.json(&format!("runs/{}", r.id), &json!({ "run": r, "verdict": verdict }))?;
             site.page(&format!("runs/{}", r.id))?;
             let Some(d) = &r.bundle else { continue };
             if digests.contains(d) {
@@ -104,8 +102,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
                 left_out += 1;
                 continue;
             }
-            let path = crate::store::object_path_in(&store.objects_dir(), d);
-            let t = trace::build(d, &path, Some(r.clone()), None, store.run_verdict(&r.id)?)?;
+            let t = trace::build(d, &crate::store::object_path_in(&objects, d), Some(r.clone()), None, verdict)?;
             write_trace(&mut site, d, &t)?;
             digests.insert(d.clone());
             traced += 1;
@@ -134,8 +131,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     }
     // Predicates (the built-in library as the server would list it) and transfer.
     let judge = crate::judge::Judge::new(crate::judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: crate::judge::engine::default_cache_dir(), trust: Default::default() })?;
-    let loaded: Vec<Value> = judge.modules().map(|m| json!({ "id": m.id, "digest": m.digest, "version": m.version, "key_id": m.key_id, "owner": m.owner, "predicates": m.predicates.iter().map(|p| json!({"name": p.name, "summary": p.summary})).collect::<Vec<_>>() })).collect();
-    site.json("predicates", &json!({ "loaded": loaded, "uploads": store.predicate_rows()? }))?;
+    site.json("predicates", &json!({ "loaded": read::loaded_modules(&judge), "uploads": store.predicate_rows()? }))?;
     let (cases, truns) = (store.transfer_cases()?, store.transfer_runs()?);
     site.json("transfer", &json!({ "cases": cases.len(), "rows": crate::report::transfer::rows(&cases, &truns) }))?;
     let files = site.files;

@@ -90,20 +90,29 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-    let list = st.with_store(|s| {
-        let mut out = Vec::new();
-        let mut exps = s.experiments()?;
-        exps.sort_by(|a, b| b.created_us.cmp(&a.created_us).then_with(|| a.id.cmp(&b.id)));
-        for e in exps {
+    let list = st.with_store(|s| experiment_list(s, &newest_first(s)?, &running))?;
+    Ok(Json(Value::Array(list)))
+}
+
+/// The store's experiments, newest first.
+pub fn newest_first(s: &crate::store::Store) -> anyhow::Result<Vec<crate::store::Experiment>> {
+    let mut exps = s.experiments()?;
+    exps.sort_by(|a, b| b.created_us.cmp(&a.created_us).then_with(|| a.id.cmp(&b.id)));
+    Ok(exps)
+}
+
+/// Experiments with their progress, as `/api/experiments` lists them (shared with the static
+/// export, where nothing is running).
+pub fn experiment_list(s: &crate::store::Store, exps: &[crate::store::Experiment], running: &[String]) -> anyhow::Result<Vec<Value>> {
+    exps.iter()
+        .map(|e| {
             let simulated = e.plan.agents.iter().any(|a| a.agent.starts_with("sim:"));
-            out.push(json!({
+            Ok(json!({
                 "id": e.id, "title": e.title, "created_us": e.created_us, "progress": s.progress(&e.id)?,
                 "simulated": simulated, "running": running.contains(&e.id),
-            }));
-        }
-        Ok(out)
-    })?;
-    Ok(Json(Value::Array(list)))
+            }))
+        })
+        .collect()
 }
 
 /// One experiment: its plan and progress per agent.
@@ -355,14 +364,19 @@ pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     Ok(Json(json!({ "submissions": subs })))
 }
 
+/// The modules a judge uses, as the predicate registry lists them (shared with the static export).
+pub fn loaded_modules(judge: &crate::judge::Judge) -> Vec<Value> {
+    judge
+        .modules()
+        .map(|m| json!({ "id": m.id, "digest": m.digest, "version": m.version, "key_id": m.key_id, "owner": m.owner, "predicates": m.predicates.iter().map(|p| json!({"name": p.name, "summary": p.summary})).collect::<Vec<_>>() }))
+        .collect()
+}
+
 /// The predicate registry: the built-in library and every upload with its status.
 #[utoipa::path(get, path = "/api/predicates", responses((status = 200, description = "Modules")))]
 pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let judge = st.judge();
-    let loaded: Vec<Value> = judge
-        .modules()
-        .map(|m| json!({ "id": m.id, "digest": m.digest, "version": m.version, "key_id": m.key_id, "owner": m.owner, "predicates": m.predicates.iter().map(|p| json!({"name": p.name, "summary": p.summary})).collect::<Vec<_>>() }))
-        .collect();
+    let loaded = loaded_modules(&judge);
     let uploads = st.with_store(|s| s.predicate_rows())?;
     Ok(Json(json!({ "loaded": loaded, "uploads": uploads })))
 }

@@ -54,7 +54,7 @@ pub struct Trace {
     pub raw: BTreeMap<String, Bytes>,
 }
 
-/// Reads a packed bundle and prepares it. `lookup` supplies the run, submission and verdict.
+/// Reads a packed bundle and prepares it, with the run, submission and verdict it belongs to.
 pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Option<Submission>, verdict: Option<Verdict>) -> Result<Trace> {
     let b = Bundle::open(packed).with_context(|| format!("opening bundle {digest}"))?;
     let mut by_channel = BTreeMap::new();
