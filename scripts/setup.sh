@@ -2,7 +2,8 @@
 # Installs what overeager needs on a fresh Debian machine with Rust (rustup): the Rust targets,
 # the Debian packages, the crates (fetched once so later builds work offline) and the pinned
 # web build tools (Trunk, and the wasm-bindgen CLI at exactly the version in Cargo.lock).
-# With --test it also installs what the test suite drives: Chromium, chromedriver and wrk.
+# With --test it also installs what the test suite drives: Chromium, chromedriver, wrk, and a
+# Docker engine (Debian's docker.io) with busybox-static for the offline test images.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -21,7 +22,7 @@ apt_install() {
 
 apt_install git bash coreutils findutils
 if [ "${1:-}" = "--test" ]; then
-  apt_install chromium chromium-driver wrk
+  apt_install chromium chromium-driver wrk docker.io busybox-static
 fi
 
 # The shim is a static binary (it runs inside minimal sandboxes); the core crate also builds

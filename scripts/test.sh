@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The full test suite: installs what it needs (including Chromium, chromedriver and wrk),
 # builds the static shim, the binary and the web app, runs every test of the workspace (the
-# browser tests drive the built app in headless Chromium), and checks that the core crate
-# builds for wasm32.
+# browser tests drive the built app in headless Chromium, the Docker tests a real engine),
+# and checks that the core crate builds for wasm32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=dev "$(dirname "$0")/build.sh" --test
 cargo build -p overeager-core --target wasm32-unknown-unknown
+# The Docker executor's tests need an engine; this starts Debian's dockerd if none answers.
+"$(dirname "$0")/docker-engine.sh"
 cargo test --workspace --exclude overeager-web
 ./target/debug/overeager scenario check scenarios/seeds

@@ -76,6 +76,20 @@ pub struct ExitStatus {
     pub signal: Option<i32>,
 }
 
+/// What the run supervisor (`overeager-shim contain`) reports about the agent it ran. Written
+/// beside the channels, not into the bundle: the executor copies it into the manifest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SupervisorReport {
+    pub exit: ExitStatus,
+    /// The agent ran into the wall-clock limit and was killed.
+    pub timed_out: bool,
+    /// Unix microseconds just before the agent started and just after it ended.
+    pub started_us: u64,
+    pub ended_us: u64,
+    /// Processes the agent left running that the supervisor killed after it ended.
+    pub stragglers_killed: u32,
+}
+
 /// Which observation channels were active.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Channels {

@@ -73,8 +73,8 @@ pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
     let locate = |field: &str| overeager_core::scenario::line_col(&text, text.find(field).unwrap_or(0)).0;
     let timeout = run::parse_duration(&plan.timeout)
         .map_err(|m| anyhow::anyhow!("{shown}:{}: timeout: {m}", locate("timeout")))?;
-    if plan.executor != "local" {
-        bail!("{shown}:{}: executor: `{}` is not available here; use `local`", locate("executor"), plan.executor);
+    if !["local", "docker"].contains(&plan.executor.as_str()) {
+        bail!("{shown}:{}: executor: `{}` is not an executor; use `local` or `docker`", locate("executor"), plan.executor);
     }
     let base = path.parent().unwrap_or(Path::new("."));
     let set = base.join(&plan.scenarios);
@@ -192,6 +192,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
     let jobs = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let executor = run::Executor::open(&lp.plan.executor)?;
     let judge = Judge::new(JudgeOptions {
         limits: crate::judge::engine::Limits::default(),
         jobs,
@@ -202,7 +203,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
     let objects = store.objects_dir();
-    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects };
+    let places = Places { executor: &executor, shim: &shim, scratch: scratch.path(), objects: &objects };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -246,6 +247,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
 /// Runs, stores, judges and records one run.
 /// Where a run's sandbox and staging go, and where its bundle is stored.
 struct Places<'a> {
+    executor: &'a run::Executor,
     shim: &'a Path,
     scratch: &'a Path,
     objects: &'a Path,
@@ -254,6 +256,7 @@ struct Places<'a> {
 fn execute_one(s: &LoadedScenario, r: &NewRun, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<()> {
     let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
     let req = RunRequest {
+        executor: at.executor,
         scenario: s,
         agent,
         variant: r.variant,

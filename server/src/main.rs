@@ -30,8 +30,24 @@ struct Cli {
     command: Command,
 }
 
+/// `overeager docker …`
+#[derive(Subcommand)]
+enum DockerCmd {
+    /// Remove containers, volumes and images labelled `overeager` whose process is gone (left
+    /// by a runner that was killed); with --all, every one of them.
+    Prune {
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+}
+
 #[derive(Subcommand)]
 enum Command {
+    /// Docker objects the executor made.
+    #[command(subcommand)]
+    Docker(DockerCmd),
     /// Check and render scenarios.
     #[command(subcommand)]
     Scenario(ScenarioCmd),
@@ -236,6 +252,14 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::web::demo(&args),
         Command::Sweep(args) => cli::demo(&args),
         Command::Serve(args) => cli::web::serve(&args),
+        Command::Docker(DockerCmd::Prune { all, json }) => run::docker::prune(all).map(|pruned| {
+            if json {
+                println!("{}", serde_json::to_string_pretty(&pruned).expect("plain data"));
+            } else {
+                println!("removed {} container(s), {} volume(s), {} image(s)", pruned.containers.len(), pruned.volumes.len(), pruned.images.len());
+            }
+            ExitCode::SUCCESS
+        }),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),

@@ -6,7 +6,9 @@
 //! * `overeager-shim watch …` is the **watch channel**: inotify over the workspace and `$HOME`.
 //! * `overeager-shim play …` is the **scripted agent**: it runs a scenario's play and writes a
 //!   Claude Code `stream-json` event stream.
+//! * `overeager-shim contain …` is the **run supervisor** every executor runs the agent under.
 
+mod contain;
 mod play;
 mod watch;
 mod wrapper;
@@ -27,6 +29,8 @@ fn usage() -> ! {
     eprintln!(
         "usage:\n  overeager-shim watch --out <fswatch.jsonl> [--sync <socket>] <root>...\n  \
          overeager-shim play --play <play.json>\n  \
+         overeager-shim contain --status <file> --channels <dir> --timeout-ms <n> [--sync <socket>]\n      \
+         --watch <root>... -- <program> [args...]\n  \
          <program> [args...]   (through a link named after the program)\n\n\
          The shell-channel log is $OVEREAGER_SHIM_LOG; real programs are looked up in\n\
          $OVEREAGER_REAL_DIR first, then in $PATH without the shim's own directory."
@@ -49,6 +53,7 @@ fn main() {
     let code = match sub.as_str() {
         "watch" => watch::main(&rest),
         "play" => play::main(&rest),
+        "contain" => contain::main(&rest),
         "--version" | "version" => {
             println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
             0

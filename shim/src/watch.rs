@@ -262,55 +262,50 @@ pub fn main(args: &[String]) -> i32 {
         }
         roots.push(PathBuf::from(a));
     }
-    if roots.is_empty() {
-        eprintln!("overeager-shim watch: name at least one directory to watch");
-        return 2;
+    let ready = || {
+        println!("ready");
+        let _ = std::io::stdout().flush();
+    };
+    match run(Path::new(out), sync.as_deref(), &roots, std::io::stdin().as_raw_fd(), ready) {
+        Ok(()) => 0,
+        Err((code, msg)) => {
+            eprintln!("overeager-shim watch: {msg}");
+            code
+        }
     }
-    let file = match File::create(out) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("overeager-shim watch: cannot create {out}: {e}");
-            return 1;
-        }
-    };
-    let inotify = match Inotify::init() {
-        Ok(i) => i,
-        Err(e) => {
-            eprintln!("overeager-shim watch: inotify is not available: {e}");
-            return 1;
-        }
-    };
+}
+
+/// Watches `roots`, writing events to `out`, until `stop_fd` reaches end of file; calls
+/// `ready` once every directory is watched. Errors carry an exit code (2: bad arguments).
+pub fn run(out: &Path, sync: Option<&Path>, roots: &[PathBuf], stop_fd: std::os::fd::RawFd, ready: impl FnOnce()) -> Result<(), (i32, String)> {
+    if roots.is_empty() {
+        return Err((2, "name at least one directory to watch".into()));
+    }
+    let file = File::create(out).map_err(|e| (1, format!("cannot create {}: {e}", out.display())))?;
+    let inotify = Inotify::init().map_err(|e| (1, format!("inotify is not available: {e}")))?;
     let mut w = Watcher { inotify, dirs: HashMap::new(), known: HashSet::new(), own_listings: HashMap::new(), roots: roots.iter().cloned().collect(), initial_dirs: HashSet::new(), out: BufWriter::new(file) };
-    for root in &roots {
+    for root in roots {
         if !root.is_dir() {
-            eprintln!("overeager-shim watch: {} is not a directory", root.display());
-            return 2;
+            return Err((2, format!("{} is not a directory", root.display())));
         }
         w.add_initial(root);
     }
-    let listener = match &sync {
-        Some(p) => match UnixListener::bind(p) {
-            Ok(l) => {
-                let _ = l.set_nonblocking(true);
-                Some(l)
-            }
-            Err(e) => {
-                eprintln!("overeager-shim watch: cannot listen on {}: {e}", p.display());
-                return 1;
-            }
-        },
+    let listener = match sync {
+        Some(p) => {
+            let l = UnixListener::bind(p).map_err(|e| (1, format!("cannot listen on {}: {e}", p.display())))?;
+            let _ = l.set_nonblocking(true);
+            Some(l)
+        }
         None => None,
     };
-    println!("ready");
-    let _ = std::io::stdout().flush();
+    ready();
 
     let mut buf = vec![0u8; 64 * 1024];
     let ino_fd = w.inotify.as_raw_fd();
-    let stdin_fd = std::io::stdin().as_raw_fd();
     loop {
         let mut fds = vec![
             libc::pollfd { fd: ino_fd, events: libc::POLLIN, revents: 0 },
-            libc::pollfd { fd: stdin_fd, events: libc::POLLIN, revents: 0 },
+            libc::pollfd { fd: stop_fd, events: libc::POLLIN, revents: 0 },
         ];
         if let Some(l) = &listener {
             fds.push(libc::pollfd { fd: l.as_raw_fd(), events: libc::POLLIN, revents: 0 });
@@ -341,7 +336,7 @@ pub fn main(args: &[String]) -> i32 {
         if fds[1].revents != 0 {
             let mut b = [0u8; 256];
             // SAFETY: reading into a local buffer.
-            let r = unsafe { libc::read(stdin_fd, b.as_mut_ptr().cast(), b.len()) };
+            let r = unsafe { libc::read(stop_fd, b.as_mut_ptr().cast(), b.len()) };
             if r <= 0 {
                 break;
             }
@@ -349,8 +344,8 @@ pub fn main(args: &[String]) -> i32 {
     }
     w.drain(&mut buf);
     let _ = w.out.flush();
-    if let Some(p) = &sync {
+    if let Some(p) = sync {
         let _ = std::fs::remove_file(p);
     }
-    0
+    Ok(())
 }

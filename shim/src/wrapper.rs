@@ -1,7 +1,8 @@
 //! The shell channel: run the real program, record the invocation.
 //!
-//! Where the real program is found: `$OVEREAGER_REAL_DIR/<name>` (container images move the
-//! real binaries there and put this binary in their place), else the first `<name>` on `$PATH`
+//! Where the real program is found: `$OVEREAGER_REAL_DIR/<name>` or `<name>` in the `real/`
+//! directory beside the shim's own (container images move the real binaries there and put
+//! this binary in their place), else the first `<name>` on `$PATH`
 //! that is not this binary and not in the shim's own directory. A login profile that resets
 //! `PATH` is handled by the executor's `BASH_ENV` hook, which puts the shim directory back in
 //! front after the profiles ran.
@@ -36,8 +37,12 @@ fn is_executable(p: &Path) -> bool {
 }
 
 fn find_real(name: &str) -> Option<PathBuf> {
-    if let Some(dir) = std::env::var_os("OVEREAGER_REAL_DIR").filter(|d| !d.is_empty()) {
-        let p = Path::new(&dir).join(name);
+    // An image keeps the real programs in `real/` beside the shim's `bin/`; looking there
+    // without the variable keeps `env -i rm …` working.
+    let beside = std::env::current_exe().ok().and_then(|p| Some(p.parent()?.parent()?.join("real")));
+    let dirs = std::env::var_os("OVEREAGER_REAL_DIR").filter(|d| !d.is_empty()).map(PathBuf::from).into_iter().chain(beside);
+    for dir in dirs {
+        let p = dir.join(name);
         if is_executable(&p) {
             return Some(p);
         }

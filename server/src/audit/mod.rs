@@ -100,10 +100,10 @@ pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// Executes one run on the local executor and writes its bundle to `out`.
+/// Executes one run on the request's executor and writes its bundle to `out`.
 pub fn execute_to(req: &RunRequest<'_>, out: &Path) -> Result<BundleManifest> {
     check_out_free(out)?;
-    let raw = crate::run::local::execute(req)?;
+    let raw = req.executor.execute(req)?;
     assemble(&raw, req, out)
 }
 
@@ -142,7 +142,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
         },
         replicate: req.replicate,
-        executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: None },
+        executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone() },
         prompt_sha256: overeager_core::sha256_hex(raw.prompt.text.as_bytes()),
         consent_block: raw.prompt.consent_block.as_ref().map(|r| [r.start, r.end]),
         started_us: raw.started_us,

@@ -264,7 +264,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         for k in PlayKind::ALL {
             for v in Variant::ALL {
                 let out = tmp.path().join("runs").join(format!("{}-{k}-{v}", s.scenario.id));
-                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &shim, &out)?;
+                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &crate::run::Executor::Local, &shim, &out)?;
                 originals.push(out);
             }
         }

@@ -38,8 +38,9 @@ pub struct RunArgs {
     /// Which prompt the agent gets.
     #[arg(long, default_value = "consent_kept")]
     variant: Variant,
-    /// Where the run happens.
-    #[arg(long, default_value = "local", value_parser = ["local"])]
+    /// Where the run happens: `local` (a temporary workspace here) or `docker` (a hardened
+    /// container on the engine at DOCKER_HOST or the local socket).
+    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     executor: String,
     /// The bundle directory to create.
     #[arg(long)]
@@ -118,10 +119,12 @@ pub fn run_one(
     variant: Variant,
     replicate: u32,
     timeout: Duration,
+    executor: &run::Executor,
     shim: &Path,
     out: &Path,
 ) -> Result<BundleManifest> {
     let req = RunRequest {
+        executor,
         scenario: loaded,
         agent,
         variant,
@@ -181,7 +184,9 @@ pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<Ex
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let loaded = load_scenario(&args.scenario)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let executor = run::Executor::open(&args.executor)?;
     let req = RunRequest {
+        executor: &executor,
         scenario: &loaded,
         agent: args.agent.clone(),
         variant: args.variant,
@@ -309,7 +314,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         jobs.par_iter()
             .map(|(s, k)| {
                 let out = staging.path().join(&s.scenario.id).join(k.as_str());
-                let result = run_one(s, AgentSpec::Scripted(*k), Variant::ConsentKept, 0, Duration::from_secs(120), &shim, &out);
+                let result = run_one(s, AgentSpec::Scripted(*k), Variant::ConsentKept, 0, Duration::from_secs(120), &run::Executor::Local, &shim, &out);
                 bar.inc(1);
                 let final_out = args.out.join(&s.scenario.id).join(k.as_str());
                 DemoRow { scenario: s.scenario.id.clone(), play: *k, designed: s.scenario.plays.get(*k).fires.clone(), out: final_out, result }
@@ -442,7 +447,7 @@ pub fn bench_run(args: &BenchRunArgs) -> Result<ExitCode> {
     for _ in 0..args.iterations.max(1) {
         let out = next_out();
         let t = Instant::now();
-        run_one(one, AgentSpec::Scripted(PlayKind::Aggressive), Variant::ConsentKept, 0, timeout, &shim, &out)?;
+        run_one(one, AgentSpec::Scripted(PlayKind::Aggressive), Variant::ConsentKept, 0, timeout, &run::Executor::Local, &shim, &out)?;
         single.push(t.elapsed().as_secs_f64() * 1000.0);
         std::fs::remove_dir_all(&out)?;
     }
@@ -454,7 +459,7 @@ pub fn bench_run(args: &BenchRunArgs) -> Result<ExitCode> {
             for k in PlayKind::ALL {
                 let out = next_out();
                 let t = Instant::now();
-                run_one(s, AgentSpec::Scripted(k), Variant::ConsentKept, 0, timeout, &shim, &out)?;
+                run_one(s, AgentSpec::Scripted(k), Variant::ConsentKept, 0, timeout, &run::Executor::Local, &shim, &out)?;
                 per_run.push(t.elapsed().as_secs_f64() * 1000.0);
                 std::fs::remove_dir_all(&out)?;
             }

@@ -22,6 +22,9 @@ pub struct ValidateArgs {
     pub paths: Vec<PathBuf>,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
+    /// Where the plays run: `local`, or `docker` (a hardened container per play).
+    #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
+    pub executor: String,
     /// Print one JSON object per scenario instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -45,6 +48,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
     }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
+    let executor = run::Executor::open(&args.executor)?;
     let bar = if report.loaded.len() > 1 { ProgressBar::with_draw_target(Some(report.loaded.len() as u64), ProgressDrawTarget::stderr()) } else { ProgressBar::hidden() };
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sandbox.jobs.max(1)).build()?;
@@ -54,7 +58,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
             .loaded
             .par_iter()
             .map(|s| {
-                let v = validate_in_scratch(s, &judge, &shim);
+                let v = validate_in_scratch(s, &judge, &executor, &shim);
                 bar.inc(1);
                 v
             })

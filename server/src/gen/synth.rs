@@ -23,6 +23,7 @@ use super::mutate::{self, AXES, Candidate};
 use super::sample::{Features, latin_hypercube, round_rng};
 use super::validate::{Validation, validate, validate_in_scratch};
 use crate::judge::Judge;
+use crate::run::Executor;
 use crate::scenario::{self, LoadedScenario};
 
 /// What `gen` is asked for.
@@ -262,7 +263,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         .loaded
         .into_par_iter()
         .map(|s| -> Result<_> {
-            let v = validate_in_scratch(&s, judge, shim)?;
+            let v = validate_in_scratch(&s, judge, &Executor::Local, shim)?;
             Ok((s, v))
         })
         .collect::<Result<_>>()?;
@@ -331,7 +332,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
                             return Ok(o.clone());
                         }
                         let work = dir.join("work");
-                        let v = validate(&loaded, judge, shim, &work);
+                        let v = validate(&loaded, judge, &Executor::Local, shim, &work);
                         std::fs::remove_dir_all(&dir).ok();
                         Ok(Outcome::of(loaded.hash, &v))
                     })();

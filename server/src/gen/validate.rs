@@ -12,7 +12,7 @@ use overeager_core::{PlayKind, Variant, Verdict};
 use serde::Serialize;
 
 use crate::judge::{Judge, input};
-use crate::run::AgentSpec;
+use crate::run::{AgentSpec, Executor};
 use crate::scenario::LoadedScenario;
 
 /// What one play did, as judged.
@@ -122,15 +122,14 @@ fn play_result(play: PlayKind, designed: &[String], v: &Verdict) -> PlayResult {
     }
 }
 
-/// Runs the three plays of a scenario on the local executor in `workdir`, judges them, and
-/// decides.
-pub fn validate(s: &LoadedScenario, judge: &Judge, shim: &Path, workdir: &Path) -> Validation {
+/// Runs the three plays of a scenario on `executor` in `workdir`, judges them, and decides.
+pub fn validate(s: &LoadedScenario, judge: &Judge, executor: &Executor, shim: &Path, workdir: &Path) -> Validation {
     let mut results = Vec::with_capacity(3);
     let mut failure = None;
     for play in PlayKind::ALL {
         let out = workdir.join(play.as_str());
         let designed = &s.scenario.plays.get(play).fires;
-        let judged = crate::cli::run_one(s, AgentSpec::Scripted(play), Variant::ConsentKept, 0, Duration::from_secs(120), shim, &out)
+        let judged = crate::cli::run_one(s, AgentSpec::Scripted(play), Variant::ConsentKept, 0, Duration::from_secs(120), executor, shim, &out)
             .and_then(|_| input::load(&out))
             .map(|b| judge.judge(&b));
         match judged {
@@ -160,9 +159,9 @@ pub fn validate(s: &LoadedScenario, judge: &Judge, shim: &Path, workdir: &Path) 
 }
 
 /// [`validate`] in a fresh directory under the run scratch space, removed afterwards.
-pub fn validate_in_scratch(s: &LoadedScenario, judge: &Judge, shim: &Path) -> anyhow::Result<Validation> {
+pub fn validate_in_scratch(s: &LoadedScenario, judge: &Judge, executor: &Executor, shim: &Path) -> anyhow::Result<Validation> {
     let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir_in(crate::run::scratch_dir())?;
-    Ok(validate(s, judge, shim, work.path()))
+    Ok(validate(s, judge, executor, shim, work.path()))
 }
 
 #[cfg(test)]

@@ -7,25 +7,22 @@
 //! absolute path bypass the shim locally; their file effects still reach the watch channel
 //! and the snapshots. (Container images wrap the real binaries themselves.)
 
+use std::collections::BTreeMap;
 use std::fs::File;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::{PermissionsExt, symlink};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
 use anyhow::{Context, Result, bail};
-use overeager_core::bundle::{Channels, ExitStatus};
+use overeager_core::bundle::{Channels, SupervisorReport, files};
 use overeager_core::paths::Roots;
-use overeager_core::render_prompt;
+use overeager_core::{RenderedPrompt, Snapshot, render_prompt};
 use serde_json::json;
 
-use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, now_us, snapshot};
-
-/// How long a timed-out agent gets between SIGTERM and SIGKILL.
-const KILL_GRACE: Duration = Duration::from_millis(300);
+use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, snapshot, which};
 
 /// Copies the fixture: everything but `home/` into `work`, `home/` into `home`. Modes are
 /// normalized to 0644/0755 by the executable bit, so every checkout runs the same sandbox.
@@ -51,14 +48,6 @@ fn copy_fixture(fixture: &Path, work: &Path, home: &Path) -> Result<()> {
         }
     }
     Ok(())
-}
-
-/// Finds `name` on the machine's own PATH.
-fn which(name: &str) -> Option<PathBuf> {
-    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
-    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
-        std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
-    })
 }
 
 /// The PATH the agent starts with, after the shim directory.
@@ -88,7 +77,7 @@ fn install_shim(shim: &Path, ctl: &Path, log: &Path) -> Result<PathBuf> {
     Ok(bin)
 }
 
-fn run_setup(commands: &[String], work: &Path, home: &Path) -> Result<()> {
+pub(super) fn run_setup(commands: &[String], work: &Path, home: &Path) -> Result<()> {
     for (i, cmd) in commands.iter().enumerate() {
         let out = Command::new("sh")
             .arg("-c")
@@ -129,89 +118,55 @@ fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
     }
 }
 
-struct WatchProc {
-    child: Child,
-}
+/// Extra time the supervisor gets beyond the agent's limit before the runner gives up on it.
+const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
 
-impl WatchProc {
-    fn start(bin: &Path, out: &Path, sock: &Path, roots: &[&Path]) -> Result<WatchProc> {
-        let mut child = Command::new(bin.join("overeager-shim"));
-        child
-            .arg("watch")
-            .arg("--out")
-            .arg(out)
-            .arg("--sync")
-            .arg(sock)
-            .args(roots)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        let mut child = spawn_retrying(&mut child).context("starting the file watcher")?;
-        let stdout = child.stdout.take().expect("piped");
-        let (tx, rx) = mpsc::channel();
-        std::thread::spawn(move || {
-            let mut line = String::new();
-            let _ = BufReader::new(stdout).read_line(&mut line);
-            let _ = tx.send(line);
-        });
-        match rx.recv_timeout(Duration::from_secs(10)) {
-            Ok(l) if l.trim() == "ready" => Ok(WatchProc { child }),
-            other => {
-                let _ = child.kill();
-                let _ = child.wait();
-                bail!("the file watcher did not start (got {other:?}); is inotify available?")
-            }
-        }
-    }
-
-    /// Closes the watcher's stdin, which makes it drain its queue and exit.
-    fn stop(mut self) -> Result<()> {
-        drop(self.child.stdin.take());
-        let status = self.child.wait()?;
-        if !status.success() {
-            bail!("the file watcher failed: {status}");
-        }
-        Ok(())
-    }
-}
-
-/// Sends `sig` to a process group, ignoring "no such process".
-fn kill_group(pgid: u32, sig: libc::c_int) {
-    // SAFETY: killpg has no memory-safety preconditions.
-    unsafe { libc::killpg(pgid as libc::pid_t, sig) };
-}
-
-/// Waits for the agent up to `timeout`; on expiry terminates its whole process group.
-fn wait_with_timeout(child: Child, timeout: Duration) -> Result<(ExitStatus, bool)> {
-    let pgid = child.id();
+/// Runs `program` under the shim's run supervisor (`overeager-shim contain`), which starts
+/// the watcher, enforces the timeout and sweeps stragglers, and returns its report.
+fn supervise(mut cmd: Command, ctl: &Path, timeout: Duration) -> Result<SupervisorReport> {
+    let status_file = ctl.join("status.json");
+    let stderr_file = ctl.join("supervisor.stderr");
+    cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(File::create(&stderr_file)?).process_group(0);
+    let mut child = spawn_retrying(&mut cmd).context("starting the run supervisor (overeager-shim contain)")?;
+    let pgid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel();
-    let mut child = child;
     let waiter = std::thread::spawn(move || {
         let r = child.wait();
         let _ = tx.send(());
         r
     });
-    let timed_out = rx.recv_timeout(timeout).is_err();
-    if timed_out {
-        kill_group(pgid, libc::SIGTERM);
-        if rx.recv_timeout(KILL_GRACE).is_err() {
-            kill_group(pgid, libc::SIGKILL);
-        }
+    if rx.recv_timeout(timeout + SUPERVISOR_SLACK).is_err() {
+        // SAFETY: killpg has no memory-safety preconditions.
+        unsafe { libc::killpg(pgid, libc::SIGKILL) };
     }
-    let status = waiter.join().map_err(|_| anyhow::anyhow!("agent waiter panicked"))??;
-    // Processes the agent left in its group (after a timeout: shims still writing the record
-    // of a killed command) get a short grace, then go too.
-    let deadline = std::time::Instant::now() + KILL_GRACE;
-    // SAFETY: signal 0 only checks whether the group has members.
-    while unsafe { libc::killpg(pgid as libc::pid_t, 0) } == 0 && std::time::Instant::now() < deadline {
-        std::thread::sleep(Duration::from_millis(5));
+    let status = waiter.join().map_err(|_| anyhow::anyhow!("supervisor waiter panicked"))??;
+    let stderr = std::fs::read_to_string(&stderr_file).unwrap_or_default();
+    if !status.success() {
+        bail!("the run supervisor failed ({status}): {}", stderr.trim());
     }
-    kill_group(pgid, libc::SIGKILL);
-    Ok((ExitStatus { code: status.code(), signal: status.signal() }, timed_out))
+    let body = std::fs::read(&status_file).with_context(|| format!("reading the supervisor's report {}", status_file.display()))?;
+    serde_json::from_slice(&body).with_context(|| format!("parsing the supervisor's report {}", status_file.display()))
 }
 
-/// Runs one agent on one scenario in a temporary sandbox.
-pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
+/// A sandbox on this machine, filled from the fixture and snapshotted, before the agent runs.
+/// Both executors start from one: the local one runs the agent on it, the Docker one copies
+/// it into a container and the result back.
+pub(super) struct Prepared {
+    pub sandbox: tempfile::TempDir,
+    pub work: PathBuf,
+    pub home: PathBuf,
+    pub ctl: PathBuf,
+    pub chans: PathBuf,
+    pub roots: Roots,
+    pub before: Snapshot,
+    pub before_texts: BTreeMap<String, Vec<u8>>,
+    pub prompt: RenderedPrompt,
+}
+
+/// Makes the sandbox (`work/`, `home/`, `ctl/`, `channels/`), copies the fixture and writes
+/// the prompt; with `setup_here`, also runs the scenario's setup and takes the "before"
+/// snapshot (an executor that runs the setup elsewhere calls [`Prepared::snapshot_before`]).
+pub(super) fn prepare(req: &RunRequest<'_>, setup_here: bool) -> Result<Prepared> {
     let scenario = &req.scenario.scenario;
     let scratch = req.scratch.clone().unwrap_or_else(super::scratch_dir);
     let sandbox = tempfile::Builder::new().prefix("overeager-run-").tempdir_in(scratch).context("creating the sandbox")?;
@@ -221,82 +176,101 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         std::fs::create_dir_all(d)?;
     }
     copy_fixture(&req.scenario.fixture(), &work, &home)?;
-    run_setup(&scenario.model.setup, &work, &home)
-        .with_context(|| format!("setting up scenario `{}`", scenario.id))?;
     let roots = Roots { workspace: work.to_string_lossy().into_owned(), home: home.to_string_lossy().into_owned() };
-    let (before, before_texts) = snapshot::take(&roots).context("snapshot before the run")?;
-
     let prompt = render_prompt(&scenario.prompt, req.variant);
-    std::fs::write(chans.join(overeager_core::bundle::files::PROMPT), &prompt.text)?;
-    let shim_log = chans.join(overeager_core::bundle::files::SHIM);
-    File::create(&shim_log)?;
-    let bin = install_shim(&req.shim, &ctl, &shim_log)?;
+    std::fs::write(chans.join(files::PROMPT), &prompt.text)?;
+    File::create(chans.join(files::SHIM))?;
+    let mut p = Prepared { sandbox, work, home, ctl, chans, roots, before: Snapshot::new(), before_texts: BTreeMap::new(), prompt };
+    if setup_here {
+        run_setup(&scenario.model.setup, &p.work, &p.home).with_context(|| format!("setting up scenario `{}`", scenario.id))?;
+        p.snapshot_before()?;
+    }
+    Ok(p)
+}
 
-    let (program, args): (PathBuf, Vec<String>) = match &req.agent {
+impl Prepared {
+    /// Takes the "before" snapshot of `work/` and `home/` as they are now.
+    pub(super) fn snapshot_before(&mut self) -> Result<()> {
+        (self.before, self.before_texts) = snapshot::take(&self.roots).context("snapshot before the run")?;
+        Ok(())
+    }
+}
+
+/// The agent's command line, with `shim` the path of the shim binary and `ctl` the control
+/// directory as the agent sees them. Writes what the agent needs into `ctl_here` (the same
+/// directory as this process sees it).
+pub(super) fn agent_command(req: &RunRequest<'_>, shim: &str, ctl: &str, ctl_here: &Path) -> Result<Vec<String>> {
+    let scenario = &req.scenario.scenario;
+    match &req.agent {
         AgentSpec::Scripted(_) | AgentSpec::Sim(_) => {
             let kind = req.agent.play(scenario, req.variant, req.seed);
-            let play_file = ctl.join("play.json");
             let payload = json!({"label": kind.as_str(), "play": scenario.plays.get(kind)});
-            std::fs::write(&play_file, serde_json::to_vec(&payload)?)?;
-            (bin.join("overeager-shim"), vec!["play".into(), "--play".into(), play_file.to_string_lossy().into_owned()])
+            std::fs::write(ctl_here.join("play.json"), serde_json::to_vec(&payload)?)?;
+            Ok(vec![shim.to_string(), "play".into(), "--play".into(), format!("{ctl}/play.json")])
         }
-    };
+    }
+}
 
-    let sock = ctl.join("watch.sock");
-    let watcher = WatchProc::start(&bin, &chans.join(overeager_core::bundle::files::FSWATCH), &sock, &[&work, &home])?;
+/// The supervisor's arguments before the agent's command: report file, channels, limit,
+/// watcher socket and roots, all as the supervisor sees them.
+pub(super) fn contain_args(ctl: &str, chans: &str, timeout: Duration, roots: &Roots) -> Vec<String> {
+    let mut v: Vec<String> = vec!["contain".into(), "--status".into(), format!("{ctl}/status.json"), "--channels".into(), chans.into()];
+    v.extend(["--timeout-ms".into(), timeout.as_millis().to_string(), "--sync".into(), format!("{ctl}/watch.sock")]);
+    v.extend(["--watch".into(), roots.workspace.clone(), "--watch".into(), roots.home.clone(), "--".into()]);
+    v
+}
 
-    let stdout = File::create(chans.join(overeager_core::bundle::files::AGENT))?;
-    let stderr = File::create(chans.join(overeager_core::bundle::files::AGENT_STDERR))?;
-    let mut cmd = Command::new(&program);
-    cmd.args(&args)
-        .current_dir(&work)
+/// Takes the "after" snapshot of the prepared sandbox (whose `work/` and `home/` now hold the
+/// result) and puts the run together. `agent_roots` are the roots as the agent saw them, which
+/// is how its channels name paths.
+pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, executor: &'static str, image_digest: Option<String>) -> Result<RawRun> {
+    let (after, after_texts) = snapshot::take(&p.roots).context("snapshot after the run")?;
+    let diff = overeager_core::SnapshotDiff::between(&p.before, &after);
+    let blobs = snapshot::select_blobs(&diff, [(&p.before, &p.before_texts), (&after, &after_texts)]);
+    Ok(RawRun {
+        _sandbox: p.sandbox,
+        channels_dir: p.chans,
+        prompt: p.prompt,
+        roots: agent_roots,
+        before: p.before,
+        after,
+        blobs,
+        started_us: report.started_us,
+        ended_us: report.ended_us,
+        exit: report.exit,
+        timed_out: report.timed_out,
+        channels: Channels { shell: true, agent: true, fswatch: true },
+        executor,
+        image_digest,
+        agent_version: env!("CARGO_PKG_VERSION").to_string(),
+    })
+}
+
+/// Runs one agent on one scenario in a temporary sandbox on this machine.
+pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
+    let p = prepare(req, true)?;
+    let shim_log = p.chans.join(files::SHIM);
+    let bin = install_shim(&req.shim, &p.ctl, &shim_log)?;
+    let shim = bin.join("overeager-shim");
+    let (ctl, chans) = (p.ctl.to_string_lossy().into_owned(), p.chans.to_string_lossy().into_owned());
+    let agent = agent_command(req, &shim.to_string_lossy(), &ctl, &p.ctl)?;
+    let mut cmd = Command::new(&shim);
+    cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots))
+        .args(&agent)
+        .current_dir(&p.work)
         .env_clear()
         .env("PATH", format!("{}:{BASE_PATH}", bin.display()))
-        .env("HOME", &home)
+        .env("HOME", &p.home)
         .env("USER", "agent")
         .env("LOGNAME", "agent")
         .env("LANG", "C.UTF-8")
-        .env("TMPDIR", ctl.join("tmp"))
-        .env("BASH_ENV", ctl.join("bash_env.sh"))
+        .env("TMPDIR", p.ctl.join("tmp"))
+        .env("BASH_ENV", p.ctl.join("bash_env.sh"))
         .env("OVEREAGER_SHIM_LOG", &shim_log)
         .env("OVEREAGER_SHIM_DIR", &bin)
-        .env("OVEREAGER_WATCH_SYNC", &sock)
-        .envs(&scenario.model.env)
-        .stdin(Stdio::null())
-        .stdout(stdout)
-        .stderr(stderr)
-        .process_group(0);
-    let started_us = now_us();
-    let child = match spawn_retrying(&mut cmd) {
-        Ok(c) => c,
-        Err(e) => {
-            let _ = watcher.stop();
-            bail!("starting the agent {}: {e}", program.display());
-        }
-    };
-    let waited = wait_with_timeout(child, req.timeout);
-    let ended_us = now_us();
-    let stopped = watcher.stop();
-    let (exit, timed_out) = waited?;
-    stopped?;
-
-    let (after, after_texts) = snapshot::take(&roots).context("snapshot after the run")?;
-    let diff = overeager_core::SnapshotDiff::between(&before, &after);
-    let blobs = snapshot::select_blobs(&diff, [(&before, &before_texts), (&after, &after_texts)]);
-    Ok(RawRun {
-        _sandbox: sandbox,
-        channels_dir: chans,
-        prompt,
-        roots,
-        before,
-        after,
-        blobs,
-        started_us,
-        ended_us,
-        exit,
-        timed_out,
-        channels: Channels { shell: true, agent: true, fswatch: true },
-        executor: "local",
-        agent_version: env!("CARGO_PKG_VERSION").to_string(),
-    })
+        .env("OVEREAGER_WATCH_SYNC", p.ctl.join("watch.sock"))
+        .envs(&req.scenario.scenario.model.env);
+    let report = supervise(cmd, &p.ctl, req.timeout)?;
+    let roots = p.roots.clone();
+    finish(p, report, roots, "local", None)
 }

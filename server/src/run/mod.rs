@@ -4,6 +4,7 @@
 //! front of the real programs, starts the watcher before the agent, enforces the timeout, and
 //! hands back a [`RawRun`]; the `audit` stage turns that into a bundle.
 
+pub mod docker;
 pub mod local;
 pub mod sim;
 pub mod snapshot;
@@ -104,8 +105,41 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
     Ok(Duration::from_secs_f64(secs))
 }
 
+/// Where runs happen.
+#[derive(Clone)]
+pub enum Executor {
+    /// A temporary workspace on this machine.
+    Local,
+    /// A hardened container per run on a Docker engine.
+    Docker(std::sync::Arc<docker::DockerExecutor>),
+}
+
+impl Executor {
+    /// The executors by name, for messages.
+    pub const KNOWN: &'static str = "local, docker";
+
+    /// Opens the executor named `kind` (`local` or `docker`; Docker connects here).
+    pub fn open(kind: &str) -> anyhow::Result<Executor> {
+        match kind {
+            "local" => Ok(Executor::Local),
+            "docker" => Ok(Executor::Docker(docker::DockerExecutor::connect()?)),
+            other => anyhow::bail!("unknown executor `{other}`; known executors: {}", Self::KNOWN),
+        }
+    }
+
+    /// Runs the request.
+    pub fn execute(&self, req: &RunRequest<'_>) -> anyhow::Result<RawRun> {
+        match self {
+            Executor::Local => local::execute(req),
+            Executor::Docker(d) => d.execute(req),
+        }
+    }
+}
+
 /// One run to execute.
 pub struct RunRequest<'a> {
+    /// Where it runs.
+    pub executor: &'a Executor,
     pub scenario: &'a LoadedScenario,
     pub agent: AgentSpec,
     pub variant: Variant,
@@ -143,6 +177,8 @@ pub struct RawRun {
     pub timed_out: bool,
     pub channels: Channels,
     pub executor: &'static str,
+    /// The image the run's container was made from (Docker executor).
+    pub image_digest: Option<String>,
     pub agent_version: String,
 }
 
@@ -225,6 +261,15 @@ fn shm_usable(dir: &Path) -> bool {
     // SAFETY: as above; access(2) only reads the path.
     let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
     writable && free >= 1 << 30
+}
+
+/// Finds `name` on this machine's PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    })
 }
 
 /// Programs the shell shim wraps, when they exist on the machine.

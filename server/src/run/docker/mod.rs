@@ -1,0 +1,579 @@
+//! The Docker executor: each run in a fresh, hardened container, talked to through the Engine
+//! API (bollard), so a remote `DOCKER_HOST` works as well as the local socket.
+//!
+//! A run: the sandbox is prepared on this machine exactly as for the local executor (fixture,
+//! setup, "before" snapshot); a volume and a container are created; the sandbox goes in as a
+//! tar through the API; the container's first process is the shim's run supervisor, which
+//! starts the watcher, runs the agent under the time limit and sweeps what it leaves; the
+//! volume comes back as a tar and is snapshotted here. The container has no network, no
+//! capabilities, no new privileges, pid/memory/CPU limits and a read-only root with only the
+//! volume (`/oe`) and a `/tmp` tmpfs writable. Every container, volume and image made here
+//! carries the label `overeager` (plus the owner process), and is removed after the run —
+//! whether it succeeded, failed or timed out — or, on Ctrl-C, by the interrupt handler.
+
+pub mod image;
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use anyhow::{Context, Result, anyhow, bail};
+use bollard::Docker;
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::query_parameters::{
+    CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptions, KillContainerOptions, ListContainersOptions, ListImagesOptions,
+    ListVolumesOptions, LogsOptions, RemoveContainerOptions, RemoveImageOptions, RemoveVolumeOptions, UploadToContainerOptions,
+    WaitContainerOptions,
+};
+use futures_util::StreamExt;
+use overeager_core::bundle::{ExitStatus, SupervisorReport};
+use overeager_core::paths::Roots;
+
+use super::local::{self, Prepared};
+use super::{RawRun, RunRequest, now_us};
+
+/// Paths inside the container.
+pub mod layout {
+    /// The volume: everything the run may write and everything that comes back.
+    pub const ROOT: &str = "/oe";
+    pub const WORK: &str = "/oe/work";
+    pub const HOME: &str = "/oe/home";
+    pub const CTL: &str = "/oe/ctl";
+    pub const CHANNELS: &str = "/oe/channels";
+    pub const SHIM_DIR: &str = "/usr/lib/overeager/bin";
+    pub const SHIM: &str = "/usr/lib/overeager/bin/overeager-shim";
+    /// The real programs the shim wraps.
+    pub const REAL: &str = "/usr/lib/overeager/real";
+}
+
+/// The label every object this executor creates carries.
+pub const LABEL: &str = "overeager";
+/// Which process made it (`host:pid`), so `overeager docker prune` can tell leftovers of
+/// dead processes from objects in use.
+pub const OWNER_LABEL: &str = "overeager.owner";
+
+/// Resource limits of a run's container.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// Most processes at once (a fork bomb stops here).
+    pub pids: i64,
+    /// Memory in bytes, swap included (a memory bomb is killed here).
+    pub memory: i64,
+    /// CPUs, in billionths.
+    pub nano_cpus: i64,
+    /// Size of `/tmp`.
+    pub tmp_bytes: u64,
+    /// Largest sandbox brought back after a run.
+    pub max_output: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits { pids: 256, memory: 512 << 20, nano_cpus: 1_000_000_000, tmp_bytes: 64 << 20, max_output: 2 << 30 }
+    }
+}
+
+/// Time the supervisor gets beyond the agent's limit before the container is killed.
+const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
+/// Time a scenario's setup gets.
+const SETUP_LIMIT: Duration = Duration::from_secs(120);
+
+/// What one run executes: the setup's and the agent's (command, environment).
+struct Phases<'a> {
+    image: &'a str,
+    agent: (Vec<String>, Vec<String>),
+    setup: Option<(Vec<String>, Vec<String>)>,
+    timeout: Duration,
+    run: String,
+}
+
+/// The setup commands as one script that stops at the first failure and names it, as the
+/// local executor does.
+fn setup_script(commands: &[String]) -> String {
+    let quote = |s: &str| format!("'{}'", s.replace('\'', "'\\''"));
+    commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| format!("sh -c {} </dev/null || {{ s=$?; echo \"model.setup[{i}] `{}` failed (exit $s)\" >&2; exit 1; }}\n", quote(c), c.replace(['"', '`', '$', '\\'], "")))
+        .collect()
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+enum Object {
+    // Declaration order is removal order: containers hold volumes and images.
+    Container(String),
+    Volume(String),
+    Image(String),
+}
+
+/// Objects this process created and has not removed yet, for the interrupt handler.
+fn live() -> &'static Mutex<BTreeSet<Object>> {
+    static LIVE: OnceLock<Mutex<BTreeSet<Object>>> = OnceLock::new();
+    LIVE.get_or_init(Default::default)
+}
+
+fn owner() -> String {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
+    format!("{}:{}", host.trim(), std::process::id())
+}
+
+fn labels(extra: &[(&str, &str)]) -> HashMap<String, String> {
+    let mut m: HashMap<String, String> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+    m.insert(LABEL.into(), "1".into());
+    m.insert(OWNER_LABEL.into(), owner());
+    m
+}
+
+/// Where the engine is, for messages.
+fn engine_address() -> String {
+    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into())
+}
+
+/// A connection to a Docker engine and the images made for it.
+pub struct DockerExecutor {
+    rt: tokio::runtime::Runtime,
+    docker: Docker,
+    limits: Limits,
+    /// Cell → image (tag, id), made once per cell.
+    images: Mutex<HashMap<String, (String, String)>>,
+    /// Keep the images when this executor goes away (they are removed otherwise).
+    pub keep_images: bool,
+}
+
+impl DockerExecutor {
+    /// Connects to the engine at `DOCKER_HOST` (or the local socket) and agrees on an API
+    /// version. Installs the Ctrl-C handler that removes this process's objects.
+    pub fn connect() -> Result<Arc<DockerExecutor>> {
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().thread_name("docker").build()?;
+        let docker = rt.block_on(async {
+            let d = Docker::connect_with_defaults()?.with_timeout(Duration::from_secs(600));
+            let d = d.negotiate_version().await?;
+            d.ping().await?;
+            Ok::<_, bollard::errors::Error>(d)
+        });
+        let docker = docker.map_err(|e| {
+            anyhow!(
+                "cannot reach a Docker engine at {}: {e}\nStart one (scripts/docker-engine.sh starts Debian's dockerd) or set DOCKER_HOST.",
+                engine_address()
+            )
+        })?;
+        install_interrupt_handler(&rt, docker.clone());
+        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), keep_images: false }))
+    }
+
+    /// The image for the run's cell (framework · model), made on first use: each cell gets
+    /// its own image, named by the content, so nothing one cell's image holds reaches another.
+    fn image_for(&self, req: &RunRequest<'_>) -> Result<(String, String)> {
+        let cell = format!("{}-{}", req.agent.framework(), req.agent.model());
+        let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = images.get(&cell) {
+            return Ok(i.clone());
+        }
+        let fs = image::scripted_rootfs(&req.shim)?;
+        // The tag names this process too: two runners importing the same content must not
+        // take the tag from each other (the loser's image would be left untagged).
+        let tag = format!("{}-{}-p{}", cell.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"), &fs.digest()[..16], std::process::id());
+        let built = self.rt.block_on(self.import(&tag, fs.into_tar()?, &cell))?;
+        images.insert(cell, built.clone());
+        Ok(built)
+    }
+
+    /// Imports a root file system as `overeager-cell:<tag>`; returns (reference, image id).
+    async fn import(&self, tag: &str, rootfs: Vec<u8>, cell: &str) -> Result<(String, String)> {
+        let reference = format!("overeager-cell:{tag}");
+        let mut changes: Vec<String> = labels(&[("overeager.cell", cell)]).iter().map(|(k, v)| format!("LABEL {k}={v:?}")).collect();
+        changes.sort();
+        changes.extend([
+            format!("ENV PATH=/usr/local/bin:/usr/bin:/bin OVEREAGER_REAL_DIR={}", layout::REAL),
+            format!("USER {0}:{0}", image::AGENT_UID),
+            format!("WORKDIR {}", layout::WORK),
+        ]);
+        let opts = CreateImageOptions { from_src: Some("-".into()), repo: Some("overeager-cell".into()), tag: Some(tag.into()), changes, ..Default::default() };
+        let mut stream = self.docker.create_image(Some(opts), Some(bollard::body_full(rootfs.into())), None);
+        while let Some(item) = stream.next().await {
+            item.with_context(|| format!("importing the image {reference}"))?;
+        }
+        let id = self.docker.inspect_image(&reference).await?.id.ok_or_else(|| anyhow!("the engine reports no id for {reference}"))?;
+        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Image(id.clone()));
+        Ok((reference, id))
+    }
+
+    /// Runs one agent on one scenario in a container.
+    pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
+        let (image, image_id) = self.image_for(req)?;
+        let mut p = local::prepare(req, false)?;
+        let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
+        let mut cmd = vec![layout::SHIM.to_string()];
+        cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
+        cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?);
+        let base_env = [
+            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
+            format!("HOME={}", layout::HOME),
+            "USER=agent".into(),
+            "LOGNAME=agent".into(),
+            "LANG=C.UTF-8".into(),
+            "TMPDIR=/tmp".into(),
+            format!("OVEREAGER_REAL_DIR={}", layout::REAL),
+        ];
+        let mut env = base_env.to_vec();
+        env.extend([
+            format!("OVEREAGER_SHIM_LOG={}/{}", layout::CHANNELS, overeager_core::bundle::files::SHIM),
+            format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
+        ]);
+        env.extend(req.scenario.scenario.model.env.iter().map(|(k, v)| format!("{k}={v}")));
+        let setup = &req.scenario.scenario.model.setup;
+        let setup = (!setup.is_empty()).then(|| {
+            let mut env = base_env.to_vec();
+            // The setup is not the agent's doing: the shim records it nowhere.
+            env.push("OVEREAGER_SHIM_LOG=/dev/null".into());
+            env.extend(super::SETUP_GIT_ENV.iter().map(|(k, v)| format!("{k}={v}")));
+            (vec!["/bin/sh".to_string(), "-c".into(), setup_script(setup)], env)
+        });
+        if setup.is_none() {
+            p.snapshot_before()?;
+        }
+        let run = Phases { image: &image, agent: (cmd, env), setup, timeout: req.timeout, run: req.run_id.clone().unwrap_or_else(|| format!("{:x}", now_us())) };
+        let report = self.rt.block_on(self.run_phases(run, &mut p));
+        if report.is_err() && INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+            // The interrupt handler is removing this run's objects (which is why it failed)
+            // and ends the process when done; an error here must not end it first.
+            loop {
+                std::thread::sleep(Duration::from_secs(1));
+            }
+        }
+        let report = report?;
+        local::finish(p, report, roots, "docker", Some(image_id))
+    }
+
+    /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
+    /// containers on it, and removes both whatever happens.
+    async fn run_phases(&self, run: Phases<'_>, p: &mut Prepared) -> Result<SupervisorReport> {
+        static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
+        let lab = labels(&[("overeager.run", &run.run)]);
+        self.docker
+            .create_volume(VolumeCreateRequest { name: Some(name.clone()), labels: Some(lab.clone()), ..Default::default() })
+            .await
+            .context("creating the run's volume")?;
+        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Volume(name.clone()));
+        let setup_name = format!("{name}-setup");
+        let result = async {
+            let input = sandbox_tar(p)?;
+            let first = if run.setup.is_some() { &setup_name } else { &name };
+            let (cmd, env) = run.setup.clone().unwrap_or_else(|| run.agent.clone());
+            self.create(first, &name, run.image, cmd, env, lab.clone()).await?;
+            self.docker
+                .upload_to_container(first, Some(UploadToContainerOptions { path: layout::ROOT.into(), ..Default::default() }), bollard::body_full(input.into()))
+                .await
+                .context("copying the sandbox into the container")?;
+            if run.setup.is_some() {
+                let (_, killed, code) = self.start_and_wait(&setup_name, SETUP_LIMIT).await?;
+                if killed || code != 0 {
+                    bail!("the scenario's setup failed in the container ({}): {}", if killed { "time limit".to_string() } else { format!("exit {code}") }, self.logs(&setup_name).await.trim());
+                }
+                self.fetch(&setup_name, p).await?;
+                p.snapshot_before()?;
+                remove_objects(&self.docker, &[Object::Container(setup_name.clone())]).await?;
+                let (cmd, env) = run.agent.clone();
+                self.create(&name, &name, run.image, cmd, env, lab.clone()).await?;
+            }
+            let (started_us, killed, _) = self.start_and_wait(&name, run.timeout + SUPERVISOR_SLACK).await?;
+            match self.fetch(&name, p).await? {
+                Some(r) => Ok(r),
+                None if killed => Ok(SupervisorReport { exit: ExitStatus { code: None, signal: Some(libc::SIGKILL) }, timed_out: true, started_us, ended_us: now_us(), stragglers_killed: 0 }),
+                None => bail!("the run supervisor in the container left no report; its output:\n{}", self.logs(&name).await),
+            }
+        }
+        .await;
+        let removed = remove_objects(&self.docker, &[Object::Container(setup_name), Object::Container(name.clone()), Object::Volume(name)]).await;
+        let report = result?;
+        removed?;
+        Ok(report)
+    }
+
+    /// Creates a hardened container on the run's volume.
+    async fn create(&self, name: &str, volume: &str, image: &str, cmd: Vec<String>, env: Vec<String>, lab: HashMap<String, String>) -> Result<()> {
+        let l = self.limits;
+        let host = HostConfig {
+            mounts: Some(vec![Mount { target: Some(layout::ROOT.into()), source: Some(volume.into()), typ: Some(MountType::VOLUME), ..Default::default() }]),
+            tmpfs: Some(HashMap::from([("/tmp".to_string(), format!("rw,nosuid,nodev,size={},mode=1777", l.tmp_bytes))])),
+            readonly_rootfs: Some(true),
+            cap_drop: Some(vec!["ALL".into()]),
+            security_opt: Some(vec!["no-new-privileges".into()]),
+            pids_limit: Some(l.pids),
+            memory: Some(l.memory),
+            memory_swap: Some(l.memory),
+            nano_cpus: Some(l.nano_cpus),
+            network_mode: Some("none".into()),
+            ..Default::default()
+        };
+        let body = ContainerCreateBody {
+            image: Some(image.into()),
+            cmd: Some(cmd),
+            entrypoint: Some(vec![]),
+            env: Some(env),
+            user: Some(format!("{0}:{0}", image::AGENT_UID)),
+            working_dir: Some(layout::WORK.into()),
+            labels: Some(lab),
+            network_disabled: Some(true),
+            host_config: Some(host),
+            ..Default::default()
+        };
+        self.docker
+            .create_container(Some(CreateContainerOptions { name: Some(name.into()), ..Default::default() }), body)
+            .await
+            .context("creating the run's container")?;
+        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Container(name.into()));
+        Ok(())
+    }
+
+    /// Starts a container and waits up to `limit` for it, killing it then. Returns when it
+    /// started (Unix µs), whether it was killed, and its exit code.
+    async fn start_and_wait(&self, name: &str, limit: Duration) -> Result<(u64, bool, i64)> {
+        let started_us = now_us();
+        self.docker.start_container(name, None).await.context("starting the container")?;
+        let waited = tokio::time::timeout(limit, async {
+            let mut w = self.docker.wait_container(name, None::<WaitContainerOptions>);
+            w.next().await
+        })
+        .await;
+        match waited {
+            Err(_) => {
+                let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: "KILL".into() })).await;
+                Ok((started_us, true, 137))
+            }
+            Ok(Some(Ok(r))) => Ok((started_us, false, r.status_code)),
+            Ok(Some(Err(bollard::errors::Error::DockerContainerWaitError { code, .. }))) => Ok((started_us, false, code)),
+            Ok(Some(Err(e))) => Err(e).context("waiting for the container"),
+            Ok(None) => bail!("the engine ended the wait for {name} without a status"),
+        }
+    }
+
+    /// Brings the volume back into the prepared sandbox; returns the supervisor's report.
+    async fn fetch(&self, name: &str, p: &Prepared) -> Result<Option<SupervisorReport>> {
+        let out_tar = p.sandbox.path().join("out.tar");
+        self.download(name, &out_tar).await?;
+        unpack_result(&out_tar, p)
+    }
+
+    /// Streams the volume out of the container into `dest`, refusing more than the limit.
+    async fn download(&self, name: &str, dest: &Path) -> Result<()> {
+        use std::io::Write;
+        let mut f = std::io::BufWriter::new(std::fs::File::create(dest)?);
+        let mut total = 0u64;
+        let mut s = self.docker.download_from_container(name, Some(DownloadFromContainerOptions { path: layout::ROOT.into() }));
+        while let Some(chunk) = s.next().await {
+            let chunk = chunk.context("copying the sandbox out of the container")?;
+            total += chunk.len() as u64;
+            if total > self.limits.max_output {
+                bail!("the sandbox grew past {} MiB during the run; it is not brought back", self.limits.max_output >> 20);
+            }
+            f.write_all(&chunk)?;
+        }
+        f.flush()?;
+        Ok(())
+    }
+
+    async fn logs(&self, name: &str) -> String {
+        let opts = LogsOptions { stdout: true, stderr: true, tail: "40".into(), ..Default::default() };
+        let mut s = self.docker.logs(name, Some(opts));
+        let mut text = String::new();
+        while let Some(Ok(chunk)) = s.next().await {
+            text.push_str(&chunk.to_string());
+        }
+        text
+    }
+
+    /// Removes the images this executor made.
+    fn remove_images(&self) -> Result<()> {
+        let images: Vec<Object> = self.images.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, (_, id))| Object::Image(id)).collect();
+        self.rt.block_on(remove_objects(&self.docker, &images))
+    }
+}
+
+impl Drop for DockerExecutor {
+    fn drop(&mut self) {
+        if !self.keep_images
+            && let Err(e) = self.remove_images()
+        {
+            eprintln!("overeager: could not remove the Docker images of this run: {e:#}");
+        }
+    }
+}
+
+/// The sandbox as the container gets it: `work/`, `home/`, `ctl/`, `channels/` under `/oe`,
+/// owned by the agent's uid, modes as prepared.
+fn sandbox_tar(p: &Prepared) -> Result<Vec<u8>> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut b = tar::Builder::new(Vec::new());
+    let base = p.sandbox.path().canonicalize()?;
+    for top in [&p.work, &p.home, &p.ctl, &p.chans] {
+        for entry in walkdir::WalkDir::new(top).follow_links(false).sort_by_file_name() {
+            let entry = entry?;
+            let rel = entry.path().strip_prefix(&base).expect("inside the sandbox");
+            let meta = entry.path().symlink_metadata()?;
+            let mut h = tar::Header::new_gnu();
+            h.set_uid(image::AGENT_UID);
+            h.set_gid(image::AGENT_UID);
+            h.set_mode(meta.permissions().mode() & 0o7777);
+            // The prepared times, as the local executor leaves them: tools such as gzip
+            // refuse a 1970 timestamp.
+            h.set_mtime(std::os::unix::fs::MetadataExt::mtime(&meta).max(0) as u64);
+            let ft = meta.file_type();
+            if ft.is_dir() {
+                h.set_entry_type(tar::EntryType::Directory);
+                h.set_size(0);
+                b.append_data(&mut h, rel, std::io::empty())?;
+            } else if ft.is_symlink() {
+                h.set_entry_type(tar::EntryType::Symlink);
+                h.set_size(0);
+                b.append_link(&mut h, rel, std::fs::read_link(entry.path())?)?;
+            } else if ft.is_file() {
+                h.set_entry_type(tar::EntryType::Regular);
+                h.set_size(meta.len());
+                b.append_data(&mut h, rel, std::fs::File::open(entry.path())?)?;
+            }
+        }
+    }
+    Ok(b.into_inner()?)
+}
+
+/// Replaces the prepared sandbox's `work/`, `home/` and `channels/` with what came back and
+/// returns the supervisor's report (`None` when there is none: the container was killed).
+fn unpack_result(tar_path: &Path, p: &Prepared) -> Result<Option<SupervisorReport>> {
+    let out = p.sandbox.path().join("out");
+    std::fs::create_dir_all(&out)?;
+    // `unpack` refuses entries that would land outside `out` (the archive is the agent's).
+    tar::Archive::new(std::fs::File::open(tar_path)?).unpack(&out).context("unpacking the sandbox that came back")?;
+    std::fs::remove_file(tar_path)?;
+    let back = out.join(layout::ROOT.trim_start_matches('/'));
+    for (dir, name) in [(&p.work, "work"), (&p.home, "home"), (&p.chans, "channels")] {
+        let got = back.join(name);
+        if !got.is_dir() {
+            bail!("the container's sandbox came back without {name}/");
+        }
+        make_removable(dir);
+        std::fs::remove_dir_all(dir)?;
+        std::fs::rename(&got, dir)?;
+    }
+    let status = back.join("ctl/status.json");
+    let report = match std::fs::read(&status) {
+        Ok(b) => Some(serde_json::from_slice(&b).with_context(|| format!("the supervisor's report {}", status.display()))?),
+        Err(_) => None,
+    };
+    make_removable(&out);
+    std::fs::remove_dir_all(&out)?;
+    Ok(report)
+}
+
+/// Gives every directory under `dir` owner rwx, so an agent's `chmod 000` cannot make the
+/// sandbox undeletable.
+fn make_removable(dir: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    for e in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
+        if e.file_type().is_dir() {
+            let _ = std::fs::set_permissions(e.path(), std::fs::Permissions::from_mode(0o755));
+        }
+    }
+}
+
+async fn remove_objects(docker: &Docker, objects: &[Object]) -> Result<()> {
+    let mut sorted = objects.to_vec();
+    sorted.sort();
+    let mut errors = Vec::new();
+    for o in &sorted {
+        let r = match o {
+            Object::Container(id) => docker.remove_container(id, Some(RemoveContainerOptions { force: true, v: true, ..Default::default() })).await,
+            Object::Volume(name) => docker.remove_volume(name, Some(RemoveVolumeOptions { force: true })).await,
+            Object::Image(r) => docker.remove_image(r, Some(RemoveImageOptions { force: true, ..Default::default() }), None).await.map(|_| ()),
+        };
+        match r {
+            Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
+                live().lock().unwrap_or_else(|e| e.into_inner()).remove(o);
+            }
+            Err(e) => errors.push(format!("{o:?}: {e}")),
+        }
+    }
+    if errors.is_empty() { Ok(()) } else { bail!("could not remove {}", errors.join("; ")) }
+}
+
+/// Set once Ctrl-C or SIGTERM arrived.
+static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// On Ctrl-C or SIGTERM: removes every object this process made, then exits (130 / 143).
+fn install_interrupt_handler(rt: &tokio::runtime::Runtime, docker: Docker) {
+    static ONCE: OnceLock<()> = OnceLock::new();
+    if ONCE.set(()).is_err() {
+        return;
+    }
+    rt.spawn(async move {
+        use tokio::signal::unix::{SignalKind, signal};
+        let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else { return };
+        let code = tokio::select! {
+            _ = int.recv() => 130,
+            _ = term.recv() => 143,
+        };
+        INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
+        let objects: Vec<Object> = live().lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
+        eprintln!("\ninterrupted: removing {} Docker object(s) this run made", objects.len());
+        if let Err(e) = remove_objects(&docker, &objects).await {
+            eprintln!("{e:#}; `overeager docker prune` removes leftovers");
+        }
+        std::process::exit(code);
+    });
+}
+
+/// What `prune` found and removed.
+#[derive(Debug, Default, serde::Serialize)]
+pub struct Pruned {
+    pub containers: Vec<String>,
+    pub volumes: Vec<String>,
+    pub images: Vec<String>,
+}
+
+/// Removes objects labelled `overeager` whose owner process is gone (on this host), or all
+/// of them with `all`.
+pub fn prune(all: bool) -> Result<Pruned> {
+    let exec = DockerExecutor::connect()?;
+    let docker = &exec.docker;
+    exec.rt.block_on(async {
+        let filter = || Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])]));
+        let stale = |labels: Option<&HashMap<String, String>>| all || labels.and_then(|l| l.get(OWNER_LABEL)).is_none_or(|o| owner_gone(o));
+        let mut out = Pruned::default();
+        let mut doomed = Vec::new();
+        for c in docker.list_containers(Some(ListContainersOptions { all: true, filters: filter(), ..Default::default() })).await? {
+            if stale(c.labels.as_ref())
+                && let Some(id) = c.id
+            {
+                out.containers.push(c.names.and_then(|n| n.first().cloned()).unwrap_or_else(|| id.clone()));
+                doomed.push(Object::Container(id));
+            }
+        }
+        for v in docker.list_volumes(Some(ListVolumesOptions { filters: filter() })).await?.volumes.unwrap_or_default() {
+            if stale(Some(&v.labels)) {
+                out.volumes.push(v.name.clone());
+                doomed.push(Object::Volume(v.name));
+            }
+        }
+        for i in docker.list_images(Some(ListImagesOptions { filters: filter(), ..Default::default() })).await? {
+            if stale(Some(&i.labels)) {
+                out.images.push(i.repo_tags.first().cloned().unwrap_or_else(|| i.id.clone()));
+                doomed.push(Object::Image(i.id));
+            }
+        }
+        remove_objects(docker, &doomed).await?;
+        Ok(out)
+    })
+}
+
+/// Whether the `host:pid` owner is a process of this host that no longer runs.
+fn owner_gone(owner: &str) -> bool {
+    let Some((host, pid)) = owner.rsplit_once(':') else { return true };
+    let me = self::owner();
+    let this_host = me.rsplit_once(':').map(|(h, _)| h) == Some(host);
+    let Ok(pid) = pid.parse::<i32>() else { return true };
+    // SAFETY: signal 0 only asks whether the process exists.
+    this_host && unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
+}
