@@ -24,6 +24,7 @@ const GRACE: Duration = Duration::from_millis(300);
 /// Upper bound on the straggler sweep (a fork bomb keeps making new ones).
 const SWEEP_LIMIT: Duration = Duration::from_secs(5);
 
+#[derive(Debug)]
 struct Options {
     status: PathBuf,
     channels: PathBuf,

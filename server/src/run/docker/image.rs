@@ -113,6 +113,8 @@ impl Rootfs {
         for (path, e) in self.entries {
             let mut h = tar::Header::new_gnu();
             h.set_mtime(0);
+            h.set_uid(0);
+            h.set_gid(0);
             let rel = path.trim_start_matches('/');
             match e {
                 Entry::Dir { mode, uid } => {
