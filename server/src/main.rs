@@ -67,7 +67,7 @@ enum Command {
     /// and serve the web app, printing its URL.
     Demo(cli::web::DemoArgs),
     /// Run every seed scenario under the three scripted agents and print a table (no store).
-    Sweep(cli::DemoArgs),
+    Sweep(cli::SweepArgs),
     /// Serve the JSON API and the web app over a store.
     Serve(cli::web::ServeArgs),
     /// API tokens for writes (starting experiments, submitting bundles and predicates).
@@ -250,7 +250,7 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
         Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
         Command::Demo(args) => cli::web::demo(&args),
-        Command::Sweep(args) => cli::demo(&args),
+        Command::Sweep(args) => cli::sweep(&args),
         Command::Serve(args) => cli::web::serve(&args),
         Command::Docker(DockerCmd::Prune { all, json }) => run::docker::prune(all).map(|pruned| {
             if json {

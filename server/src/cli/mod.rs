@@ -61,7 +61,7 @@ pub struct RunArgs {
 
 /// Arguments of `overeager sweep`.
 #[derive(Args)]
-pub struct DemoArgs {
+pub struct SweepArgs {
     /// Where the seed scenarios are.
     #[arg(long, default_value = "scenarios/seeds")]
     seeds: PathBuf,
@@ -294,7 +294,7 @@ struct DemoRow {
     result: Result<BundleManifest>,
 }
 
-pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
+pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
     if !report.errors.is_empty() {
         for e in &report.errors {

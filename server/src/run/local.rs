@@ -51,7 +51,7 @@ fn copy_fixture(fixture: &Path, work: &Path, home: &Path) -> Result<()> {
 }
 
 /// The PATH the agent starts with, after the shim directory.
-const BASE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+pub(super) const BASE_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
 
 /// Installs the shim: `bin/overeager-shim` (a hard link, or a copy across file systems), a
 /// link per wrapped program that exists here, the log-path file, and the `BASH_ENV` hook.
@@ -246,6 +246,12 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
     })
 }
 
+/// The environment every agent starts with, whatever the executor: who it is, its home, its
+/// locale and its temporary directory.
+pub(super) fn agent_env(home: &str, tmpdir: &str) -> [(&'static str, String); 5] {
+    [("HOME", home.to_string()), ("USER", "agent".into()), ("LOGNAME", "agent".into()), ("LANG", "C.UTF-8".into()), ("TMPDIR", tmpdir.to_string())]
+}
+
 /// Runs one agent on one scenario in a temporary sandbox on this machine.
 pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let p = prepare(req, true)?;
@@ -260,11 +266,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         .current_dir(&p.work)
         .env_clear()
         .env("PATH", format!("{}:{BASE_PATH}", bin.display()))
-        .env("HOME", &p.home)
-        .env("USER", "agent")
-        .env("LOGNAME", "agent")
-        .env("LANG", "C.UTF-8")
-        .env("TMPDIR", p.ctl.join("tmp"))
+        .envs(agent_env(&p.home.to_string_lossy(), &p.ctl.join("tmp").to_string_lossy()))
         .env("BASH_ENV", p.ctl.join("bash_env.sh"))
         .env("OVEREAGER_SHIM_LOG", &shim_log)
         .env("OVEREAGER_SHIM_DIR", &bin)

@@ -137,6 +137,8 @@ pub struct DockerExecutor {
     limits: Limits,
     /// Cell → image (tag, id), made once per cell.
     images: Mutex<HashMap<String, (String, String)>>,
+    /// The scripted agents' root file system (digest, tar), built once and imported per cell.
+    rootfs: OnceLock<(String, Vec<u8>)>,
     /// Keep the images when this executor goes away (they are removed otherwise).
     pub keep_images: bool,
 }
@@ -159,7 +161,7 @@ impl DockerExecutor {
             )
         })?;
         install_interrupt_handler(&rt, docker.clone());
-        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), keep_images: false }))
+        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), rootfs: OnceLock::new(), keep_images: false }))
     }
 
     /// The image for the run's cell (framework · model), made on first use: each cell gets
@@ -170,11 +172,20 @@ impl DockerExecutor {
         if let Some(i) = images.get(&cell) {
             return Ok(i.clone());
         }
-        let fs = image::scripted_rootfs(&req.shim)?;
+        let (digest, tar) = match self.rootfs.get() {
+            Some(r) => r,
+            None => {
+                let fs = image::scripted_rootfs(&req.shim)?;
+                let digest = fs.digest();
+                let tar = fs.into_tar()?;
+                // Under the images lock, so no other thread sets it first.
+                self.rootfs.get_or_init(|| (digest, tar))
+            }
+        };
         // The tag names this process too: two runners importing the same content must not
         // take the tag from each other (the loser's image would be left untagged).
-        let tag = format!("{}-{}-p{}", cell.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"), &fs.digest()[..16], std::process::id());
-        let built = self.rt.block_on(self.import(&tag, fs.into_tar()?, &cell))?;
+        let tag = format!("{}-{}-p{}", cell.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"), &digest[..16], std::process::id());
+        let built = self.rt.block_on(self.import(&tag, tar.clone(), &cell))?;
         images.insert(cell, built.clone());
         Ok(built)
     }
@@ -207,16 +218,9 @@ impl DockerExecutor {
         let mut cmd = vec![layout::SHIM.to_string()];
         cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
         cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?);
-        let base_env = [
-            "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin".to_string(),
-            format!("HOME={}", layout::HOME),
-            "USER=agent".into(),
-            "LOGNAME=agent".into(),
-            "LANG=C.UTF-8".into(),
-            "TMPDIR=/tmp".into(),
-            format!("OVEREAGER_REAL_DIR={}", layout::REAL),
-        ];
-        let mut env = base_env.to_vec();
+        let mut base_env = vec![format!("PATH={}", local::BASE_PATH), format!("OVEREAGER_REAL_DIR={}", layout::REAL)];
+        base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
+        let mut env = base_env.clone();
         env.extend([
             format!("OVEREAGER_SHIM_LOG={}/{}", layout::CHANNELS, overeager_core::bundle::files::SHIM),
             format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
@@ -224,7 +228,7 @@ impl DockerExecutor {
         env.extend(req.scenario.scenario.model.env.iter().map(|(k, v)| format!("{k}={v}")));
         let setup = &req.scenario.scenario.model.setup;
         let setup = (!setup.is_empty()).then(|| {
-            let mut env = base_env.to_vec();
+            let mut env = base_env.clone();
             // The setup is not the agent's doing: the shim records it nowhere.
             env.push("OVEREAGER_SHIM_LOG=/dev/null".into());
             env.extend(super::SETUP_GIT_ENV.iter().map(|(k, v)| format!("{k}={v}")));
