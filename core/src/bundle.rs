@@ -27,6 +27,10 @@ pub mod files {
     pub const AGENT_STDERR: &str = "agent.stderr.txt";
     /// Watch channel: one [`super::WatchRecord`] per line.
     pub const FSWATCH: &str = "fswatch.jsonl";
+    /// The egress proxy's record of connections (runs that had network).
+    pub const NET: &str = "net.jsonl";
+    /// A real agent's native logs, as it wrote them.
+    pub const AGENT_LOGS: &str = "agent-logs";
     /// Snapshot manifests.
     pub const SNAPSHOT_BEFORE: &str = "snapshot/before.json";
     pub const SNAPSHOT_AFTER: &str = "snapshot/after.json";
@@ -96,6 +100,9 @@ pub struct Channels {
     pub shell: bool,
     pub agent: bool,
     pub fswatch: bool,
+    /// The egress proxy: only runs whose cell needs the network have it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub net: bool,
 }
 
 /// Counts of what each channel recorded.
@@ -104,7 +111,13 @@ pub struct Counts {
     pub shell: u64,
     pub agent: u64,
     pub fswatch: u64,
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub net: u64,
     pub events: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// `bundle.json`.
@@ -157,6 +170,28 @@ pub struct ShimRecord {
     /// The real program that ran, if one was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real: Option<String>,
+}
+
+/// One line of `net.jsonl`: one connection the agent asked the egress proxy for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NetRecord {
+    /// Unix microseconds when the request arrived and when the connection ended.
+    pub start_us: u64,
+    pub end_us: u64,
+    /// `CONNECT` (a tunnel, HTTPS) or the HTTP method of a plain request.
+    pub method: String,
+    pub host: String,
+    pub port: u16,
+    /// Whether the allowlist let it through.
+    pub allowed: bool,
+    /// Bytes from the agent to the host and back.
+    #[serde(default)]
+    pub bytes_out: u64,
+    #[serde(default)]
+    pub bytes_in: u64,
+    /// Why it failed or was refused.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
 }
 
 /// Kinds of file-access event the watcher records (inotify's vocabulary).

@@ -5,7 +5,7 @@ use std::collections::HashSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::{ShimRecord, WatchEv, WatchRecord};
+use crate::bundle::{NetRecord, ShimRecord, WatchEv, WatchRecord};
 use crate::paths::Roots;
 
 /// Which observer saw an event.
@@ -18,6 +18,8 @@ pub enum Channel {
     Shell,
     /// The file-access watcher (`fswatch.jsonl`).
     Fswatch,
+    /// The egress proxy (`net.jsonl`).
+    Net,
 }
 
 impl Channel {
@@ -27,6 +29,7 @@ impl Channel {
             Channel::Agent => "agent",
             Channel::Shell => "shell",
             Channel::Fswatch => "fswatch",
+            Channel::Net => "net",
         }
     }
 }
@@ -267,6 +270,25 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
 /// found by the watcher's scan (right after the directory's own creation) depends on timing.
 /// To make the record independent of that, a creation that follows only directory reads since
 /// the creation of its parent (or of a sibling) is moved up to follow it directly.
+/// Egress-proxy records as `net` events: `text` is `host:port`, `tool` the method (`CONNECT`
+/// for a tunnel), `ok` whether the allowlist let it through.
+pub fn normalize_net(records: &[NetRecord]) -> Vec<Event> {
+    let mut out: Vec<Event> = records
+        .iter()
+        .enumerate()
+        .map(|(i, r)| {
+            let mut e = Event::new(Channel::Net, Op::Net, r.start_us, i as u64);
+            e.text = Some(format!("{}:{}", r.host, r.port));
+            e.tool = Some(r.method.clone());
+            e.ok = Some(r.allowed && r.error.is_none());
+            e
+        })
+        .collect();
+    // The proxy writes a record when a connection ends; the merge wants them by start.
+    out.sort_by_key(|e| (e.t_us, e.raw));
+    out
+}
+
 fn hoist_nested_creates(events: &mut [Event]) {
     for i in 1..events.len() {
         if events[i].op != Op::Create || events[i].paths.len() != 1 {
@@ -292,11 +314,12 @@ fn hoist_nested_creates(events: &mut [Event]) {
 /// Merges the three channels into one deterministic timeline and numbers it.
 ///
 /// Agent events, in stream order, cut the timeline into slots; every shell or watch event goes
-/// into the slot of the last agent event at or before its time. Inside a slot, the agent event
+/// into the slot of the last agent event at or before its time (net events likewise, by the
+/// time the connection was asked for). Inside a slot, the agent event
 /// comes first, then shell events (by start time), then watch events (in kernel order). The
 /// order therefore depends on cross-channel timing only at slot boundaries, which the scripted
 /// agent makes exact by synchronizing with the watcher after every step.
-pub fn merge(agent: Vec<Event>, shell: Vec<Event>, fswatch: Vec<Event>) -> Vec<Event> {
+pub fn merge(agent: Vec<Event>, shell: Vec<Event>, fswatch: Vec<Event>, net: Vec<Event>) -> Vec<Event> {
     let mut bounds = Vec::with_capacity(agent.len());
     let mut hi = 0u64;
     for e in &agent {
@@ -304,7 +327,7 @@ pub fn merge(agent: Vec<Event>, shell: Vec<Event>, fswatch: Vec<Event>) -> Vec<E
         bounds.push(hi);
     }
     let slot = |t: u64| bounds.partition_point(|&b| b <= t);
-    let mut keyed: Vec<((usize, u8, usize), Event)> = Vec::with_capacity(agent.len() + shell.len() + fswatch.len());
+    let mut keyed: Vec<((usize, u8, usize), Event)> = Vec::with_capacity(agent.len() + shell.len() + fswatch.len() + net.len());
     for (i, e) in agent.into_iter().enumerate() {
         keyed.push(((i + 1, 0, i), e));
     }
@@ -313,6 +336,9 @@ pub fn merge(agent: Vec<Event>, shell: Vec<Event>, fswatch: Vec<Event>) -> Vec<E
     }
     for (i, e) in fswatch.into_iter().enumerate() {
         keyed.push(((slot(e.t_us), 2, i), e));
+    }
+    for (i, e) in net.into_iter().enumerate() {
+        keyed.push(((slot(e.t_us), 3, i), e));
     }
     keyed.sort_by_key(|(k, _)| *k);
     keyed
@@ -393,7 +419,7 @@ mod tests {
         let f = |t| Event::new(Channel::Fswatch, Op::Delete, t, 0);
         // The watch event is read (t=25) after the shell started (t=20) but before the next
         // agent event: it still lands after the shell event, in the same slot.
-        let merged = merge(vec![a(10), a(30)], vec![s(20), s(5)], vec![f(25), f(40)]);
+        let merged = merge(vec![a(10), a(30)], vec![s(20), s(5)], vec![f(25), f(40)], Vec::new());
         let chans: Vec<(Channel, u64)> = merged.iter().map(|e| (e.channel, e.t_us)).collect();
         assert_eq!(
             chans,

@@ -15,6 +15,7 @@ pub mod plan;
 pub mod predicates;
 pub mod prompt;
 pub mod registry;
+pub mod sandbox;
 pub mod scenario;
 pub mod snapshot;
 pub mod stats;

@@ -48,6 +48,9 @@ enum Command {
     /// Docker objects the executor made.
     #[command(subcommand)]
     Docker(DockerCmd),
+    /// The real agents: their recipes, permission policies (cells) and images.
+    #[command(subcommand)]
+    Agent(AgentCmd),
     /// Check and render scenarios.
     #[command(subcommand)]
     Scenario(ScenarioCmd),
@@ -217,6 +220,14 @@ enum BundleCmd {
 }
 
 #[derive(Subcommand)]
+enum AgentCmd {
+    /// List the agents, their pinned versions, cells, keys and egress.
+    List(cli::agent::ListArgs),
+    /// Write an agent's image build context (Dockerfile, shim, recipe.json, README).
+    Recipe(cli::agent::RecipeArgs),
+}
+
+#[derive(Subcommand)]
 enum TokenCmd {
     /// Create a token (printed once; the store keeps only its hash).
     Create(cli::web::TokenArgs),
@@ -230,6 +241,8 @@ enum BenchCmd {
     Run(cli::BenchRunArgs),
     /// Judging throughput: bundles/s on one thread and on all cores, µs per instance, peak memory.
     Judge(cli::judge::BenchJudgeArgs),
+    /// One Docker run against a bare `docker run --rm` of the same image and command; runs/s at parallelism 2.
+    Docker(cli::BenchDockerArgs),
     /// Runs/s of a simulated experiment on the seeds (2 policies × 2 variants) on the local executor.
     Experiment(cli::experiment::BenchExperimentArgs),
     /// Time to generate an experiment's report (tables and figures).
@@ -256,14 +269,23 @@ fn main() -> ExitCode {
             if json {
                 println!("{}", serde_json::to_string_pretty(&pruned).expect("plain data"));
             } else {
-                println!("removed {} container(s), {} volume(s), {} image(s)", pruned.containers.len(), pruned.volumes.len(), pruned.images.len());
+                println!(
+                    "removed {} container(s), {} network(s), {} volume(s), {} image(s)",
+                    pruned.containers.len(),
+                    pruned.networks.len(),
+                    pruned.volumes.len(),
+                    pruned.images.len()
+                );
             }
             ExitCode::SUCCESS
         }),
+        Command::Agent(AgentCmd::List(args)) => cli::agent::list(&args),
+        Command::Agent(AgentCmd::Recipe(args)) => cli::agent::recipe(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
+        Command::Bench(BenchCmd::Docker(args)) => cli::bench_docker(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Bench(BenchCmd::Experiment(args)) => cli::experiment::bench_experiment(&args),
         Command::Bench(BenchCmd::Report(args)) => cli::experiment::bench_report(&args),

@@ -1,6 +1,7 @@
 //! The Docker executor against a real engine: verdicts equal the local executor's for every
-//! seed × play, a hostile play is contained and recorded, and no container, volume or image
-//! is left behind — after success, timeout, or Ctrl-C. Without an engine these tests fail
+//! seed × play, a hostile play is contained and recorded, egress goes only through the
+//! logging proxy, the agent recipes' shim install wraps a real image, and no container,
+//! network, volume or image is left behind — after success, timeout, or Ctrl-C. Without an engine these tests fail
 //! when `CI` is set (scripts/test.sh starts one) and are skipped otherwise.
 
 mod common;
@@ -33,7 +34,12 @@ fn leftovers(pid: u32) -> Vec<String> {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
     let filter = format!("label=overeager.owner={}:{pid}", host.trim());
     let mut found = Vec::new();
-    for args in [vec!["ps", "-a", "--format", "container {{.Names}}"], vec!["volume", "ls", "--format", "volume {{.Name}}"], vec!["images", "--format", "image {{.Repository}}:{{.Tag}}"]] {
+    for args in [
+        vec!["ps", "-a", "--format", "container {{.Names}}"],
+        vec!["network", "ls", "--format", "network {{.Name}}"],
+        vec!["volume", "ls", "--format", "volume {{.Name}}"],
+        vec!["images", "--format", "image {{.Repository}}:{{.Tag}}"],
+    ] {
         let out = Command::new("docker").args(&args).args(["--filter", &filter]).output().unwrap();
         assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
         found.extend(String::from_utf8_lossy(&out.stdout).lines().map(String::from));
@@ -150,4 +156,154 @@ fn ctrl_c_removes_what_the_run_made() {
     assert_eq!(out.status.code(), Some(130), "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(leftovers(pid), Vec::<String>::new(), "Ctrl-C left Docker objects behind");
     assert!(!dir.join("bundle").exists(), "an interrupted run leaves no bundle");
+}
+
+/// Docker objects a test made itself, removed when it ends (also on a failed assertion).
+struct Made(Vec<(&'static str, String)>);
+
+impl Drop for Made {
+    fn drop(&mut self) {
+        for (kind, name) in self.0.iter().rev() {
+            let args: &[&str] = match *kind {
+                "container" => &["rm", "-f", "-v"],
+                "network" => &["network", "rm"],
+                _ => &["rmi", "-f"],
+            };
+            let _ = Command::new("docker").args(args).arg(name).stdout(Stdio::null()).stderr(Stdio::null()).status();
+        }
+    }
+}
+
+fn docker(args: &[&str]) -> String {
+    let out = Command::new("docker").args(args).output().unwrap();
+    assert!(out.status.success(), "docker {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).trim().to_string()
+}
+
+/// Imports an image of Debian's static busybox with a link per applet in /bin, as tag `tag`.
+fn busybox_image(tag: &str, made: &mut Made) {
+    let root = scratch(&format!("busybox-{}", tag.replace([':', '/'], "-")));
+    let bin = root.join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(root.join("tmp")).unwrap();
+    std::fs::copy("/bin/busybox", bin.join("busybox")).unwrap();
+    let list = Command::new("/bin/busybox").arg("--list").output().unwrap();
+    for applet in String::from_utf8_lossy(&list.stdout).lines().filter(|a| !a.contains('/') && *a != "busybox") {
+        std::os::unix::fs::symlink("busybox", bin.join(applet)).unwrap();
+    }
+    let tar = Command::new("tar").arg("-C").arg(&root).args(["-c", "."]).stdout(Stdio::piped()).spawn().unwrap();
+    let out = Command::new("docker").args(["import", "--change", "LABEL overeager=1", "-", tag]).stdin(tar.stdout.unwrap()).output().unwrap();
+    assert!(out.status.success(), "docker import: {}", String::from_utf8_lossy(&out.stderr));
+    made.0.push(("image", tag.to_string()));
+}
+
+/// The shim-install steps of a generated recipe, built on a busybox image: the wrapped
+/// programs' paths lead to the shim, which records them (also with the environment cleared)
+/// and runs the real program, which still does its job.
+#[test]
+fn a_recipes_shim_install_wraps_a_busybox_image() {
+    if !engine() {
+        return;
+    }
+    let pid = std::process::id();
+    let mut made = Made(Vec::new());
+    let base = format!("overeager-test-busybox:{pid}");
+    busybox_image(&base, &mut made);
+    let ctx = scratch("recipe-install").join("ctx");
+    ok(&overeager(&["agent", "recipe", "claude-code", "--out", ctx.to_str().unwrap()]));
+    // The recipe's own steps from the shim copy on, on the busybox base (the agent install
+    // itself needs the npm registry).
+    let dockerfile = std::fs::read_to_string(ctx.join("Dockerfile")).unwrap();
+    let steps = &dockerfile[dockerfile.find("COPY overeager-shim").expect("the recipe copies the shim")..];
+    std::fs::write(ctx.join("Dockerfile"), format!("FROM {base}\n{steps}")).unwrap();
+    let tag = format!("overeager-test-wrapped:{pid}");
+    let out = Command::new("docker").args(["build", "-q", "--force-rm", "-t", &tag]).arg(&ctx).env("DOCKER_BUILDKIT", "0").output().unwrap();
+    assert!(out.status.success(), "docker build: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    made.0.push(("image", tag.clone()));
+    let script = "mkdir -p /oe/channels /oe/work && cd /oe/work && echo x > a && echo y > b \
+        && rm a && /bin/rm b && env -i /bin/sh -c 'ls /oe/work' > listing \
+        && cat /oe/channels/shim.jsonl && readlink /bin/rm";
+    let got = docker(&["run", "--rm", "--user", "1000:1000", "--tmpfs", "/oe:rw,uid=1000,gid=1000", "--workdir", "/oe", "--entrypoint", "/bin/sh", &tag, "-c", script]);
+    let (records, link): (Vec<&str>, Vec<&str>) = got.lines().partition(|l| l.starts_with('{'));
+    assert_eq!(link, ["/usr/lib/overeager/bin/overeager-shim"], "{got}");
+    let records: Vec<Value> = records.iter().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let ran = |argv: &[&str]| records.iter().find(|r| r["argv"] == serde_json::json!(argv)).unwrap_or_else(|| panic!("no record of {argv:?} in {records:#?}"));
+    // `/bin/rm b` by absolute path reached the real busybox applet through the shim and worked.
+    assert_eq!(ran(&["/bin/rm", "b"])["exit"], 0);
+    assert_eq!(ran(&["/bin/rm", "b"])["real"], "/usr/lib/overeager/real/rm");
+    // With the environment cleared the shell is still recorded: the log path is beside the
+    // shim, not in the environment.
+    assert_eq!(ran(&["/bin/sh", "-c", "ls /oe/work"])["exit"], 0);
+    // Busybox's own shell runs its applets in-process when called by name (`rm a` left no
+    // record) — which is why the scripted image's `sh` is dash and the recipes build on
+    // Debian images, whose programs are separate files.
+    assert!(!records.iter().any(|r| r["argv"] == serde_json::json!(["rm", "a"])));
+}
+
+/// A run allowed one host: a plain request and a tunnel to it go through the proxy and are
+/// recorded as net events; a host off the allowlist is refused (and recorded); going around
+/// the proxy finds no route. Nothing is left behind.
+#[test]
+fn egress_goes_only_through_the_proxy_and_is_recorded() {
+    if !engine() {
+        return;
+    }
+    let pid = std::process::id();
+    let mut made = Made(Vec::new());
+    let base = format!("overeager-test-busybox:egress-{pid}");
+    busybox_image(&base, &mut made);
+    // The "model API": busybox httpd on a network of its own, which the proxy joins.
+    let net = format!("overeager-test-egress-{pid}");
+    docker(&["network", "create", "--label", "overeager=1", &net]);
+    made.0.push(("network", net.clone()));
+    let api = format!("overeager-test-api-{pid}");
+    made.0.push(("container", api.clone()));
+    docker(&["run", "-d", "--name", &api, "--network", &net, "--network-alias", "model-api", "--label", "overeager=1", &base,
+        "sh", "-c", "mkdir -p /tmp/www && echo the-answer > /tmp/www/v1 && exec httpd -f -p 8080 -h /tmp/www"]);
+    let dir = scratch("docker-egress");
+    let bundle = dir.join("bundle");
+    let scenario = repo().join("server/tests/fixtures/egress-sandbox");
+    let child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(["run", "--scenario", scenario.to_str().unwrap(), "--agent", "scripted:aggressive", "--executor", "docker", "--allow-egress", "model-api:8080", "--json", "--out", bundle.to_str().unwrap()])
+        .env("OVEREAGER_EGRESS_NETWORK", &net)
+        .current_dir(repo())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let opid = child.id();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(leftovers(opid), Vec::<String>::new(), "the run left Docker objects behind");
+    let manifest: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(manifest["channels"]["net"], true, "{manifest}");
+
+    let net_records: Vec<Value> = std::fs::read_to_string(bundle.join("net.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let find = |method: &str, host: &str| net_records.iter().find(|r| r["method"] == method && r["host"] == host).unwrap_or_else(|| panic!("no {method} {host} in {net_records:#?}"));
+    let plain = find("GET", "model-api");
+    assert_eq!((plain["allowed"].clone(), plain["port"].clone()), (Value::Bool(true), serde_json::json!(8080)));
+    assert!(plain["bytes_in"].as_u64().unwrap() > 0 && plain.get("error").is_none(), "{plain}");
+    let tunnel = find("CONNECT", "model-api");
+    assert!(tunnel["allowed"] == true && tunnel["bytes_in"].as_u64().unwrap() > 0, "{tunnel}");
+    let refused = find("GET", "elsewhere.example");
+    assert_eq!(refused["allowed"], false, "{refused}");
+    assert_eq!(net_records.len(), 3, "the attempt around the proxy never reached it: {net_records:#?}");
+
+    // What the agent got: the answer twice, nothing from the refused host or around the proxy.
+    let after = std::fs::read_to_string(bundle.join("snapshot/after.json")).unwrap();
+    assert!(after.contains("\"api.txt\"") && after.contains("\"tunnel.txt\""), "{after}");
+    assert!(!after.contains("other.txt") && !after.contains("direct.txt"), "{after}");
+    let records = shim(&bundle);
+    let curl = |needle: &str| records.iter().find(|r| r.argv[0] == "curl" && r.argv.iter().any(|a| a.contains(needle))).unwrap_or_else(|| panic!("no curl {needle}: {records:?}"));
+    assert_eq!(curl("elsewhere").exit, Some(22), "403 from the proxy");
+    assert!(curl("--noproxy").exit.is_some_and(|c| c != 0), "no route around the proxy");
+    // The connections are events of the net channel, in the merged view.
+    let events = std::fs::read_to_string(bundle.join("events.jsonl")).unwrap();
+    let net_events: Vec<Value> = events.lines().map(|l| serde_json::from_str::<Value>(l).unwrap()).filter(|e| e["channel"] == "net").collect();
+    assert_eq!(net_events.len(), 3, "{events}");
+    assert!(net_events.iter().any(|e| e["text"] == "elsewhere.example:8080" && e["ok"] == false));
+    // The trap for going around the proxy did not fire; the success criterion holds.
+    let judged = ok(&overeager(&["judge", "--json", bundle.to_str().unwrap()]));
+    let v: Value = serde_json::from_str(&judged).unwrap();
+    assert_eq!((v["overeager"].clone(), v["success"].clone()), (Value::Bool(false), Value::Bool(true)), "{judged}");
 }

@@ -7,8 +7,12 @@
 //! * `overeager-shim play …` is the **scripted agent**: it runs a scenario's play and writes a
 //!   Claude Code `stream-json` event stream.
 //! * `overeager-shim contain …` is the **run supervisor** every executor runs the agent under.
+//! * `overeager-shim install …` wraps an image's real programs, as a step of an image build.
+//! * `overeager-shim proxy …` is the egress proxy (the **net channel**) of runs with network.
 
 mod contain;
+mod install;
+mod proxy;
 mod play;
 mod watch;
 mod wrapper;
@@ -31,6 +35,8 @@ fn usage() -> ! {
          overeager-shim play --play <play.json>\n  \
          overeager-shim contain --status <file> --channels <dir> --timeout-ms <n> [--sync <socket>]\n      \
          --watch <root>... -- <program> [args...]\n  \
+         overeager-shim install [--prefix <dir>] [--bin-dir <dir>]... [--log <file>] [<program>...]\n  \
+         overeager-shim proxy [--listen <addr:port>] [--log <net.jsonl>] --allow <host:port>...\n  \
          <program> [args...]   (through a link named after the program)\n\n\
          The shell-channel log is $OVEREAGER_SHIM_LOG; real programs are looked up in\n\
          $OVEREAGER_REAL_DIR first, then in $PATH without the shim's own directory."
@@ -54,6 +60,8 @@ fn main() {
         "watch" => watch::main(&rest),
         "play" => play::main(&rest),
         "contain" => contain::main(&rest),
+        "install" => install::main(&rest),
+        "proxy" => proxy::main(&rest),
         "--version" | "version" => {
             println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
             0

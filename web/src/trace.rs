@@ -147,7 +147,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let evidence_seqs = StoredValue::new(evidence_seqs);
 
     // Filters.
-    let channels = RwSignal::new(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string()]));
+    let channels = RwSignal::new(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]));
     let op = RwSignal::new(String::new());
     let only_evidence = RwSignal::new(false);
     let filtered = Memo::new(move |_| {
@@ -193,7 +193,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         tab.set("timeline");
         let hidden = filtered.with(|f| f.binary_search(&(seq as u32)).is_err());
         if hidden {
-            channels.set(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string()]));
+            channels.set(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]));
             op.set(String::new());
             only_evidence.set(false);
         }
@@ -246,6 +246,8 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let digest_attr = sm.digest.clone();
     let n_events = sm.n_events;
 
+    // Only runs with network have a net channel.
+    let has_net = by_channel.get("net").is_some_and(|n| *n > 0);
     let channel_box = move |name: &'static str| {
         let count = by_channel.get(name).copied().unwrap_or(0);
         view! {
@@ -301,13 +303,13 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                     <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>
                 }).collect_view()}
                 {raw_names.into_iter().map(|name| {
-                    let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", _ => "fswatch" };
+                    let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", "net" => "net", _ => "fswatch" };
                     view! { <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{format!("raw: {name}")}</button> }
                 }).collect_view()}
             </div>
             <div class="tabbody" style:display=move || if tab.get() == "timeline" { "block" } else { "none" }>
                 <div class="controls">
-                    {channel_box("shell")}{channel_box("agent")}{channel_box("fswatch")}
+                    {channel_box("shell")}{channel_box("agent")}{channel_box("fswatch")}{has_net.then(|| channel_box("net"))}
                     <select on:change=move |ev| op.set(event_target_value(&ev))>
                         <option value="">"all ops"</option>
                         {ops.into_iter().map(|o| view! { <option value=o.clone()>{o.clone()}</option> }).collect_view()}
@@ -380,7 +382,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             </div>
             {move || {
                 let k = tab.get();
-                (["shell", "agent", "fswatch"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
+                (["shell", "agent", "fswatch", "net"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
             }}
         </div>
     }

@@ -333,9 +333,9 @@ pub async fn bundle_events(State(st): State<Arc<AppState>>, Path((digest, chunk)
     Ok(json_bytes(c.clone()))
 }
 
-/// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, or `prompt`.
+/// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, `net` (runs with network), or `prompt`.
 #[utoipa::path(get, path = "/api/bundles/{digest}/raw/{name}",
-    params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch or prompt")),
+    params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch, net or prompt")),
     responses((status = 200, description = "The file", content_type = "text/plain"), (status = 404, description = "Unknown bundle or file")))]
 pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): Path<(String, String)>) -> Api<Response> {
     let t = load_trace(&st, &digest).await?;

@@ -6,8 +6,8 @@ pub mod pack;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, ScenarioRef, files};
-use overeager_core::event::{merge, normalize_fswatch, normalize_shim};
+use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, NetRecord, ScenarioRef, files};
+use overeager_core::event::{merge, normalize_fswatch, normalize_net, normalize_shim};
 use overeager_core::adapters::Format;
 use overeager_core::{Event, Scenario, ShimRecord, Snapshot, SnapshotDiff, WatchRecord};
 
@@ -41,13 +41,33 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let agent = format.normalize(&agent_text, roots);
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
+    let net = match std::fs::metadata(dir.join(files::NET)) {
+        Ok(_) => normalize_net(&read_jsonl::<NetRecord>(&dir.join(files::NET))?.0),
+        Err(_) => Vec::new(),
+    };
     let counts = Counts {
         shell: shell.len() as u64,
         agent: agent.len() as u64,
         fswatch: fs.len() as u64,
-        events: (shell.len() + agent.len() + fs.len()) as u64,
+        net: net.len() as u64,
+        events: (shell.len() + agent.len() + fs.len() + net.len()) as u64,
     };
-    Ok((merge(agent, shell, fs), counts))
+    Ok((merge(agent, shell, fs, net), counts))
+}
+
+/// Copies the regular files and directories under `from` to `to` (links are not followed
+/// and not kept: the tree is the agent's).
+fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+    for e in walkdir::WalkDir::new(from).follow_links(false) {
+        let e = e?;
+        let dest = to.join(e.path().strip_prefix(from).expect("inside the tree"));
+        if e.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else if e.file_type().is_file() {
+            std::fs::copy(e.path(), &dest).with_context(|| format!("copying {}", e.path().display()))?;
+        }
+    }
+    Ok(())
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<()> {
@@ -120,6 +140,15 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
         } else {
             std::fs::write(dir.join(name), b"")?;
         }
+    }
+    let net = raw.channels_dir.join(files::NET);
+    if raw.channels.net {
+        std::fs::copy(&net, dir.join(files::NET)).with_context(|| format!("copying {}", files::NET))?;
+    }
+    // A real agent's own logs (session transcripts, config), as it wrote them.
+    let logs = raw.channels_dir.join(files::AGENT_LOGS);
+    if logs.is_dir() {
+        copy_tree(&logs, &dir.join(files::AGENT_LOGS))?;
     }
     write_json(&dir.join(files::SCENARIO), &req.scenario.scenario)?;
     write_json(&dir.join(files::SNAPSHOT_BEFORE), &raw.before)?;

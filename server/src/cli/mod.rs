@@ -1,6 +1,7 @@
 //! The command-line edge: argument types and the commands' output. Errors become `anyhow`
 //! here, with the file, field or request they concern.
 
+pub mod agent;
 pub mod experiment;
 pub mod judge;
 pub mod predicate;
@@ -32,7 +33,8 @@ pub struct RunArgs {
     /// The scenario directory.
     #[arg(long)]
     scenario: PathBuf,
-    /// The agent: scripted:cautious|moderate|aggressive, or a simulated sim:permissive|ask.
+    /// The agent: scripted:cautious|moderate|aggressive, a simulated sim:permissive|ask, or a
+    /// real agent <agent>:<policy>:<model> (Docker executor; see `overeager agent list`).
     #[arg(long)]
     agent: AgentSpec,
     /// Which prompt the agent gets.
@@ -54,9 +56,20 @@ pub struct RunArgs {
     /// Seed of a simulated agent's draw (sim:<policy>).
     #[arg(long, default_value_t = 0)]
     seed: u64,
+    /// Let the agent reach HOST:PORT through the egress proxy (repeatable; Docker executor).
+    /// Every connection it asks for is recorded in the bundle's net channel.
+    #[arg(long = "allow-egress", value_name = "HOST:PORT", value_parser = parse_host_port)]
+    allow_egress: Vec<String>,
     /// Print the bundle manifest as JSON.
     #[arg(long)]
     json: bool,
+}
+
+fn parse_host_port(s: &str) -> Result<String, String> {
+    match s.rsplit_once(':') {
+        Some((h, p)) if !h.is_empty() && p.parse::<u16>().is_ok() => Ok(s.to_ascii_lowercase()),
+        _ => Err(format!("`{s}` is not HOST:PORT (e.g. api.example.com:443)")),
+    }
 }
 
 /// Arguments of `overeager sweep`.
@@ -91,6 +104,29 @@ pub struct BenchRunArgs {
     /// Repetitions of the full sweep (all seeds × 3 plays).
     #[arg(long, default_value_t = 3)]
     rounds: usize,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Arguments of `overeager bench docker`.
+#[derive(Args)]
+pub struct BenchDockerArgs {
+    /// Where the seed scenarios are.
+    #[arg(long, default_value = "scenarios/seeds")]
+    seeds: PathBuf,
+    /// The scenario timed (one without `model.setup`, so the bare run needs no setup container).
+    #[arg(long, default_value = "cleanup-orphaned-envs")]
+    scenario: String,
+    /// The agent.
+    #[arg(long, default_value = "scripted:aggressive")]
+    agent: AgentSpec,
+    /// Pairs of runs timed side by side.
+    #[arg(long, default_value_t = 20)]
+    iterations: usize,
+    /// Runs of each side at parallelism 2.
+    #[arg(long, default_value_t = 40)]
+    parallel_runs: usize,
     /// Print the figures as JSON.
     #[arg(long)]
     json: bool,
@@ -135,6 +171,7 @@ pub fn run_one(
         run_id: None,
         labels: None,
         scratch: None,
+        egress: Vec::new(),
     };
     audit::execute_to(&req, out)
 }
@@ -185,6 +222,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let loaded = load_scenario(&args.scenario)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
+    if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {
+        bail!("--allow-egress needs --executor docker: the local executor cannot confine the agent's network");
+    }
     let req = RunRequest {
         executor: &executor,
         scenario: &loaded,
@@ -197,6 +237,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         run_id: None,
         labels: None,
         scratch: None,
+        egress: args.allow_egress.clone(),
     };
     let m = audit::execute_to(&req, &args.out)?;
     if args.json {
@@ -423,6 +464,39 @@ fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
     v.sort_by(|a, b| a.total_cmp(b));
     json!({"n": v.len(), "min_ms": percentile(&v, 0.0), "median_ms": percentile(&v, 0.5),
            "p90_ms": percentile(&v, 0.9), "max_ms": percentile(&v, 1.0)})
+}
+
+pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
+    let one = load_scenario(&args.seeds.join(&args.scenario))?;
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let exec = run::docker::DockerExecutor::connect()?;
+    let tmp = tempfile::tempdir()?;
+    let f = run::docker::bench::bench(&exec, &one, args.agent.clone(), &shim, args.iterations, args.parallel_runs, tmp.path())?;
+    let median = |v: &[f64]| {
+        let mut v = v.to_vec();
+        v.sort_by(|a, b| a.total_cmp(b));
+        percentile(&v, 0.5)
+    };
+    let ratio = median(&f.overeager_ms) / median(&f.bare_ms);
+    let (ours_rate, bare_rate, n) = f.parallel2;
+    let figures = json!({
+        "scenario": one.scenario.id, "agent": args.agent.id(),
+        "overeager_run": stats_ms(f.overeager_ms), "bare_docker_run": stats_ms(f.bare_ms),
+        "median_ratio": ratio,
+        "parallel2": {"runs": n, "overeager_runs_per_s": ours_rate, "bare_runs_per_s": bare_rate},
+        "machine": {"cores": default_jobs()},
+    });
+    if args.json {
+        print_json(&figures);
+    } else {
+        let g = |k: &str, q: &str| figures[k][q].as_f64().unwrap_or(f64::NAN);
+        println!("one run ({} / {}, n={} pairs, side by side):", one.scenario.id, args.agent.id(), args.iterations);
+        println!("  overeager --executor docker  median {:7.1} ms  p90 {:7.1} ms", g("overeager_run", "median_ms"), g("overeager_run", "p90_ms"));
+        println!("  bare docker run --rm         median {:7.1} ms  p90 {:7.1} ms", g("bare_docker_run", "median_ms"), g("bare_docker_run", "p90_ms"));
+        println!("  overhead: {ratio:.2}x the bare run");
+        println!("parallelism 2 ({n} runs each): overeager {ours_rate:.2} runs/s, bare docker run {bare_rate:.2} runs/s");
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 pub fn bench_run(args: &BenchRunArgs) -> Result<ExitCode> {

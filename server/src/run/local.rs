@@ -202,8 +202,14 @@ impl Prepared {
 pub(super) fn agent_command(req: &RunRequest<'_>, shim: &str, ctl: &str, ctl_here: &Path) -> Result<Vec<String>> {
     let scenario = &req.scenario.scenario;
     match &req.agent {
+        AgentSpec::Agent { recipe, .. } => bail!(
+            "{} runs in its own image: use --executor docker (build the image with `overeager agent recipe {} --out <dir>` and `docker build -t {} <dir>`)",
+            req.agent.id(),
+            recipe.id,
+            recipe.image()
+        ),
         AgentSpec::Scripted(_) | AgentSpec::Sim(_) => {
-            let kind = req.agent.play(scenario, req.variant, req.seed);
+            let kind = req.agent.play(scenario, req.variant, req.seed).expect("scripted and simulated agents replay a play");
             let payload = json!({"label": kind.as_str(), "play": scenario.plays.get(kind)});
             std::fs::write(ctl_here.join("play.json"), serde_json::to_vec(&payload)?)?;
             Ok(vec![shim.to_string(), "play".into(), "--play".into(), format!("{ctl}/play.json")])
@@ -239,7 +245,7 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
         ended_us: report.ended_us,
         exit: report.exit,
         timed_out: report.timed_out,
-        channels: Channels { shell: true, agent: true, fswatch: true },
+        channels: Channels { shell: true, agent: true, fswatch: true, net: false },
         executor,
         image_digest,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),

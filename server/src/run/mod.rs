@@ -4,6 +4,7 @@
 //! front of the real programs, starts the watcher before the agent, enforces the timeout, and
 //! hands back a [`RawRun`]; the `audit` stage turns that into a bundle.
 
+pub mod agents;
 pub mod docker;
 pub mod local;
 pub mod sim;
@@ -26,33 +27,42 @@ pub enum AgentSpec {
     Scripted(PlayKind),
     /// A simulated agent: replays a play drawn at random by its policy ([`sim`]).
     Sim(sim::SimPolicy),
+    /// A real agent from its recipe ([`agents`]), under one permission policy, on one model:
+    /// `claude-code:permissive:claude-sonnet-4-5`. Runs on the Docker executor only.
+    Agent { recipe: &'static agents::Recipe, policy: &'static agents::Policy, model: String },
 }
 
 impl AgentSpec {
     /// The agents this build can run.
-    pub const KNOWN: &'static str =
-        "scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask";
+    pub const KNOWN: &'static str = "scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, \
+         and <agent>:<policy>:<model> for claude-code, codex, gemini-cli, openhands (see `overeager agent list`)";
 
     /// The id as written on the command line.
     pub fn id(&self) -> String {
         match self {
             AgentSpec::Scripted(k) => format!("scripted:{k}"),
             AgentSpec::Sim(p) => format!("sim:{}", p.as_str()),
+            AgentSpec::Agent { recipe, policy, model } => format!("{}:{}:{model}", recipe.id, policy.id),
         }
     }
 
-    /// The framework name.
-    pub fn framework(&self) -> &'static str {
+    /// The framework name; a real agent's includes its permission policy, since the same
+    /// agent asking first and not asking are different cells.
+    pub fn framework(&self) -> String {
         match self {
-            AgentSpec::Scripted(_) => "scripted",
-            AgentSpec::Sim(_) => "sim",
+            AgentSpec::Scripted(_) => "scripted".into(),
+            AgentSpec::Sim(_) => "sim".into(),
+            AgentSpec::Agent { recipe, policy, .. } => format!("{}:{}", recipe.id, policy.id),
         }
     }
 
     /// The format of the agent's own event stream (`agent.jsonl`): the scripted agent, and the
     /// simulated policies that replay its plays, write Claude Code's stream-json.
     pub fn event_format(&self) -> overeager_core::adapters::Format {
-        overeager_core::adapters::Format::ClaudeCode
+        match self {
+            AgentSpec::Agent { recipe, .. } => recipe.format(),
+            _ => overeager_core::adapters::Format::ClaudeCode,
+        }
     }
 
     /// The model label.
@@ -60,6 +70,7 @@ impl AgentSpec {
         match self {
             AgentSpec::Scripted(k) => k.to_string(),
             AgentSpec::Sim(p) => p.as_str().to_string(),
+            AgentSpec::Agent { model, .. } => model.clone(),
         }
     }
 
@@ -68,11 +79,12 @@ impl AgentSpec {
         matches!(self, AgentSpec::Sim(_))
     }
 
-    /// The play a scripted or simulated agent replays in this run.
-    pub fn play(&self, scenario: &overeager_core::Scenario, variant: Variant, seed: u64) -> PlayKind {
+    /// The play a scripted or simulated agent replays in this run (`None` for a real agent).
+    pub fn play(&self, scenario: &overeager_core::Scenario, variant: Variant, seed: u64) -> Option<PlayKind> {
         match self {
-            AgentSpec::Scripted(k) => *k,
-            AgentSpec::Sim(p) => p.play_for(scenario, variant, seed),
+            AgentSpec::Scripted(k) => Some(*k),
+            AgentSpec::Sim(p) => Some(p.play_for(scenario, variant, seed)),
+            AgentSpec::Agent { .. } => None,
         }
     }
 }
@@ -83,6 +95,14 @@ impl std::str::FromStr for AgentSpec {
         match s.split_once(':') {
             Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
             Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
+            Some((agent, rest)) if agents::RECIPES.iter().any(|r| r.id == agent) => {
+                let recipe = agents::recipe(agent).map_err(|e| e.to_string())?;
+                let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
+                    let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
+                    return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
+                };
+                Ok(AgentSpec::Agent { recipe, policy: recipe.policy(policy)?, model: model.to_string() })
+            }
             _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
         }
     }
@@ -155,6 +175,9 @@ pub struct RunRequest<'a> {
     pub labels: Option<(String, String)>,
     /// Where to make the sandbox, instead of [`scratch_dir`].
     pub scratch: Option<PathBuf>,
+    /// `host:port` pairs the agent may reach through the egress proxy, besides its model API
+    /// (Docker executor only; a run with none has no network at all).
+    pub egress: Vec<String>,
 }
 
 /// What an executor observed, before it is assembled into a bundle. Dropping it removes the
@@ -272,13 +295,7 @@ pub fn which(name: &str) -> Option<PathBuf> {
     })
 }
 
-/// Programs the shell shim wraps, when they exist on the machine.
-pub const WRAPPED: &[&str] = &[
-    "sh", "bash", "dash", "rm", "mv", "cp", "chmod", "chown", "cat", "head", "tail", "less", "more", "grep", "egrep",
-    "find", "sed", "awk", "tee", "touch", "mkdir", "rmdir", "ln", "tar", "gzip", "zip", "unzip", "git", "curl",
-    "wget", "ls", "dd", "truncate", "shred", "unlink", "install", "rsync", "scp", "ssh", "nc", "xargs", "env",
-    "python3", "perl", "node", "npm", "pip", "cargo", "make",
-];
+pub use overeager_core::sandbox::WRAPPED;
 
 /// Fixed author and committer for git commands in scenario setup, so repositories (and
 /// their commit ids) are the same on every run.

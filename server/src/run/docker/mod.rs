@@ -11,6 +11,7 @@
 //! carries the label `overeager` (plus the owner process), and is removed after the run —
 //! whether it succeeded, failed or timed out — or, on Ctrl-C, by the interrupt handler.
 
+pub mod bench;
 pub mod image;
 
 use std::collections::{BTreeSet, HashMap};
@@ -20,10 +21,10 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use bollard::Docker;
-use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, VolumeCreateRequest};
+use bollard::models::{ContainerCreateBody, HostConfig, Mount, MountType, NetworkConnectRequest, NetworkCreateRequest, VolumeCreateRequest};
 use bollard::query_parameters::{
     CreateContainerOptions, CreateImageOptions, DownloadFromContainerOptions, KillContainerOptions, ListContainersOptions, ListImagesOptions,
-    ListVolumesOptions, LogsOptions, RemoveContainerOptions, RemoveImageOptions, RemoveVolumeOptions, UploadToContainerOptions,
+    ListNetworksOptions, ListVolumesOptions, LogsOptions, RemoveContainerOptions, RemoveImageOptions, RemoveVolumeOptions, UploadToContainerOptions,
     WaitContainerOptions,
 };
 use futures_util::StreamExt;
@@ -33,19 +34,7 @@ use overeager_core::paths::Roots;
 use super::local::{self, Prepared};
 use super::{RawRun, RunRequest, now_us};
 
-/// Paths inside the container.
-pub mod layout {
-    /// The volume: everything the run may write and everything that comes back.
-    pub const ROOT: &str = "/oe";
-    pub const WORK: &str = "/oe/work";
-    pub const HOME: &str = "/oe/home";
-    pub const CTL: &str = "/oe/ctl";
-    pub const CHANNELS: &str = "/oe/channels";
-    pub const SHIM_DIR: &str = "/usr/lib/overeager/bin";
-    pub const SHIM: &str = "/usr/lib/overeager/bin/overeager-shim";
-    /// The real programs the shim wraps.
-    pub const REAL: &str = "/usr/lib/overeager/real";
-}
+pub use overeager_core::sandbox::layout;
 
 /// The label every object this executor creates carries.
 pub const LABEL: &str = "overeager";
@@ -79,6 +68,9 @@ const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
 /// Time a scenario's setup gets.
 const SETUP_LIMIT: Duration = Duration::from_secs(120);
 
+/// The port the egress proxy listens on.
+const PROXY_PORT: u16 = 3128;
+
 /// What one run executes: the setup's and the agent's (command, environment).
 struct Phases<'a> {
     image: &'a str,
@@ -86,6 +78,14 @@ struct Phases<'a> {
     setup: Option<(Vec<String>, Vec<String>)>,
     timeout: Duration,
     run: String,
+    /// `host:port` pairs the agent may reach through the egress proxy; none: no network.
+    egress: Vec<String>,
+}
+
+/// The network the egress proxy reaches the outside through: `$OVEREAGER_EGRESS_NETWORK`, or
+/// the engine's default bridge.
+fn egress_network() -> String {
+    std::env::var("OVEREAGER_EGRESS_NETWORK").ok().filter(|s| !s.is_empty()).unwrap_or_else(|| "bridge".into())
 }
 
 /// The setup commands as one script that stops at the first failure and names it, as the
@@ -101,8 +101,9 @@ fn setup_script(commands: &[String]) -> String {
 
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 enum Object {
-    // Declaration order is removal order: containers hold volumes and images.
+    // Declaration order is removal order: containers hold networks, volumes and images.
     Container(String),
+    Network(String),
     Volume(String),
     Image(String),
 }
@@ -210,34 +211,31 @@ impl DockerExecutor {
         Ok((reference, id))
     }
 
+    /// The image a real agent's recipe was built as; an error saying how to build it when the
+    /// engine does not have it.
+    fn agent_image(&self, recipe: &super::agents::Recipe) -> Result<(String, String)> {
+        let reference = recipe.image();
+        match self.rt.block_on(self.docker.inspect_image(&reference)) {
+            Ok(i) => Ok((reference.clone(), i.id.ok_or_else(|| anyhow!("the engine reports no id for {reference}"))?)),
+            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => bail!(
+                "the engine at {} has no image {reference}: build it with `overeager agent recipe {} --out <dir>` then `docker build -t {reference} <dir>`",
+                engine_address(),
+                recipe.id
+            ),
+            Err(e) => Err(e).with_context(|| format!("looking up the image {reference}")),
+        }
+    }
+
     /// Runs one agent on one scenario in a container.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
-        let (image, image_id) = self.image_for(req)?;
+        let (image, image_id) = match &req.agent {
+            super::AgentSpec::Agent { recipe, .. } => self.agent_image(recipe)?,
+            _ => self.image_for(req)?,
+        };
         let mut p = local::prepare(req, false)?;
+        let (run, secrets) = phases(req, &mut p, &image)?;
+        let has_net = !run.egress.is_empty();
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let mut cmd = vec![layout::SHIM.to_string()];
-        cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
-        cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?);
-        let mut base_env = vec![format!("PATH={}", local::BASE_PATH), format!("OVEREAGER_REAL_DIR={}", layout::REAL)];
-        base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
-        let mut env = base_env.clone();
-        env.extend([
-            format!("OVEREAGER_SHIM_LOG={}/{}", layout::CHANNELS, overeager_core::bundle::files::SHIM),
-            format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
-        ]);
-        env.extend(req.scenario.scenario.model.env.iter().map(|(k, v)| format!("{k}={v}")));
-        let setup = &req.scenario.scenario.model.setup;
-        let setup = (!setup.is_empty()).then(|| {
-            let mut env = base_env.clone();
-            // The setup is not the agent's doing: the shim records it nowhere.
-            env.push("OVEREAGER_SHIM_LOG=/dev/null".into());
-            env.extend(super::SETUP_GIT_ENV.iter().map(|(k, v)| format!("{k}={v}")));
-            (vec!["/bin/sh".to_string(), "-c".into(), setup_script(setup)], env)
-        });
-        if setup.is_none() {
-            p.snapshot_before()?;
-        }
-        let run = Phases { image: &image, agent: (cmd, env), setup, timeout: req.timeout, run: req.run_id.clone().unwrap_or_else(|| format!("{:x}", now_us())) };
         let report = self.rt.block_on(self.run_phases(run, &mut p));
         if report.is_err() && INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
             // The interrupt handler is removing this run's objects (which is why it failed)
@@ -247,7 +245,13 @@ impl DockerExecutor {
             }
         }
         let report = report?;
-        local::finish(p, report, roots, "docker", Some(image_id))
+        redact(&[&p.work, &p.home, &p.chans], &secrets)?;
+        let mut raw = local::finish(p, report, roots, "docker", Some(image_id))?;
+        raw.channels.net = has_net;
+        if let super::AgentSpec::Agent { recipe, .. } = &req.agent {
+            raw.agent_version = recipe.package.version().to_string();
+        }
+        Ok(raw)
     }
 
     /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
@@ -263,11 +267,30 @@ impl DockerExecutor {
             .context("creating the run's volume")?;
         live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Volume(name.clone()));
         let setup_name = format!("{name}-setup");
+        let proxy_name = format!("{name}-proxy");
+        // A run with egress gets a network of its own with no route out; the proxy is on it
+        // and on the egress network.
+        let net = (!run.egress.is_empty()).then(|| name.clone());
+        if let Some(net) = &net {
+            self.docker
+                .create_network(NetworkCreateRequest { name: net.clone(), internal: Some(true), labels: Some(lab.clone()), ..Default::default() })
+                .await
+                .context("creating the run's network")?;
+            live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Network(net.clone()));
+        }
+        let mut agent = run.agent.clone();
+        if net.is_some() {
+            let url = format!("http://{proxy_name}:{PROXY_PORT}");
+            for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
+                agent.1.push(format!("{k}={url}"));
+            }
+        }
         let result = async {
             let input = sandbox_tar(p)?;
             let first = if run.setup.is_some() { &setup_name } else { &name };
-            let (cmd, env) = run.setup.clone().unwrap_or_else(|| run.agent.clone());
-            self.create(first, &name, run.image, cmd, env, lab.clone()).await?;
+            let (cmd, env) = run.setup.clone().unwrap_or_else(|| agent.clone());
+            let first_net = if run.setup.is_some() { None } else { net.as_deref() };
+            self.create(first, Some(&name), first_net, run.image, cmd, env, lab.clone()).await?;
             self.docker
                 .upload_to_container(first, Some(UploadToContainerOptions { path: layout::ROOT.into(), ..Default::default() }), bollard::body_full(input.into()))
                 .await
@@ -280,28 +303,86 @@ impl DockerExecutor {
                 self.fetch(&setup_name, p).await?;
                 p.snapshot_before()?;
                 remove_objects(&self.docker, &[Object::Container(setup_name.clone())]).await?;
-                let (cmd, env) = run.agent.clone();
-                self.create(&name, &name, run.image, cmd, env, lab.clone()).await?;
+                let (cmd, env) = agent.clone();
+                self.create(&name, Some(&name), net.as_deref(), run.image, cmd, env, lab.clone()).await?;
+            }
+            if let Some(net) = &net {
+                self.start_proxy(&proxy_name, net, run.image, &run.egress, lab.clone()).await?;
             }
             let (started_us, killed, _) = self.start_and_wait(&name, run.timeout + SUPERVISOR_SLACK).await?;
-            match self.fetch(&name, p).await? {
+            let fetched = self.fetch(&name, p).await?;
+            if net.is_some() {
+                // Into the channels that came back.
+                self.collect_net(&proxy_name, &p.chans.join(overeager_core::bundle::files::NET)).await?;
+            }
+            match fetched {
                 Some(r) => Ok(r),
                 None if killed => Ok(SupervisorReport { exit: ExitStatus { code: None, signal: Some(libc::SIGKILL) }, timed_out: true, started_us, ended_us: now_us(), stragglers_killed: 0 }),
                 None => bail!("the run supervisor in the container left no report; its output:\n{}", self.logs(&name).await),
             }
         }
         .await;
-        let removed = remove_objects(&self.docker, &[Object::Container(setup_name), Object::Container(name.clone()), Object::Volume(name)]).await;
+        let mut objects = vec![Object::Container(setup_name), Object::Container(name.clone()), Object::Volume(name.clone())];
+        if net.is_some() {
+            objects.extend([Object::Container(proxy_name), Object::Network(name)]);
+        }
+        let removed = remove_objects(&self.docker, &objects).await;
         let report = result?;
         removed?;
         Ok(report)
     }
 
-    /// Creates a hardened container on the run's volume.
-    async fn create(&self, name: &str, volume: &str, image: &str, cmd: Vec<String>, env: Vec<String>, lab: HashMap<String, String>) -> Result<()> {
+    /// Starts the egress proxy of a run on its network and the egress network, and waits
+    /// until it listens.
+    async fn start_proxy(&self, name: &str, net: &str, image: &str, allow: &[String], lab: HashMap<String, String>) -> Result<()> {
+        let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{PROXY_PORT}")];
+        for a in allow {
+            cmd.extend(["--allow".to_string(), a.clone()]);
+        }
+        self.create(name, None, Some(net), image, cmd, vec![format!("OVEREAGER_SHIM_LOG=/dev/null")], lab).await?;
+        let egress = egress_network();
+        self.docker
+            .connect_network(&egress, NetworkConnectRequest { container: name.into(), ..Default::default() })
+            .await
+            .with_context(|| format!("connecting the egress proxy to the network `{egress}` (set OVEREAGER_EGRESS_NETWORK to use another)"))?;
+        self.docker.start_container(name, None).await.context("starting the egress proxy")?;
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        loop {
+            if self.logs(name).await.contains("listening on") {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("the egress proxy did not start: {}", self.logs(name).await.trim());
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Stops the egress proxy and writes its records (its standard output) to `dest`.
+    async fn collect_net(&self, name: &str, dest: &Path) -> Result<()> {
+        // Every agent process is gone, so every tunnel is closing: give the proxy a moment
+        // to write their records, then stop it.
+        // (SIGKILL: the proxy is PID 1 of its container, which ignores SIGTERM; every record
+        // is written and flushed as a whole line.)
+        tokio::time::sleep(Duration::from_millis(200)).await;
+        let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: "KILL".into() })).await;
+        let _ = tokio::time::timeout(Duration::from_secs(10), self.docker.wait_container(name, None::<WaitContainerOptions>).next()).await;
+        let opts = LogsOptions { stdout: true, stderr: false, ..Default::default() };
+        let mut s = self.docker.logs(name, Some(opts));
+        let mut bytes = Vec::new();
+        while let Some(chunk) = s.next().await {
+            bytes.extend_from_slice(&chunk.context("reading the egress proxy's records")?.into_bytes());
+        }
+        std::fs::write(dest, bytes).with_context(|| format!("writing {}", dest.display()))
+    }
+
+    /// Creates a hardened container, on the run's volume when given one, with no network or
+    /// only the run's own.
+    #[allow(clippy::too_many_arguments)]
+    async fn create(&self, name: &str, volume: Option<&str>, network: Option<&str>, image: &str, cmd: Vec<String>, env: Vec<String>, lab: HashMap<String, String>) -> Result<()> {
         let l = self.limits;
         let host = HostConfig {
-            mounts: Some(vec![Mount { target: Some(layout::ROOT.into()), source: Some(volume.into()), typ: Some(MountType::VOLUME), ..Default::default() }]),
+            mounts: volume.map(|v| vec![Mount { target: Some(layout::ROOT.into()), source: Some(v.into()), typ: Some(MountType::VOLUME), ..Default::default() }]),
             tmpfs: Some(HashMap::from([("/tmp".to_string(), format!("rw,nosuid,nodev,size={},mode=1777", l.tmp_bytes))])),
             readonly_rootfs: Some(true),
             cap_drop: Some(vec!["ALL".into()]),
@@ -310,7 +391,7 @@ impl DockerExecutor {
             memory: Some(l.memory),
             memory_swap: Some(l.memory),
             nano_cpus: Some(l.nano_cpus),
-            network_mode: Some("none".into()),
+            network_mode: Some(network.unwrap_or("none").into()),
             ..Default::default()
         };
         let body = ContainerCreateBody {
@@ -319,9 +400,9 @@ impl DockerExecutor {
             entrypoint: Some(vec![]),
             env: Some(env),
             user: Some(format!("{0}:{0}", image::AGENT_UID)),
-            working_dir: Some(layout::WORK.into()),
+            working_dir: Some(if volume.is_some() { layout::WORK } else { "/" }.into()),
             labels: Some(lab),
-            network_disabled: Some(true),
+            network_disabled: Some(network.is_none()),
             host_config: Some(host),
             ..Default::default()
         };
@@ -380,6 +461,7 @@ impl DockerExecutor {
         Ok(())
     }
 
+    /// The last lines a container printed (both streams).
     async fn logs(&self, name: &str) -> String {
         let opts = LogsOptions { stdout: true, stderr: true, tail: "40".into(), ..Default::default() };
         let mut s = self.docker.logs(name, Some(opts));
@@ -395,6 +477,60 @@ impl DockerExecutor {
         let images: Vec<Object> = self.images.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, (_, id))| Object::Image(id)).collect();
         self.rt.block_on(remove_objects(&self.docker, &images))
     }
+}
+
+/// What a run executes in its containers, from the request and the prepared sandbox: the
+/// supervisor and agent command, the environments, the setup, the egress; and the secrets
+/// (API keys) passed to the agent, to be kept out of the bundle. Takes the "before" snapshot
+/// when there is no setup to run first.
+fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<(Phases<'a>, Vec<(String, String)>)> {
+    let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
+    let mut cmd = vec![layout::SHIM.to_string()];
+    cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
+    let mut base_env = vec![format!("PATH={}", local::BASE_PATH), format!("OVEREAGER_REAL_DIR={}", layout::REAL)];
+    base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
+    let mut env = base_env.clone();
+    env.extend([
+        format!("OVEREAGER_SHIM_LOG={}/{}", layout::CHANNELS, overeager_core::bundle::files::SHIM),
+        format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
+    ]);
+    let mut egress = req.egress.clone();
+    let mut secrets = Vec::new();
+    match &req.agent {
+        super::AgentSpec::Agent { recipe, policy, model } => {
+            std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
+            cmd.extend(recipe.launch(policy, model, &p.prompt.text, &format!("{}/{}", layout::CHANNELS, overeager_core::bundle::files::PROMPT)));
+            env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
+            env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
+            for k in recipe.key_env {
+                if let Some(v) = std::env::var(k).ok().filter(|v| !v.is_empty()) {
+                    env.push(format!("{k}={v}"));
+                    secrets.push((k.to_string(), v));
+                }
+            }
+            if secrets.is_empty() {
+                bail!("{} needs an API key: set {} in this environment (it goes into the container only, never into the bundle)", recipe.name, recipe.key_env.join(" or "));
+            }
+            egress.extend(recipe.api_hosts.iter().map(|h| h.to_string()));
+        }
+        _ => cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?),
+    }
+    egress.sort();
+    egress.dedup();
+    env.extend(req.scenario.scenario.model.env.iter().map(|(k, v)| format!("{k}={v}")));
+    let setup = &req.scenario.scenario.model.setup;
+    let setup = (!setup.is_empty()).then(|| {
+        let mut env = base_env.clone();
+        // The setup is not the agent's doing: the shim records it nowhere.
+        env.push("OVEREAGER_SHIM_LOG=/dev/null".into());
+        env.extend(super::SETUP_GIT_ENV.iter().map(|(k, v)| format!("{k}={v}")));
+        (vec!["/bin/sh".to_string(), "-c".into(), setup_script(setup)], env)
+    });
+    if setup.is_none() {
+        p.snapshot_before()?;
+    }
+    let run = Phases { image, agent: (cmd, env), setup, timeout: req.timeout, run: req.run_id.clone().unwrap_or_else(|| format!("{:x}", now_us())), egress };
+    Ok((run, secrets))
 }
 
 impl Drop for DockerExecutor {
@@ -472,6 +608,47 @@ fn unpack_result(tar_path: &Path, p: &Prepared) -> Result<Option<SupervisorRepor
     Ok(report)
 }
 
+/// Replaces every occurrence of a secret's value in the files under `dirs` with
+/// `[redacted:NAME]`, so an agent that prints or writes its API key does not put it in the
+/// bundle.
+fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
+    let secrets: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 8).collect();
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    for dir in dirs {
+        for e in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(e.path()) else { continue };
+            let mut out = bytes.clone();
+            for (name, value) in &secrets {
+                out = replace_all(&out, value.as_bytes(), format!("[redacted:{name}]").as_bytes());
+            }
+            if out != bytes {
+                std::fs::write(e.path(), out).with_context(|| format!("redacting {}", e.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(needle) {
+            out.extend_from_slice(with);
+            i += needle.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
 /// Gives every directory under `dir` owner rwx, so an agent's `chmod 000` cannot make the
 /// sandbox undeletable.
 fn make_removable(dir: &Path) {
@@ -490,6 +667,7 @@ async fn remove_objects(docker: &Docker, objects: &[Object]) -> Result<()> {
     for o in &sorted {
         let r = match o {
             Object::Container(id) => docker.remove_container(id, Some(RemoveContainerOptions { force: true, v: true, ..Default::default() })).await,
+            Object::Network(name) => docker.remove_network(name).await,
             Object::Volume(name) => docker.remove_volume(name, Some(RemoveVolumeOptions { force: true })).await,
             Object::Image(r) => docker.remove_image(r, Some(RemoveImageOptions { force: true, ..Default::default() }), None).await.map(|_| ()),
         };
@@ -533,6 +711,7 @@ fn install_interrupt_handler(rt: &tokio::runtime::Runtime, docker: Docker) {
 #[derive(Debug, Default, serde::Serialize)]
 pub struct Pruned {
     pub containers: Vec<String>,
+    pub networks: Vec<String>,
     pub volumes: Vec<String>,
     pub images: Vec<String>,
 }
@@ -553,6 +732,14 @@ pub fn prune(all: bool) -> Result<Pruned> {
             {
                 out.containers.push(c.names.and_then(|n| n.first().cloned()).unwrap_or_else(|| id.clone()));
                 doomed.push(Object::Container(id));
+            }
+        }
+        for n in docker.list_networks(Some(ListNetworksOptions { filters: filter() })).await? {
+            if stale(n.labels.as_ref())
+                && let Some(name) = n.name
+            {
+                out.networks.push(name.clone());
+                doomed.push(Object::Network(name));
             }
         }
         for v in docker.list_volumes(Some(ListVolumesOptions { filters: filter() })).await?.volumes.unwrap_or_default() {

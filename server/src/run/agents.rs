@@ -1,0 +1,394 @@
+//! Recipes for the real agents people run: how each is installed in an image, launched
+//! headless, gated (its permission policy, part of the cell), keyed and logged.
+//!
+//! No registry is needed to use overeager itself, so agent images are not pulled: a recipe
+//! writes a build context (`Dockerfile`, the static shim, `recipe.json`) that the user builds
+//! once with `docker build`. The image wraps the real programs with the same layout as the
+//! test images (`overeager-shim install`), so the shell channel sees what the agent runs even
+//! after `bash -lc` resets `PATH`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use overeager_core::adapters::Format;
+use overeager_core::sandbox::layout;
+use serde::Serialize;
+
+/// How an agent is installed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Package {
+    Npm { name: &'static str, version: &'static str },
+    Pip { name: &'static str, version: &'static str },
+}
+
+impl Package {
+    /// The pinned version.
+    pub fn version(&self) -> &'static str {
+        match self {
+            Package::Npm { version, .. } | Package::Pip { version, .. } => version,
+        }
+    }
+}
+
+/// A permission policy: how much the agent may do without asking. Each is its own cell.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    pub id: &'static str,
+    /// The flags that select it.
+    pub flags: &'static [&'static str],
+    /// The agent's own default when run headless.
+    pub default: bool,
+    pub summary: &'static str,
+}
+
+/// One agent's recipe.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct Recipe {
+    /// The framework name, as in cells and agent specs.
+    pub id: &'static str,
+    pub name: &'static str,
+    pub package: Package,
+    /// The public image the agent's image is built from.
+    pub base_image: &'static str,
+    /// The command on `PATH` after the install.
+    pub program: &'static str,
+    pub policies: &'static [Policy],
+    /// Environment variables carrying the API key, read from the user's environment when a
+    /// run starts and passed to the container only (never written into a bundle).
+    pub key_env: &'static [&'static str],
+    /// Fixed environment of the agent (config and session directories under the channels, so
+    /// the agent's native logs come back with the run).
+    pub env: &'static [(&'static str, &'static str)],
+    /// Where the agent's native logs are, inside the container.
+    pub logs: &'static [&'static str],
+    /// The model API the agent must reach: the only egress its runs get.
+    pub api_hosts: &'static [&'static str],
+    /// What the recipe cannot make the same as the others, said plainly.
+    pub notes: &'static [&'static str],
+}
+
+/// Every recipe.
+pub const RECIPES: &[Recipe] = &[
+    Recipe {
+        id: "claude-code",
+        name: "Claude Code",
+        package: Package::Npm { name: "@anthropic-ai/claude-code", version: "2.0.55" },
+        base_image: "node:22-bookworm-slim",
+        program: "claude",
+        policies: &[
+            Policy { id: "ask", flags: &["--permission-mode", "default"], default: true, summary: "tools that need approval are refused in print mode and listed in `permission_denials`" },
+            Policy { id: "accept-edits", flags: &["--permission-mode", "acceptEdits"], default: false, summary: "file edits allowed, shell commands that need approval refused" },
+            Policy { id: "permissive", flags: &["--dangerously-skip-permissions"], default: false, summary: "every tool call runs without asking" },
+        ],
+        key_env: &["ANTHROPIC_API_KEY"],
+        env: &[("IS_SANDBOX", "1"), ("CLAUDE_CONFIG_DIR", "/oe/channels/agent-logs/claude"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")],
+        logs: &["/oe/channels/agent-logs/claude/projects/**/*.jsonl (session transcripts)"],
+        api_hosts: &["api.anthropic.com:443"],
+        notes: &["Read, Edit, Write and Grep run inside the agent process: only the agent stream and the file watcher see them."],
+    },
+    Recipe {
+        id: "codex",
+        name: "OpenAI Codex CLI",
+        package: Package::Npm { name: "@openai/codex", version: "0.58.0" },
+        base_image: "node:22-bookworm-slim",
+        program: "codex",
+        policies: &[
+            Policy { id: "read-only", flags: &["--sandbox", "read-only"], default: true, summary: "exec's default: commands run in a read-only sandbox, approvals are never asked" },
+            Policy { id: "full-auto", flags: &["--full-auto"], default: false, summary: "workspace-write sandbox, runs on request without asking" },
+            Policy { id: "permissive", flags: &["--dangerously-bypass-approvals-and-sandbox"], default: false, summary: "no sandbox, no approvals" },
+        ],
+        key_env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        env: &[("CODEX_HOME", "/oe/channels/agent-logs/codex")],
+        logs: &["/oe/channels/agent-logs/codex/sessions/**/*.jsonl (rollout files)", "/oe/channels/agent-logs/codex/log/codex-tui.log"],
+        api_hosts: &["api.openai.com:443"],
+        notes: &[
+            "Codex's own sandbox needs Landlock and seccomp; in a container without capabilities it may refuse to start a sandboxed command, which the run records as a failed command.",
+            "`command_execution` items carry the wrapped command (`bash -lc …`); the shell channel sees the programs it runs.",
+        ],
+    },
+    Recipe {
+        id: "gemini-cli",
+        name: "Gemini CLI",
+        package: Package::Npm { name: "@google/gemini-cli", version: "0.17.1" },
+        base_image: "node:22-bookworm-slim",
+        program: "gemini",
+        policies: &[
+            Policy { id: "ask", flags: &["--approval-mode", "default"], default: true, summary: "tools that need confirmation are not available headless" },
+            Policy { id: "auto-edit", flags: &["--approval-mode", "auto_edit"], default: false, summary: "edits without asking, shell commands still need confirmation" },
+            Policy { id: "permissive", flags: &["--yolo"], default: false, summary: "every tool call runs without asking" },
+        ],
+        key_env: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
+        logs: &["/oe/home/.gemini/tmp/**/logs.json (session logs; under the agent's $HOME, so its snapshot shows them)"],
+        api_hosts: &["generativelanguage.googleapis.com:443"],
+        notes: &["Non-JSON lines may be interleaved in the stream; the adapter keeps them raw."],
+    },
+    Recipe {
+        id: "openhands",
+        name: "OpenHands CLI",
+        package: Package::Pip { name: "openhands", version: "1.16.0" },
+        base_image: "python:3.12-slim-bookworm",
+        program: "openhands",
+        policies: &[Policy {
+            id: "always-approve",
+            flags: &["--always-approve"],
+            default: true,
+            summary: "headless mode always approves; the interactive ask-every-action default cannot run headless",
+        }],
+        key_env: &["LLM_API_KEY"],
+        env: &[("OPENHANDS_PERSISTENCE_DIR", "/oe/channels/agent-logs/openhands"), ("OPENHANDS_WORK_DIR", "/oe/work")],
+        logs: &["/oe/channels/agent-logs/openhands/conversations/<id>/events/*.json (V1 events)"],
+        api_hosts: &["api.anthropic.com:443"],
+        notes: &[
+            "The model comes from LLM_MODEL (a LiteLLM name such as anthropic/claude-sonnet-4-5); the egress allowlist is the provider's API host: add others with --allow-egress.",
+            "OpenHands asks before every action in its terminal UI; headless it cannot, so its only cell here is `always-approve`, recorded as such.",
+        ],
+    },
+];
+
+/// The recipe of `id`.
+pub fn recipe(id: &str) -> Result<&'static Recipe> {
+    RECIPES.iter().find(|r| r.id == id).with_context(|| format!("unknown agent `{id}`; known agents: {}", known()))
+}
+
+fn known() -> String {
+    RECIPES.iter().map(|r| r.id).collect::<Vec<_>>().join(", ")
+}
+
+impl Recipe {
+    /// The image a built recipe is tagged as.
+    pub fn image(&self) -> String {
+        format!("overeager-agent/{}:{}", self.id, self.package.version())
+    }
+
+    /// The policy of `id`.
+    pub fn policy(&self, id: &str) -> Result<&'static Policy, String> {
+        let policies: &'static [Policy] = self.policies;
+        policies.iter().find(|p| p.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = policies.iter().map(|p| p.id).collect();
+            format!("{} has no permission policy `{id}`; its policies: {}", self.id, ids.join(", "))
+        })
+    }
+
+    /// The event format of its stream.
+    pub fn format(&self) -> Format {
+        Format::for_framework(self.id).expect("every recipe has an adapter")
+    }
+
+    /// The headless command line: prompt (read from `prompt_file` or given as text), model
+    /// and permission flags. Its stdout is the agent stream.
+    pub fn launch(&self, policy: &Policy, model: &str, prompt: &str, prompt_file: &str) -> Vec<String> {
+        let mut v: Vec<String> = vec![self.program.into()];
+        let s = |x: &str| x.to_string();
+        match self.id {
+            "claude-code" => v.extend([s("-p"), s(prompt), s("--output-format"), s("stream-json"), s("--verbose"), s("--model"), s(model)]),
+            "codex" => v.extend([s("exec"), s("--json"), s("--skip-git-repo-check"), s("--model"), s(model)]),
+            "gemini-cli" => v.extend([s("--output-format"), s("stream-json"), s("--model"), s(model)]),
+            "openhands" => v.extend([s("--headless"), s("--json"), s("--override-with-envs"), s("--file"), s(prompt_file)]),
+            _ => {}
+        }
+        v.extend(policy.flags.iter().map(|f| f.to_string()));
+        match self.id {
+            "codex" => v.push(prompt.into()),
+            "gemini-cli" => v.extend([s("--prompt"), s(prompt)]),
+            _ => {}
+        }
+        v
+    }
+
+    /// Environment the launch needs besides the key: the model for agents that take it from
+    /// the environment.
+    pub fn model_env(&self, model: &str) -> Vec<(String, String)> {
+        match self.id {
+            "openhands" => vec![("LLM_MODEL".into(), model.into())],
+            _ => Vec::new(),
+        }
+    }
+
+    /// The Dockerfile of the agent's image.
+    pub fn dockerfile(&self) -> String {
+        let install = match self.package {
+            Package::Npm { name, version } => format!(
+                "RUN npm install --global --no-audit --no-fund {name}@{version} \\\n && npm cache clean --force\n"
+            ),
+            Package::Pip { name, version } => format!("RUN pip install --no-cache-dir {name}=={version}\n"),
+        };
+        let mut d = format!(
+            "# {name} {version} for overeager: generated by `overeager agent recipe {id}`.\n\
+             # Build: docker build -t {image} .\n\
+             FROM {base}\n\
+             # git, curl and the usual tools the agent's shell commands expect.\n\
+             RUN apt-get update \\\n && apt-get install -y --no-install-recommends git curl ca-certificates procps ripgrep \\\n && rm -rf /var/lib/apt/lists/*\n\
+             {install}",
+            name = self.name,
+            version = self.package.version(),
+            id = self.id,
+            image = self.image(),
+            base = self.base_image,
+        );
+        d.push_str(&shim_install_steps());
+        d.push_str(&format!(
+            "LABEL overeager.agent=\"{id}\" overeager.agent.version=\"{version}\"\n\
+             USER 1000:1000\n\
+             WORKDIR {work}\n",
+            id = self.id,
+            version = self.package.version(),
+            work = layout::WORK,
+        ));
+        d
+    }
+}
+
+/// The Dockerfile steps that put the shim into an image: copy the static binary from the
+/// build context, wrap the real programs in place, and make the agent user and the sandbox's
+/// mount point. Every agent image and the install test use these same lines.
+pub fn shim_install_steps() -> String {
+    format!(
+        "COPY overeager-shim {shim}\n\
+         RUN [\"{shim}\", \"install\"]\n\
+         ENV OVEREAGER_REAL_DIR={real}\n",
+        shim = layout::SHIM,
+        real = layout::REAL,
+    )
+}
+
+/// What `recipe.json` holds: everything about the image and its cells as data.
+#[derive(Serialize)]
+struct RecipeFile<'a> {
+    recipe: &'a Recipe,
+    image: String,
+    /// Cell framework labels, one per policy.
+    cells: Vec<String>,
+    adapter_targets: &'static str,
+    /// One launch per policy, with `<model>` and `<prompt>` placeholders.
+    launch: Vec<(String, Vec<String>)>,
+}
+
+/// Writes the recipe's build context into `out` (which must not exist or be empty): the
+/// Dockerfile, the shim binary, `recipe.json` and a README. Written into a temporary sibling
+/// and renamed, so a failure leaves nothing.
+pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
+    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
+        bail!("{} already exists and is not empty: choose a new directory for the build context", out.display());
+    }
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let tmp = tempfile::Builder::new().prefix(".overeager-recipe-").tempdir_in(parent)?;
+    std::fs::write(tmp.path().join("Dockerfile"), r.dockerfile())?;
+    std::fs::copy(shim, tmp.path().join("overeager-shim")).with_context(|| format!("copying the shim from {}", shim.display()))?;
+    let file = RecipeFile {
+        recipe: r,
+        image: r.image(),
+        cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
+        adapter_targets: r.format().target_versions(),
+        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>", "/oe/channels/prompt.txt"))).collect(),
+    };
+    let mut json = serde_json::to_vec_pretty(&file)?;
+    json.push(b'\n');
+    std::fs::write(tmp.path().join("recipe.json"), json)?;
+    std::fs::write(tmp.path().join("README.md"), readme(r))?;
+    if out.exists() {
+        std::fs::remove_dir(out)?;
+    }
+    std::fs::rename(tmp.keep(), out).with_context(|| format!("moving the build context to {}", out.display()))?;
+    Ok(())
+}
+
+fn readme(r: &Recipe) -> String {
+    let mut s = format!(
+        "# {name} {version} for overeager\n\n\
+         Build the image once (it needs the {base} image and the package registry):\n\n    \
+         docker build -t {image} .\n\n\
+         Then run a cell with the Docker executor; the API key comes from your environment\n\
+         ({keys}) and goes only into the container, never into a bundle:\n\n    \
+         overeager run --executor docker --agent {id}:{policy}:<model> --scenario <dir> --out <bundle>\n\n\
+         ## Cells (permission policies)\n\n",
+        name = r.name,
+        version = r.package.version(),
+        base = r.base_image,
+        image = r.image(),
+        keys = r.key_env.join(" or "),
+        id = r.id,
+        policy = r.policies.iter().find(|p| p.default).map(|p| p.id).unwrap_or("ask"),
+    );
+    for p in r.policies {
+        s.push_str(&format!("- `{}:{}`{}: `{}` — {}\n", r.id, p.id, if p.default { " (default)" } else { "" }, p.flags.join(" "), p.summary));
+    }
+    s.push_str(&format!(
+        "\n## Network\n\nThe container has no route out. An egress proxy lets it reach {} and\nnothing else; every connection it asks for is in the bundle's `net.jsonl`.\n\n## Native logs\n\n",
+        r.api_hosts.join(", ")
+    ));
+    for l in r.logs {
+        s.push_str(&format!("- {l}\n"));
+    }
+    if !r.notes.is_empty() {
+        s.push_str("\n## Notes\n\n");
+        for n in r.notes {
+            s.push_str(&format!("- {n}\n"));
+        }
+    }
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_recipe_is_complete_and_pinned() {
+        for r in RECIPES {
+            assert!(r.package.version().chars().all(|c| c.is_ascii_digit() || c == '.'), "{}: pinned to an exact version", r.id);
+            assert_eq!(r.policies.iter().filter(|p| p.default).count(), 1, "{}: one default policy", r.id);
+            assert!(!r.key_env.is_empty() && !r.api_hosts.is_empty() && !r.logs.is_empty(), "{}", r.id);
+            assert!(r.logs.iter().all(|l| l.starts_with(layout::ROOT)), "{}: native logs come back with the run", r.id);
+            let d = r.dockerfile();
+            assert!(d.contains(&format!("FROM {}\n", r.base_image)));
+            assert!(d.contains(r.package.version()));
+            assert!(d.contains(&shim_install_steps()));
+            assert!(d.contains("USER 1000:1000"));
+            for p in r.policies {
+                let argv = r.launch(p, "m-1", "do the task", "/oe/channels/prompt.txt");
+                assert_eq!(argv[0], r.program);
+                for f in p.flags {
+                    assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
+                }
+                assert!(argv.iter().any(|a| a == "do the task" || a == "/oe/channels/prompt.txt"), "{}: the prompt reaches it", r.id);
+            }
+        }
+    }
+
+    #[test]
+    fn permission_policies_are_different_cells() {
+        let claude = recipe("claude-code").unwrap();
+        let ask = claude.launch(claude.policy("ask").unwrap(), "m", "p", "f");
+        let yolo = claude.launch(claude.policy("permissive").unwrap(), "m", "p", "f");
+        assert_ne!(ask, yolo);
+        assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
+        assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));
+        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code, codex, gemini-cli, openhands"));
+    }
+
+    #[test]
+    fn context_is_written_whole_or_not_at_all() {
+        let t = tempfile::tempdir().unwrap();
+        let shim = t.path().join("shim-bin");
+        std::fs::write(&shim, b"\x7fELF").unwrap();
+        let out = t.path().join("ctx");
+        write_context(recipe("codex").unwrap(), &shim, &out).unwrap();
+        for f in ["Dockerfile", "overeager-shim", "recipe.json", "README.md"] {
+            assert!(out.join(f).is_file(), "{f}");
+        }
+        let json: serde_json::Value = serde_json::from_slice(&std::fs::read(out.join("recipe.json")).unwrap()).unwrap();
+        assert_eq!(json["image"], "overeager-agent/codex:0.58.0");
+        assert_eq!(json["cells"][2], "codex:permissive");
+        // A second write into the same, now full, directory is refused and changes nothing.
+        let err = write_context(recipe("codex").unwrap(), &shim, &out).unwrap_err().to_string();
+        assert!(err.contains("not empty"), "{err}");
+        // A missing shim leaves no directory behind.
+        let out2 = t.path().join("ctx2");
+        assert!(write_context(recipe("codex").unwrap(), &t.path().join("missing"), &out2).is_err());
+        assert!(!out2.exists());
+        assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 2, "no temporary directory left");
+    }
+}
