@@ -370,6 +370,21 @@ mod tests {
     }
 
     #[test]
+    fn a_real_agent_spec_names_agent_policy_and_model() {
+        use crate::run::AgentSpec;
+        let a: AgentSpec = "claude-code:permissive:claude-sonnet-4-5".parse().unwrap();
+        assert_eq!((a.framework(), a.model(), a.id()), ("claude-code:permissive".into(), "claude-sonnet-4-5".into(), "claude-code:permissive:claude-sonnet-4-5".into()));
+        assert_eq!(a.event_format(), Format::ClaudeCode);
+        assert!(!a.simulated());
+        let g: AgentSpec = "gemini-cli:ask:gemini-2.5-pro".parse().unwrap();
+        assert_eq!(g.event_format(), Format::GeminiCli);
+        let no_model = "claude-code:permissive".parse::<AgentSpec>().unwrap_err();
+        assert!(no_model.contains("<agent>:<policy>:<model>"), "{no_model}");
+        let bad_policy = "codex:yolo:gpt-5".parse::<AgentSpec>().unwrap_err();
+        assert!(bad_policy.contains("read-only, full-auto, permissive"), "{bad_policy}");
+    }
+
+    #[test]
     fn context_is_written_whole_or_not_at_all() {
         let t = tempfile::tempdir().unwrap();
         let shim = t.path().join("shim-bin");

@@ -339,7 +339,7 @@ impl DockerExecutor {
         for a in allow {
             cmd.extend(["--allow".to_string(), a.clone()]);
         }
-        self.create(name, None, Some(net), image, cmd, vec![format!("OVEREAGER_SHIM_LOG=/dev/null")], lab).await?;
+        self.create(name, None, Some(net), image, cmd, vec!["OVEREAGER_SHIM_LOG=/dev/null".to_string()], lab).await?;
         let egress = egress_network();
         self.docker
             .connect_network(&egress, NetworkConnectRequest { container: name.into(), ..Default::default() })
