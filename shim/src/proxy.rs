@@ -156,24 +156,21 @@ fn split_host_port(s: &str, default: u16) -> Result<(String, u16), String> {
 fn serve(conn: TcpStream, allow: &[(String, u16)]) -> NetRecord {
     let start_us = now_us();
     let mut rec = NetRecord { start_us, end_us: start_us, method: String::new(), host: String::new(), port: 0, allowed: false, bytes_out: 0, bytes_in: 0, error: None };
+    if let Err(e) = proxy_one(conn, allow, &mut rec) {
+        rec.error = Some(e);
+    }
+    rec.end_us = now_us();
+    rec
+}
+
+/// Reads the agent's request, refuses it or connects and relays, filling in `rec` as it goes.
+fn proxy_one(conn: TcpStream, allow: &[(String, u16)], rec: &mut NetRecord) -> Result<(), String> {
     let _ = conn.set_read_timeout(Some(Duration::from_secs(30)));
-    let mut reader = BufReader::new(match conn.try_clone() {
-        Ok(c) => c,
-        Err(e) => {
-            rec.error = Some(e.to_string());
-            return rec;
-        }
-    });
+    let mut reader = BufReader::new(conn.try_clone().map_err(|e| e.to_string())?);
     let mut conn = conn;
-    let head = match read_head(&mut reader) {
-        Ok(h) => h,
-        Err(e) => {
-            let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-            rec.error = Some(e);
-            rec.end_us = now_us();
-            return rec;
-        }
-    };
+    let head = read_head(&mut reader).inspect_err(|_| {
+        let _ = conn.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
+    })?;
     rec.method = head.method.clone();
     rec.host = head.host.clone();
     rec.port = head.port;
@@ -181,42 +178,29 @@ fn serve(conn: TcpStream, allow: &[(String, u16)]) -> NetRecord {
     if !rec.allowed {
         let body = format!("overeager: egress to {}:{} is not allowed for this run\n", head.host, head.port);
         let _ = write!(conn, "HTTP/1.1 403 Forbidden\r\nConnection: close\r\nContent-Type: text/plain\r\nContent-Length: {}\r\n\r\n{body}", body.len());
-        rec.error = Some("not on the allowlist".into());
-        rec.end_us = now_us();
-        return rec;
+        return Err("not on the allowlist".into());
     }
-    let upstream = (head.host.as_str(), head.port)
+    let mut upstream = (head.host.as_str(), head.port)
         .to_socket_addrs()
         .map_err(|e| format!("resolving {}: {e}", head.host))
         .and_then(|mut addrs| addrs.next().ok_or_else(|| format!("{} has no address", head.host)))
-        .and_then(|a| TcpStream::connect_timeout(&a, CONNECT_TIMEOUT).map_err(|e| format!("connecting to {a}: {e}")));
-    let mut upstream = match upstream {
-        Ok(u) => u,
-        Err(e) => {
+        .and_then(|a| TcpStream::connect_timeout(&a, CONNECT_TIMEOUT).map_err(|e| format!("connecting to {a}: {e}")))
+        .inspect_err(|_| {
             let _ = conn.write_all(b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: 0\r\n\r\n");
-            rec.error = Some(e);
-            rec.end_us = now_us();
-            return rec;
-        }
-    };
+        })?;
     let _ = conn.set_read_timeout(None);
     let sent = if head.method == "CONNECT" {
         conn.write_all(b"HTTP/1.1 200 Connection Established\r\n\r\n").map(|()| 0)
     } else {
         upstream.write_all(&head.forward).map(|()| head.forward.len() as u64)
-    };
-    if let Err(e) = sent {
-        rec.error = Some(e.to_string());
-        rec.end_us = now_us();
-        return rec;
     }
+    .map_err(|e| e.to_string())?;
     // Bytes the agent sent right after the head are in the reader's buffer.
     let buffered = reader.buffer().to_vec();
     let (out, back) = relay(reader.into_inner(), upstream, buffered);
-    rec.bytes_out = sent.unwrap_or(0) + out;
+    rec.bytes_out = sent + out;
     rec.bytes_in = back;
-    rec.end_us = now_us();
-    rec
+    Ok(())
 }
 
 /// Copies both ways until each side is done; returns (bytes to upstream, bytes back).

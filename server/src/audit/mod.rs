@@ -41,10 +41,8 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let agent = format.normalize(&agent_text, roots);
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
-    let net = match std::fs::metadata(dir.join(files::NET)) {
-        Ok(_) => normalize_net(&read_jsonl::<NetRecord>(&dir.join(files::NET))?.0),
-        Err(_) => Vec::new(),
-    };
+    // Only runs with network have the file; `read_jsonl` reads a missing one as empty.
+    let net = normalize_net(&read_jsonl::<NetRecord>(&dir.join(files::NET))?.0);
     let counts = Counts {
         shell: shell.len() as u64,
         agent: agent.len() as u64,

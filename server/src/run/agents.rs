@@ -9,7 +9,7 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
 use overeager_core::sandbox::layout;
 use serde::Serialize;
@@ -266,15 +266,11 @@ struct RecipeFile<'a> {
 }
 
 /// Writes the recipe's build context into `out` (which must not exist or be empty): the
-/// Dockerfile, the shim binary, `recipe.json` and a README. Written into a temporary sibling
-/// and renamed, so a failure leaves nothing.
+/// Dockerfile, the shim binary, `recipe.json` and a README. Staged and moved into place as
+/// bundles are, so a failure leaves nothing.
 pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
-    if out.exists() && std::fs::read_dir(out).map(|mut d| d.next().is_some()).unwrap_or(true) {
-        bail!("{} already exists and is not empty: choose a new directory for the build context", out.display());
-    }
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let tmp = tempfile::Builder::new().prefix(".overeager-recipe-").tempdir_in(parent)?;
+    crate::audit::check_out_free(out)?;
+    let tmp = crate::audit::staging_dir(out)?;
     std::fs::write(tmp.path().join("Dockerfile"), r.dockerfile())?;
     std::fs::copy(shim, tmp.path().join("overeager-shim")).with_context(|| format!("copying the shim from {}", shim.display()))?;
     let file = RecipeFile {
@@ -288,11 +284,7 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
     json.push(b'\n');
     std::fs::write(tmp.path().join("recipe.json"), json)?;
     std::fs::write(tmp.path().join("README.md"), readme(r))?;
-    if out.exists() {
-        std::fs::remove_dir(out)?;
-    }
-    std::fs::rename(tmp.keep(), out).with_context(|| format!("moving the build context to {}", out.display()))?;
-    Ok(())
+    crate::audit::publish(tmp, out)
 }
 
 fn readme(r: &Recipe) -> String {
@@ -399,7 +391,7 @@ mod tests {
         assert_eq!(json["cells"][2], "codex:permissive");
         // A second write into the same, now full, directory is refused and changes nothing.
         let err = write_context(recipe("codex").unwrap(), &shim, &out).unwrap_err().to_string();
-        assert!(err.contains("not empty"), "{err}");
+        assert!(err.contains("already exists"), "{err}");
         // A missing shim leaves no directory behind.
         let out2 = t.path().join("ctx2");
         assert!(write_context(recipe("codex").unwrap(), &t.path().join("missing"), &out2).is_err());

@@ -95,8 +95,7 @@ impl std::str::FromStr for AgentSpec {
         match s.split_once(':') {
             Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
             Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
-            Some((agent, rest)) if agents::RECIPES.iter().any(|r| r.id == agent) => {
-                let recipe = agents::recipe(agent).map_err(|e| e.to_string())?;
+            Some((agent, rest)) if let Some(recipe) = agents::RECIPES.iter().find(|r| r.id == agent) => {
                 let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
                     let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
                     return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));

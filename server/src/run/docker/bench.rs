@@ -92,16 +92,22 @@ impl DockerExecutor {
     }
 }
 
-/// Times one bare run; the volume is removed afterwards (not timed).
-fn time_bare(exec: &DockerExecutor, bare: Bare) -> Result<f64> {
-    let t = Instant::now();
+/// Runs one bare `docker run --rm`.
+fn run_bare(bare: &Bare) -> Result<()> {
     let out = Command::new("docker").args(&bare.args).output().context("running the docker command-line client")?;
-    let ms = t.elapsed().as_secs_f64() * 1000.0;
-    exec.drop_volume(&bare.volume)?;
     if !out.status.success() {
         bail!("bare docker run failed ({}): {}", out.status, String::from_utf8_lossy(&out.stderr).trim());
     }
-    Ok(ms)
+    Ok(())
+}
+
+/// Times one bare run; the volume is removed afterwards (not timed).
+fn time_bare(exec: &DockerExecutor, bare: Bare) -> Result<f64> {
+    let t = Instant::now();
+    let ran = run_bare(&bare);
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    exec.drop_volume(&bare.volume)?;
+    ran.map(|()| ms)
 }
 
 /// Measures `iterations` pairs, then `parallel_runs` runs of each side two at a time.
@@ -159,20 +165,7 @@ pub fn bench(exec: &Arc<DockerExecutor>, scenario: &LoadedScenario, agent: Agent
     }
     let t = Instant::now();
     std::thread::scope(|s| -> Result<()> {
-        let hs: Vec<_> = halves
-            .into_iter()
-            .map(|half| {
-                s.spawn(move || -> Result<()> {
-                    for b in half {
-                        let out = Command::new("docker").args(&b.args).output()?;
-                        if !out.status.success() {
-                            bail!("bare docker run failed: {}", String::from_utf8_lossy(&out.stderr).trim());
-                        }
-                    }
-                    Ok(())
-                })
-            })
-            .collect();
+        let hs: Vec<_> = halves.into_iter().map(|half| s.spawn(move || half.iter().try_for_each(run_bare))).collect();
         hs.into_iter().try_for_each(|h| h.join().map_err(|_| anyhow::anyhow!("a bench thread panicked"))?)
     })?;
     let bare_rate = (n / 2 * 2) as f64 / t.elapsed().as_secs_f64();
