@@ -26,8 +26,20 @@ pub mod layout {
     pub const SHIM: &str = "/usr/lib/overeager/bin/overeager-shim";
     /// The real programs the shim wraps.
     pub const REAL: &str = "/usr/lib/overeager/real";
-    /// The shell channel's log, as the shim finds it in `shim.log-path` beside itself.
+    /// The shell channel's log (`CHANNELS` + `bundle::files::SHIM`), as the shim finds it in
+    /// `shim.log-path` beside itself.
     pub const SHIM_LOG: &str = "/oe/channels/shim.jsonl";
     /// Directories searched for programs to wrap, in `PATH` order.
     pub const BIN_DIRS: &[&str] = &["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
+}
+
+#[cfg(test)]
+mod tests {
+    use super::layout;
+    use crate::bundle::files;
+
+    #[test]
+    fn the_shim_log_is_the_shell_channel_file() {
+        assert_eq!(layout::SHIM_LOG, format!("{}/{}", layout::CHANNELS, files::SHIM));
+    }
 }

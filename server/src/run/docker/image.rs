@@ -175,7 +175,7 @@ const BUSYBOX: &str = "/bin/busybox";
 /// wrapped program that `real/` holds (and a link to the real one for every other program).
 pub fn install_shim(fs: &mut Rootfs, shim: &Path, programs: &[String]) -> Result<()> {
     fs.host_program(shim, layout::SHIM)?;
-    fs.file(&format!("{}/shim.log-path", layout::SHIM_DIR), format!("{}/{}\n", layout::CHANNELS, overeager_core::bundle::files::SHIM).into_bytes(), 0o644);
+    fs.file(&format!("{}/shim.log-path", layout::SHIM_DIR), format!("{}\n", layout::SHIM_LOG).into_bytes(), 0o644);
     for name in programs {
         let link = if WRAPPED.contains(&name.as_str()) { layout::SHIM.to_string() } else { format!("{}/{name}", layout::REAL) };
         fs.symlink(&format!("/bin/{name}"), &link);

@@ -491,7 +491,7 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
     let mut env = base_env.clone();
     env.extend([
-        format!("OVEREAGER_SHIM_LOG={}/{}", layout::CHANNELS, overeager_core::bundle::files::SHIM),
+        format!("OVEREAGER_SHIM_LOG={}", layout::SHIM_LOG),
         format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
     ]);
     let mut egress = req.egress.clone();
