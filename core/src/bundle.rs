@@ -29,6 +29,9 @@ pub mod files {
     pub const FSWATCH: &str = "fswatch.jsonl";
     /// The egress proxy's record of connections (runs that had network).
     pub const NET: &str = "net.jsonl";
+    /// The scripted model endpoint's record of every request and reply (runs of a real CLI
+    /// against a scripted or replayed model): one [`crate::model::ModelRecord`] per line.
+    pub const MODEL: &str = "model.jsonl";
     /// A real agent's native logs, as it wrote them.
     pub const AGENT_LOGS: &str = "agent-logs";
     /// Snapshot manifests.
@@ -103,6 +106,9 @@ pub struct Channels {
     /// The egress proxy: only runs whose cell needs the network have it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub net: bool,
+    /// The scripted model's exchanges (`model.jsonl`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub model: bool,
 }
 
 /// Counts of what each channel recorded.
@@ -113,6 +119,12 @@ pub struct Counts {
     pub fswatch: u64,
     #[serde(default, skip_serializing_if = "is_zero")]
     pub net: u64,
+    /// Requests the agent made to the scripted model.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub model: u64,
+    /// Agent-stream events the adapter did not know (op `unknown`).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub unknown: u64,
     pub events: u64,
 }
 

@@ -198,15 +198,33 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                         continue;
                     };
                     let is_error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    let text = result_text(item.get("content").unwrap_or(&Value::Null));
                     let e = &mut out[idx];
                     e.ok = Some(!is_error);
-                    if e.op == Op::Exec {
-                        let text = result_text(item.get("content").unwrap_or(&Value::Null));
+                    if is_error && is_permission_refusal(&text) {
+                        crate::adapters::deny(e, &text);
+                    } else if e.op == Op::Exec {
                         e.exit = Some(if is_error { exit_code_prefix(&text).unwrap_or(1) } else { 0 });
                     }
                 }
             }
+            // 2.1.x reports each refusal as it happens; the tool_result or the result line
+            // that carries the same tool_use_id marks the call.
+            "system" if str_field(&v, "subtype") == Some("permission_denied") => {
+                if let Some(&idx) = str_field(&v, "tool_use_id").and_then(|id| pending.get(id)) {
+                    let reason = str_field(&v, "message").or_else(|| str_field(&v, "reason")).unwrap_or("permission denied").to_string();
+                    crate::adapters::deny(&mut out[idx], &reason);
+                }
+            }
             "result" => {
+                // The authoritative list of refused calls.
+                for d in v.get("permission_denials").and_then(Value::as_array).into_iter().flatten() {
+                    if let Some(&idx) = str_field(d, "tool_use_id").and_then(|id| pending.get(id))
+                        && out[idx].op != Op::Denied
+                    {
+                        crate::adapters::deny(&mut out[idx], "permission denied");
+                    }
+                }
                 let mut e = Event::new(Channel::Agent, Op::Result, t, raw);
                 e.ok = Some(!v.get("is_error").and_then(Value::as_bool).unwrap_or(false));
                 e.text = str_field(&v, "result").map(str::to_string);
@@ -221,6 +239,14 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
         }
     }
     out
+}
+
+/// Whether a failed tool result is Claude Code's permission gate saying no (the call did not
+/// run), rather than the tool failing.
+fn is_permission_refusal(text: &str) -> bool {
+    const SIGNS: &[&str] = &["requires approval", "requested permissions", "needs approval", "permission to use", "haven't granted", "have not granted", "was blocked"];
+    let lower = text.to_ascii_lowercase();
+    SIGNS.iter().any(|s| lower.contains(s))
 }
 
 #[cfg(test)]

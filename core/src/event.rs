@@ -57,6 +57,9 @@ pub enum Op {
     Tool,
     /// The agent's final result.
     Result,
+    /// A tool call the agent's permission gate refused or did not offer: it did not run.
+    /// Keeps the call's tool, command and paths; `text` is the agent's reason.
+    Denied,
     /// An event the adapter does not know; kept rather than dropped. Also what an older
     /// reader makes of an operation added later.
     #[serde(other)]
@@ -80,6 +83,7 @@ impl Op {
             Op::Net => "net",
             Op::Tool => "tool",
             Op::Result => "result",
+            Op::Denied => "denied",
             Op::Unknown => "unknown",
         }
     }

@@ -10,6 +10,7 @@ pub mod bundle;
 pub mod claude;
 pub mod event;
 pub mod glob;
+pub mod model;
 pub mod paths;
 pub mod plan;
 pub mod predicates;

@@ -51,6 +51,9 @@ enum Command {
     /// The real agents: their recipes, permission policies (cells) and images.
     #[command(subcommand)]
     Agent(AgentCmd),
+    /// The scripted model endpoint real agents run against without a model API.
+    #[command(subcommand)]
+    Model(ModelCmd),
     /// Check and render scenarios.
     #[command(subcommand)]
     Scenario(ScenarioCmd),
@@ -225,6 +228,16 @@ enum AgentCmd {
     List(cli::agent::ListArgs),
     /// Write an agent's image build context (Dockerfile, shim, recipe.json, README).
     Recipe(cli::agent::RecipeArgs),
+    /// Install agent CLIs from the package registries into this machine's agent cache, where
+    /// the local executor runs them.
+    Install(cli::agent::InstallArgs),
+}
+
+#[derive(Subcommand)]
+enum ModelCmd {
+    /// Serve a scenario's play as a model in the four wire dialects the agent CLIs speak
+    /// (Anthropic Messages, OpenAI Chat and Responses, Gemini), until Ctrl-C.
+    Serve(cli::agent::ServeArgs),
 }
 
 #[derive(Subcommand)]
@@ -281,6 +294,8 @@ fn main() -> ExitCode {
         }),
         Command::Agent(AgentCmd::List(args)) => cli::agent::list(&args),
         Command::Agent(AgentCmd::Recipe(args)) => cli::agent::recipe(&args),
+        Command::Agent(AgentCmd::Install(args)) => cli::agent::install(&args),
+        Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),

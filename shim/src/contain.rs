@@ -130,12 +130,35 @@ fn supervise(o: &Options) -> Result<SupervisorReport, String> {
     }
 
     let open = |name: &str| File::create(o.channels.join(name)).map_err(|e| format!("creating {name}: {e}"));
+    // The shell channel's log, inherited open: an agent's own sandbox (Codex's Landlock
+    // policy) may forbid opening files outside the workspace, but not writing to a
+    // descriptor it was handed. The shim checks the descriptor still is this file.
+    let shim_log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(o.channels.join(files::SHIM))
+        .map_err(|e| format!("opening {}: {e}", files::SHIM))?;
+    // A high number: Node.js's child-process spawning does not pass low inherited numbers on
+    // (measured: 9 was lost, 200 kept). F_DUPFD also clears close-on-exec.
+    let log_fd = {
+        use std::os::fd::AsRawFd;
+        // SAFETY: duplicating a descriptor this function owns; the copy lives until exit.
+        unsafe { libc::fcntl(shim_log.as_raw_fd(), libc::F_DUPFD, 300) }
+    };
+    if log_fd < 0 {
+        return Err(format!("duplicating the {} descriptor: {}", files::SHIM, std::io::Error::last_os_error()));
+    }
+    let meta = shim_log.metadata().map_err(|e| format!("{}: {e}", files::SHIM))?;
     let mut cmd = Command::new(&o.program[0]);
     cmd.args(&o.program[1..]).stdin(Stdio::null()).stdout(open(files::AGENT)?).stderr(open(files::AGENT_STDERR)?).process_group(0);
+    {
+        use std::os::unix::fs::MetadataExt;
+        cmd.env(crate::wrapper::LOG_FD_ENV, format!("{log_fd}:{}:{}", meta.dev(), meta.ino()));
+    }
     // SAFETY: the hook only makes raw system calls on a static path (no allocation after fork).
     // A memory bomb should take the agent, not the supervisor or its watcher.
     unsafe {
-        cmd.pre_exec(|| {
+        cmd.pre_exec(move || {
             let fd = libc::open(c"/proc/self/oom_score_adj".as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
             if fd >= 0 {
                 libc::write(fd, b"1000".as_ptr().cast(), 4);

@@ -134,11 +134,38 @@ pub fn run(name: &str, args: Vec<OsString>) -> ! {
     }
 }
 
+/// `fd:dev:ino` of the shell channel's log, held open by the run supervisor for the agent.
+pub const LOG_FD_ENV: &str = "OVEREAGER_SHIM_LOG_FD";
+
+/// The inherited log descriptor, if it is still open, still that file and in append mode
+/// (an agent may have closed it and reused the number).
+fn inherited_log() -> Option<libc::c_int> {
+    let v = std::env::var(LOG_FD_ENV).ok()?;
+    let mut parts = v.split(':');
+    let fd: libc::c_int = parts.next()?.parse().ok()?;
+    let dev: u64 = parts.next()?.parse().ok()?;
+    let ino: u64 = parts.next()?.parse().ok()?;
+    // SAFETY: fstat and fcntl only inspect the descriptor; `st` is a properly sized buffer.
+    let mut st: libc::stat = unsafe { std::mem::zeroed() };
+    if unsafe { libc::fstat(fd, &mut st) } != 0 || st.st_dev as u64 != dev || st.st_ino as u64 != ino {
+        return None;
+    }
+    let flags = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    (flags >= 0 && flags & libc::O_APPEND != 0).then_some(fd)
+}
+
 /// Appends one line with a single write, so concurrent shims do not interleave.
 fn append(record: &ShimRecord) {
-    let Some(path) = log_path() else { return };
     let mut line = serde_json::to_vec(record).unwrap_or_default();
     line.push(b'\n');
+    if let Some(fd) = inherited_log() {
+        // SAFETY: writing a buffer this function owns to a descriptor checked above.
+        let n = unsafe { libc::write(fd, line.as_ptr().cast(), line.len()) };
+        if n == line.len() as isize {
+            return;
+        }
+    }
+    let Some(path) = log_path() else { return };
     match OpenOptions::new().create(true).append(true).open(&path) {
         Ok(mut f) => {
             if let Err(e) = f.write_all(&line) {

@@ -105,7 +105,13 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 let ok = str_field(&v, "status") == Some("success");
                 let e = &mut out[idx];
                 e.ok = Some(ok);
-                if e.op == Op::Exec {
+                // Headless Gemini CLI does not register the tools that would need a
+                // confirmation: such a call never ran.
+                let error_type = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
+                if !ok && matches!(error_type, "tool_not_registered" | "permission_denied" | "execution_denied") {
+                    let reason = v.pointer("/error/message").and_then(Value::as_str).unwrap_or(error_type).to_string();
+                    super::deny(e, &reason);
+                } else if e.op == Op::Exec {
                     let text = str_field(&v, "output").or_else(|| v.pointer("/error/message").and_then(Value::as_str)).unwrap_or("");
                     e.exit = exit_code_after(text, "Exit Code:");
                 }

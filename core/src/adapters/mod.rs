@@ -87,6 +87,15 @@ pub(crate) fn unknown(what: String, t: u64, raw: u64) -> Event {
     e
 }
 
+/// Turns a tool-call event into the record of a call the agent's permission gate refused or
+/// did not offer: it did not run.
+pub(crate) fn deny(e: &mut Event, reason: &str) {
+    e.op = Op::Denied;
+    e.ok = Some(false);
+    e.exit = None;
+    e.text = Some(reason.chars().take(500).collect());
+}
+
 /// An agent event with a path, resolved against the agent's working directory.
 pub(crate) fn path_event(op: Op, tool: &str, path: Option<&str>, roots: &Roots, cwd: &str, t: u64, raw: u64) -> Event {
     let mut e = Event::new(Channel::Agent, op, t, raw);

@@ -60,7 +60,7 @@ impl BundleBuilder {
             timeout_ms: 0,
             timed_out: false,
             exit: ExitStatus::default(),
-            channels: Channels { shell: true, agent: true, fswatch: true, net: false },
+            channels: Channels { shell: true, agent: true, fswatch: true, net: false, model: false },
             counts: Counts::default(),
             roots,
             blob_cap: 256 * 1024,

@@ -43,11 +43,14 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let fs = normalize_fswatch(&watch, roots);
     // Only runs with network have the file; `read_jsonl` reads a missing one as empty.
     let net = normalize_net(&read_jsonl::<NetRecord>(&dir.join(files::NET))?.0);
+    let model = read_jsonl::<serde_json::Value>(&dir.join(files::MODEL))?.0.len() as u64;
     let counts = Counts {
         shell: shell.len() as u64,
         agent: agent.len() as u64,
         fswatch: fs.len() as u64,
         net: net.len() as u64,
+        model,
+        unknown: agent.iter().filter(|e| e.op == overeager_core::Op::Unknown).count() as u64,
         events: (shell.len() + agent.len() + fs.len() + net.len()) as u64,
     };
     Ok((merge(agent, shell, fs, net), counts))
@@ -139,9 +142,10 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             std::fs::write(dir.join(name), b"")?;
         }
     }
-    let net = raw.channels_dir.join(files::NET);
-    if raw.channels.net {
-        std::fs::copy(&net, dir.join(files::NET)).with_context(|| format!("copying {}", files::NET))?;
+    for (active, name) in [(raw.channels.net, files::NET), (raw.channels.model, files::MODEL)] {
+        if active {
+            std::fs::copy(raw.channels_dir.join(name), dir.join(name)).with_context(|| format!("copying {name}"))?;
+        }
     }
     // A real agent's own logs (session transcripts, config), as it wrote them.
     let logs = raw.channels_dir.join(files::AGENT_LOGS);

@@ -59,3 +59,86 @@ pub fn recipe(args: &RecipeArgs) -> Result<ExitCode> {
     println!("build it with: docker build -t {} {}", r.image(), args.out.display());
     Ok(ExitCode::SUCCESS)
 }
+
+/// Arguments of `overeager agent install`.
+#[derive(Args)]
+pub struct InstallArgs {
+    /// The agents to install (claude-code, codex, gemini-cli, openhands); all when none given.
+    agents: Vec<String>,
+}
+
+pub fn install(args: &InstallArgs) -> Result<ExitCode> {
+    let chosen: Vec<&agents::Recipe> = if args.agents.is_empty() {
+        agents::RECIPES.iter().collect()
+    } else {
+        args.agents.iter().map(|a| agents::recipe(a)).collect::<Result<_>>()?
+    };
+    let mut failed = false;
+    for r in chosen {
+        match run::install::ensure(r) {
+            Ok(i) => println!("{:<12} {} {} in {}", r.id, r.name, r.package.version(), i.dir.display()),
+            Err(e) => {
+                failed = true;
+                eprintln!("{:<12} {e:#}", r.id);
+            }
+        }
+    }
+    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Arguments of `overeager model serve`.
+#[derive(Args)]
+pub struct ServeArgs {
+    /// The scenario directory whose play is served.
+    #[arg(long)]
+    scenario: PathBuf,
+    /// cautious, moderate or aggressive.
+    #[arg(long, default_value = "cautious")]
+    play: overeager_core::PlayKind,
+    /// The agent that will connect (claude-code, codex, gemini-cli, openhands): names its
+    /// shell tool for steps it has no tool for.
+    #[arg(long, default_value = "claude-code")]
+    agent: String,
+    /// The agent's working directory (tools take absolute paths); the current one by default.
+    #[arg(long)]
+    workspace: Option<PathBuf>,
+    /// The agent's home directory; `$HOME` by default.
+    #[arg(long)]
+    home: Option<PathBuf>,
+    /// Where to listen.
+    #[arg(long, default_value = "127.0.0.1:8765")]
+    addr: String,
+    /// Append every request and reply to this file (the model channel's format).
+    #[arg(long)]
+    log: Option<PathBuf>,
+}
+
+pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
+    let r = agents::recipe(&args.agent)?;
+    let loaded = super::load_scenario(&args.scenario)?;
+    let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
+    let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
+    let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
+    let script = run::model::Script {
+        label: args.play.as_str().to_string(),
+        steps: loaded.scenario.plays.get(args.play).steps.clone(),
+        roots: overeager_core::paths::Roots { workspace, home },
+        default_shell: run::model::default_shell(r.id),
+    };
+    let server = run::model::ModelServer::start(script, &args.addr, args.log.as_deref())?;
+    println!("scripted model: the {} play of {} for {} on {}", args.play, loaded.scenario.id, r.name, server.url());
+    println!("point the agent at it with: {}", endpoint_hint(r.id, &server.url()));
+    println!("Ctrl-C stops it.");
+    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(tokio::signal::ctrl_c())?;
+    drop(server);
+    Ok(ExitCode::SUCCESS)
+}
+
+fn endpoint_hint(agent: &str, url: &str) -> String {
+    match agent {
+        "claude-code" => format!("ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=dummy"),
+        "codex" => format!("a [model_providers] entry in $CODEX_HOME/config.toml with base_url = \"{url}/v1\", wire_api = \"chat\""),
+        "gemini-cli" => format!("GOOGLE_GEMINI_BASE_URL={url} GEMINI_API_KEY=dummy"),
+        _ => format!("LLM_BASE_URL={url}/v1 LLM_API_KEY=dummy LLM_MODEL=openai/scripted"),
+    }
+}

@@ -110,7 +110,7 @@ pub const RECIPES: &[Recipe] = &[
     Recipe {
         id: "gemini-cli",
         name: "Gemini CLI",
-        package: Package::Npm { name: "@google/gemini-cli", version: "0.17.1" },
+        package: Package::Npm { name: "@google/gemini-cli", version: "0.61.0" },
         base_image: "node:22-bookworm-slim",
         program: "gemini",
         policies: &[
@@ -150,6 +150,11 @@ pub const RECIPES: &[Recipe] = &[
 /// The recipe of `id`.
 pub fn recipe(id: &str) -> Result<&'static Recipe> {
     RECIPES.iter().find(|r| r.id == id).with_context(|| format!("unknown agent `{id}`; known agents: {}", known()))
+}
+
+/// A TOML basic string.
+fn toml_str(s: &str) -> String {
+    serde_json::to_string(s).expect("a string serializes")
 }
 
 fn known() -> String {
@@ -195,6 +200,64 @@ impl Recipe {
             _ => {}
         }
         v
+    }
+
+    /// Points the agent at a model endpoint (`endpoint`: base URL without a trailing slash)
+    /// with `key`, keeping its configuration, sessions and logs in `config` (which comes back
+    /// with the run): writes the config files it reads and returns its environment. Telemetry,
+    /// update checks and other traffic that is not the model are turned off.
+    pub fn connect(&self, model: &str, endpoint: &str, key: &str, config: &Path) -> Result<Vec<(String, String)>> {
+        std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
+        let c = config.to_string_lossy().into_owned();
+        let pairs: Vec<(&str, String)> = match self.id {
+            "claude-code" => vec![
+                ("ANTHROPIC_BASE_URL", endpoint.into()),
+                ("ANTHROPIC_API_KEY", key.into()),
+                ("CLAUDE_CONFIG_DIR", c),
+                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
+                ("DISABLE_AUTOUPDATER", "1".into()),
+                ("DISABLE_TELEMETRY", "1".into()),
+                ("DISABLE_ERROR_REPORTING", "1".into()),
+                // Lets --dangerously-skip-permissions run where the user is root.
+                ("IS_SANDBOX", "1".into()),
+            ],
+            "codex" => {
+                let toml = format!(
+                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"chat\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
+                    m = toml_str(model),
+                    u = toml_str(&format!("{endpoint}/v1")),
+                );
+                std::fs::write(config.join("config.toml"), toml)?;
+                vec![("CODEX_HOME", c), ("OVEREAGER_MODEL_KEY", key.into())]
+            }
+            "gemini-cli" => {
+                let dot = config.join(".gemini");
+                std::fs::create_dir_all(&dot)?;
+                let settings = serde_json::json!({
+                    "privacy": {"usageStatisticsEnabled": false},
+                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
+                    "telemetry": {"enabled": false},
+                    "security": {"auth": {"selectedType": "gemini-api-key"}},
+                });
+                std::fs::write(dot.join("settings.json"), serde_json::to_vec_pretty(&settings)?)?;
+                vec![
+                    ("GEMINI_CLI_HOME", c),
+                    ("GEMINI_API_KEY", key.into()),
+                    ("GOOGLE_GEMINI_BASE_URL", endpoint.into()),
+                    ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
+                ]
+            }
+            "openhands" => vec![
+                ("LLM_MODEL", format!("openai/{model}")),
+                ("LLM_BASE_URL", format!("{endpoint}/v1")),
+                ("LLM_API_KEY", key.into()),
+                ("OPENHANDS_PERSISTENCE_DIR", c),
+                ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+                ("OPENHANDS_SUPPRESS_BANNER", "1".into()),
+            ],
+            other => anyhow::bail!("no endpoint set-up for agent `{other}`"),
+        };
+        Ok(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
     /// Environment the launch needs besides the key: the model for agents that take it from

@@ -245,7 +245,7 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
         ended_us: report.ended_us,
         exit: report.exit,
         timed_out: report.timed_out,
-        channels: Channels { shell: true, agent: true, fswatch: true, net: false },
+        channels: Channels { shell: true, agent: true, fswatch: true, net: false, model: false },
         executor,
         image_digest,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
@@ -265,7 +265,14 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let bin = install_shim(&req.shim, &p.ctl, &shim_log)?;
     let shim = bin.join("overeager-shim");
     let (ctl, chans) = (p.ctl.to_string_lossy().into_owned(), p.chans.to_string_lossy().into_owned());
-    let agent = agent_command(req, &shim.to_string_lossy(), &ctl, &p.ctl)?;
+    let real = match &req.agent {
+        AgentSpec::Agent { .. } => Some(real_agent(req, &p)?),
+        _ => None,
+    };
+    let agent = match &real {
+        Some(r) => r.argv.clone(),
+        None => agent_command(req, &shim.to_string_lossy(), &ctl, &p.ctl)?,
+    };
     let mut cmd = Command::new(&shim);
     cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots))
         .args(&agent)
@@ -278,7 +285,60 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         .env("OVEREAGER_SHIM_DIR", &bin)
         .env("OVEREAGER_WATCH_SYNC", p.ctl.join("watch.sock"))
         .envs(&req.scenario.scenario.model.env);
-    let report = supervise(cmd, &p.ctl, req.timeout)?;
+    if let Some(r) = &real {
+        cmd.envs(r.env.iter().map(|(k, v)| (k, v)));
+    }
+    let report = supervise(cmd, &p.ctl, req.timeout);
+    // The endpoint stops before anything is read back, so the model channel is complete.
+    let version = real.map(|r| {
+        drop(r.model);
+        r.version
+    });
+    let report = report?;
     let roots = p.roots.clone();
-    finish(p, report, roots, "local", None)
+    let mut raw = finish(p, report, roots, "local", None)?;
+    if let Some(version) = version {
+        raw.agent_version = version;
+        raw.channels.model = true;
+    }
+    Ok(raw)
+}
+
+/// A real agent CLI ready to start: its command line, its environment, and the scripted model
+/// endpoint it talks to (stopped when dropped).
+struct RealAgent {
+    argv: Vec<String>,
+    env: Vec<(String, String)>,
+    version: String,
+    model: super::model::ModelServer,
+}
+
+/// Installs (once) and configures a real agent CLI for a run on this machine. Only a scripted
+/// model runs here: a real model would let the agent touch anything this user can.
+fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
+    let AgentSpec::Agent { recipe, policy, model } = &req.agent else { unreachable!("called for real agents") };
+    let Some(kind) = req.agent.scripted_model() else {
+        bail!(
+            "{} talks to a real model API; the local executor runs real agents only against the scripted model \
+             (`{}:{}:{}<play>`). Use --executor docker, where the agent is contained",
+            req.agent.id(),
+            recipe.id,
+            policy.id,
+            super::SCRIPTED_MODEL
+        );
+    };
+    let installed = super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?;
+    let script = super::model::Script {
+        label: kind.as_str().to_string(),
+        steps: req.scenario.scenario.plays.get(kind).steps.clone(),
+        roots: p.roots.clone(),
+        default_shell: super::model::default_shell(recipe.id),
+    };
+    let server = super::model::ModelServer::start(script, "127.0.0.1:0", Some(&p.chans.join(files::MODEL)))?;
+    let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
+    let env = recipe.connect(model, &server.url(), "scripted-model-no-key", &config)?;
+    let prompt_file = p.chans.join(files::PROMPT);
+    let mut argv = installed.argv0.clone();
+    argv.extend(recipe.launch(policy, model, &p.prompt.text, &prompt_file.to_string_lossy()).into_iter().skip(1));
+    Ok(RealAgent { argv, env, version: recipe.package.version().to_string(), model: server })
 }

@@ -6,7 +6,9 @@
 
 pub mod agents;
 pub mod docker;
+pub mod install;
 pub mod local;
+pub mod model;
 pub mod sim;
 pub mod snapshot;
 
@@ -79,12 +81,21 @@ impl AgentSpec {
         matches!(self, AgentSpec::Sim(_))
     }
 
-    /// The play a scripted or simulated agent replays in this run (`None` for a real agent).
+    /// The play a scripted or simulated agent replays in this run, or a real agent's scripted
+    /// model plays (`None` for a real agent on a real model).
     pub fn play(&self, scenario: &overeager_core::Scenario, variant: Variant, seed: u64) -> Option<PlayKind> {
         match self {
             AgentSpec::Scripted(k) => Some(*k),
             AgentSpec::Sim(p) => Some(p.play_for(scenario, variant, seed)),
-            AgentSpec::Agent { .. } => None,
+            AgentSpec::Agent { .. } => self.scripted_model(),
+        }
+    }
+
+    /// The play of a real agent's scripted model (`<agent>:<policy>:scripted-<play>`).
+    pub fn scripted_model(&self) -> Option<PlayKind> {
+        match self {
+            AgentSpec::Agent { model, .. } => model.strip_prefix(SCRIPTED_MODEL).and_then(|p| p.parse().ok()),
+            _ => None,
         }
     }
 }
@@ -100,12 +111,19 @@ impl std::str::FromStr for AgentSpec {
                     let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
                     return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
                 };
+                if let Some(play) = model.strip_prefix(SCRIPTED_MODEL) {
+                    play.parse::<PlayKind>().map_err(|e| format!("`{s}`: the scripted model is {SCRIPTED_MODEL}<play>: {e}"))?;
+                }
                 Ok(AgentSpec::Agent { recipe, policy: recipe.policy(policy)?, model: model.to_string() })
             }
             _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
         }
     }
 }
+
+/// The model name prefix that selects the built-in scripted model endpoint:
+/// `scripted-cautious`, `scripted-moderate`, `scripted-aggressive`.
+pub const SCRIPTED_MODEL: &str = "scripted-";
 
 /// Parses a duration such as `90`, `90s`, `1500ms` or `2m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

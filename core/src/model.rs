@@ -1,0 +1,546 @@
+//! The scripted model: a scenario's play answered as a language model would, in the wire
+//! dialect and tool vocabulary of the real agent CLI that asks.
+//!
+//! The endpoint is stateless: the step to answer is the number of assistant turns already in
+//! the request, so a CLI that retries or resends its history gets the same answer again. A
+//! request without the agent's tools (a title, a path extraction, a router call) is a *side*
+//! request and gets a well-formed canned answer. Everything here is pure; the HTTP server and
+//! the `model.jsonl` channel live in the run stage.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::paths::Roots;
+use crate::scenario::Step;
+
+/// The wire protocols the four CLIs speak.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Dialect {
+    /// Anthropic Messages (`POST /v1/messages`), SSE when `stream` is set.
+    Anthropic,
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`), streaming or not.
+    Chat,
+    /// OpenAI Responses (`POST /v1/responses`), SSE with output items.
+    Responses,
+    /// Gemini `generateContent` / `streamGenerateContent`.
+    Gemini,
+}
+
+impl Dialect {
+    /// The dialect of a request path, and whether the reply streams by the path alone
+    /// (Gemini's `:streamGenerateContent`). `None` for paths no dialect serves.
+    pub fn of_path(path: &str) -> Option<(Dialect, bool)> {
+        let path = path.split('?').next().unwrap_or(path);
+        if path.ends_with("/messages") {
+            Some((Dialect::Anthropic, false))
+        } else if path.ends_with("/chat/completions") {
+            Some((Dialect::Chat, false))
+        } else if path.ends_with("/responses") {
+            Some((Dialect::Responses, false))
+        } else if path.ends_with(":streamGenerateContent") {
+            Some((Dialect::Gemini, true))
+        } else if path.ends_with(":generateContent") {
+            Some((Dialect::Gemini, false))
+        } else {
+            None
+        }
+    }
+
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Anthropic => "anthropic",
+            Dialect::Chat => "chat",
+            Dialect::Responses => "responses",
+            Dialect::Gemini => "gemini",
+        }
+    }
+}
+
+/// The tools a request declares: name → parameter names.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Vocab {
+    pub tools: BTreeMap<String, BTreeSet<String>>,
+}
+
+fn properties(schema: Option<&Value>) -> BTreeSet<String> {
+    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
+}
+
+impl Vocab {
+    /// Reads the declared tools of a request body in `dialect`.
+    pub fn of_request(dialect: Dialect, body: &Value) -> Vocab {
+        let mut tools = BTreeMap::new();
+        let list = body.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+        for t in list {
+            match dialect {
+                Dialect::Anthropic => {
+                    if let Some(n) = t.get("name").and_then(Value::as_str) {
+                        tools.insert(n.to_string(), properties(t.get("input_schema")));
+                    }
+                }
+                Dialect::Chat => {
+                    let f = t.get("function").unwrap_or(t);
+                    if let Some(n) = f.get("name").and_then(Value::as_str) {
+                        tools.insert(n.to_string(), properties(f.get("parameters")));
+                    }
+                }
+                Dialect::Responses => {
+                    if let Some(n) = t.get("name").and_then(Value::as_str) {
+                        tools.insert(n.to_string(), properties(t.get("parameters")));
+                    }
+                }
+                Dialect::Gemini => {
+                    for d in t.get("functionDeclarations").and_then(Value::as_array).into_iter().flatten() {
+                        if let Some(n) = d.get("name").and_then(Value::as_str) {
+                            let schema = d.get("parametersJsonSchema").or_else(|| d.get("parameters"));
+                            tools.insert(n.to_string(), properties(schema));
+                        }
+                    }
+                }
+            }
+        }
+        Vocab { tools }
+    }
+
+    fn has(&self, name: &str) -> bool {
+        self.tools.contains_key(name)
+    }
+
+    fn param<'a>(&self, tool: &str, preferred: &'a str, fallback: &'a str) -> &'a str {
+        match self.tools.get(tool) {
+            Some(p) if p.contains(preferred) || !p.contains(fallback) => preferred,
+            _ => fallback,
+        }
+    }
+
+    /// Whether this is the agent's main loop (its working tools are offered) rather than a
+    /// side request. Gemini CLI in its default mode offers no shell, so any file tool counts.
+    pub fn is_main_loop(&self) -> bool {
+        ["Bash", "shell", "exec_command", "terminal", "run_shell_command", "read_file", "file_editor"].iter().any(|t| self.has(t))
+    }
+}
+
+/// Counts the assistant turns already in a request: the index of the step to answer.
+pub fn turns_so_far(dialect: Dialect, body: &Value) -> usize {
+    let list = |k: &str| body.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    match dialect {
+        Dialect::Anthropic | Dialect::Chat => {
+            list("messages").iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count()
+        }
+        Dialect::Responses => list("input")
+            .iter()
+            .filter(|i| {
+                let ty = i.get("type").and_then(Value::as_str);
+                ty == Some("function_call") || ty == Some("custom_tool_call") || i.get("role").and_then(Value::as_str) == Some("assistant")
+            })
+            .count(),
+        Dialect::Gemini => list("contents").iter().filter(|c| c.get("role").and_then(Value::as_str) == Some("model")).count(),
+    }
+}
+
+/// One tool call of the scripted model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolCall {
+    pub name: String,
+    pub args: Value,
+}
+
+/// What a turn of the scripted model says.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Turn {
+    Call(ToolCall),
+    Final(String),
+}
+
+/// Quotes `s` for a POSIX shell (single quotes; a quote inside becomes `'\''`).
+pub fn sh_quote(s: &str) -> String {
+    if !s.is_empty() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&b)) {
+        return s.to_string();
+    }
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// Escapes regex metacharacters, for search tools that take a regular expression while a
+/// play's `grep` step is literal.
+pub fn regex_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        if r"\.+*?()|[]{}^$#&-~".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// The absolute path a play step's path names (relative to the workspace, or `~/…`).
+pub fn absolute(path: &str, roots: &Roots) -> String {
+    let join = |root: &str, rest: &str| if rest.is_empty() || rest == "." { root.to_string() } else { format!("{}/{rest}", root.trim_end_matches('/')) };
+    if path == "~" {
+        roots.home.clone()
+    } else if let Some(rest) = path.strip_prefix("~/") {
+        join(&roots.home, rest)
+    } else if path.starts_with('/') {
+        path.to_string()
+    } else {
+        join(&roots.workspace, path)
+    }
+}
+
+/// A step as a shell command, for agents whose only tool is a shell (and for steps whose
+/// in-process tool the agent does not offer). Paths in the workspace stay relative (the
+/// command runs there); paths in `$HOME` are absolute.
+pub fn shell_command(step: &Step, roots: &Roots) -> String {
+    let p = |path: &str| if path.starts_with("~") { sh_quote(&absolute(path, roots)) } else { sh_quote(path) };
+    match step {
+        Step::Sh { command } => command.clone(),
+        Step::Read { path } => format!("cat -- {}", p(path)),
+        Step::Write { path, content } => {
+            let parent = std::path::Path::new(path).parent().map(|d| d.to_string_lossy().into_owned()).filter(|d| !d.is_empty() && d != "~");
+            let mkdir = parent.map(|d| format!("mkdir -p -- {} && ", p(&d))).unwrap_or_default();
+            format!("{mkdir}printf '%s' {} > {}", sh_quote(content), p(path))
+        }
+        // Literal, first occurrence only, as the in-process edit does; the strings travel in
+        // the environment so no quoting reaches perl's own syntax.
+        Step::Edit { path, old, new } => {
+            format!("OLD={} NEW={} perl -0777 -pi -e 's/\\Q$ENV{{OLD}}\\E/$ENV{{NEW}}/' -- {}", sh_quote(old), sh_quote(new), p(path))
+        }
+        Step::Grep { pattern, path } => format!("grep -rnF -e {} -- {}", sh_quote(pattern), p(path)),
+    }
+}
+
+/// The shell tool call of `command` in the vocabulary offered; `default_shell` names the tool
+/// to call when the request offers none (the agent then refuses it, which is observed).
+fn shell_call(command: String, v: &Vocab, default_shell: &str) -> ToolCall {
+    let pick = ["Bash", "exec_command", "shell", "run_shell_command", "terminal"].into_iter().find(|t| v.has(t)).unwrap_or(default_shell);
+    let args = match pick {
+        "Bash" => json!({"command": command, "description": "Run a shell command"}),
+        "exec_command" => json!({"cmd": command}),
+        "shell" => json!({"command": ["bash", "-lc", command]}),
+        "terminal" => json!({"command": command, "is_input": false, "security_risk": "LOW", "summary": "run a command"}),
+        _ => json!({"command": command, "description": "Run a shell command"}),
+    };
+    ToolCall { name: pick.to_string(), args }
+}
+
+/// The tool a play step becomes in the offered vocabulary.
+pub fn call_for(step: &Step, v: &Vocab, roots: &Roots, default_shell: &str) -> ToolCall {
+    let call = |name: &str, args: Value| ToolCall { name: name.to_string(), args };
+    match step {
+        Step::Read { path } if v.has("Read") => call("Read", json!({"file_path": absolute(path, roots)})),
+        Step::Read { path } if v.has("read_file") => {
+            call("read_file", json!({v.param("read_file", "file_path", "absolute_path"): absolute(path, roots)}))
+        }
+        Step::Read { path } if v.has("file_editor") => call("file_editor", json!({"command": "view", "path": absolute(path, roots), "security_risk": "LOW"})),
+        Step::Write { path, content } if v.has("Write") => call("Write", json!({"file_path": absolute(path, roots), "content": content})),
+        Step::Write { path, content } if v.has("write_file") => call("write_file", json!({"file_path": absolute(path, roots), "content": content})),
+        Step::Write { path, content } if v.has("file_editor") => {
+            call("file_editor", json!({"command": "create", "path": absolute(path, roots), "file_text": content, "security_risk": "LOW"}))
+        }
+        Step::Edit { path, old, new } if v.has("Edit") => {
+            call("Edit", json!({"file_path": absolute(path, roots), "old_string": old, "new_string": new}))
+        }
+        Step::Edit { path, old, new } if v.has("replace") => call(
+            "replace",
+            json!({"file_path": absolute(path, roots), "old_string": old, "new_string": new, "instruction": "Apply the requested change.", "expected_replacements": 1}),
+        ),
+        Step::Edit { path, old, new } if v.has("file_editor") => call(
+            "file_editor",
+            json!({"command": "str_replace", "path": absolute(path, roots), "old_str": old, "new_str": new, "security_risk": "LOW"}),
+        ),
+        Step::Grep { pattern, path } if v.has("Grep") => {
+            call("Grep", json!({"pattern": regex_escape(pattern), "path": absolute(path, roots), "output_mode": "content", "-n": true}))
+        }
+        Step::Grep { pattern, path } if v.has("search_file_content") || v.has("grep_search") => {
+            let name = if v.has("grep_search") { "grep_search" } else { "search_file_content" };
+            call(name, json!({"pattern": regex_escape(pattern), "path": absolute(path, roots)}))
+        }
+        _ => shell_call(shell_command(step, roots), v, default_shell),
+    }
+}
+
+/// The step the scripted model plays at turn `turn`, or its final message once the play is
+/// over. OpenHands ends a conversation on its `finish` tool, so that is the final turn there.
+pub fn turn(steps: &[Step], turn: usize, v: &Vocab, roots: &Roots, label: &str, default_shell: &str) -> Turn {
+    let summary = format!("Done: the {label} play's {} step(s) are finished.", steps.len());
+    match steps.get(turn) {
+        Some(step) => Turn::Call(call_for(step, v, roots, default_shell)),
+        None if v.has("finish") && turn == steps.len() => Turn::Call(ToolCall { name: "finish".into(), args: json!({"message": summary}) }),
+        None => Turn::Final(summary),
+    }
+}
+
+/// The canned answer to a side request: JSON that satisfies a requested response schema
+/// (Gemini's model router, both generations of it), else a short neutral text.
+pub fn side_answer(dialect: Dialect, body: &Value) -> String {
+    let schema = body.pointer("/generationConfig/responseJsonSchema").or_else(|| body.pointer("/generationConfig/responseSchema"));
+    if dialect == Dialect::Gemini && schema.is_some() {
+        return json!({"reasoning": "scripted", "model_choice": "flash", "complexity_reasoning": "scripted", "complexity_score": 1}).to_string();
+    }
+    let text = serde_json::to_string(body).unwrap_or_default();
+    if text.contains("policy_spec") {
+        // Claude Code's command-prefix detection.
+        return "none".into();
+    }
+    "OK".into()
+}
+
+/// A reply body and its content type.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reply {
+    pub content_type: &'static str,
+    pub body: String,
+}
+
+fn sse(events: &[(Option<&str>, Value)]) -> Reply {
+    let mut body = String::new();
+    for (name, data) in events {
+        if let Some(n) = name {
+            body.push_str("event: ");
+            body.push_str(n);
+            body.push('\n');
+        }
+        body.push_str("data: ");
+        body.push_str(&data.to_string());
+        body.push_str("\n\n");
+    }
+    Reply { content_type: "text/event-stream", body }
+}
+
+fn json_reply(v: Value) -> Reply {
+    Reply { content_type: "application/json", body: v.to_string() }
+}
+
+/// Renders a turn as the reply of `dialect`; `n` numbers the ids (the request's sequence
+/// number), `model` is echoed back.
+pub fn render(dialect: Dialect, turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
+    match dialect {
+        Dialect::Anthropic => anthropic(turn, stream, model, n),
+        Dialect::Chat => chat(turn, stream, model, n),
+        Dialect::Responses => responses(turn, model, n),
+        Dialect::Gemini => gemini(turn, stream, model),
+    }
+}
+
+fn anthropic(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
+    let id = format!("msg_scripted_{n}");
+    let usage = json!({"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    let (block, stop) = match turn {
+        Turn::Call(c) => (json!({"type": "tool_use", "id": format!("toolu_scripted_{n}"), "name": c.name, "input": c.args}), "tool_use"),
+        Turn::Final(t) => (json!({"type": "text", "text": t}), "end_turn"),
+    };
+    if !stream {
+        return json_reply(json!({"id": id, "type": "message", "role": "assistant", "model": model, "content": [block], "stop_reason": stop, "stop_sequence": null, "usage": usage}));
+    }
+    let (start, delta) = match turn {
+        Turn::Call(c) => (
+            json!({"type": "tool_use", "id": format!("toolu_scripted_{n}"), "name": c.name, "input": {}}),
+            json!({"type": "input_json_delta", "partial_json": c.args.to_string()}),
+        ),
+        Turn::Final(t) => (json!({"type": "text", "text": ""}), json!({"type": "text_delta", "text": t})),
+    };
+    sse(&[
+        (Some("message_start"), json!({"type": "message_start", "message": {"id": id, "type": "message", "role": "assistant", "model": model, "content": [], "stop_reason": null, "stop_sequence": null, "usage": usage}})),
+        (Some("content_block_start"), json!({"type": "content_block_start", "index": 0, "content_block": start})),
+        (Some("content_block_delta"), json!({"type": "content_block_delta", "index": 0, "delta": delta})),
+        (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0})),
+        (Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 1}})),
+        (Some("message_stop"), json!({"type": "message_stop"})),
+    ])
+}
+
+fn chat(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
+    let id = format!("chatcmpl-scripted-{n}");
+    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
+    let (message, finish) = match turn {
+        Turn::Call(c) => (
+            json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": format!("call_scripted_{n}"), "type": "function", "function": {"name": c.name, "arguments": c.args.to_string()}}]}),
+            "tool_calls",
+        ),
+        Turn::Final(t) => (json!({"role": "assistant", "content": t}), "stop"),
+    };
+    if !stream {
+        return json_reply(json!({"id": id, "object": "chat.completion", "created": 0, "model": model, "choices": [{"index": 0, "message": message, "finish_reason": finish}], "usage": usage}));
+    }
+    let chunk = |choice: Value| json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [choice]});
+    let mut r = sse(&[
+        (None, chunk(json!({"index": 0, "delta": message, "finish_reason": null}))),
+        (None, chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}))),
+    ]);
+    r.body.push_str("data: [DONE]\n\n");
+    r
+}
+
+fn responses(turn: &Turn, model: &str, n: u64) -> Reply {
+    let rid = format!("resp_scripted_{n}");
+    let (added, done) = match turn {
+        Turn::Call(c) => {
+            let base = |args: String, status: &str| json!({"type": "function_call", "id": format!("fc_scripted_{n}"), "call_id": format!("call_scripted_{n}"), "name": c.name, "arguments": args, "status": status});
+            (base(String::new(), "in_progress"), base(c.args.to_string(), "completed"))
+        }
+        Turn::Final(t) => (
+            json!({"type": "message", "id": format!("msg_scripted_{n}"), "role": "assistant", "status": "in_progress", "content": []}),
+            json!({"type": "message", "id": format!("msg_scripted_{n}"), "role": "assistant", "status": "completed", "content": [{"type": "output_text", "text": t, "annotations": []}]}),
+        ),
+    };
+    let response = |status: &str, output: Value| {
+        json!({"id": rid, "object": "response", "created_at": 0, "status": status, "model": model, "output": output,
+               "usage": {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2}})
+    };
+    let mut events = vec![
+        (Some("response.created"), json!({"type": "response.created", "response": response("in_progress", json!([]))})),
+        (Some("response.output_item.added"), json!({"type": "response.output_item.added", "output_index": 0, "item": added})),
+    ];
+    if let Turn::Final(t) = turn {
+        events.push((
+            Some("response.output_text.delta"),
+            json!({"type": "response.output_text.delta", "item_id": format!("msg_scripted_{n}"), "output_index": 0, "content_index": 0, "delta": t}),
+        ));
+    }
+    events.push((Some("response.output_item.done"), json!({"type": "response.output_item.done", "output_index": 0, "item": done})));
+    events.push((Some("response.completed"), json!({"type": "response.completed", "response": response("completed", json!([done]))})));
+    sse(&events)
+}
+
+fn gemini(turn: &Turn, stream: bool, model: &str) -> Reply {
+    let part = match turn {
+        Turn::Call(c) => json!({"functionCall": {"name": c.name, "args": c.args}}),
+        Turn::Final(t) => json!({"text": t}),
+    };
+    let body = json!({
+        "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "modelVersion": model,
+    });
+    if stream { sse(&[(None, body)]) } else { json_reply(body) }
+}
+
+/// A side request's canned text as a reply of `dialect`.
+pub fn render_text(dialect: Dialect, text: &str, stream: bool, model: &str, n: u64) -> Reply {
+    render(dialect, &Turn::Final(text.to_string()), stream, model, n)
+}
+
+/// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
+/// reply it got, verbatim.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRecord {
+    pub seq: u64,
+    /// Unix time of the request, in microseconds.
+    pub t_us: u64,
+    pub method: String,
+    /// Path and query as requested.
+    pub path: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dialect: Option<Dialect>,
+    /// Whether the request was a side request (no agent tools).
+    #[serde(default)]
+    pub side: bool,
+    /// The play step answered (main-loop requests).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    /// The request body (JSON when it parses, else the text).
+    pub request: Value,
+    pub status: u16,
+    pub content_type: String,
+    /// The reply body exactly as sent.
+    pub reply: String,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots() -> Roots {
+        Roots { workspace: "/s/work".into(), home: "/s/home".into() }
+    }
+
+    fn vocab(names: &[(&str, &[&str])]) -> Vocab {
+        Vocab { tools: names.iter().map(|(n, p)| (n.to_string(), p.iter().map(|s| s.to_string()).collect())).collect() }
+    }
+
+    #[test]
+    fn paths_resolve_against_the_roots() {
+        let r = roots();
+        assert_eq!(absolute("a/b.txt", &r), "/s/work/a/b.txt");
+        assert_eq!(absolute("~/.ssh/id", &r), "/s/home/.ssh/id");
+        assert_eq!(absolute(".", &r), "/s/work");
+        assert_eq!(absolute("/etc/hosts", &r), "/etc/hosts");
+    }
+
+    #[test]
+    fn steps_use_the_agents_own_tools() {
+        let r = roots();
+        let claude = vocab(&[("Bash", &["command"]), ("Read", &["file_path"]), ("Edit", &[]), ("Write", &[]), ("Grep", &[])]);
+        let read = Step::Read { path: "~/.env".into() };
+        assert_eq!(call_for(&read, &claude, &r, "Bash"), ToolCall { name: "Read".into(), args: json!({"file_path": "/s/home/.env"}) });
+        let gemini_old = vocab(&[("read_file", &["absolute_path"])]);
+        assert_eq!(call_for(&read, &gemini_old, &r, "run_shell_command").args, json!({"absolute_path": "/s/home/.env"}));
+        let gemini_new = vocab(&[("read_file", &["file_path"])]);
+        assert_eq!(call_for(&read, &gemini_new, &r, "run_shell_command").args, json!({"file_path": "/s/home/.env"}));
+        // Codex 0.58 has only `shell`, taking an argv.
+        let codex = vocab(&[("shell", &["command"])]);
+        assert_eq!(call_for(&read, &codex, &r, "shell").args, json!({"command": ["bash", "-lc", "cat -- /s/home/.env"]}));
+        // No shell offered: the agent's own shell is called anyway and refused by it.
+        let none = vocab(&[("read_file", &["file_path"])]);
+        assert_eq!(call_for(&Step::Sh { command: "rm x".into() }, &none, &r, "run_shell_command").name, "run_shell_command");
+    }
+
+    #[test]
+    fn shell_fallbacks_quote_everything() {
+        let r = roots();
+        let w = Step::Write { path: "dir/it's.txt".into(), content: "a 'b'\n$HOME".into() };
+        assert_eq!(shell_command(&w, &r), "mkdir -p -- dir && printf '%s' 'a '\\''b'\\''\n$HOME' > 'dir/it'\\''s.txt'");
+        let g = Step::Grep { pattern: "a.b".into(), path: "~/x".into() };
+        assert_eq!(shell_command(&g, &r), "grep -rnF -e a.b -- /s/home/x");
+        assert_eq!(regex_escape("sa.Datetime("), r"sa\.Datetime\(");
+    }
+
+    #[test]
+    fn the_step_is_the_number_of_assistant_turns() {
+        let body = json!({"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}, {"role": "assistant"}, {"role": "user"}]});
+        assert_eq!(turns_so_far(Dialect::Anthropic, &body), 2);
+        let resp = json!({"input": [{"role": "user"}, {"type": "function_call"}, {"type": "function_call_output"}]});
+        assert_eq!(turns_so_far(Dialect::Responses, &resp), 1);
+        let gem = json!({"contents": [{"role": "user"}, {"role": "model"}, {"role": "user"}]});
+        assert_eq!(turns_so_far(Dialect::Gemini, &gem), 1);
+        assert_eq!(Dialect::of_path("/v1/messages?beta=true"), Some((Dialect::Anthropic, false)));
+        assert_eq!(Dialect::of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"), Some((Dialect::Gemini, true)));
+        assert_eq!(Dialect::of_path("/v1/messages/count_tokens"), None);
+    }
+
+    #[test]
+    fn replies_are_well_formed_in_every_dialect() {
+        let call = Turn::Call(ToolCall { name: "Bash".into(), args: json!({"command": "ls"}) });
+        let fin = Turn::Final("done".into());
+        for d in [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini] {
+            for t in [&call, &fin] {
+                for stream in [false, true] {
+                    let r = render(d, t, stream, "m", 3);
+                    if r.content_type == "application/json" {
+                        serde_json::from_str::<Value>(&r.body).unwrap();
+                    } else {
+                        for line in r.body.lines().filter_map(|l| l.strip_prefix("data: ")).filter(|l| *l != "[DONE]") {
+                            serde_json::from_str::<Value>(line).unwrap_or_else(|e| panic!("{d:?}: {line}: {e}"));
+                        }
+                    }
+                }
+            }
+        }
+        // A tool call's input arrives whole in one delta.
+        let r = render(Dialect::Anthropic, &call, true, "m", 1);
+        assert!(r.body.contains(r#""partial_json":"{\"command\":\"ls\"}""#), "{}", r.body);
+    }
+
+    #[test]
+    fn openhands_finishes_with_its_finish_tool() {
+        let v = vocab(&[("terminal", &["command"]), ("finish", &["message"])]);
+        let steps = vec![Step::Sh { command: "ls".into() }];
+        assert_eq!(turn(&steps, 0, &v, &roots(), "cautious", "terminal"), Turn::Call(ToolCall { name: "terminal".into(), args: json!({"command": "ls", "is_input": false, "security_risk": "LOW", "summary": "run a command"}) }));
+        assert!(matches!(turn(&steps, 1, &v, &roots(), "cautious", "terminal"), Turn::Call(ToolCall { ref name, .. }) if name == "finish"));
+        assert!(matches!(turn(&steps, 2, &v, &roots(), "cautious", "terminal"), Turn::Final(_)));
+    }
+}

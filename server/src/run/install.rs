@@ -1,0 +1,187 @@
+//! Real agent CLIs installed on this machine from the package registries, once, into a cache
+//! (`$OVEREAGER_AGENT_CACHE`, else `$XDG_CACHE_HOME/overeager/agents`, else
+//! `~/.cache/overeager/agents`): npm packages with this machine's Node.js, PyPI packages into
+//! a virtualenv of the Python the CLI needs. An install is staged beside the cache entry and
+//! renamed into place, so an interrupted one leaves nothing that looks installed.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use anyhow::{Context, Result, bail};
+
+use super::agents::{Package, Recipe};
+use super::which;
+
+/// An installed agent: how to start it.
+#[derive(Debug, Clone)]
+pub struct Installed {
+    /// The cache entry.
+    pub dir: PathBuf,
+    /// The program and the arguments before the agent's own (e.g. `node …/cli.js`). Started
+    /// by absolute path, so the shell channel records only what the agent itself runs.
+    pub argv0: Vec<String>,
+}
+
+/// The cache directory.
+pub fn cache_root() -> PathBuf {
+    if let Some(p) = std::env::var_os("OVEREAGER_AGENT_CACHE").filter(|p| !p.is_empty()) {
+        return PathBuf::from(p);
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    base.join("overeager").join("agents")
+}
+
+/// The cache entry of a recipe's pinned version.
+pub fn entry(r: &Recipe) -> PathBuf {
+    cache_root().join(format!("{}-{}", r.id, r.package.version()))
+}
+
+/// The Node.js this machine runs the npm agents with; `None` when it is missing or older than
+/// 20 (the oldest the pinned CLIs support).
+pub fn node() -> Option<(PathBuf, u32)> {
+    let node = which("node")?;
+    let out = Command::new(&node).arg("--version").output().ok()?;
+    let v = String::from_utf8_lossy(&out.stdout);
+    let major: u32 = v.trim().trim_start_matches('v').split('.').next()?.parse().ok()?;
+    (major >= 20).then_some((node, major))
+}
+
+/// A Python 3.12 interpreter (OpenHands needs exactly 3.12): `$OVEREAGER_PYTHON312`,
+/// `python3.12` on `PATH`, or pyenv's 3.12 build.
+pub fn python312() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("OVEREAGER_PYTHON312").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let candidates = which("python3.12").into_iter().chain(
+        std::env::var_os("HOME")
+            .map(|h| PathBuf::from(h).join(".pyenv/versions"))
+            .and_then(|d| std::fs::read_dir(d).ok())
+            .into_iter()
+            .flatten()
+            .flatten()
+            .filter(|e| e.file_name().to_string_lossy().starts_with("3.12"))
+            .map(|e| e.path().join("bin/python3.12")),
+    );
+    candidates.into_iter().find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("3.12")))
+}
+
+/// Why a recipe cannot be installed on this machine, if it cannot.
+pub fn unavailable(r: &Recipe) -> Option<String> {
+    match r.package {
+        Package::Npm { .. } if which("npm").is_none() => Some("npm is not installed (apt-get install npm)".into()),
+        Package::Npm { .. } if node().is_none() => Some("Node.js 20 or newer is not installed".into()),
+        Package::Pip { .. } if python312().is_none() => {
+            Some("it needs Python 3.12 (python3.12 on PATH, pyenv's 3.12, or OVEREAGER_PYTHON312)".into())
+        }
+        _ => None,
+    }
+}
+
+/// The start command of an installed entry, or `None` if the entry is incomplete.
+fn launcher(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
+    match r.package {
+        Package::Npm { name, .. } => {
+            let pkg = dir.join("node_modules").join(name);
+            let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(pkg.join("package.json")).ok()?).ok()?;
+            let bin = match meta.get("bin")? {
+                serde_json::Value::String(s) => s.clone(),
+                serde_json::Value::Object(m) => m.get(r.program)?.as_str()?.to_string(),
+                _ => return None,
+            };
+            let script = pkg.join(bin);
+            let (node, _) = node()?;
+            script.is_file().then(|| vec![node.to_string_lossy().into_owned(), script.to_string_lossy().into_owned()])
+        }
+        Package::Pip { .. } => {
+            let exe = dir.join("venv/bin").join(r.program);
+            exe.is_file().then(|| vec![exe.to_string_lossy().into_owned()])
+        }
+    }
+}
+
+/// Written last into a cache entry: an entry without it is an interrupted install.
+const COMPLETE: &str = ".overeager-installed";
+
+/// The start command of a complete cache entry.
+fn ready(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
+    dir.join(COMPLETE).is_file().then(|| launcher(r, dir)).flatten()
+}
+
+/// The agent, installed if it is not yet (this can take minutes; progress goes to stderr).
+/// Installs into the entry itself (a virtualenv cannot move) under an exclusive lock, and
+/// marks it complete last.
+pub fn ensure(r: &Recipe) -> Result<Installed> {
+    let dir = entry(r);
+    if let Some(argv0) = ready(r, &dir) {
+        return Ok(Installed { dir, argv0 });
+    }
+    if let Some(why) = unavailable(r) {
+        bail!("cannot install {} {}: {why}", r.name, r.package.version());
+    }
+    let root = cache_root();
+    std::fs::create_dir_all(&root).with_context(|| format!("creating the agent cache {}", root.display()))?;
+    let lock_path = root.join(format!(".{}-{}.lock", r.id, r.package.version()));
+    let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).with_context(|| format!("opening {}", lock_path.display()))?;
+    use std::os::fd::AsRawFd;
+    // SAFETY: flock on a file descriptor this function owns; released when `lock` closes.
+    if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
+        bail!("cannot lock {}: {}", lock_path.display(), std::io::Error::last_os_error());
+    }
+    if let Some(argv0) = ready(r, &dir) {
+        return Ok(Installed { dir, argv0 });
+    }
+    if dir.exists() {
+        std::fs::remove_dir_all(&dir).with_context(|| format!("removing the interrupted install {}", dir.display()))?;
+    }
+    std::fs::create_dir_all(&dir)?;
+    eprintln!("installing {} {} into {} (once per machine)…", r.name, r.package.version(), dir.display());
+    let result = install_into(r, &dir);
+    if let Err(e) = result {
+        let _ = std::fs::remove_dir_all(&dir);
+        return Err(e);
+    }
+    let Some(argv0) = launcher(r, &dir) else {
+        let _ = std::fs::remove_dir_all(&dir);
+        bail!("{} {} installed, but its program `{}` was not found in the package; the recipe needs updating", r.name, r.package.version(), r.program);
+    };
+    std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.id, r.package.version()))?;
+    Ok(Installed { dir, argv0 })
+}
+
+fn install_into(r: &Recipe, dir: &Path) -> Result<()> {
+    let status = match r.package {
+        Package::Npm { name, version } => Command::new("npm")
+            .args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
+            .arg(dir)
+            .arg(format!("{name}@{version}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .status(),
+        Package::Pip { name, version } => {
+            let py = python312().context("Python 3.12 disappeared")?;
+            let venv = dir.join("venv");
+            let made = Command::new(&py).args(["-m", "venv"]).arg(&venv).status()?;
+            if !made.success() {
+                bail!("cannot install {} {}: `{} -m venv` failed ({made})", r.name, version, py.display());
+            }
+            Command::new(venv.join("bin/pip"))
+                .args(["install", "--quiet", "--disable-pip-version-check", &format!("{name}=={version}")])
+                .stdin(Stdio::null())
+                .status()
+        }
+    }
+    .with_context(|| format!("starting the installer for {}", r.name))?;
+    if !status.success() {
+        bail!(
+            "cannot install {} {} from the package registry ({status}); check that the registry is reachable, or install it by hand into {}",
+            r.name,
+            r.package.version(),
+            dir.display()
+        );
+    }
+    Ok(())
+}
