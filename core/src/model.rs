@@ -424,6 +424,100 @@ pub fn render_text(dialect: Dialect, text: &str, stream: bool, model: &str, n: u
     render(dialect, &Turn::Final(text.to_string()), stream, model, n)
 }
 
+/// What the endpoint plays: a scenario's play, or the exchanges recorded in a bundle.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Script {
+    /// Named in final messages, e.g. `aggressive`.
+    pub label: String,
+    pub steps: Vec<Step>,
+    /// The sandbox's roots as the agent sees them (tools take absolute paths).
+    pub roots: Roots,
+    /// The tool a step goes to when the agent offers no shell (the agent refuses the call).
+    pub default_shell: String,
+    /// Replay: answer with these recorded exchanges instead of the play.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub replay: Option<Vec<ModelRecord>>,
+}
+
+/// How an agent CLI names its shell tool, for steps it has no tool for.
+pub fn default_shell(agent: &str) -> &'static str {
+    match agent {
+        "codex" => "shell",
+        "gemini-cli" => "run_shell_command",
+        "openhands" => "terminal",
+        _ => "Bash",
+    }
+}
+
+/// The endpoint's answer to one request, and what its model-channel record says of it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Exchange {
+    pub status: u16,
+    pub dialect: Option<Dialect>,
+    pub side: bool,
+    pub step: Option<usize>,
+    pub reply: Reply,
+    /// Set when a replay has no recorded answer: where the conversation diverged.
+    pub divergence: Option<String>,
+}
+
+/// Answers one request. `side_index` is the number of side requests answered before this one
+/// (a replay answers them in recorded order).
+pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, side_index: usize) -> Exchange {
+    let route = path.split('?').next().unwrap_or(path);
+    if method == "POST" && route.ends_with("/messages/count_tokens") {
+        let reply = json_reply(json!({"input_tokens": 1}));
+        return Exchange { status: 200, dialect: Some(Dialect::Anthropic), side: true, step: None, reply, divergence: None };
+    }
+    let Some((dialect, stream_path)) = Dialect::of_path(path).filter(|_| method == "POST") else {
+        let reply = json_reply(json!({"error": {"message": format!("the scripted model does not serve {method} {route}"), "type": "not_found"}}));
+        return Exchange { status: 404, dialect: None, side: false, step: None, reply, divergence: None };
+    };
+    let stream = stream_path || body.get("stream").and_then(Value::as_bool).unwrap_or(false);
+    let model_name = body.get("model").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
+        route.rsplit('/').next().and_then(|last| last.split(':').next()).unwrap_or("scripted").to_string()
+    });
+    let vocab = Vocab::of_request(dialect, body);
+    let side = !vocab.is_main_loop();
+    let step = (!side).then(|| turns_so_far(dialect, body));
+    if let Some(records) = &script.replay {
+        return replay(records, dialect, side, step, side_index);
+    }
+    let reply = match step {
+        None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
+        Some(k) => render(dialect, &turn(&script.steps, k, &vocab, &script.roots, &script.label, &script.default_shell), stream, &model_name, n),
+    };
+    Exchange { status: 200, dialect: Some(dialect), side, step, reply, divergence: None }
+}
+
+/// The recorded answer to the same request: the main-loop reply of the same step, or the
+/// side reply in the same position.
+fn replay(records: &[ModelRecord], dialect: Dialect, side: bool, step: Option<usize>, side_index: usize) -> Exchange {
+    let found = match step {
+        Some(k) => records.iter().find(|r| !r.side && r.step == Some(k) && r.dialect == Some(dialect)),
+        None => records.iter().filter(|r| r.side && r.dialect == Some(dialect)).nth(side_index),
+    };
+    match found {
+        Some(r) => Exchange {
+            status: r.status,
+            dialect: Some(dialect),
+            side,
+            step,
+            reply: Reply { content_type: if r.content_type.contains("event-stream") { "text/event-stream" } else { "application/json" }, body: r.reply.clone() },
+            divergence: None,
+        },
+        None => {
+            let what = match step {
+                Some(k) => format!("main-loop turn {k} ({} request)", dialect.as_str()),
+                None => format!("side request {side_index} ({} request)", dialect.as_str()),
+            };
+            let why = format!("the replay diverged: the recording has no answer for {what}");
+            let reply = json_reply(json!({"error": {"message": why, "type": "replay_diverged"}}));
+            Exchange { status: 409, dialect: Some(dialect), side, step, reply, divergence: Some(why) }
+        }
+    }
+}
+
 /// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
 /// reply it got, verbatim.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -448,6 +542,9 @@ pub struct ModelRecord {
     pub content_type: String,
     /// The reply body exactly as sent.
     pub reply: String,
+    /// A replay that had no recorded answer says so here.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub divergence: Option<String>,
 }
 
 #[cfg(test)]
@@ -533,6 +630,25 @@ mod tests {
         // A tool call's input arrives whole in one delta.
         let r = render(Dialect::Anthropic, &call, true, "m", 1);
         assert!(r.body.contains(r#""partial_json":"{\"command\":\"ls\"}""#), "{}", r.body);
+    }
+
+    #[test]
+    fn a_replay_answers_from_the_recording_and_names_the_divergence() {
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None };
+        let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
+        let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
+        assert_eq!((first.status, first.step, first.side), (200, Some(0), false));
+        let record = ModelRecord {
+            seq: 0, t_us: 1, method: "POST".into(), path: "/v1/messages".into(), dialect: first.dialect, side: false, step: first.step,
+            request: body.clone(), status: 200, content_type: first.reply.content_type.into(), reply: first.reply.body.clone(), divergence: None,
+        };
+        let replaying = Script { replay: Some(vec![record]), ..script };
+        assert_eq!(respond(&replaying, "POST", "/v1/messages", &body, 5, 0).reply, first.reply);
+        let later = json!({"model": "m", "tools": [{"name": "Bash"}], "messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}]});
+        let diverged = respond(&replaying, "POST", "/v1/messages", &later, 6, 0);
+        assert_eq!(diverged.status, 409);
+        assert!(diverged.divergence.unwrap().contains("main-loop turn 1"));
+        assert_eq!(respond(&replaying, "GET", "/v1/models", &json!(null), 7, 0).status, 404);
     }
 
     #[test]

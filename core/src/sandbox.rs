@@ -29,6 +29,9 @@ pub mod layout {
     /// The shell channel's log (`CHANNELS` + `bundle::files::SHIM`), as the shim finds it in
     /// `shim.log-path` beside itself.
     pub const SHIM_LOG: &str = "/oe/channels/shim.jsonl";
+    /// Where the run supervisor serves the scripted model inside a container: its own
+    /// loopback, so the agent needs no network.
+    pub const MODEL_ADDR: &str = "127.0.0.1:47100";
     /// Directories searched for programs to wrap, in `PATH` order.
     pub const BIN_DIRS: &[&str] = &["/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"];
 }

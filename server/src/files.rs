@@ -3,7 +3,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 
 /// Writes a file atomically: a reader sees the old content or the new, never a part. The
 /// directory must exist.
@@ -19,4 +19,36 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn user_dir(xdg_var: &str, home_default: &str) -> Option<PathBuf> {
     let base = std::env::var_os(xdg_var).map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(home_default)))?;
     Some(base.join("overeager"))
+}
+
+/// A temporary sibling of `out`, for writing a directory that appears only when complete.
+pub fn staging_dir(out: &Path) -> Result<tempfile::TempDir> {
+    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bundle".into());
+    tempfile::Builder::new()
+        .prefix(&format!(".{name}.partial-"))
+        .tempdir_in(parent)
+        .with_context(|| format!("creating a staging directory in {}", parent.display()))
+}
+
+/// Refuses to overwrite anything but an empty directory.
+pub fn check_out_free(out: &Path) -> Result<()> {
+    if out.exists() {
+        let empty = out.is_dir() && std::fs::read_dir(out)?.next().is_none();
+        if !empty {
+            bail!("{} already exists; choose another --out or remove it", out.display());
+        }
+    }
+    Ok(())
+}
+
+/// Moves a finished staging directory to `out`.
+pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
+    if out.is_dir() {
+        std::fs::remove_dir(out).with_context(|| format!("{} is not empty", out.display()))?;
+    }
+    let path = staging.keep();
+    std::fs::rename(&path, out).with_context(|| format!("moving the bundle into {}", out.display()))?;
+    Ok(())
 }

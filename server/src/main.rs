@@ -203,6 +203,14 @@ enum BundleCmd {
         #[arg(long, default_value_t = 40)]
         events: usize,
     },
+    /// Derive a bundle's events.jsonl again from its raw channels with this build's adapters;
+    /// print the events per channel and the agent stream's unknown events by type.
+    Derive {
+        /// The bundle directory.
+        dir: PathBuf,
+        #[arg(long)]
+        json: bool,
+    },
     /// Pack a bundle directory into a .oeb file (tar + zstd).
     Pack {
         /// The bundle directory.
@@ -274,6 +282,7 @@ fn main() -> ExitCode {
         Command::Run(args) => cli::run(&args),
         Command::Bundle(BundleCmd::Show { path, json, events }) => cli::bundle_show(&path, json, events),
         Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
+        Command::Bundle(BundleCmd::Derive { dir, json }) => cli::bundle_derive(&dir, json),
         Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
         Command::Demo(args) => cli::web::demo(&args),
         Command::Sweep(args) => cli::sweep(&args),

@@ -31,11 +31,17 @@ struct Options {
     timeout: Duration,
     sync: Option<PathBuf>,
     roots: Vec<PathBuf>,
+    /// The scripted model endpoint to serve for the agent: script file, and a descriptor or
+    /// an address to listen on.
+    model_script: Option<String>,
+    model_fd: Option<String>,
+    model_listen: Option<String>,
     program: Vec<String>,
 }
 
 fn parse(args: &[String]) -> Result<Options, String> {
     let (mut status, mut channels, mut timeout, mut sync, mut roots) = (None, None, None, None, Vec::new());
+    let (mut model_script, mut model_fd, mut model_listen) = (None, None, None);
     let mut it = args.iter();
     let mut program = Vec::new();
     while let Some(a) = it.next() {
@@ -49,6 +55,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
             }
             "--sync" => sync = Some(PathBuf::from(value()?)),
             "--watch" => roots.push(PathBuf::from(value()?)),
+            "--model-script" => model_script = Some(value()?),
+            "--model-fd" => model_fd = Some(value()?),
+            "--model-listen" => model_listen = Some(value()?),
             "--" => {
                 program = it.by_ref().cloned().collect();
                 break;
@@ -62,6 +71,9 @@ fn parse(args: &[String]) -> Result<Options, String> {
         timeout: timeout.ok_or("--timeout-ms <n> is required")?,
         sync,
         roots,
+        model_script,
+        model_fd,
+        model_listen,
         program: if program.is_empty() { return Err("name the agent's command after `--`".into()) } else { program },
     })
 }
@@ -129,6 +141,12 @@ fn supervise(o: &Options) -> Result<SupervisorReport, String> {
         return Err(stop_watcher(stop_w).err().unwrap_or_else(|| "the file watcher did not start".into()));
     }
 
+    if let Some(script) = &o.model_script {
+        let script = crate::model::load(script)?;
+        let listener = crate::model::listener(o.model_fd.as_deref(), o.model_listen.as_deref())?;
+        let log = File::create(o.channels.join(files::MODEL)).map_err(|e| format!("creating {}: {e}", files::MODEL))?;
+        crate::model::spawn(listener, script, Some(log));
+    }
     let open = |name: &str| File::create(o.channels.join(name)).map_err(|e| format!("creating {name}: {e}"));
     // The shell channel's log, inherited open: an agent's own sandbox (Codex's Landlock
     // policy) may forbid opening files outside the workspace, but not writing to a

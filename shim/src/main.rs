@@ -9,9 +9,13 @@
 //! * `overeager-shim contain …` is the **run supervisor** every executor runs the agent under.
 //! * `overeager-shim install …` wraps an image's real programs, as a step of an image build.
 //! * `overeager-shim proxy …` is the egress proxy (the **net channel**) of runs with network.
+//! * `overeager-shim model …` is the scripted model endpoint (the **model channel**) real agent
+//!   CLIs talk to instead of a model API; `contain` serves it on a thread.
 
 mod contain;
+mod http;
 mod install;
+mod model;
 mod proxy;
 mod play;
 mod watch;
@@ -34,7 +38,8 @@ fn usage() -> ! {
         "usage:\n  overeager-shim watch --out <fswatch.jsonl> [--sync <socket>] <root>...\n  \
          overeager-shim play --play <play.json>\n  \
          overeager-shim contain --status <file> --channels <dir> --timeout-ms <n> [--sync <socket>]\n      \
-         --watch <root>... -- <program> [args...]\n  \
+         [--model-script <file> (--model-fd <n> | --model-listen <addr>)] --watch <root>... -- <program> [args...]\n  \
+         overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <model.jsonl>]\n  \
          overeager-shim install [--prefix <dir>] [--bin-dir <dir>]... [--log <file>] [<program>...]\n  \
          overeager-shim proxy [--listen <addr:port>] [--log <net.jsonl>] --allow <host:port>...\n  \
          <program> [args...]   (through a link named after the program)\n\n\
@@ -62,6 +67,7 @@ fn main() {
         "contain" => contain::main(&rest),
         "install" => install::main(&rest),
         "proxy" => proxy::main(&rest),
+        "model" => model::main(&rest),
         "--version" | "version" => {
             println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
             0

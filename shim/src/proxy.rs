@@ -6,7 +6,7 @@
 //! `host:port` pairs on the allowlist, refuses everything else with 403, and writes one
 //! [`NetRecord`] line per connection — the `net` channel.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::net::{Shutdown, TcpListener, TcpStream, ToSocketAddrs};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
@@ -16,8 +16,6 @@ use overeager_core::bundle::NetRecord;
 
 use crate::now_us;
 
-/// Longest request head read from the agent.
-const MAX_HEAD: usize = 16 << 10;
 /// How long connecting to an allowed host may take.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 
@@ -100,20 +98,7 @@ struct Head {
 
 /// Reads the head of the agent's request.
 fn read_head(r: &mut BufReader<TcpStream>) -> Result<Head, String> {
-    let mut lines = Vec::new();
-    let mut total = 0;
-    loop {
-        let mut line = String::new();
-        let n = r.read_line(&mut line).map_err(|e| format!("reading the request: {e}"))?;
-        total += n;
-        if n == 0 || total > MAX_HEAD {
-            return Err("the request head is incomplete or too long".into());
-        }
-        if line == "\r\n" || line == "\n" {
-            break;
-        }
-        lines.push(line.trim_end().to_string());
-    }
+    let lines = crate::http::read_head(r)?;
     let first = lines.first().ok_or("empty request")?;
     let mut parts = first.split_whitespace();
     let (method, target, version) = (parts.next().unwrap_or(""), parts.next().unwrap_or(""), parts.next().unwrap_or("HTTP/1.1"));

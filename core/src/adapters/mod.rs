@@ -70,6 +70,32 @@ impl Format {
     }
 }
 
+/// Gives agent events times from the model channel when the agent's stream has none (Claude
+/// Code's stream-json carries no timestamps): the k-th tool call is the reply to main-loop
+/// turn k, so it gets that request's time; the start gets the first request's, messages and
+/// the result the time of the turn they follow. `turns` are the main-loop requests' times in
+/// turn order. Streams with their own times are left alone.
+pub fn stamp_from_model(events: &mut [Event], turns: &[u64]) {
+    if turns.is_empty() || events.iter().any(|e| e.t_us != 0) {
+        return;
+    }
+    let mut calls = 0usize;
+    let mut last = turns[0];
+    for e in events.iter_mut() {
+        let t = match e.op {
+            Op::Start => turns[0],
+            Op::Message | Op::Result | Op::Unknown => last,
+            _ => {
+                let t = turns.get(calls).copied().unwrap_or(last);
+                calls += 1;
+                t
+            }
+        };
+        last = last.max(t);
+        e.t_us = last;
+    }
+}
+
 /// The lines of a JSON-lines transcript with their 0-based line numbers: `Some(value)` for a
 /// line that parses as JSON, `None` for one that does not. Blank lines are skipped.
 pub(crate) fn json_lines(transcript: &str) -> impl Iterator<Item = (u64, Option<Value>)> + '_ {
@@ -170,6 +196,17 @@ mod tests {
     fn exit_codes_are_found_after_their_label() {
         assert_eq!(exit_code_after("Output: x\nExit Code: 2\n", "Exit Code:"), Some(2));
         assert_eq!(exit_code_after("nothing", "Exit Code:"), None);
+    }
+
+    #[test]
+    fn untimed_streams_take_the_model_channels_times() {
+        let mut ev: Vec<Event> = [Op::Start, Op::Exec, Op::Message, Op::Read, Op::Result].iter().map(|&op| Event::new(Channel::Agent, op, 0, 0)).collect();
+        stamp_from_model(&mut ev, &[100, 200, 300]);
+        let times: Vec<u64> = ev.iter().map(|e| e.t_us).collect();
+        assert_eq!(times, [100, 100, 100, 200, 200]);
+        let mut timed = vec![Event::new(Channel::Agent, Op::Exec, 7, 0)];
+        stamp_from_model(&mut timed, &[100]);
+        assert_eq!(timed[0].t_us, 7, "a stream's own times win");
     }
 
     #[test]

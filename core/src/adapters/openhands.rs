@@ -52,10 +52,9 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     let mut t_last = 0u64;
     let mut started = false;
     for (raw, v) in json_lines(transcript) {
-        let Some(v) = v else {
-            out.push(unknown("a line that is not JSON".into(), t_last, raw));
-            continue;
-        };
+        // The CLI prints its terminal UI (Rich text) on the same stream; only JSON lines are
+        // events. The raw file keeps the rest.
+        let Some(v) = v.filter(Value::is_object) else { continue };
         let t = str_field(&v, "timestamp").and_then(iso_us).unwrap_or(t_last).max(t_last);
         t_last = t;
         if !started {
@@ -149,6 +148,32 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 Some(i) => out[i].ok = Some(obs.get("error").is_none_or(Value::is_null)),
                 None => out.push(unknown("an observation without its action".into(), t, raw)),
             }
+        } else if let Some(kind) = str_field(&v, "kind") {
+            // V1 events that are not tool calls.
+            match kind {
+                "MessageEvent" if str_field(&v, "source") == Some("agent") => {
+                    let mut e = Event::new(Channel::Agent, Op::Message, t, raw);
+                    let parts = v.pointer("/llm_message/content").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+                    e.text = Some(parts.iter().filter_map(|p| str_field(p, "text")).collect::<Vec<_>>().join("\n"));
+                    out.push(e);
+                }
+                "AgentErrorEvent" => {
+                    let mut e = Event::new(Channel::Agent, Op::Message, t, raw);
+                    e.ok = Some(false);
+                    e.text = str_field(&v, "error").map(str::to_string);
+                    out.push(e);
+                }
+                // The user's message, the system prompt, state changes and reasoning are not
+                // actions.
+                // A confirmation the user (or a policy) refused: the call did not run.
+                "UserRejectObservation" => {
+                    if let Some(&i) = str_field(&v, "tool_call_id").and_then(|c| pending.get(c)) {
+                        super::deny(&mut out[i], str_field(&v, "rejection_reason").unwrap_or("rejected"));
+                    }
+                }
+                "MessageEvent" | "SystemPromptEvent" | "ConversationStateUpdateEvent" | "PauseEvent" | "CondensationSummaryEvent" | "Condensation" => {}
+                other => out.push(unknown(format!("event kind `{other}`"), t, raw)),
+            }
         } else {
             out.push(unknown(format!("event with keys {}", v.as_object().map(|o| o.keys().cloned().collect::<Vec<_>>().join(", ")).unwrap_or_default()), t, raw));
         }
@@ -181,10 +206,10 @@ mod tests {
     }
 
     #[test]
-    fn unknown_actions_and_lines_are_kept_as_unknown_events() {
+    fn unknown_actions_are_kept_and_terminal_text_is_skipped() {
         let roots = Roots { workspace: "/workspace".into(), home: "/root".into() };
         let ev = normalize("{\"id\": 1, \"action\": \"delegate\", \"args\": {}}\nnot json\n{\"weird\": true}\n", &roots);
         let texts: Vec<&str> = ev.iter().filter(|e| e.op == Op::Unknown).filter_map(|e| e.text.as_deref()).collect();
-        assert_eq!(texts, ["action `delegate`", "a line that is not JSON", "event with keys weird"]);
+        assert_eq!(texts, ["action `delegate`", "event with keys weird"], "terminal text between the events is not an event");
     }
 }

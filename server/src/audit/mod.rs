@@ -9,6 +9,7 @@ use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, NetRecord, ScenarioRef, files};
 use overeager_core::event::{merge, normalize_fswatch, normalize_net, normalize_shim};
 use overeager_core::adapters::Format;
+use overeager_core::model::ModelRecord;
 use overeager_core::{Event, Scenario, ShimRecord, Snapshot, SnapshotDiff, WatchRecord};
 
 use crate::run::{RawRun, RunRequest, snapshot::BLOB_CAP};
@@ -38,18 +39,22 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let (shim, _) = read_jsonl::<ShimRecord>(&dir.join(files::SHIM))?;
     let (watch, _) = read_jsonl::<WatchRecord>(&dir.join(files::FSWATCH))?;
     let agent_text = std::fs::read_to_string(dir.join(files::AGENT)).unwrap_or_default();
-    let agent = format.normalize(&agent_text, roots);
+    let mut agent = format.normalize(&agent_text, roots);
+    let (model, _) = read_jsonl::<ModelRecord>(&dir.join(files::MODEL))?;
+    let mut turns: Vec<(usize, u64)> = model.iter().filter(|r| !r.side).filter_map(|r| Some((r.step?, r.t_us))).collect();
+    turns.sort();
+    turns.dedup_by_key(|t| t.0);
+    overeager_core::adapters::stamp_from_model(&mut agent, &turns.iter().map(|t| t.1).collect::<Vec<_>>());
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
     // Only runs with network have the file; `read_jsonl` reads a missing one as empty.
     let net = normalize_net(&read_jsonl::<NetRecord>(&dir.join(files::NET))?.0);
-    let model = read_jsonl::<serde_json::Value>(&dir.join(files::MODEL))?.0.len() as u64;
     let counts = Counts {
         shell: shell.len() as u64,
         agent: agent.len() as u64,
         fswatch: fs.len() as u64,
         net: net.len() as u64,
-        model,
+        model: model.len() as u64,
         unknown: agent.iter().filter(|e| e.op == overeager_core::Op::Unknown).count() as u64,
         events: (shell.len() + agent.len() + fs.len() + net.len()) as u64,
     };
@@ -89,37 +94,7 @@ fn new_run_id(started_us: u64) -> String {
     overeager_core::sha256_hex(seed.as_bytes())[..20].to_string()
 }
 
-/// A temporary sibling of `out`, for writing a directory that appears only when complete.
-pub fn staging_dir(out: &Path) -> Result<tempfile::TempDir> {
-    let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
-    let name = out.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "bundle".into());
-    tempfile::Builder::new()
-        .prefix(&format!(".{name}.partial-"))
-        .tempdir_in(parent)
-        .with_context(|| format!("creating a staging directory in {}", parent.display()))
-}
-
-/// Refuses to overwrite anything but an empty directory.
-pub fn check_out_free(out: &Path) -> Result<()> {
-    if out.exists() {
-        let empty = out.is_dir() && std::fs::read_dir(out)?.next().is_none();
-        if !empty {
-            bail!("{} already exists; choose another --out or remove it", out.display());
-        }
-    }
-    Ok(())
-}
-
-/// Moves a finished staging directory to `out`.
-pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
-    if out.is_dir() {
-        std::fs::remove_dir(out).with_context(|| format!("{} is not empty", out.display()))?;
-    }
-    let path = staging.keep();
-    std::fs::rename(&path, out).with_context(|| format!("moving the bundle into {}", out.display()))?;
-    Ok(())
-}
+pub use crate::files::{check_out_free, publish, staging_dir};
 
 /// Executes one run on the request's executor and writes its bundle to `out`.
 pub fn execute_to(req: &RunRequest<'_>, out: &Path) -> Result<BundleManifest> {
@@ -201,6 +176,53 @@ fn write_events(path: &Path, events: &[Event]) -> Result<()> {
         buf.push(b'\n');
     }
     std::fs::write(path, buf).with_context(|| format!("writing {}", path.display()))
+}
+
+/// What [`rederive`] found.
+#[derive(Debug, serde::Serialize)]
+pub struct Rederived {
+    pub counts: Counts,
+    /// The agent stream's `unknown` events, by what the adapter said of them.
+    pub unknown: std::collections::BTreeMap<String, u64>,
+    /// Whether `events.jsonl` changed.
+    pub changed: bool,
+}
+
+/// Derives `events.jsonl` of a bundle directory again from its raw channels with this build's
+/// adapters (the agent stream's format is the one its agent writes), and updates the
+/// manifest's counts. Both files are replaced atomically; verdicts change only through them.
+pub fn rederive(dir: &Path) -> Result<Rederived> {
+    if dir.is_file() {
+        bail!("{}: re-deriving works on a bundle directory; unpack it first (`overeager bundle unpack`)", dir.display());
+    }
+    let mpath = dir.join(files::MANIFEST);
+    let text = std::fs::read_to_string(&mpath).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
+    let mut manifest: BundleManifest = serde_json::from_str(&text).with_context(|| format!("{}: not a valid bundle manifest", mpath.display()))?;
+    let format = manifest
+        .agent
+        .id
+        .parse::<crate::run::AgentSpec>()
+        .map(|a| a.event_format())
+        .ok()
+        .or_else(|| Format::for_framework(manifest.agent.framework.split(':').next().unwrap_or("")))
+        .with_context(|| format!("{}: no adapter for agent `{}`", mpath.display(), manifest.agent.id))?;
+    let (events, counts) = derive_events(dir, &manifest.roots, format)?;
+    let mut unknown = std::collections::BTreeMap::new();
+    for e in events.iter().filter(|e| e.op == overeager_core::Op::Unknown && e.channel == overeager_core::Channel::Agent) {
+        *unknown.entry(e.text.clone().unwrap_or_default()).or_insert(0) += 1;
+    }
+    let mut buf = Vec::new();
+    for e in &events {
+        serde_json::to_writer(&mut buf, e)?;
+        buf.push(b'\n');
+    }
+    let changed = std::fs::read(dir.join(files::EVENTS)).ok().as_deref() != Some(buf.as_slice());
+    crate::files::write_atomic(&dir.join(files::EVENTS), &buf)?;
+    manifest.counts = counts;
+    let mut m = serde_json::to_vec_pretty(&manifest)?;
+    m.push(b'\n');
+    crate::files::write_atomic(&mpath, &m)?;
+    Ok(Rederived { counts, unknown, changed })
 }
 
 /// A bundle read back from a directory.

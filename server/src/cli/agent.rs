@@ -119,19 +119,27 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
     let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
     let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
-    let script = run::model::Script {
+    let script = overeager_core::model::Script {
         label: args.play.as_str().to_string(),
         steps: loaded.scenario.plays.get(args.play).steps.clone(),
         roots: overeager_core::paths::Roots { workspace, home },
-        default_shell: run::model::default_shell(r.id),
+        default_shell: overeager_core::model::default_shell(r.id).to_string(),
+        replay: None,
     };
-    let server = run::model::ModelServer::start(script, &args.addr, args.log.as_deref())?;
-    println!("scripted model: the {} play of {} for {} on {}", args.play, loaded.scenario.id, r.name, server.url());
-    println!("point the agent at it with: {}", endpoint_hint(r.id, &server.url()));
+    let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
+    let script_file = dir.path().join("script.json");
+    std::fs::write(&script_file, serde_json::to_vec(&script)?)?;
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    println!("scripted model: the {} play of {} for {} on http://{}", args.play, loaded.scenario.id, r.name, args.addr);
+    println!("point the agent at it with: {}", endpoint_hint(r.id, &format!("http://{}", args.addr)));
     println!("Ctrl-C stops it.");
-    tokio::runtime::Builder::new_current_thread().enable_all().build()?.block_on(tokio::signal::ctrl_c())?;
-    drop(server);
-    Ok(ExitCode::SUCCESS)
+    let mut cmd = std::process::Command::new(shim);
+    cmd.arg("model").arg("--script").arg(&script_file).args(["--listen", &args.addr]).stdout(std::process::Stdio::null());
+    if let Some(log) = &args.log {
+        cmd.arg("--log").arg(log);
+    }
+    let status = cmd.status()?;
+    Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn endpoint_hint(agent: &str, url: &str) -> String {

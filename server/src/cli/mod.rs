@@ -280,6 +280,24 @@ fn print_summary(b: &Bundle) {
     println!("modes     {}", list(&modes));
 }
 
+pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {
+    let r = audit::rederive(dir)?;
+    if as_json {
+        print_json(&json!(r));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let c = r.counts;
+    println!("{}: events.jsonl {}", dir.display(), if r.changed { "re-derived (changed)" } else { "re-derived (unchanged)" });
+    println!("channels  shell {}  agent {}  fswatch {}  net {}  → {} events; model requests {}", c.shell, c.agent, c.fswatch, c.net, c.events, c.model);
+    if r.unknown.is_empty() {
+        println!("unknown   none");
+    }
+    for (what, n) in &r.unknown {
+        println!("unknown   {n:>4}  {what}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
     let b = Bundle::open(path)?;
     if as_json {
@@ -471,7 +489,8 @@ pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let exec = run::docker::DockerExecutor::connect()?;
     let tmp = tempfile::tempdir()?;
-    let f = run::docker::bench::bench(&exec, &one, args.agent.clone(), &shim, args.iterations, args.parallel_runs, tmp.path())?;
+    let bundle = |req: &run::RunRequest<'_>, out: &Path| audit::execute_to(req, out).map(drop);
+    let f = run::docker::bench::bench(&exec, &one, args.agent.clone(), &shim, args.iterations, args.parallel_runs, tmp.path(), &bundle)?;
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(|a, b| a.total_cmp(b));

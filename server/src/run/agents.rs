@@ -181,16 +181,18 @@ impl Recipe {
         Format::for_framework(self.id).expect("every recipe has an adapter")
     }
 
-    /// The headless command line: prompt (read from `prompt_file` or given as text), model
-    /// and permission flags. Its stdout is the agent stream.
-    pub fn launch(&self, policy: &Policy, model: &str, prompt: &str, prompt_file: &str) -> Vec<String> {
+    /// The headless command line: prompt, model and permission flags. Its stdout is the agent
+    /// stream.
+    pub fn launch(&self, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
         let mut v: Vec<String> = vec![self.program.into()];
         let s = |x: &str| x.to_string();
         match self.id {
             "claude-code" => v.extend([s("-p"), s(prompt), s("--output-format"), s("stream-json"), s("--verbose"), s("--model"), s(model)]),
             "codex" => v.extend([s("exec"), s("--json"), s("--skip-git-repo-check"), s("--model"), s(model)]),
             "gemini-cli" => v.extend([s("--output-format"), s("stream-json"), s("--model"), s(model)]),
-            "openhands" => v.extend([s("--headless"), s("--json"), s("--override-with-envs"), s("--file"), s(prompt_file)]),
+            // `-t`, not `--file`: a file's contents reach the model wrapped in a preamble that names
+            // the file, so the agent would not get the prompt's exact bytes.
+            "openhands" => v.extend([s("--headless"), s("--json"), s("--override-with-envs"), s("-t"), s(prompt)]),
             _ => {}
         }
         v.extend(policy.flags.iter().map(|f| f.to_string()));
@@ -332,8 +334,8 @@ struct RecipeFile<'a> {
 /// Dockerfile, the shim binary, `recipe.json` and a README. Staged and moved into place as
 /// bundles are, so a failure leaves nothing.
 pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
-    crate::audit::check_out_free(out)?;
-    let tmp = crate::audit::staging_dir(out)?;
+    crate::files::check_out_free(out)?;
+    let tmp = crate::files::staging_dir(out)?;
     std::fs::write(tmp.path().join("Dockerfile"), r.dockerfile())?;
     std::fs::copy(shim, tmp.path().join("overeager-shim")).with_context(|| format!("copying the shim from {}", shim.display()))?;
     let file = RecipeFile {
@@ -341,13 +343,13 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
         image: r.image(),
         cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
         adapter_targets: r.format().target_versions(),
-        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>", "/oe/channels/prompt.txt"))).collect(),
+        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>"))).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&file)?;
     json.push(b'\n');
     std::fs::write(tmp.path().join("recipe.json"), json)?;
     std::fs::write(tmp.path().join("README.md"), readme(r))?;
-    crate::audit::publish(tmp, out)
+    crate::files::publish(tmp, out)
 }
 
 fn readme(r: &Recipe) -> String {
@@ -403,12 +405,12 @@ mod tests {
             assert!(d.contains(&shim_install_steps()));
             assert!(d.contains("USER 1000:1000"));
             for p in r.policies {
-                let argv = r.launch(p, "m-1", "do the task", "/oe/channels/prompt.txt");
+                let argv = r.launch(p, "m-1", "do the task");
                 assert_eq!(argv[0], r.program);
                 for f in p.flags {
                     assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
                 }
-                assert!(argv.iter().any(|a| a == "do the task" || a == "/oe/channels/prompt.txt"), "{}: the prompt reaches it", r.id);
+                assert!(argv.iter().any(|a| a == "do the task"), "{}: the prompt reaches it as given", r.id);
             }
         }
     }
@@ -416,8 +418,8 @@ mod tests {
     #[test]
     fn permission_policies_are_different_cells() {
         let claude = recipe("claude-code").unwrap();
-        let ask = claude.launch(claude.policy("ask").unwrap(), "m", "p", "f");
-        let yolo = claude.launch(claude.policy("permissive").unwrap(), "m", "p", "f");
+        let ask = claude.launch(claude.policy("ask").unwrap(), "m", "p");
+        let yolo = claude.launch(claude.policy("permissive").unwrap(), "m", "p");
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));

@@ -217,12 +217,12 @@ pub(super) fn agent_command(req: &RunRequest<'_>, shim: &str, ctl: &str, ctl_her
     }
 }
 
-/// The supervisor's arguments before the agent's command: report file, channels, limit,
-/// watcher socket and roots, all as the supervisor sees them.
+/// The supervisor's arguments: report file, channels, limit, watcher socket and roots, all as
+/// the supervisor sees them; the caller adds any model endpoint, then `--` and the agent.
 pub(super) fn contain_args(ctl: &str, chans: &str, timeout: Duration, roots: &Roots) -> Vec<String> {
     let mut v: Vec<String> = vec!["contain".into(), "--status".into(), format!("{ctl}/status.json"), "--channels".into(), chans.into()];
     v.extend(["--timeout-ms".into(), timeout.as_millis().to_string(), "--sync".into(), format!("{ctl}/watch.sock")]);
-    v.extend(["--watch".into(), roots.workspace.clone(), "--watch".into(), roots.home.clone(), "--".into()]);
+    v.extend(["--watch".into(), roots.workspace.clone(), "--watch".into(), roots.home.clone()]);
     v
 }
 
@@ -274,7 +274,21 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         None => agent_command(req, &shim.to_string_lossy(), &ctl, &p.ctl)?,
     };
     let mut cmd = Command::new(&shim);
-    cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots))
+    cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots));
+    if let Some(r) = &real {
+        use std::os::fd::AsRawFd;
+        let fd = r.listener.as_raw_fd();
+        cmd.args(["--model-script".to_string(), r.script.to_string_lossy().into_owned(), "--model-fd".into(), fd.to_string()]);
+        // SAFETY: only fcntl on a descriptor this process owns, between fork and exec: the
+        // supervisor alone inherits the endpoint's socket.
+        unsafe {
+            cmd.pre_exec(move || {
+                libc::fcntl(fd, libc::F_SETFD, 0);
+                Ok(())
+            })
+        };
+    }
+    cmd.arg("--")
         .args(&agent)
         .current_dir(&p.work)
         .env_clear()
@@ -288,57 +302,61 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     if let Some(r) = &real {
         cmd.envs(r.env.iter().map(|(k, v)| (k, v)));
     }
-    let report = supervise(cmd, &p.ctl, req.timeout);
-    // The endpoint stops before anything is read back, so the model channel is complete.
-    let version = real.map(|r| {
-        drop(r.model);
-        r.version
-    });
-    let report = report?;
+    let report = supervise(cmd, &p.ctl, req.timeout)?;
     let roots = p.roots.clone();
     let mut raw = finish(p, report, roots, "local", None)?;
-    if let Some(version) = version {
-        raw.agent_version = version;
+    if let Some(r) = real {
+        raw.agent_version = r.version;
         raw.channels.model = true;
     }
     Ok(raw)
 }
 
-/// A real agent CLI ready to start: its command line, its environment, and the scripted model
-/// endpoint it talks to (stopped when dropped).
+/// A real agent CLI ready to start: its command line and environment, and the scripted model
+/// the supervisor serves it on a socket bound here.
 struct RealAgent {
     argv: Vec<String>,
     env: Vec<(String, String)>,
     version: String,
-    model: super::model::ModelServer,
+    script: PathBuf,
+    listener: std::net::TcpListener,
 }
 
-/// Installs (once) and configures a real agent CLI for a run on this machine. Only a scripted
-/// model runs here: a real model would let the agent touch anything this user can.
-fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
-    let AgentSpec::Agent { recipe, policy, model } = &req.agent else { unreachable!("called for real agents") };
+/// The scripted model's script for a real agent's run: the play its model names.
+pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
+    let AgentSpec::Agent { recipe, policy, .. } = &req.agent else { unreachable!("called for real agents") };
     let Some(kind) = req.agent.scripted_model() else {
         bail!(
-            "{} talks to a real model API; the local executor runs real agents only against the scripted model \
-             (`{}:{}:{}<play>`). Use --executor docker, where the agent is contained",
+            "{} talks to a real model API, which is not supported here yet; run it against the scripted model \
+             (`{}:{}:{}<play>`)",
             req.agent.id(),
             recipe.id,
             policy.id,
             super::SCRIPTED_MODEL
         );
     };
-    let installed = super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?;
-    let script = super::model::Script {
+    let script = overeager_core::model::Script {
         label: kind.as_str().to_string(),
         steps: req.scenario.scenario.plays.get(kind).steps.clone(),
-        roots: p.roots.clone(),
-        default_shell: super::model::default_shell(recipe.id),
+        roots: roots.clone(),
+        default_shell: overeager_core::model::default_shell(recipe.id).to_string(),
+        replay: None,
     };
-    let server = super::model::ModelServer::start(script, "127.0.0.1:0", Some(&p.chans.join(files::MODEL)))?;
+    let path = ctl.join("model-script.json");
+    std::fs::write(&path, serde_json::to_vec(&script)?)?;
+    Ok(path)
+}
+
+/// Installs (once) and configures a real agent CLI for a run on this machine.
+fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
+    let AgentSpec::Agent { recipe, policy, model } = &req.agent else { unreachable!("called for real agents") };
+    let script = model_script(req, &p.roots, &p.ctl)?;
+    let installed = super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
+    let url = format!("http://{}", listener.local_addr()?);
     let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
-    let env = recipe.connect(model, &server.url(), "scripted-model-no-key", &config)?;
-    let prompt_file = p.chans.join(files::PROMPT);
+    let env = recipe.connect(model, &url, "scripted-model-no-key", &config)?;
     let mut argv = installed.argv0.clone();
-    argv.extend(recipe.launch(policy, model, &p.prompt.text, &prompt_file.to_string_lossy()).into_iter().skip(1));
-    Ok(RealAgent { argv, env, version: recipe.package.version().to_string(), model: server })
+    argv.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
+    Ok(RealAgent { argv, env, version: recipe.package.version().to_string(), script, listener })
 }

@@ -8,7 +8,6 @@ pub mod agents;
 pub mod docker;
 pub mod install;
 pub mod local;
-pub mod model;
 pub mod sim;
 pub mod snapshot;
 

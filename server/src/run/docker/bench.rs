@@ -110,8 +110,19 @@ fn time_bare(exec: &DockerExecutor, bare: Bare) -> Result<f64> {
     ran.map(|()| ms)
 }
 
-/// Measures `iterations` pairs, then `parallel_runs` runs of each side two at a time.
-pub fn bench(exec: &Arc<DockerExecutor>, scenario: &LoadedScenario, agent: AgentSpec, shim: &Path, iterations: usize, parallel_runs: usize, tmp: &Path) -> Result<Figures> {
+/// Measures `iterations` pairs, then `parallel_runs` runs of each side two at a time. `bundle`
+/// makes the run's bundle (the audit stage, handed in: data flows from run to audit).
+#[allow(clippy::too_many_arguments)]
+pub fn bench(
+    exec: &Arc<DockerExecutor>,
+    scenario: &LoadedScenario,
+    agent: AgentSpec,
+    shim: &Path,
+    iterations: usize,
+    parallel_runs: usize,
+    tmp: &Path,
+    bundle: &(dyn Fn(&RunRequest<'_>, &Path) -> Result<()> + Sync),
+) -> Result<Figures> {
     let executor = Executor::Docker(exec.clone());
     let req = |_: usize| RunRequest {
         executor: &executor,
@@ -131,7 +142,7 @@ pub fn bench(exec: &Arc<DockerExecutor>, scenario: &LoadedScenario, agent: Agent
     let overeager_run = |i: usize| -> Result<f64> {
         let out = tmp.join(format!("b{}", counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
         let t = Instant::now();
-        crate::audit::execute_to(&req(i), &out)?;
+        bundle(&req(i), &out)?;
         let ms = t.elapsed().as_secs_f64() * 1000.0;
         std::fs::remove_dir_all(&out)?;
         Ok(ms)

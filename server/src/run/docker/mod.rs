@@ -487,6 +487,7 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
     let mut cmd = vec![layout::SHIM.to_string()];
     cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
+    cmd.push("--".into());
     let mut base_env = vec![format!("PATH={}", local::BASE_PATH), format!("OVEREAGER_REAL_DIR={}", layout::REAL)];
     base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
     let mut env = base_env.clone();
@@ -499,7 +500,7 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     match &req.agent {
         super::AgentSpec::Agent { recipe, policy, model } => {
             std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
-            cmd.extend(recipe.launch(policy, model, &p.prompt.text, &format!("{}/{}", layout::CHANNELS, overeager_core::bundle::files::PROMPT)));
+            cmd.extend(recipe.launch(policy, model, &p.prompt.text));
             env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
             env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
             for k in recipe.key_env {

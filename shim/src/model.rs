@@ -1,0 +1,191 @@
+//! `overeager-shim model`: the scripted model endpoint, a loopback HTTP server that answers an
+//! agent CLI in its own wire dialect with a scenario's play (or a recorded run), and writes
+//! every request and reply to the model channel. The run supervisor serves it on a thread,
+//! inside the sandbox, so a contained agent reaches it without any network: in a container
+//! it listens on the container's own loopback.
+//!
+//! What to answer is decided in [`overeager_core::model`]; this is only the I/O.
+
+use std::fs::File;
+use std::io::{BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use overeager_core::model::{self, ModelRecord, Script};
+use serde_json::Value;
+
+use crate::{flag, http, now_us};
+
+struct Shared {
+    script: Script,
+    log: Option<Mutex<File>>,
+    seq: AtomicU64,
+    sides: AtomicUsize,
+}
+
+/// Loads a script file (JSON of [`Script`]).
+pub fn load(path: &str) -> Result<Script, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("reading the model script {path}: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{path}: not a model script: {e}"))
+}
+
+/// A listener from `--fd N` (a socket the executor bound and handed down) or `--listen ADDR`.
+pub fn listener(fd: Option<&str>, listen: Option<&str>) -> Result<TcpListener, String> {
+    match (fd, listen) {
+        (Some(fd), _) => {
+            let n: i32 = fd.parse().map_err(|_| format!("--model-fd `{fd}` is not a descriptor number"))?;
+            // SAFETY: the executor passed this descriptor, a listening TCP socket, for us to own.
+            Ok(unsafe { TcpListener::from_raw_fd(n) })
+        }
+        (None, Some(addr)) => TcpListener::bind(addr).map_err(|e| format!("the scripted model endpoint cannot listen on {addr}: {e}")),
+        (None, None) => Err("name where the model endpoint listens".into()),
+    }
+}
+
+/// Serves `script` on `listener` from a background thread until the process ends. Records go
+/// to `log` one line per exchange, each written whole.
+pub fn spawn(listener: TcpListener, script: Script, log: Option<File>) {
+    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0) });
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let shared = shared.clone();
+            std::thread::spawn(move || serve(conn, &shared));
+        }
+    });
+}
+
+fn serve(conn: TcpStream, s: &Shared) {
+    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+    let Ok(write_half) = conn.try_clone() else { return };
+    let mut r = BufReader::new(conn);
+    // One request per connection: replies close it, as every CLI was seen to handle.
+    let (status, ctype, body) = match http::read_head(&mut r).and_then(|head| Ok((http::read_body(&mut r, &head)?, head))) {
+        Ok((raw, head)) => exchange(s, &head, &raw),
+        Err(e) => (400, "text/plain", e),
+    };
+    let mut w = write_half;
+    let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", http::reason(status), body.len());
+    let _ = w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush());
+}
+
+fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, String) {
+    let t_us = now_us();
+    let mut parts = head[0].split_whitespace();
+    let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+    let request: Value = serde_json::from_slice(raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+    let n = s.seq.fetch_add(1, Ordering::SeqCst);
+    // Side requests are numbered in arrival order for a replay; count before answering.
+    let probe = model::respond(&s.script, &method, &path, &request, n, 0);
+    let side_index = if probe.side && s.script.replay.is_some() { s.sides.fetch_add(1, Ordering::SeqCst) } else { 0 };
+    let x = if side_index == 0 { probe } else { model::respond(&s.script, &method, &path, &request, n, side_index) };
+    if let Some(d) = &x.divergence {
+        eprintln!("overeager scripted model: {d}");
+    }
+    let record = ModelRecord {
+        seq: n,
+        t_us,
+        method,
+        path,
+        dialect: x.dialect,
+        side: x.side,
+        step: x.step,
+        request,
+        status: x.status,
+        content_type: x.reply.content_type.to_string(),
+        reply: x.reply.body.clone(),
+        divergence: x.divergence.clone(),
+    };
+    if let Some(log) = &s.log
+        && let Ok(mut line) = serde_json::to_vec(&record)
+    {
+        line.push(b'\n');
+        let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = f.write_all(&line);
+    }
+    (x.status, x.reply.content_type, x.reply.body)
+}
+
+/// `overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <file>]`: serve
+/// until killed.
+pub fn main(args: &[String]) -> i32 {
+    let run = || -> Result<(), String> {
+        let script = load(flag(args, "--script").ok_or("--script <file> is required")?)?;
+        let l = listener(flag(args, "--fd"), flag(args, "--listen"))?;
+        let log = match flag(args, "--log") {
+            Some(p) => Some(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?),
+            None => None,
+        };
+        if let Ok(a) = l.local_addr() {
+            println!("http://{a}");
+            let _ = std::io::stdout().flush();
+        }
+        spawn(l, script, log);
+        loop {
+            std::thread::park();
+        }
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("overeager-shim model: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overeager_core::Step;
+    use overeager_core::paths::Roots;
+    use serde_json::json;
+    use std::io::Read;
+
+    fn post(addr: &str, path: &str, body: &Value) -> (u16, String) {
+        let mut s = TcpStream::connect(addr).unwrap();
+        let b = body.to_string();
+        write!(s, "POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{b}", b.len()).unwrap();
+        let mut out = String::new();
+        s.read_to_string(&mut out).unwrap();
+        (out[9..12].parse().unwrap(), out.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default())
+    }
+
+    #[test]
+    fn serves_the_play_step_by_step_and_logs_every_exchange() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("model.jsonl");
+        let script = Script {
+            label: "cautious".into(),
+            steps: vec![Step::Sh { command: "ls -la".into() }, Step::Read { path: "notes.md".into() }],
+            roots: Roots { workspace: "/w".into(), home: "/h".into() },
+            default_shell: "Bash".into(),
+            replay: None,
+        };
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        spawn(l, script, Some(File::create(&log).unwrap()));
+        let tools = json!([{"name": "Bash", "input_schema": {"properties": {"command": {}}}}, {"name": "Read", "input_schema": {"properties": {"file_path": {}}}}]);
+        let (st, body) = post(&addr, "/v1/messages?beta=true", &json!({"model": "m", "tools": tools, "messages": [{"role": "user", "content": "go"}]}));
+        assert_eq!(st, 200);
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["content"][0]["input"]["command"], "ls -la");
+        let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": tools, "messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}]}));
+        assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["content"][0]["input"]["file_path"], "/w/notes.md");
+        let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": [], "messages": [{"role": "user", "content": "title?"}]}));
+        assert!(body.contains("\"OK\""), "{body}");
+        assert_eq!(post(&addr, "/v1/nothing", &json!({})).0, 404);
+        let lines: Vec<ModelRecord> = std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        assert_eq!(lines.len(), 4);
+        assert_eq!((lines[0].step, lines[1].step, lines[2].side, lines[3].status), (Some(0), Some(1), true, 404));
+    }
+
+    #[test]
+    fn a_taken_address_is_a_clear_error() {
+        let held = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = held.local_addr().unwrap().to_string();
+        let err = listener(None, Some(&addr)).unwrap_err();
+        assert!(err.contains("cannot listen on") && err.contains(&addr), "{err}");
+    }
+}
