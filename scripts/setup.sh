@@ -2,8 +2,9 @@
 # Installs what overeager needs on a fresh Debian machine with Rust (rustup): the Rust targets,
 # the Debian packages, the crates (fetched once so later builds work offline) and the pinned
 # web build tools (Trunk, and the wasm-bindgen CLI at exactly the version in Cargo.lock).
-# With --test it also installs what the test suite drives: Chromium, chromedriver, wrk, and a
-# Docker engine (Debian's docker.io) with busybox-static for the offline test images.
+# With --test it also installs what the test suite drives: Chromium, chromedriver, wrk, a
+# Docker engine (Debian's docker.io) with busybox-static for the offline test images, and
+# Node.js and npm for the real agent CLIs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +23,11 @@ apt_install() {
 
 apt_install git bash coreutils findutils
 if [ "${1:-}" = "--test" ]; then
-  apt_install chromium chromium-driver wrk docker.io busybox-static
+  apt_install chromium chromium-driver wrk docker.io busybox-static perl
+  # The real agent CLIs run on Node.js (>= 20 for Gemini CLI) and npm; OpenHands needs Python
+  # 3.12 (python3.12 on PATH or pyenv's), which the tests report when it is missing.
+  command -v node >/dev/null 2>&1 || apt_install nodejs
+  command -v npm >/dev/null 2>&1 || apt_install npm
 fi
 
 # The shim is a static binary (it runs inside minimal sandboxes); the core crate also builds

@@ -264,6 +264,9 @@ enum BenchCmd {
     Judge(cli::judge::BenchJudgeArgs),
     /// One Docker run against a bare `docker run --rm` of the same image and command; runs/s at parallelism 2.
     Docker(cli::BenchDockerArgs),
+    /// Wall time of real agent CLI runs per agent and executor, and the observers' overhead
+    /// against the same CLI run bare.
+    Agents(cli::BenchAgentsArgs),
     /// Runs/s of a simulated experiment on the seeds (2 policies × 2 variants) on the local executor.
     Experiment(cli::experiment::BenchExperimentArgs),
     /// Time to generate an experiment's report (tables and figures).
@@ -310,6 +313,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
         Command::Bench(BenchCmd::Docker(args)) => cli::bench_docker(&args),
+        Command::Bench(BenchCmd::Agents(args)) => cli::bench_agents(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Bench(BenchCmd::Experiment(args)) => cli::experiment::bench_experiment(&args),
         Command::Bench(BenchCmd::Report(args)) => cli::experiment::bench_report(&args),

@@ -132,6 +132,29 @@ pub struct BenchDockerArgs {
     json: bool,
 }
 
+/// Arguments of `overeager bench agents`.
+#[derive(Args)]
+pub struct BenchAgentsArgs {
+    /// The agents timed (installed into the agent cache first if need be).
+    #[arg(long, value_delimiter = ',', default_value = "claude-code,codex,gemini-cli,openhands")]
+    agents: Vec<String>,
+    /// The executors timed; the bare comparison is made on this machine.
+    #[arg(long, value_delimiter = ',', default_value = "local")]
+    executors: Vec<String>,
+    /// The scenario timed.
+    #[arg(long, default_value = "scenarios/seeds/alembic-broken-revision-keep-db")]
+    scenario: PathBuf,
+    /// The play the scripted model plays.
+    #[arg(long, default_value = "aggressive")]
+    play: overeager_core::PlayKind,
+    /// Runs of each kind per agent (observed and bare alternate).
+    #[arg(long, default_value_t = 5)]
+    iterations: usize,
+    /// Print the figures as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
 pub(crate) fn default_jobs() -> usize {
     std::thread::available_parallelism().map(|n| n.get()).unwrap_or(2)
 }
@@ -514,6 +537,81 @@ pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
         println!("  bare docker run --rm         median {:7.1} ms  p90 {:7.1} ms", g("bare_docker_run", "median_ms"), g("bare_docker_run", "p90_ms"));
         println!("  overhead: {ratio:.2}x the bare run");
         println!("parallelism 2 ({n} runs each): overeager {ours_rate:.2} runs/s, bare docker run {bare_rate:.2} runs/s");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Wall time of real-agent runs per agent and executor, and the observers' overhead against
+/// the same CLI run bare on the same prepared workspace.
+pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
+    let one = load_scenario(&args.scenario)?;
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let tmp = tempfile::tempdir()?;
+    let mut rows = Vec::new();
+    for executor_name in &args.executors {
+        let executor = run::Executor::open(executor_name)?;
+        for agent in &args.agents {
+            let recipe = run::agents::recipe(agent)?;
+            let spec: AgentSpec = format!("{}:{}:{}{}", recipe.id, recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id, run::SCRIPTED_MODEL, args.play)
+                .parse()
+                .map_err(anyhow::Error::msg)?;
+            run::install::ensure(recipe)?;
+            let req = run::RunRequest {
+                executor: &executor,
+                scenario: &one,
+                agent: spec.clone(),
+                variant: overeager_core::Variant::ConsentKept,
+                replicate: 0,
+                timeout: std::time::Duration::from_secs(180),
+                shim: shim.clone(),
+                seed: 0,
+                run_id: None,
+                labels: None,
+                scratch: None,
+                egress: Vec::new(),
+            };
+            let bare_here = executor_name == "local";
+            let (mut ours, mut bare) = (Vec::new(), Vec::new());
+            // One untimed run of each warms the page cache and the image.
+            let time_ours = |i: usize| -> Result<f64> {
+                let out = tmp.path().join(format!("{executor_name}-{}-{i}", recipe.id));
+                let t = std::time::Instant::now();
+                audit::execute_to(&req, &out)?;
+                let ms = t.elapsed().as_secs_f64() * 1000.0;
+                std::fs::remove_dir_all(&out)?;
+                Ok(ms)
+            };
+            time_ours(usize::MAX)?;
+            if bare_here {
+                run::local::bench_bare(&req)?;
+            }
+            for i in 0..args.iterations.max(1) {
+                // Alternate which goes first, so drift in the machine's load hits both alike.
+                if bare_here && i % 2 == 1 {
+                    bare.push(run::local::bench_bare(&req)?);
+                }
+                ours.push(time_ours(i)?);
+                if bare_here && i % 2 == 0 {
+                    bare.push(run::local::bench_bare(&req)?);
+                }
+            }
+            let median = |v: &[f64]| {
+                let mut v = v.to_vec();
+                v.sort_by(|a, b| a.total_cmp(b));
+                percentile(&v, 0.5)
+            };
+            let ratio = (!bare.is_empty()).then(|| median(&ours) / median(&bare));
+            if !args.json {
+                match ratio {
+                    Some(r) => println!("{:<28} {:<6} observed median {:8.1} ms   bare median {:8.1} ms   overhead {r:.2}x", spec.id(), executor_name, median(&ours), median(&bare)),
+                    None => println!("{:<28} {:<6} observed median {:8.1} ms", spec.id(), executor_name, median(&ours)),
+                }
+            }
+            rows.push(json!({"agent": spec.id(), "version": recipe.package.version(), "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio}));
+        }
+    }
+    if args.json {
+        print_json(&json!({"scenario": one.scenario.id, "play": args.play.as_str(), "iterations": args.iterations, "runs": rows, "machine": {"cores": default_jobs()}}));
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -125,8 +125,56 @@ pub struct DemoArgs {
     /// Stop after building the store and the report; do not serve.
     #[arg(long)]
     no_serve: bool,
+    /// Leave out the real agent CLIs (which are installed from the package registries into
+    /// this machine's agent cache on first use).
+    #[arg(long)]
+    no_real: bool,
     #[command(flatten)]
     opts: ServeOpts,
+}
+
+/// The real CLIs the demo runs, with the policy cells it shows for each: the agent's own
+/// default and its permissive mode, so the effect of the permission gate is visible.
+const DEMO_REAL: &[(&str, &[&str])] = &[("claude-code", &["ask", "permissive"]), ("codex", &["read-only", "permissive"]), ("gemini-cli", &["ask", "permissive"])];
+
+/// The demo's second experiment: real agent CLIs against the scripted model playing the
+/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run).
+fn demo_real_plan(agents: &[&crate::run::agents::Recipe], seed: u64) -> String {
+    let mut plan = format!(
+        "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
+         variants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
+    );
+    for r in agents {
+        let policies = DEMO_REAL.iter().find(|(id, _)| *id == r.id).map(|(_, p)| *p).unwrap_or_default();
+        for policy in policies {
+            plan.push_str(&format!(
+                "\n[[agent]]\nagent = \"{id}:{policy}:{model}aggressive\"\nframework = \"{id}:{policy} (real CLI)\"\nmodel = \"scripted model · aggressive\"\n",
+                id = r.id,
+                model = crate::run::SCRIPTED_MODEL,
+            ));
+        }
+    }
+    plan
+}
+
+/// Installs the demo's real CLIs (once per machine) and says in one line which it runs and
+/// which it skips, and why.
+fn demo_real_agents() -> Vec<&'static crate::run::agents::Recipe> {
+    let mut run = Vec::new();
+    let mut skipped = Vec::new();
+    for r in crate::run::agents::RECIPES {
+        if !DEMO_REAL.iter().any(|(id, _)| *id == r.id) {
+            skipped.push(format!("{} (its headless start takes about 12 s a run; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, crate::run::SCRIPTED_MODEL));
+            continue;
+        }
+        match crate::run::install::ensure(r) {
+            Ok(_) => run.push(r),
+            Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
+        }
+    }
+    let names: Vec<&str> = run.iter().map(|r| r.id).collect();
+    eprintln!("demo: real CLIs: {}; skipped: {}", if names.is_empty() { "none".into() } else { names.join(", ") }, if skipped.is_empty() { "none".into() } else { skipped.join("; ") });
+    run
 }
 
 /// The demo plan: the three scripted plays (which also validate each scenario) and two
@@ -206,16 +254,34 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         started.elapsed().as_secs_f64(),
         report_dir.display()
     );
-    let mut cells: Vec<&crate::report::Cell> = report.cells.iter().collect();
-    cells.sort_by_key(|c| c.label());
-    for c in cells {
-        println!("  {:<44} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
+    print_cells(&report);
+    // 5. Real agent CLIs against the scripted model, as a second experiment in the store.
+    let real = if args.no_real { Vec::new() } else { demo_real_agents() };
+    if !real.is_empty() {
+        let plan = args.out.join("demo-real.toml");
+        std::fs::write(&plan, demo_real_plan(&real, args.seed))?;
+        eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
+        let t = Instant::now();
+        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
+        let records = store.records("demo-real")?;
+        let report = crate::report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
+        println!("demo: {} real-CLI runs ({} failed) in {:.0} s", outcome.progress.done, outcome.progress.failed, t.elapsed().as_secs_f64());
+        print_cells(&report);
     }
     if args.no_serve {
         return Ok(ExitCode::SUCCESS);
     }
     serve_store(&db, args.addr, &args.opts)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// Prints an experiment's cells, one line each.
+fn print_cells(report: &crate::report::Report) {
+    let mut cells: Vec<&crate::report::Cell> = report.cells.iter().collect();
+    cells.sort_by_key(|c| c.label());
+    for c in cells {
+        println!("  {:<56} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
+    }
 }
 
 /// Records the validator's decision on each scenario of an experiment whose agents include the

@@ -77,8 +77,8 @@ pub const RECIPES: &[Recipe] = &[
         base_image: "node:22-bookworm-slim",
         program: "claude",
         policies: &[
-            Policy { id: "ask", flags: &["--permission-mode", "default"], default: true, summary: "tools that need approval are refused in print mode and listed in `permission_denials`" },
-            Policy { id: "accept-edits", flags: &["--permission-mode", "acceptEdits"], default: false, summary: "file edits allowed, shell commands that need approval refused" },
+            Policy { id: "ask", flags: &["--permission-mode", "default"], default: true, summary: "read-only tools and commands (ls, Read, Grep) run; writes and commands that need approval (rm) are refused in print mode" },
+            Policy { id: "accept-edits", flags: &["--permission-mode", "acceptEdits"], default: false, summary: "file edits run, and so does an rm of named files in the workspace; other commands that need approval (an rm with a glob) are refused" },
             Policy { id: "permissive", flags: &["--dangerously-skip-permissions"], default: false, summary: "every tool call runs without asking" },
         ],
         key_env: &["ANTHROPIC_API_KEY"],
@@ -94,8 +94,8 @@ pub const RECIPES: &[Recipe] = &[
         base_image: "node:22-bookworm-slim",
         program: "codex",
         policies: &[
-            Policy { id: "read-only", flags: &["--sandbox", "read-only"], default: true, summary: "exec's default: commands run in a read-only sandbox, approvals are never asked" },
-            Policy { id: "full-auto", flags: &["--full-auto"], default: false, summary: "workspace-write sandbox, runs on request without asking" },
+            Policy { id: "read-only", flags: &["--sandbox", "read-only"], default: true, summary: "exec's default: every command runs, in a read-only Landlock sandbox, so writes and deletions fail; nothing is asked" },
+            Policy { id: "full-auto", flags: &["--full-auto"], default: false, summary: "workspace-write sandbox: commands may change the workspace and /tmp, nothing is asked" },
             Policy { id: "permissive", flags: &["--dangerously-bypass-approvals-and-sandbox"], default: false, summary: "no sandbox, no approvals" },
         ],
         key_env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
@@ -114,8 +114,8 @@ pub const RECIPES: &[Recipe] = &[
         base_image: "node:22-bookworm-slim",
         program: "gemini",
         policies: &[
-            Policy { id: "ask", flags: &["--approval-mode", "default"], default: true, summary: "tools that need confirmation are not available headless" },
-            Policy { id: "auto-edit", flags: &["--approval-mode", "auto_edit"], default: false, summary: "edits without asking, shell commands still need confirmation" },
+            Policy { id: "ask", flags: &["--approval-mode", "default"], default: true, summary: "headless, the tools that need confirmation are not offered: no shell, no writes; calls to them are refused" },
+            Policy { id: "auto-edit", flags: &["--approval-mode", "auto_edit"], default: false, summary: "file writes and edits run; the shell is still not offered" },
             Policy { id: "permissive", flags: &["--yolo"], default: false, summary: "every tool call runs without asking" },
         ],
         key_env: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
@@ -205,12 +205,13 @@ impl Recipe {
     }
 
     /// Points the agent at a model endpoint (`endpoint`: base URL without a trailing slash)
-    /// with `key`, keeping its configuration, sessions and logs in `config` (which comes back
-    /// with the run): writes the config files it reads and returns its environment. Telemetry,
-    /// update checks and other traffic that is not the model are turned off.
-    pub fn connect(&self, model: &str, endpoint: &str, key: &str, config: &Path) -> Result<Vec<(String, String)>> {
+    /// with `key`, keeping its configuration, sessions and logs in one directory that comes
+    /// back with the run (`config` here, `config_seen` as the agent sees it): writes the config
+    /// files it reads and returns its environment. Telemetry, update checks and other traffic
+    /// that is not the model are turned off.
+    pub fn connect(&self, model: &str, endpoint: &str, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
-        let c = config.to_string_lossy().into_owned();
+        let c = config_seen.to_string();
         let pairs: Vec<(&str, String)> = match self.id {
             "claude-code" => vec![
                 ("ANTHROPIC_BASE_URL", endpoint.into()),

@@ -202,12 +202,7 @@ impl Prepared {
 pub(super) fn agent_command(req: &RunRequest<'_>, shim: &str, ctl: &str, ctl_here: &Path) -> Result<Vec<String>> {
     let scenario = &req.scenario.scenario;
     match &req.agent {
-        AgentSpec::Agent { recipe, .. } => bail!(
-            "{} runs in its own image: use --executor docker (build the image with `overeager agent recipe {} --out <dir>` and `docker build -t {} <dir>`)",
-            req.agent.id(),
-            recipe.id,
-            recipe.image()
-        ),
+        AgentSpec::Agent { .. } => unreachable!("each executor starts a real agent CLI itself"),
         AgentSpec::Scripted(_) | AgentSpec::Sim(_) => {
             let kind = req.agent.play(scenario, req.variant, req.seed).expect("scripted and simulated agents replay a play");
             let payload = json!({"label": kind.as_str(), "play": scenario.plays.get(kind)});
@@ -303,6 +298,11 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         cmd.envs(r.env.iter().map(|(k, v)| (k, v)));
     }
     let report = supervise(cmd, &p.ctl, req.timeout)?;
+    if let (Some(r), AgentSpec::Agent { recipe, .. }) = (&real, &req.agent)
+        && !report.timed_out
+    {
+        check_agent_started(recipe, &r.version, &p.chans)?;
+    }
     let roots = p.roots.clone();
     let mut raw = finish(p, report, roots, "local", None)?;
     if let Some(r) = real {
@@ -311,6 +311,31 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     }
     Ok(raw)
 }
+
+/// A real agent that ended without one main-loop request to its model never ran the task
+/// (a crash at start, a rejected flag or config): an error, not an observation of an agent
+/// that did nothing. Says which agent and version, and what it printed.
+pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, chans: &Path) -> Result<()> {
+    let records = std::fs::read_to_string(chans.join(files::MODEL)).unwrap_or_default();
+    let asked = records.lines().filter_map(|l| serde_json::from_str::<overeager_core::model::ModelRecord>(l).ok()).any(|r| !r.side && r.step.is_some());
+    if asked {
+        return Ok(());
+    }
+    let stderr = std::fs::read_to_string(chans.join(files::AGENT_STDERR)).unwrap_or_default();
+    let stdout = std::fs::read_to_string(chans.join(files::AGENT)).unwrap_or_default();
+    let tail = |t: &str| t.lines().rev().filter(|l| !l.trim().is_empty()).take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
+    bail!(
+        "{} {version} ended before asking the model anything, so the run is not an observation. Its last output:\n{}\n\
+         Check the agent's install (`overeager agent install {}`; remove {} to reinstall) and that its flags suit this version.",
+        recipe.name,
+        [tail(&stderr), tail(&stdout)].into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n"),
+        recipe.id,
+        super::install::entry(recipe).display()
+    )
+}
+
+/// The API key a real agent is given for the scripted model, which checks none.
+pub(super) const SCRIPTED_KEY: &str = "scripted-model-no-key";
 
 /// A real agent CLI ready to start: its command line and environment, and the scripted model
 /// the supervisor serves it on a socket bound here.
@@ -322,29 +347,59 @@ struct RealAgent {
     listener: std::net::TcpListener,
 }
 
-/// The scripted model's script for a real agent's run: the play its model names.
+/// The scripted model's script for a real agent's run: the play its model names, or the
+/// exchanges of the bundle it replays (their sandbox paths moved to this run's).
 pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
     let AgentSpec::Agent { recipe, policy, .. } = &req.agent else { unreachable!("called for real agents") };
-    let Some(kind) = req.agent.scripted_model() else {
+    let default_shell = overeager_core::model::default_shell(recipe.id).to_string();
+    let script = if let Some(kind) = req.agent.scripted_model() {
+        overeager_core::model::Script {
+            label: kind.as_str().to_string(),
+            steps: req.scenario.scenario.plays.get(kind).steps.clone(),
+            roots: roots.clone(),
+            default_shell,
+            replay: None,
+        }
+    } else if let Some(bundle) = req.agent.replayed_bundle() {
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, replay: Some(recorded_exchanges(Path::new(bundle), roots)?) }
+    } else {
         bail!(
-            "{} talks to a real model API, which is not supported here yet; run it against the scripted model \
-             (`{}:{}:{}<play>`)",
+            "{} talks to a real model API, and a real model may have the agent touch anything this user can: \
+             on the local executor a real agent runs only against the scripted model (`{}:{}:{}<play>`) or a \
+             replayed one (`{}<bundle>`); use --executor docker, where it is contained (build its image with \
+             `overeager agent recipe {}`)",
             req.agent.id(),
             recipe.id,
             policy.id,
-            super::SCRIPTED_MODEL
+            super::SCRIPTED_MODEL,
+            super::REPLAY_MODEL,
+            recipe.id
         );
-    };
-    let script = overeager_core::model::Script {
-        label: kind.as_str().to_string(),
-        steps: req.scenario.scenario.plays.get(kind).steps.clone(),
-        roots: roots.clone(),
-        default_shell: overeager_core::model::default_shell(recipe.id).to_string(),
-        replay: None,
     };
     let path = ctl.join("model-script.json");
     std::fs::write(&path, serde_json::to_vec(&script)?)?;
     Ok(path)
+}
+
+/// The model channel of a recorded bundle (directory or `.oeb`), with the recorded run's
+/// sandbox roots in every reply replaced by `roots`, so its tool calls name this run's files.
+fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core::model::ModelRecord>> {
+    let dir = if bundle.is_file() {
+        bail!("{}: replay from a bundle directory; unpack the .oeb first (`overeager bundle unpack`)", bundle.display());
+    } else {
+        bundle
+    };
+    let manifest: overeager_core::BundleManifest = serde_json::from_slice(&std::fs::read(dir.join(files::MANIFEST)).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?)
+        .with_context(|| format!("{}: not a valid bundle manifest", dir.join(files::MANIFEST).display()))?;
+    let path = dir.join(files::MODEL);
+    let text = std::fs::read_to_string(&path).with_context(|| format!("{} has no model channel ({}) to replay", dir.display(), files::MODEL))?;
+    let mut records = Vec::new();
+    for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
+        let mut r: overeager_core::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", path.display(), i + 1))?;
+        r.reply = r.reply.replace(&manifest.roots.workspace, &roots.workspace).replace(&manifest.roots.home, &roots.home);
+        records.push(r);
+    }
+    Ok(records)
 }
 
 /// Installs (once) and configures a real agent CLI for a run on this machine.
@@ -355,8 +410,52 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
     let url = format!("http://{}", listener.local_addr()?);
     let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
-    let env = recipe.connect(model, &url, "scripted-model-no-key", &config)?;
+    let env = recipe.connect(model, &url, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
     let mut argv = installed.argv0.clone();
     argv.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
     Ok(RealAgent { argv, env, version: recipe.package.version().to_string(), script, listener })
+}
+
+/// One run of a real agent CLI *bare*, for measuring what observing it costs: the same
+/// prepared workspace and home, the same scripted model (served by `overeager-shim model`,
+/// started before the clock), the same command line and environment, but no supervisor,
+/// watcher, shell shim, snapshots or bundle. Returns the CLI's wall time in milliseconds.
+pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
+    let p = prepare(req, true)?;
+    let r = real_agent(req, &p)?;
+    let mut model = Command::new(&req.shim);
+    let fd = {
+        use std::os::fd::AsRawFd;
+        r.listener.as_raw_fd()
+    };
+    model.args(["model", "--script"]).arg(&r.script).args(["--fd", &fd.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
+    unsafe {
+        model.pre_exec(move || {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+            Ok(())
+        })
+    };
+    let mut server = model.spawn().context("starting the scripted model for the bare run")?;
+    let mut cmd = Command::new(&r.argv[0]);
+    cmd.args(&r.argv[1..])
+        .current_dir(&p.work)
+        .env_clear()
+        .env("PATH", BASE_PATH)
+        .envs(agent_env(&p.home.to_string_lossy(), &p.ctl.join("tmp").to_string_lossy()))
+        .envs(&req.scenario.scenario.model.env)
+        .envs(r.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    let t = std::time::Instant::now();
+    let status = cmd.status();
+    let ms = t.elapsed().as_secs_f64() * 1000.0;
+    let _ = server.kill();
+    let _ = server.wait();
+    let status = status.with_context(|| format!("starting {}", r.argv[0]))?;
+    if !status.success() {
+        bail!("the bare run of {} failed ({status})", req.agent.id());
+    }
+    Ok(ms)
 }

@@ -29,7 +29,8 @@ pub enum AgentSpec {
     /// A simulated agent: replays a play drawn at random by its policy ([`sim`]).
     Sim(sim::SimPolicy),
     /// A real agent from its recipe ([`agents`]), under one permission policy, on one model:
-    /// `claude-code:permissive:claude-sonnet-4-5`. Runs on the Docker executor only.
+    /// `claude-code:permissive:claude-sonnet-4-5`. On the scripted model
+    /// (`scripted-<play>`) it runs on either executor; on a real model API, in Docker only.
     Agent { recipe: &'static agents::Recipe, policy: &'static agents::Policy, model: String },
 }
 
@@ -97,6 +98,21 @@ impl AgentSpec {
             _ => None,
         }
     }
+
+    /// The bundle whose model channel a real agent's model replays
+    /// (`<agent>:<policy>:replay:<bundle>`).
+    pub fn replayed_bundle(&self) -> Option<&str> {
+        match self {
+            AgentSpec::Agent { model, .. } => model.strip_prefix(REPLAY_MODEL),
+            _ => None,
+        }
+    }
+
+    /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
+    /// rather than to a model API: it then needs no network and no key.
+    pub fn offline_model(&self) -> bool {
+        self.scripted_model().is_some() || self.replayed_bundle().is_some()
+    }
 }
 
 impl std::str::FromStr for AgentSpec {
@@ -110,6 +126,9 @@ impl std::str::FromStr for AgentSpec {
                     let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
                     return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
                 };
+                if model.strip_prefix(REPLAY_MODEL).is_some_and(|b| b.trim().is_empty()) {
+                    return Err(format!("`{s}`: a replayed model names the bundle to replay: {REPLAY_MODEL}<bundle directory or .oeb>"));
+                }
                 if let Some(play) = model.strip_prefix(SCRIPTED_MODEL) {
                     play.parse::<PlayKind>().map_err(|e| format!("`{s}`: the scripted model is {SCRIPTED_MODEL}<play>: {e}"))?;
                 }
@@ -123,6 +142,9 @@ impl std::str::FromStr for AgentSpec {
 /// The model name prefix that selects the built-in scripted model endpoint:
 /// `scripted-cautious`, `scripted-moderate`, `scripted-aggressive`.
 pub const SCRIPTED_MODEL: &str = "scripted-";
+
+/// The model name prefix that replays a recorded run's model channel: `replay:<bundle>`.
+pub const REPLAY_MODEL: &str = "replay:";
 
 /// Parses a duration such as `90`, `90s`, `1500ms` or `2m`.
 pub fn parse_duration(s: &str) -> Result<Duration, String> {

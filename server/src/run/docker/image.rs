@@ -229,6 +229,33 @@ pub fn scripted_rootfs(shim: &Path) -> Result<Rootfs> {
     Ok(fs)
 }
 
+/// Where an offline agent image keeps the agent's installed package (its cache entry).
+pub const AGENTS_DIR: &str = "/opt/overeager/agents";
+
+/// Directory names of other platforms' prebuilt binaries, which npm packages of the agents
+/// ship beside this one's (Codex CLI ships all of them): left out of the image.
+const FOREIGN_PLATFORMS: &[&str] = &["aarch64", "arm64", "darwin", "win32", "windows"];
+
+/// The root file system of a real agent's image, made without a registry: the scripted
+/// image's tools, this machine's Node.js (as the real `node`, which the shim wraps for the
+/// agent's own use), perl (the scripted model's edits through a shell use it), and the agent's
+/// package as installed in this machine's agent cache, under [`AGENTS_DIR`].
+pub fn agent_rootfs(shim: &Path, installed: &Path) -> Result<Rootfs> {
+    let mut fs = scripted_rootfs(shim)?;
+    let (node, _) = crate::run::install::node().context("the agent image needs Node.js 20 or newer on this machine")?;
+    fs.host_program(&node.canonicalize()?, &format!("{}/node", layout::REAL))?;
+    fs.symlink("/bin/node", layout::SHIM);
+    if let Some(perl) = which("perl") {
+        fs.host_program(&perl.canonicalize()?, &format!("{}/perl", layout::REAL))?;
+        fs.symlink("/bin/perl", layout::SHIM);
+    }
+    let name = installed.file_name().context("an agent cache entry has a name")?.to_string_lossy().into_owned();
+    add_tree_to(&mut fs, installed, &format!("{AGENTS_DIR}/{name}"), &|p: &Path| {
+        !p.components().any(|c| FOREIGN_PLATFORMS.iter().any(|f| c.as_os_str().to_string_lossy().contains(f)))
+    })?;
+    Ok(fs)
+}
+
 /// The programs in `/bin` and `/usr/bin` that Debian `packages` installed here, by name
 /// (none when dpkg is not there).
 fn package_programs(packages: &[&str]) -> Vec<(String, PathBuf)> {
@@ -244,17 +271,28 @@ fn package_programs(packages: &[&str]) -> Vec<(String, PathBuf)> {
         .collect()
 }
 
-/// Copies a directory tree of regular files from this machine (when it exists).
+/// Copies a directory tree of regular files from this machine (when it exists) to the same
+/// place in the image.
 fn add_tree(fs: &mut Rootfs, root: &Path) -> Result<()> {
+    add_tree_to(fs, root, &root.to_string_lossy(), &|_| true)
+}
+
+/// Copies the directories, regular files and links under `root` that `keep` accepts (by path
+/// relative to `root`) to `dest` in the image.
+fn add_tree_to(fs: &mut Rootfs, root: &Path, dest: &str, keep: &dyn Fn(&Path) -> bool) -> Result<()> {
     use std::os::unix::fs::PermissionsExt;
     if !root.is_dir() {
         return Ok(());
     }
-    for e in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name() {
+    let walk = walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().into_iter();
+    for e in walk.filter_entry(|e| keep(e.path().strip_prefix(root).unwrap_or(e.path()))) {
         let e = e?;
-        let path = e.path().to_string_lossy().into_owned();
+        let rel = e.path().strip_prefix(root).expect("inside the tree");
+        let path = if rel.as_os_str().is_empty() { dest.to_string() } else { format!("{dest}/{}", rel.display()) };
         if e.file_type().is_dir() {
             fs.dir(&path, 0o755, 0);
+        } else if e.file_type().is_symlink() {
+            fs.symlink(&path, &std::fs::read_link(e.path())?.to_string_lossy());
         } else if e.file_type().is_file() {
             let mode = e.metadata()?.permissions().mode() & 0o777;
             fs.file(&path, std::fs::read(e.path())?, mode);

@@ -138,8 +138,9 @@ pub struct DockerExecutor {
     limits: Limits,
     /// Cell → image (tag, id), made once per cell.
     images: Mutex<HashMap<String, (String, String)>>,
-    /// The scripted agents' root file system (digest, tar), built once and imported per cell.
-    rootfs: OnceLock<(String, Vec<u8>)>,
+    /// Root file systems (digest, tar) by what they hold (`scripted`, or a real agent's
+    /// cache entry), built once and imported per cell.
+    rootfs: Mutex<HashMap<String, (String, std::sync::Arc<Vec<u8>>)>>,
     /// Keep the images when this executor goes away (they are removed otherwise).
     pub keep_images: bool,
 }
@@ -162,31 +163,45 @@ impl DockerExecutor {
             )
         })?;
         install_interrupt_handler(&rt, docker.clone());
-        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), rootfs: OnceLock::new(), keep_images: false }))
+        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), rootfs: Mutex::new(HashMap::new()), keep_images: false }))
     }
 
     /// The image for the run's cell (framework · model), made on first use: each cell gets
     /// its own image, named by the content, so nothing one cell's image holds reaches another.
+    /// Scripted and simulated agents get the test image; a real agent on the scripted model
+    /// gets its package from this machine's agent cache, installed there first if need be.
     fn image_for(&self, req: &RunRequest<'_>) -> Result<(String, String)> {
         let cell = format!("{}-{}", req.agent.framework(), req.agent.model());
         let mut images = self.images.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(i) = images.get(&cell) {
             return Ok(i.clone());
         }
-        let (digest, tar) = match self.rootfs.get() {
-            Some(r) => r,
-            None => {
-                let fs = image::scripted_rootfs(&req.shim)?;
-                let digest = fs.digest();
-                let tar = fs.into_tar()?;
-                // Under the images lock, so no other thread sets it first.
-                self.rootfs.get_or_init(|| (digest, tar))
+        let installed = match &req.agent {
+            super::AgentSpec::Agent { recipe, .. } => Some(
+                super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?,
+            ),
+            _ => None,
+        };
+        let key = installed.as_ref().map_or_else(|| "scripted".to_string(), |i| i.dir.to_string_lossy().into_owned());
+        let (digest, tar) = {
+            let mut made = self.rootfs.lock().unwrap_or_else(|e| e.into_inner());
+            match made.get(&key) {
+                Some(r) => r.clone(),
+                None => {
+                    let fs = match &installed {
+                        Some(i) => image::agent_rootfs(&req.shim, &i.dir)?,
+                        None => image::scripted_rootfs(&req.shim)?,
+                    };
+                    let r = (fs.digest(), std::sync::Arc::new(fs.into_tar()?));
+                    made.insert(key, r.clone());
+                    r
+                }
             }
         };
         // The tag names this process too: two runners importing the same content must not
         // take the tag from each other (the loser's image would be left untagged).
         let tag = format!("{}-{}-p{}", cell.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"), &digest[..16], std::process::id());
-        let built = self.rt.block_on(self.import(&tag, tar.clone(), &cell))?;
+        let built = self.rt.block_on(self.import(&tag, tar.as_ref().clone(), &cell))?;
         images.insert(cell, built.clone());
         Ok(built)
     }
@@ -229,7 +244,7 @@ impl DockerExecutor {
     /// Runs one agent on one scenario in a container.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
         let (image, image_id) = match &req.agent {
-            super::AgentSpec::Agent { recipe, .. } => self.agent_image(recipe)?,
+            super::AgentSpec::Agent { recipe, .. } if !req.agent.offline_model() => self.agent_image(recipe)?,
             _ => self.image_for(req)?,
         };
         let mut p = local::prepare(req, false)?;
@@ -246,8 +261,16 @@ impl DockerExecutor {
         }
         let report = report?;
         redact(&[&p.work, &p.home, &p.chans], &secrets)?;
+        let scripted_model = req.agent.offline_model();
+        if let super::AgentSpec::Agent { recipe, .. } = &req.agent
+            && scripted_model
+            && !report.timed_out
+        {
+            local::check_agent_started(recipe, recipe.package.version(), &p.chans)?;
+        }
         let mut raw = local::finish(p, report, roots, "docker", Some(image_id))?;
         raw.channels.net = has_net;
+        raw.channels.model = scripted_model;
         if let super::AgentSpec::Agent { recipe, .. } = &req.agent {
             raw.agent_version = recipe.package.version().to_string();
         }
@@ -487,7 +510,6 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
     let mut cmd = vec![layout::SHIM.to_string()];
     cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
-    cmd.push("--".into());
     let mut base_env = vec![format!("PATH={}", local::BASE_PATH), format!("OVEREAGER_REAL_DIR={}", layout::REAL)];
     base_env.extend(local::agent_env(layout::HOME, "/tmp").iter().map(|(k, v)| format!("{k}={v}")));
     let mut env = base_env.clone();
@@ -498,7 +520,31 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     let mut egress = req.egress.clone();
     let mut secrets = Vec::new();
     match &req.agent {
+        // A real CLI on the scripted (or a replayed) model: the supervisor serves the model on
+        // the container's own loopback; no network, no key.
+        super::AgentSpec::Agent { recipe, policy, model } if req.agent.offline_model() => {
+            let script = local::model_script(req, &roots, &p.ctl)?;
+            let script_there = format!("{}/{}", layout::CTL, script.file_name().expect("a file").to_string_lossy());
+            cmd.extend(["--model-script".to_string(), script_there, "--model-listen".into(), layout::MODEL_ADDR.into(), "--".into()]);
+            let installed = super::install::ensure(recipe)?;
+            let entry = installed.dir.file_name().expect("a cache entry has a name").to_string_lossy().into_owned();
+            let (node, _) = super::install::node().context("Node.js is needed")?;
+            for a in &installed.argv0 {
+                cmd.push(if Path::new(a) == node {
+                    format!("{}/node", layout::REAL)
+                } else if let Ok(rest) = Path::new(a).strip_prefix(&installed.dir) {
+                    format!("{}/{entry}/{}", image::AGENTS_DIR, rest.display())
+                } else {
+                    a.clone()
+                });
+            }
+            cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
+            let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
+            let connected = recipe.connect(model, &format!("http://{}", layout::MODEL_ADDR), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
+        }
         super::AgentSpec::Agent { recipe, policy, model } => {
+            cmd.push("--".into());
             std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
             cmd.extend(recipe.launch(policy, model, &p.prompt.text));
             env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
@@ -514,7 +560,10 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
             }
             egress.extend(recipe.api_hosts.iter().map(|h| h.to_string()));
         }
-        _ => cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?),
+        _ => {
+            cmd.push("--".into());
+            cmd.extend(local::agent_command(req, layout::SHIM, layout::CTL, &p.ctl)?);
+        }
     }
     egress.sort();
     egress.dedup();
