@@ -7,9 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PROFILE=dev "$(dirname "$0")/build.sh" --test
 cargo build -p overeager-core --target wasm32-unknown-unknown
-# The real agent CLIs the tests drive, from the npm and PyPI registries, into the agent cache
-# (once per machine; about two minutes cold, mostly OpenHands).
-./target/debug/overeager agent install
+# The real agent CLIs the tests drive, every supported version, from the npm and PyPI
+# registries into the agent cache (once per machine; a few minutes cold, mostly OpenHands).
+./target/debug/overeager agent install --all-versions
 # The Docker executor's tests need an engine; this starts Debian's dockerd if none answers.
 "$(dirname "$0")/docker-engine.sh"
 cargo test --workspace --exclude overeager-web

@@ -15,7 +15,7 @@ use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
 /// Agent versions this adapter was written against.
-pub const TARGET_VERSIONS: &str = "Claude Code 2.x stream-json";
+pub const TARGET_VERSIONS: &str = "Claude Code 2.0–2.1 stream-json (2.1 adds `system/permission_denied` events)";
 
 /// The `system/init` line.
 pub fn init_line(session: &str, cwd: &str, tools: &[&str], model: &str, version: &str, ts_us: u64) -> Value {

@@ -437,6 +437,14 @@ pub struct Script {
     /// Replay: answer with these recorded exchanges instead of the play.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<ModelRecord>>,
+    /// Milliseconds to wait before the first main-loop answer: Gemini CLI 0.17 rejects a
+    /// shell call that arrives right after it starts ("could not be parsed safely").
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub first_delay_ms: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// How an agent CLI names its shell tool, for steps it has no tool for.
@@ -516,6 +524,72 @@ fn replay(records: &[ModelRecord], dialect: Dialect, side: bool, step: Option<us
             Exchange { status: 409, dialect: Some(dialect), side, step, reply, divergence: Some(why) }
         }
     }
+}
+
+/// The main-loop turns of a model channel in order, with the calls the agent refused before
+/// running them, read from the history the last request resends (see
+/// [`crate::adapters::align_with_model`]). Only a refusal's own words mark it: Codex CLI
+/// answers a rejected command with `exec_command failed: … Rejected(…)`.
+pub fn turns(records: &[ModelRecord]) -> Vec<crate::adapters::ModelTurn> {
+    let mut main: Vec<&ModelRecord> = records.iter().filter(|r| !r.side && r.step.is_some()).collect();
+    main.sort_by_key(|r| r.step);
+    main.dedup_by_key(|r| r.step);
+    let mut out: Vec<crate::adapters::ModelTurn> = main.iter().map(|r| crate::adapters::ModelTurn { t_us: r.t_us, refused: None }).collect();
+    let Some(last) = main.last() else { return out };
+    let items = |k: &str| last.request.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
+    // (tool, command, call id) of each call in turn order, and each call's output by id.
+    let mut calls: Vec<(String, Option<String>, String)> = Vec::new();
+    let mut outputs: BTreeMap<String, String> = BTreeMap::new();
+    let command_of = |args: &str| -> Option<String> {
+        let v: Value = serde_json::from_str(args).ok()?;
+        match v.get("cmd").or_else(|| v.get("command"))? {
+            Value::String(s) => Some(s.clone()),
+            Value::Array(a) => Some(a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" ")),
+            _ => None,
+        }
+    };
+    match last.dialect {
+        Some(Dialect::Responses) => {
+            for i in items("input") {
+                let id = i.get("call_id").and_then(Value::as_str).unwrap_or_default().to_string();
+                match i.get("type").and_then(Value::as_str) {
+                    Some("function_call") => {
+                        let name = i.get("name").and_then(Value::as_str).unwrap_or("?").to_string();
+                        calls.push((name, i.get("arguments").and_then(Value::as_str).and_then(command_of), id));
+                    }
+                    Some("function_call_output") => {
+                        let text = match i.get("output") {
+                            Some(Value::String(s)) => s.clone(),
+                            Some(other) => other.to_string(),
+                            None => String::new(),
+                        };
+                        outputs.insert(id, text);
+                    }
+                    _ => {}
+                }
+            }
+        }
+        Some(Dialect::Chat) => {
+            for m in items("messages") {
+                for c in m.get("tool_calls").and_then(Value::as_array).into_iter().flatten() {
+                    let id = c.get("id").and_then(Value::as_str).unwrap_or_default().to_string();
+                    let name = c.pointer("/function/name").and_then(Value::as_str).unwrap_or("?").to_string();
+                    calls.push((name, c.pointer("/function/arguments").and_then(Value::as_str).and_then(command_of), id));
+                }
+                if let (Some("tool"), Some(id)) = (m.get("role").and_then(Value::as_str), m.get("tool_call_id").and_then(Value::as_str)) {
+                    outputs.insert(id.to_string(), m.get("content").map(|c| c.as_str().map_or_else(|| c.to_string(), str::to_string)).unwrap_or_default());
+                }
+            }
+        }
+        _ => {}
+    }
+    for (turn, (tool, command, id)) in out.iter_mut().zip(calls) {
+        if let Some(text) = outputs.get(&id).filter(|t| t.contains("Rejected(")) {
+            let reason = text.split("rejected: ").nth(1).map(|r| r.trim_end_matches(|c| "\\\")} ".contains(c)).to_string()).unwrap_or_else(|| text.clone());
+            turn.refused = Some(crate::adapters::Refusal { tool, command, reason });
+        }
+    }
+    out
 }
 
 /// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
@@ -634,7 +708,7 @@ mod tests {
 
     #[test]
     fn a_replay_answers_from_the_recording_and_names_the_divergence() {
-        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None };
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None, first_delay_ms: 0 };
         let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
         let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));

@@ -81,6 +81,9 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
     let probe = model::respond(&s.script, &method, &path, &request, n, 0);
     let side_index = if probe.side && s.script.replay.is_some() { s.sides.fetch_add(1, Ordering::SeqCst) } else { 0 };
     let x = if side_index == 0 { probe } else { model::respond(&s.script, &method, &path, &request, n, side_index) };
+    if x.step == Some(0) && s.script.first_delay_ms > 0 {
+        std::thread::sleep(Duration::from_millis(s.script.first_delay_ms));
+    }
     if let Some(d) = &x.divergence {
         eprintln!("overeager scripted model: {d}");
     }
@@ -163,6 +166,7 @@ mod tests {
             roots: Roots { workspace: "/w".into(), home: "/h".into() },
             default_shell: "Bash".into(),
             replay: None,
+            first_delay_ms: 0,
         };
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();

@@ -17,7 +17,7 @@ use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
 /// Agent versions this adapter was written against.
-pub const TARGET_VERSIONS: &str = "Codex CLI 0.4x–0.5x `exec --json` (thread/turn/item events)";
+pub const TARGET_VERSIONS: &str = "Codex CLI 0.4x–0.169 `exec --json` (thread/turn/item events; 0.1xx runs commands as `/bin/bash -lc` and reports its own rejections only to the model)";
 
 /// Turns a Codex `exec --json` transcript into agent-channel events.
 pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
@@ -115,13 +115,25 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                         e.text = str_field(&item, "query").map(str::to_string);
                         out.push(e);
                     }
+                    // A warning of the CLI's own (e.g. "Model metadata for `m` not found").
+                    "error" if completed => {
+                        let mut e = Event::new(Channel::Agent, Op::Message, t, raw);
+                        e.ok = Some(false);
+                        e.text = str_field(&item, "message").map(str::to_string);
+                        out.push(e);
+                    }
                     // Private reasoning and plans are not actions; partial updates carry nothing new.
                     "reasoning" | "todo_list" => {}
                     _ if !completed => {}
                     other => out.push(unknown(format!("item `{other}`"), t, raw)),
                 }
             }
-            "error" => out.push(unknown(format!("error: {}", str_field(&v, "message").unwrap_or("?")), t, raw)),
+            "error" => {
+                let mut e = Event::new(Channel::Agent, Op::Message, t, raw);
+                e.ok = Some(false);
+                e.text = str_field(&v, "message").map(str::to_string);
+                out.push(e);
+            }
             "" if v.get("msg").is_some() => {
                 let kind = v.pointer("/msg/type").and_then(Value::as_str).unwrap_or("?");
                 out.push(unknown(format!("legacy Codex event `{kind}` (pre-2025 --json format)"), t, raw));

@@ -17,7 +17,7 @@ use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
 /// Agent versions this adapter was written against.
-pub const TARGET_VERSIONS: &str = "Gemini CLI 0.9–0.1x `--output-format stream-json`";
+pub const TARGET_VERSIONS: &str = "Gemini CLI 0.9–0.61 `--output-format stream-json`";
 
 /// Turns a Gemini CLI stream-json transcript into agent-channel events.
 pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {

@@ -70,30 +70,85 @@ impl Format {
     }
 }
 
-/// Gives agent events times from the model channel when the agent's stream has none (Claude
-/// Code's stream-json carries no timestamps): the k-th tool call is the reply to main-loop
-/// turn k, so it gets that request's time; the start gets the first request's, messages and
-/// the result the time of the turn they follow. `turns` are the main-loop requests' times in
-/// turn order. Streams with their own times are left alone.
-pub fn stamp_from_model(events: &mut [Event], turns: &[u64]) {
-    if turns.is_empty() || events.iter().any(|e| e.t_us != 0) {
+/// One main-loop turn of the model channel: when the request came, and the tool call the
+/// agent refused before running it, if it did, as only the model was told.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ModelTurn {
+    pub t_us: u64,
+    pub refused: Option<Refusal>,
+}
+
+/// A tool call refused without a word on the agent's own stream.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Refusal {
+    pub tool: String,
+    pub command: Option<String>,
+    pub reason: String,
+}
+
+/// Lines the agent's stream up with the model channel. The k-th tool call is the reply to
+/// main-loop turn k: calls refused before they ran (Codex 0.1xx rejects `rm -f` style
+/// commands and tells only the model) are put back as `denied` events in their place, and a
+/// stream without times of its own (Claude Code's and Codex's carry none) takes the turns'
+/// times: a call its turn's, the start the first turn's, messages and the result the time of
+/// the turn they follow.
+pub fn align_with_model(events: &mut Vec<Event>, turns: &[ModelTurn]) {
+    if turns.is_empty() {
         return;
     }
-    let mut calls = 0usize;
-    let mut last = turns[0];
-    for e in events.iter_mut() {
-        let t = match e.op {
-            Op::Start => turns[0],
-            Op::Message | Op::Result | Op::Unknown => last,
-            _ => {
-                let t = turns.get(calls).copied().unwrap_or(last);
-                calls += 1;
-                t
+    let untimed = events.iter().all(|e| e.t_us == 0);
+    let denied = |t: &ModelTurn, r: &Refusal| {
+        // Not on the agent's stream: `raw` points at its first line, the text says where the
+        // refusal is recorded.
+        let mut e = Event::new(Channel::Agent, Op::Denied, t.t_us, 0);
+        e.tool = Some(r.tool.clone());
+        e.command = r.command.clone();
+        e.ok = Some(false);
+        e.text = Some(format!("{} (told only to the model: model.jsonl)", r.reason.chars().take(400).collect::<String>()));
+        e
+    };
+    let mut out = Vec::with_capacity(events.len() + 2);
+    let mut k = 0usize;
+    let mut last = turns[0].t_us;
+    let flush = |k: &mut usize, out: &mut Vec<Event>, last: &mut u64| {
+        while let Some(t) = turns.get(*k).filter(|t| t.refused.is_some()) {
+            out.push(denied(t, t.refused.as_ref().expect("filtered")));
+            *last = (*last).max(t.t_us);
+            *k += 1;
+        }
+    };
+    for mut e in events.drain(..) {
+        match e.op {
+            Op::Start => {
+                if untimed {
+                    e.t_us = turns[0].t_us;
+                }
             }
-        };
-        last = last.max(t);
-        e.t_us = last;
+            Op::Message | Op::Result | Op::Unknown => {
+                if matches!(e.op, Op::Result) {
+                    flush(&mut k, &mut out, &mut last);
+                }
+                if untimed {
+                    e.t_us = last;
+                }
+            }
+            _ => {
+                flush(&mut k, &mut out, &mut last);
+                if untimed {
+                    e.t_us = turns.get(k).map_or(last, |t| t.t_us).max(last);
+                    last = e.t_us;
+                }
+                k += 1;
+            }
+        }
+        out.push(e);
     }
+    flush(&mut k, &mut out, &mut last);
+    // Refusals carry the turn's time: in a timed stream they go where their time puts them.
+    if !untimed {
+        out.sort_by_key(|e| e.t_us);
+    }
+    *events = out;
 }
 
 /// The lines of a JSON-lines transcript with their 0-based line numbers: `Some(value)` for a
@@ -198,15 +253,31 @@ mod tests {
         assert_eq!(exit_code_after("nothing", "Exit Code:"), None);
     }
 
+    fn turns(times: &[u64]) -> Vec<ModelTurn> {
+        times.iter().map(|&t_us| ModelTurn { t_us, refused: None }).collect()
+    }
+
     #[test]
     fn untimed_streams_take_the_model_channels_times() {
         let mut ev: Vec<Event> = [Op::Start, Op::Exec, Op::Message, Op::Read, Op::Result].iter().map(|&op| Event::new(Channel::Agent, op, 0, 0)).collect();
-        stamp_from_model(&mut ev, &[100, 200, 300]);
+        align_with_model(&mut ev, &turns(&[100, 200, 300]));
         let times: Vec<u64> = ev.iter().map(|e| e.t_us).collect();
         assert_eq!(times, [100, 100, 100, 200, 200]);
         let mut timed = vec![Event::new(Channel::Agent, Op::Exec, 7, 0)];
-        stamp_from_model(&mut timed, &[100]);
+        align_with_model(&mut timed, &turns(&[100]));
         assert_eq!(timed[0].t_us, 7, "a stream's own times win");
+    }
+
+    #[test]
+    fn calls_refused_before_they_ran_are_put_back_in_their_place() {
+        let mut ev: Vec<Event> = [Op::Start, Op::Exec, Op::Exec, Op::Message, Op::Result].iter().map(|&op| Event::new(Channel::Agent, op, 0, 0)).collect();
+        let mut t = turns(&[100, 200, 300, 400, 500]);
+        t[1].refused = Some(Refusal { tool: "exec_command".into(), command: Some("rm -f a".into()), reason: "rejected: rm -f style commands are not permitted".into() });
+        t[2].refused = Some(Refusal { tool: "exec_command".into(), command: Some("rm -f b".into()), reason: "rejected".into() });
+        align_with_model(&mut ev, &t);
+        let got: Vec<(Op, u64)> = ev.iter().map(|e| (e.op, e.t_us)).collect();
+        assert_eq!(got, [(Op::Start, 100), (Op::Exec, 100), (Op::Denied, 200), (Op::Denied, 300), (Op::Exec, 400), (Op::Message, 400), (Op::Result, 400)]);
+        assert_eq!(ev[2].command.as_deref(), Some("rm -f a"));
     }
 
     #[test]

@@ -18,7 +18,7 @@ use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
 /// Agent versions this adapter was written against.
-pub const TARGET_VERSIONS: &str = "OpenHands 0.5x–0.6x (V0 serialized events) and the V1 SDK's ActionEvent/ObservationEvent";
+pub const TARGET_VERSIONS: &str = "OpenHands 0.5x–0.6x (V0 serialized events) and the V1 SDK's events (CLI 1.16 `--headless --json`)";
 
 fn editor_op(command: &str) -> Op {
     match command {

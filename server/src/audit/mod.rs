@@ -41,10 +41,7 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let agent_text = std::fs::read_to_string(dir.join(files::AGENT)).unwrap_or_default();
     let mut agent = format.normalize(&agent_text, roots);
     let (model, _) = read_jsonl::<ModelRecord>(&dir.join(files::MODEL))?;
-    let mut turns: Vec<(usize, u64)> = model.iter().filter(|r| !r.side).filter_map(|r| Some((r.step?, r.t_us))).collect();
-    turns.sort();
-    turns.dedup_by_key(|t| t.0);
-    overeager_core::adapters::stamp_from_model(&mut agent, &turns.iter().map(|t| t.1).collect::<Vec<_>>());
+    overeager_core::adapters::align_with_model(&mut agent, &overeager_core::model::turns(&model));
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
     // Only runs with network have the file; `read_jsonl` reads a missing one as empty.

@@ -42,6 +42,9 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
             agents::Package::Pip { name, version } => format!("pip {name}=={version}"),
         };
         println!("{:<12} {} — {pkg}, image {}", r.id, r.name, r.image());
+        if !r.also.is_empty() {
+            println!("  also runs: {} (as {}@<version>:<policy>:<model>)", r.also.join(", "), r.id);
+        }
         for p in r.policies {
             println!("  {:<28} {:<48} {}", format!("{}:{}{}", r.id, p.id, if p.default { " *" } else { "" }), p.flags.join(" "), p.summary);
         }
@@ -63,20 +66,40 @@ pub fn recipe(args: &RecipeArgs) -> Result<ExitCode> {
 /// Arguments of `overeager agent install`.
 #[derive(Args)]
 pub struct InstallArgs {
-    /// The agents to install (claude-code, codex, gemini-cli, openhands); all when none given.
+    /// The agents to install (claude-code, codex, gemini-cli, openhands; `<agent>@<version>`
+    /// for another supported version); every pinned one when none is given.
     agents: Vec<String>,
+    /// Every supported version of each, not only the pinned one.
+    #[arg(long)]
+    all_versions: bool,
+}
+
+/// A recipe and one of its versions, from `agent` or `agent@version`.
+pub fn versioned(spec: &str) -> Result<(&'static agents::Recipe, &'static str)> {
+    let (id, v) = spec.split_once('@').map_or((spec, None), |(a, v)| (a, Some(v)));
+    let r = agents::recipe(id)?;
+    let version = match v {
+        Some(v) => r.version(v).map_err(anyhow::Error::msg)?,
+        None => r.package.version(),
+    };
+    Ok((r, version))
 }
 
 pub fn install(args: &InstallArgs) -> Result<ExitCode> {
-    let chosen: Vec<&agents::Recipe> = if args.agents.is_empty() {
-        agents::RECIPES.iter().collect()
+    let named: Vec<(&agents::Recipe, &str)> = if args.agents.is_empty() {
+        agents::RECIPES.iter().map(|r| (r, r.package.version())).collect()
     } else {
-        args.agents.iter().map(|a| agents::recipe(a)).collect::<Result<_>>()?
+        args.agents.iter().map(|a| versioned(a)).collect::<Result<_>>()?
+    };
+    let chosen: Vec<(&agents::Recipe, &str)> = if args.all_versions {
+        named.iter().flat_map(|(r, _)| r.versions().map(move |v| (*r, v))).collect()
+    } else {
+        named
     };
     let mut failed = false;
-    for r in chosen {
-        match run::install::ensure(r) {
-            Ok(i) => println!("{:<12} {} {} in {}", r.id, r.name, r.package.version(), i.dir.display()),
+    for (r, version) in chosen {
+        match run::install::ensure(r, version) {
+            Ok(i) => println!("{:<12} {} {version} in {}", r.id, r.name, i.dir.display()),
             Err(e) => {
                 failed = true;
                 eprintln!("{:<12} {e:#}", r.id);
@@ -125,6 +148,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         roots: overeager_core::paths::Roots { workspace, home },
         default_shell: overeager_core::model::default_shell(r.id).to_string(),
         replay: None,
+        first_delay_ms: 0,
     };
     let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
     let script_file = dir.path().join("script.json");

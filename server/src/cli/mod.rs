@@ -551,11 +551,10 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
     for executor_name in &args.executors {
         let executor = run::Executor::open(executor_name)?;
         for agent in &args.agents {
-            let recipe = run::agents::recipe(agent)?;
-            let spec: AgentSpec = format!("{}:{}:{}{}", recipe.id, recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id, run::SCRIPTED_MODEL, args.play)
-                .parse()
-                .map_err(anyhow::Error::msg)?;
-            run::install::ensure(recipe)?;
+            let (recipe, version) = agent::versioned(agent)?;
+            let policy = recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id;
+            let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, args.play).parse().map_err(anyhow::Error::msg)?;
+            run::install::ensure(recipe, version)?;
             let req = run::RunRequest {
                 executor: &executor,
                 scenario: &one,
@@ -607,7 +606,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
                     None => println!("{:<28} {:<6} observed median {:8.1} ms", spec.id(), executor_name, median(&ours)),
                 }
             }
-            rows.push(json!({"agent": spec.id(), "version": recipe.package.version(), "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio}));
+            rows.push(json!({"agent": spec.id(), "version": version, "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio}));
         }
     }
     if args.json {

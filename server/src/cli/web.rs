@@ -167,7 +167,7 @@ fn demo_real_agents() -> Vec<&'static crate::run::agents::Recipe> {
             skipped.push(format!("{} (its headless start takes about 12 s a run; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, crate::run::SCRIPTED_MODEL));
             continue;
         }
-        match crate::run::install::ensure(r) {
+        match crate::run::install::ensure(r, r.package.version()) {
             Ok(_) => run.push(r),
             Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
         }

@@ -49,6 +49,9 @@ pub struct Recipe {
     pub id: &'static str,
     pub name: &'static str,
     pub package: Package,
+    /// Other versions runs may name (`<agent>@<version>`), whose streams or wire protocols
+    /// differ from the pinned one's; the pinned one is the default.
+    pub also: &'static [&'static str],
     /// The public image the agent's image is built from.
     pub base_image: &'static str,
     /// The command on `PATH` after the install.
@@ -74,6 +77,7 @@ pub const RECIPES: &[Recipe] = &[
         id: "claude-code",
         name: "Claude Code",
         package: Package::Npm { name: "@anthropic-ai/claude-code", version: "2.0.55" },
+        also: &["2.1.330"],
         base_image: "node:22-bookworm-slim",
         program: "claude",
         policies: &[
@@ -91,11 +95,12 @@ pub const RECIPES: &[Recipe] = &[
         id: "codex",
         name: "OpenAI Codex CLI",
         package: Package::Npm { name: "@openai/codex", version: "0.58.0" },
+        also: &["0.169.0"],
         base_image: "node:22-bookworm-slim",
         program: "codex",
         policies: &[
             Policy { id: "read-only", flags: &["--sandbox", "read-only"], default: true, summary: "exec's default: every command runs, in a read-only Landlock sandbox, so writes and deletions fail; nothing is asked" },
-            Policy { id: "full-auto", flags: &["--full-auto"], default: false, summary: "workspace-write sandbox: commands may change the workspace and /tmp, nothing is asked" },
+            Policy { id: "full-auto", flags: &["--sandbox", "workspace-write"], default: false, summary: "workspace-write sandbox: commands may change the workspace and /tmp, nothing is asked" },
             Policy { id: "permissive", flags: &["--dangerously-bypass-approvals-and-sandbox"], default: false, summary: "no sandbox, no approvals" },
         ],
         key_env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
@@ -111,6 +116,7 @@ pub const RECIPES: &[Recipe] = &[
         id: "gemini-cli",
         name: "Gemini CLI",
         package: Package::Npm { name: "@google/gemini-cli", version: "0.61.0" },
+        also: &["0.17.1"],
         base_image: "node:22-bookworm-slim",
         program: "gemini",
         policies: &[
@@ -128,6 +134,7 @@ pub const RECIPES: &[Recipe] = &[
         id: "openhands",
         name: "OpenHands CLI",
         package: Package::Pip { name: "openhands", version: "1.16.0" },
+        also: &[],
         base_image: "python:3.12-slim-bookworm",
         program: "openhands",
         policies: &[Policy {
@@ -167,6 +174,24 @@ impl Recipe {
         format!("overeager-agent/{}:{}", self.id, self.package.version())
     }
 
+    /// The versions runs may use, the pinned one first.
+    pub fn versions(&self) -> impl Iterator<Item = &'static str> + '_ {
+        std::iter::once(self.package.version()).chain(self.also.iter().copied())
+    }
+
+    /// The supported version `v`.
+    pub fn version(&self, v: &str) -> Result<&'static str, String> {
+        self.versions().find(|x| *x == v).ok_or_else(|| {
+            format!("{} {v} is not a version overeager knows how to run; known: {}", self.id, self.versions().collect::<Vec<_>>().join(", "))
+        })
+    }
+
+    /// `claude-code` for the pinned version, `claude-code@2.1.330` for another: a different
+    /// version is a different subject, so its own cell.
+    pub fn versioned_id(&self, version: &str) -> String {
+        if version == self.package.version() { self.id.to_string() } else { format!("{}@{version}", self.id) }
+    }
+
     /// The policy of `id`.
     pub fn policy(&self, id: &str) -> Result<&'static Policy, String> {
         let policies: &'static [Policy] = self.policies;
@@ -183,7 +208,7 @@ impl Recipe {
 
     /// The headless command line: prompt, model and permission flags. Its stdout is the agent
     /// stream.
-    pub fn launch(&self, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
+    pub fn launch(&self, _version: &str, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
         let mut v: Vec<String> = vec![self.program.into()];
         let s = |x: &str| x.to_string();
         match self.id {
@@ -209,7 +234,7 @@ impl Recipe {
     /// back with the run (`config` here, `config_seen` as the agent sees it): writes the config
     /// files it reads and returns its environment. Telemetry, update checks and other traffic
     /// that is not the model are turned off.
-    pub fn connect(&self, model: &str, endpoint: &str, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
+    pub fn connect(&self, version: &str, model: &str, endpoint: &str, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
         let c = config_seen.to_string();
         let pairs: Vec<(&str, String)> = match self.id {
@@ -225,8 +250,11 @@ impl Recipe {
                 ("IS_SANDBOX", "1".into()),
             ],
             "codex" => {
+                // 0.58 speaks Chat Completions to a custom provider; later versions refuse
+                // `wire_api = "chat"` and speak only Responses.
+                let wire = if version == "0.58.0" { "chat" } else { "responses" };
                 let toml = format!(
-                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"chat\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
+                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
                     m = toml_str(model),
                     u = toml_str(&format!("{endpoint}/v1")),
                 );
@@ -344,7 +372,7 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
         image: r.image(),
         cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
         adapter_targets: r.format().target_versions(),
-        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>"))).collect(),
+        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(r.package.version(), p, "<model>", "<prompt>"))).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&file)?;
     json.push(b'\n');
@@ -406,7 +434,7 @@ mod tests {
             assert!(d.contains(&shim_install_steps()));
             assert!(d.contains("USER 1000:1000"));
             for p in r.policies {
-                let argv = r.launch(p, "m-1", "do the task");
+                let argv = r.launch(r.package.version(), p, "m-1", "do the task");
                 assert_eq!(argv[0], r.program);
                 for f in p.flags {
                     assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
@@ -419,8 +447,8 @@ mod tests {
     #[test]
     fn permission_policies_are_different_cells() {
         let claude = recipe("claude-code").unwrap();
-        let ask = claude.launch(claude.policy("ask").unwrap(), "m", "p");
-        let yolo = claude.launch(claude.policy("permissive").unwrap(), "m", "p");
+        let ask = claude.launch("2.0.55", claude.policy("ask").unwrap(), "m", "p");
+        let yolo = claude.launch("2.0.55", claude.policy("permissive").unwrap(), "m", "p");
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));

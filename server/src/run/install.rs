@@ -35,9 +35,9 @@ pub fn cache_root() -> PathBuf {
     base.join("overeager").join("agents")
 }
 
-/// The cache entry of a recipe's pinned version.
-pub fn entry(r: &Recipe) -> PathBuf {
-    cache_root().join(format!("{}-{}", r.id, r.package.version()))
+/// The cache entry of one version of an agent.
+pub fn entry(r: &Recipe, version: &str) -> PathBuf {
+    cache_root().join(format!("{}-{version}", r.id))
 }
 
 /// The Node.js this machine runs the npm agents with; `None` when it is missing or older than
@@ -92,9 +92,15 @@ fn launcher(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
                 serde_json::Value::Object(m) => m.get(r.program)?.as_str()?.to_string(),
                 _ => return None,
             };
-            let script = pkg.join(bin);
+            let program = pkg.join(bin);
+            // Newer releases ship a native executable as the package's program (Claude Code
+            // 2.1); older ones a script for Node.js.
+            let head = std::fs::read(&program).ok()?.get(..4).map(<[u8]>::to_vec).unwrap_or_default();
+            if head == b"\x7fELF" {
+                return Some(vec![program.to_string_lossy().into_owned()]);
+            }
             let (node, _) = node()?;
-            script.is_file().then(|| vec![node.to_string_lossy().into_owned(), script.to_string_lossy().into_owned()])
+            Some(vec![node.to_string_lossy().into_owned(), program.to_string_lossy().into_owned()])
         }
         Package::Pip { .. } => {
             let exe = dir.join("venv/bin").join(r.program);
@@ -114,17 +120,17 @@ fn ready(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
 /// The agent, installed if it is not yet (this can take minutes; progress goes to stderr).
 /// Installs into the entry itself (a virtualenv cannot move) under an exclusive lock, and
 /// marks it complete last.
-pub fn ensure(r: &Recipe) -> Result<Installed> {
-    let dir = entry(r);
+pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
+    let dir = entry(r, version);
     if let Some(argv0) = ready(r, &dir) {
         return Ok(Installed { dir, argv0 });
     }
     if let Some(why) = unavailable(r) {
-        bail!("cannot install {} {}: {why}", r.name, r.package.version());
+        bail!("cannot install {} {}: {why}", r.name, version);
     }
     let root = cache_root();
     std::fs::create_dir_all(&root).with_context(|| format!("creating the agent cache {}", root.display()))?;
-    let lock_path = root.join(format!(".{}-{}.lock", r.id, r.package.version()));
+    let lock_path = root.join(format!(".{}-{}.lock", r.id, version));
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).with_context(|| format!("opening {}", lock_path.display()))?;
     use std::os::fd::AsRawFd;
     // SAFETY: flock on a file descriptor this function owns; released when `lock` closes.
@@ -138,30 +144,30 @@ pub fn ensure(r: &Recipe) -> Result<Installed> {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing the interrupted install {}", dir.display()))?;
     }
     std::fs::create_dir_all(&dir)?;
-    eprintln!("installing {} {} into {} (once per machine)…", r.name, r.package.version(), dir.display());
-    let result = install_into(r, &dir);
+    eprintln!("installing {} {} into {} (once per machine)…", r.name, version, dir.display());
+    let result = install_into(r, version, &dir);
     if let Err(e) = result {
         let _ = std::fs::remove_dir_all(&dir);
         return Err(e);
     }
     let Some(argv0) = launcher(r, &dir) else {
         let _ = std::fs::remove_dir_all(&dir);
-        bail!("{} {} installed, but its program `{}` was not found in the package; the recipe needs updating", r.name, r.package.version(), r.program);
+        bail!("{} {} installed, but its program `{}` was not found in the package; the recipe needs updating", r.name, version, r.program);
     };
-    std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.id, r.package.version()))?;
+    std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.id, version))?;
     Ok(Installed { dir, argv0 })
 }
 
-fn install_into(r: &Recipe, dir: &Path) -> Result<()> {
+fn install_into(r: &Recipe, version: &str, dir: &Path) -> Result<()> {
     let status = match r.package {
-        Package::Npm { name, version } => Command::new("npm")
+        Package::Npm { name, .. } => Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
             .arg(dir)
             .arg(format!("{name}@{version}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .status(),
-        Package::Pip { name, version } => {
+        Package::Pip { name, .. } => {
             let py = python312().context("Python 3.12 disappeared")?;
             let venv = dir.join("venv");
             let made = Command::new(&py).args(["-m", "venv"]).arg(&venv).status()?;
@@ -179,7 +185,7 @@ fn install_into(r: &Recipe, dir: &Path) -> Result<()> {
         bail!(
             "cannot install {} {} from the package registry ({status}); check that the registry is reachable, or install it by hand into {}",
             r.name,
-            r.package.version(),
+            version,
             dir.display()
         );
     }

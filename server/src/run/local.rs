@@ -168,7 +168,8 @@ pub(super) struct Prepared {
 /// snapshot (an executor that runs the setup elsewhere calls [`Prepared::snapshot_before`]).
 pub(super) fn prepare(req: &RunRequest<'_>, setup_here: bool) -> Result<Prepared> {
     let scenario = &req.scenario.scenario;
-    let scratch = req.scratch.clone().unwrap_or_else(super::scratch_dir);
+    // A real CLI's own sandbox may hide /dev/shm (Codex 0.169's does): its runs use disk.
+    let scratch = req.scratch.clone().unwrap_or_else(|| if matches!(req.agent, AgentSpec::Agent { .. }) { super::disk_scratch_dir() } else { super::scratch_dir() });
     let sandbox = tempfile::Builder::new().prefix("overeager-run-").tempdir_in(scratch).context("creating the sandbox")?;
     let base = sandbox.path().canonicalize()?;
     let (work, home, ctl, chans) = (base.join("work"), base.join("home"), base.join("ctl"), base.join("channels"));
@@ -330,7 +331,7 @@ pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str,
         recipe.name,
         [tail(&stderr), tail(&stdout)].into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n"),
         recipe.id,
-        super::install::entry(recipe).display()
+        super::install::entry(recipe, version).display()
     )
 }
 
@@ -350,7 +351,8 @@ struct RealAgent {
 /// The scripted model's script for a real agent's run: the play its model names, or the
 /// exchanges of the bundle it replays (their sandbox paths moved to this run's).
 pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
-    let AgentSpec::Agent { recipe, policy, .. } = &req.agent else { unreachable!("called for real agents") };
+    let AgentSpec::Agent { recipe, version, policy, .. } = &req.agent else { unreachable!("called for real agents") };
+    let first_delay_ms = if recipe.id == "gemini-cli" && version.starts_with("0.17.") { 3000 } else { 0 };
     let default_shell = overeager_core::model::default_shell(recipe.id).to_string();
     let script = if let Some(kind) = req.agent.scripted_model() {
         overeager_core::model::Script {
@@ -359,9 +361,10 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             roots: roots.clone(),
             default_shell,
             replay: None,
+            first_delay_ms,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, replay: Some(recorded_exchanges(Path::new(bundle), roots)?) }
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms }
     } else {
         bail!(
             "{} talks to a real model API, and a real model may have the agent touch anything this user can: \
@@ -404,16 +407,16 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core
 
 /// Installs (once) and configures a real agent CLI for a run on this machine.
 fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
-    let AgentSpec::Agent { recipe, policy, model } = &req.agent else { unreachable!("called for real agents") };
+    let AgentSpec::Agent { recipe, version, policy, model } = &req.agent else { unreachable!("called for real agents") };
     let script = model_script(req, &p.roots, &p.ctl)?;
-    let installed = super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?;
+    let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
     let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
     let url = format!("http://{}", listener.local_addr()?);
     let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
-    let env = recipe.connect(model, &url, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
+    let env = recipe.connect(version, model, &url, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
     let mut argv = installed.argv0.clone();
-    argv.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
-    Ok(RealAgent { argv, env, version: recipe.package.version().to_string(), script, listener })
+    argv.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
+    Ok(RealAgent { argv, env, version: version.to_string(), script, listener })
 }
 
 /// One run of a real agent CLI *bare*, for measuring what observing it costs: the same

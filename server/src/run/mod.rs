@@ -31,7 +31,7 @@ pub enum AgentSpec {
     /// A real agent from its recipe ([`agents`]), under one permission policy, on one model:
     /// `claude-code:permissive:claude-sonnet-4-5`. On the scripted model
     /// (`scripted-<play>`) it runs on either executor; on a real model API, in Docker only.
-    Agent { recipe: &'static agents::Recipe, policy: &'static agents::Policy, model: String },
+    Agent { recipe: &'static agents::Recipe, version: &'static str, policy: &'static agents::Policy, model: String },
 }
 
 impl AgentSpec {
@@ -44,7 +44,7 @@ impl AgentSpec {
         match self {
             AgentSpec::Scripted(k) => format!("scripted:{k}"),
             AgentSpec::Sim(p) => format!("sim:{}", p.as_str()),
-            AgentSpec::Agent { recipe, policy, model } => format!("{}:{}:{model}", recipe.id, policy.id),
+            AgentSpec::Agent { model, .. } => format!("{}:{model}", self.framework()),
         }
     }
 
@@ -54,7 +54,7 @@ impl AgentSpec {
         match self {
             AgentSpec::Scripted(_) => "scripted".into(),
             AgentSpec::Sim(_) => "sim".into(),
-            AgentSpec::Agent { recipe, policy, .. } => format!("{}:{}", recipe.id, policy.id),
+            AgentSpec::Agent { recipe, version, policy, .. } => format!("{}:{}", recipe.versioned_id(version), policy.id),
         }
     }
 
@@ -64,6 +64,14 @@ impl AgentSpec {
         match self {
             AgentSpec::Agent { recipe, .. } => recipe.format(),
             _ => overeager_core::adapters::Format::ClaudeCode,
+        }
+    }
+
+    /// A real agent's version: the pinned one, or the one the spec names (`claude-code@2.1.330`).
+    pub fn agent_version(&self) -> Option<&'static str> {
+        match self {
+            AgentSpec::Agent { version, .. } => Some(version),
+            _ => None,
         }
     }
 
@@ -121,7 +129,11 @@ impl std::str::FromStr for AgentSpec {
         match s.split_once(':') {
             Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
             Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
-            Some((agent, rest)) if let Some(recipe) = agents::RECIPES.iter().find(|r| r.id == agent) => {
+            Some((agent, rest)) if let Some(recipe) = agents::RECIPES.iter().find(|r| r.id == agent.split('@').next().unwrap_or(agent)) => {
+                let version = match agent.split_once('@') {
+                    Some((_, v)) => recipe.version(v)?,
+                    None => recipe.package.version(),
+                };
                 let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
                     let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
                     return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
@@ -132,7 +144,7 @@ impl std::str::FromStr for AgentSpec {
                 if let Some(play) = model.strip_prefix(SCRIPTED_MODEL) {
                     play.parse::<PlayKind>().map_err(|e| format!("`{s}`: the scripted model is {SCRIPTED_MODEL}<play>: {e}"))?;
                 }
-                Ok(AgentSpec::Agent { recipe, policy: recipe.policy(policy)?, model: model.to_string() })
+                Ok(AgentSpec::Agent { recipe, version, policy: recipe.policy(policy)?, model: model.to_string() })
             }
             _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
         }
@@ -287,6 +299,12 @@ pub fn scratch_dir() -> PathBuf {
         if shm_usable(shm) { shm.to_path_buf() } else { std::env::temp_dir() }
     })
     .clone()
+}
+
+/// Where the sandboxes of real agent CLIs go: `$OVEREAGER_SCRATCH` if set, else the system
+/// temp directory (never `/dev/shm`, which an agent's own sandbox may replace).
+pub fn disk_scratch_dir() -> PathBuf {
+    std::env::var_os("OVEREAGER_SCRATCH").filter(|p| !p.is_empty()).map(PathBuf::from).unwrap_or_else(std::env::temp_dir)
 }
 
 /// A directory under [`scratch_dir`] owned by this process (`overeager-runner-<pid>-…`),

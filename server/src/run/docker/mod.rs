@@ -177,9 +177,9 @@ impl DockerExecutor {
             return Ok(i.clone());
         }
         let installed = match &req.agent {
-            super::AgentSpec::Agent { recipe, .. } => Some(
-                super::install::ensure(recipe).with_context(|| format!("preparing {} {} for `{}`", recipe.name, recipe.package.version(), req.agent.id()))?,
-            ),
+            super::AgentSpec::Agent { recipe, version, .. } => {
+                Some(super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?)
+            }
             _ => None,
         };
         let key = installed.as_ref().map_or_else(|| "scripted".to_string(), |i| i.dir.to_string_lossy().into_owned());
@@ -244,7 +244,12 @@ impl DockerExecutor {
     /// Runs one agent on one scenario in a container.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
         let (image, image_id) = match &req.agent {
-            super::AgentSpec::Agent { recipe, .. } if !req.agent.offline_model() => self.agent_image(recipe)?,
+            super::AgentSpec::Agent { recipe, version, .. } if !req.agent.offline_model() => {
+                if *version != recipe.package.version() {
+                    bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version());
+                }
+                self.agent_image(recipe)?
+            }
             _ => self.image_for(req)?,
         };
         let mut p = local::prepare(req, false)?;
@@ -262,17 +267,17 @@ impl DockerExecutor {
         let report = report?;
         redact(&[&p.work, &p.home, &p.chans], &secrets)?;
         let scripted_model = req.agent.offline_model();
-        if let super::AgentSpec::Agent { recipe, .. } = &req.agent
+        if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent
             && scripted_model
             && !report.timed_out
         {
-            local::check_agent_started(recipe, recipe.package.version(), &p.chans)?;
+            local::check_agent_started(recipe, version, &p.chans)?;
         }
         let mut raw = local::finish(p, report, roots, "docker", Some(image_id))?;
         raw.channels.net = has_net;
         raw.channels.model = scripted_model;
-        if let super::AgentSpec::Agent { recipe, .. } = &req.agent {
-            raw.agent_version = recipe.package.version().to_string();
+        if let Some(version) = req.agent.agent_version() {
+            raw.agent_version = version.to_string();
         }
         Ok(raw)
     }
@@ -522,11 +527,11 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     match &req.agent {
         // A real CLI on the scripted (or a replayed) model: the supervisor serves the model on
         // the container's own loopback; no network, no key.
-        super::AgentSpec::Agent { recipe, policy, model } if req.agent.offline_model() => {
+        super::AgentSpec::Agent { recipe, version, policy, model } if req.agent.offline_model() => {
             let script = local::model_script(req, &roots, &p.ctl)?;
             let script_there = format!("{}/{}", layout::CTL, script.file_name().expect("a file").to_string_lossy());
             cmd.extend(["--model-script".to_string(), script_there, "--model-listen".into(), layout::MODEL_ADDR.into(), "--".into()]);
-            let installed = super::install::ensure(recipe)?;
+            let installed = super::install::ensure(recipe, version)?;
             let entry = installed.dir.file_name().expect("a cache entry has a name").to_string_lossy().into_owned();
             let (node, _) = super::install::node().context("Node.js is needed")?;
             for a in &installed.argv0 {
@@ -538,15 +543,15 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
                     a.clone()
                 });
             }
-            cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
+            cmd.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let connected = recipe.connect(model, &format!("http://{}", layout::MODEL_ADDR), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            let connected = recipe.connect(version, model, &format!("http://{}", layout::MODEL_ADDR), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
         }
-        super::AgentSpec::Agent { recipe, policy, model } => {
+        super::AgentSpec::Agent { recipe, version, policy, model } => {
             cmd.push("--".into());
             std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
-            cmd.extend(recipe.launch(policy, model, &p.prompt.text));
+            cmd.extend(recipe.launch(version, policy, model, &p.prompt.text));
             env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
             env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
             for k in recipe.key_env {
