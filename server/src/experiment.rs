@@ -268,6 +268,7 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, timeout: Duration, at: &Places<'_
         labels: Some((r.framework.clone(), r.model.clone())),
         scratch: Some(at.scratch.to_path_buf()),
         egress: Vec::new(),
+        uncontained: false,
     };
     let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
     let dir = work.path().join("bundle");

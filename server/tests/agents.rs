@@ -366,3 +366,27 @@ fn the_second_version_of_each_agent_runs_too() {
         assert_eq!(denied(&r).len(), 4, "{:?}", denied(&r));
     }
 }
+
+#[test]
+fn a_real_model_on_the_local_executor_needs_the_uncontained_flag_and_a_key() {
+    let work = scratch("agents-uncontained");
+    let out = work.join("never");
+    let run = |extra: &[&str]| {
+        let o = std::process::Command::new(env!("CARGO_BIN_EXE_overeager"))
+            .args(["run", "--scenario", &scenario_arg(), "--agent", "claude-code:permissive:claude-sonnet-4-5", "--out", out.to_str().unwrap()])
+            .args(extra)
+            .current_dir(repo())
+            .env_remove("ANTHROPIC_API_KEY")
+            .output()
+            .unwrap();
+        assert!(!o.status.success());
+        assert!(!out.exists(), "nothing written");
+        String::from_utf8_lossy(&o.stderr).into_owned()
+    };
+    let err = run(&[]);
+    assert!(err.contains("--uncontained") && err.contains("--executor docker"), "{err}");
+    let err = run(&["--uncontained"]);
+    assert!(err.contains("runs uncontained") && err.contains("needs an API key: set ANTHROPIC_API_KEY"), "{err}");
+    let err = run(&["--uncontained", "--executor", "docker"]);
+    assert!(err.contains("--uncontained is for the local executor"), "{err}");
+}

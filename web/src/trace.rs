@@ -303,7 +303,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                     <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>
                 }).collect_view()}
                 {raw_names.into_iter().map(|name| {
-                    let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", "net" => "net", _ => "fswatch" };
+                    let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", "net" => "net", "model" => "model", _ => "fswatch" };
                     view! { <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{format!("raw: {name}")}</button> }
                 }).collect_view()}
             </div>
@@ -382,7 +382,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             </div>
             {move || {
                 let k = tab.get();
-                (["shell", "agent", "fswatch", "net"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
+                (["shell", "agent", "fswatch", "net", "model"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
             }}
         </div>
     }

@@ -19,7 +19,7 @@ use crate::store::web::{RunRow, Submission};
 pub const CHUNK: usize = 2000;
 
 /// The raw files a viewer may open, by the name used in URLs.
-pub const RAW: &[(&str, &str)] = &[("shell", files::SHIM), ("agent", files::AGENT), ("fswatch", files::FSWATCH), ("net", files::NET), ("prompt", files::PROMPT)];
+pub const RAW: &[(&str, &str)] = &[("shell", files::SHIM), ("agent", files::AGENT), ("fswatch", files::FSWATCH), ("net", files::NET), ("model", files::MODEL), ("prompt", files::PROMPT)];
 
 /// Largest raw file served whole; longer ones are cut (the download has everything).
 const RAW_CAP: usize = 4 << 20;

@@ -60,6 +60,11 @@ pub struct RunArgs {
     /// Every connection it asks for is recorded in the bundle's net channel.
     #[arg(long = "allow-egress", value_name = "HOST:PORT", value_parser = parse_host_port)]
     allow_egress: Vec<String>,
+    /// Run a real agent on its real model API on the local executor, where nothing contains
+    /// it: it can read, change and delete anything this user can. The Docker executor is the
+    /// contained way; this is for a machine or VM kept for the purpose.
+    #[arg(long)]
+    uncontained: bool,
     /// Print the bundle manifest as JSON.
     #[arg(long)]
     json: bool,
@@ -195,6 +200,7 @@ pub fn run_one(
         labels: None,
         scratch: None,
         egress: Vec::new(),
+        uncontained: false,
     };
     audit::execute_to(&req, out)
 }
@@ -248,6 +254,12 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {
         bail!("--allow-egress needs --executor docker: the local executor cannot confine the agent's network");
     }
+    if args.uncontained && !matches!(executor, run::Executor::Local) {
+        bail!("--uncontained is for the local executor; the Docker executor contains the agent");
+    }
+    if args.uncontained {
+        eprintln!("warning: {} runs uncontained on this machine; it can touch anything this user can", args.agent.id());
+    }
     let req = RunRequest {
         executor: &executor,
         scenario: &loaded,
@@ -261,6 +273,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         labels: None,
         scratch: None,
         egress: args.allow_egress.clone(),
+        uncontained: args.uncontained,
     };
     let m = audit::execute_to(&req, &args.out)?;
     if args.json {
@@ -295,6 +308,9 @@ fn print_summary(b: &Bundle) {
         "channels  shell {}  agent {}  fswatch {}  → {} events",
         m.counts.shell, m.counts.agent, m.counts.fswatch, m.counts.events
     );
+    if m.channels.model || m.counts.unknown > 0 {
+        println!("agent     {} {}: {} model requests, {} unknown agent events", m.agent.framework, m.agent.version, m.counts.model, m.counts.unknown);
+    }
     let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
     println!("deleted   {}", list(&d.deleted));
     println!("created   {}", list(&d.created));
@@ -568,6 +584,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
                 labels: None,
                 scratch: None,
                 egress: Vec::new(),
+                uncontained: false,
             };
             let bare_here = executor_name == "local";
             let (mut ours, mut bare) = (Vec::new(), Vec::new());

@@ -231,6 +231,19 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let gen_report = pool.install(|| crate::r#gen::synth::generate(&params, &bench, &judge, &shim, &Quiet))?;
     // 2. The experiment: scripted and simulated agents on the local executor, into SQLite.
     let db = args.out.join("overeager.db");
+    // Real agent CLIs against the scripted model, as an experiment of their own, first: the
+    // web app opens on the newest experiment, the scripted and simulated one.
+    let real_agents = if args.no_real { Vec::new() } else { demo_real_agents() };
+    let real = if real_agents.is_empty() {
+        None
+    } else {
+        let plan = args.out.join("demo-real.toml");
+        std::fs::write(&plan, demo_real_plan(&real_agents, args.seed))?;
+        eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
+        let t = Instant::now();
+        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
+        Some((outcome, t.elapsed().as_secs_f64()))
+    };
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
     let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
     // 3. The validator's decision per scenario, from the scripted plays' kept-variant runs.
@@ -255,17 +268,10 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         report_dir.display()
     );
     print_cells(&report);
-    // 5. Real agent CLIs against the scripted model, as a second experiment in the store.
-    let real = if args.no_real { Vec::new() } else { demo_real_agents() };
-    if !real.is_empty() {
-        let plan = args.out.join("demo-real.toml");
-        std::fs::write(&plan, demo_real_plan(&real, args.seed))?;
-        eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
-        let t = Instant::now();
-        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
+    if let Some((real, t)) = &real {
         let records = store.records("demo-real")?;
         let report = crate::report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
-        println!("demo: {} real-CLI runs ({} failed) in {:.0} s", outcome.progress.done, outcome.progress.failed, t.elapsed().as_secs_f64());
+        println!("demo: {} real-CLI runs ({} failed) in {:.0} s", real.progress.done, real.progress.failed, t);
         print_cells(&report);
     }
     if args.no_serve {

@@ -192,6 +192,16 @@ impl Recipe {
         if version == self.package.version() { self.id.to_string() } else { format!("{}@{version}", self.id) }
     }
 
+    /// The user's API keys for this agent, from the environment; an error naming the
+    /// variables when there is none. They go to the agent only, never into a bundle.
+    pub fn user_keys(&self) -> Result<Vec<(String, String)>> {
+        let keys: Vec<(String, String)> = self.key_env.iter().filter_map(|k| Some((k.to_string(), std::env::var(k).ok().filter(|v| !v.is_empty())?))).collect();
+        if keys.is_empty() {
+            anyhow::bail!("{} needs an API key: set {} in this environment (it goes to the agent only, never into the bundle)", self.name, self.key_env.join(" or "));
+        }
+        Ok(keys)
+    }
+
     /// The policy of `id`.
     pub fn policy(&self, id: &str) -> Result<&'static Policy, String> {
         let policies: &'static [Policy] = self.policies;
@@ -234,12 +244,14 @@ impl Recipe {
     /// back with the run (`config` here, `config_seen` as the agent sees it): writes the config
     /// files it reads and returns its environment. Telemetry, update checks and other traffic
     /// that is not the model are turned off.
-    pub fn connect(&self, version: &str, model: &str, endpoint: &str, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
+    /// With no `endpoint` the agent talks to its own provider's API, and the key is not set
+    /// here (the caller passes the user's).
+    pub fn connect(&self, version: &str, model: &str, endpoint: Option<&str>, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
         let c = config_seen.to_string();
-        let pairs: Vec<(&str, String)> = match self.id {
+        let mut pairs: Vec<(&str, String)> = match self.id {
             "claude-code" => vec![
-                ("ANTHROPIC_BASE_URL", endpoint.into()),
+                ("ANTHROPIC_BASE_URL", endpoint.unwrap_or_default().into()),
                 ("ANTHROPIC_API_KEY", key.into()),
                 ("CLAUDE_CONFIG_DIR", c),
                 ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
@@ -253,11 +265,14 @@ impl Recipe {
                 // 0.58 speaks Chat Completions to a custom provider; later versions refuse
                 // `wire_api = "chat"` and speak only Responses.
                 let wire = if version == "0.58.0" { "chat" } else { "responses" };
-                let toml = format!(
-                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
-                    m = toml_str(model),
-                    u = toml_str(&format!("{endpoint}/v1")),
-                );
+                let toml = match endpoint {
+                    Some(endpoint) => format!(
+                        "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
+                        m = toml_str(model),
+                        u = toml_str(&format!("{endpoint}/v1")),
+                    ),
+                    None => format!("model = {}\n", toml_str(model)),
+                };
                 std::fs::write(config.join("config.toml"), toml)?;
                 vec![("CODEX_HOME", c), ("OVEREAGER_MODEL_KEY", key.into())]
             }
@@ -274,13 +289,13 @@ impl Recipe {
                 vec![
                     ("GEMINI_CLI_HOME", c),
                     ("GEMINI_API_KEY", key.into()),
-                    ("GOOGLE_GEMINI_BASE_URL", endpoint.into()),
+                    ("GOOGLE_GEMINI_BASE_URL", endpoint.unwrap_or_default().into()),
                     ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
                 ]
             }
             "openhands" => vec![
-                ("LLM_MODEL", format!("openai/{model}")),
-                ("LLM_BASE_URL", format!("{endpoint}/v1")),
+                ("LLM_MODEL", if endpoint.is_some() { format!("openai/{model}") } else { model.to_string() }),
+                ("LLM_BASE_URL", endpoint.map(|e| format!("{e}/v1")).unwrap_or_default()),
                 ("LLM_API_KEY", key.into()),
                 ("OPENHANDS_PERSISTENCE_DIR", c),
                 ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
@@ -288,6 +303,10 @@ impl Recipe {
             ],
             other => anyhow::bail!("no endpoint set-up for agent `{other}`"),
         };
+        if endpoint.is_none() {
+            // The provider's own API, with the user's key, which the caller adds.
+            pairs.retain(|(k, v)| !v.is_empty() && !self.key_env.contains(k) && *k != "OVEREAGER_MODEL_KEY");
+        }
         Ok(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 

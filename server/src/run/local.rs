@@ -271,10 +271,10 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     };
     let mut cmd = Command::new(&shim);
     cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots));
-    if let Some(r) = &real {
+    if let Some((script, listener)) = real.as_ref().and_then(|r| r.served.as_ref()) {
         use std::os::fd::AsRawFd;
-        let fd = r.listener.as_raw_fd();
-        cmd.args(["--model-script".to_string(), r.script.to_string_lossy().into_owned(), "--model-fd".into(), fd.to_string()]);
+        let fd = listener.as_raw_fd();
+        cmd.args(["--model-script".to_string(), script.to_string_lossy().into_owned(), "--model-fd".into(), fd.to_string()]);
         // SAFETY: only fcntl on a descriptor this process owns, between fork and exec: the
         // supervisor alone inherits the endpoint's socket.
         unsafe {
@@ -300,15 +300,19 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     }
     let report = supervise(cmd, &p.ctl, req.timeout)?;
     if let (Some(r), AgentSpec::Agent { recipe, .. }) = (&real, &req.agent)
+        && r.served.is_some()
         && !report.timed_out
     {
         check_agent_started(recipe, &r.version, &p.chans)?;
+    }
+    if let Some(r) = &real {
+        redact(&[&p.work, &p.home, &p.chans], &r.secrets)?;
     }
     let roots = p.roots.clone();
     let mut raw = finish(p, report, roots, "local", None)?;
     if let Some(r) = real {
         raw.agent_version = r.version;
-        raw.channels.model = true;
+        raw.channels.model = r.served.is_some();
     }
     Ok(raw)
 }
@@ -339,19 +343,20 @@ pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str,
 pub(super) const SCRIPTED_KEY: &str = "scripted-model-no-key";
 
 /// A real agent CLI ready to start: its command line and environment, and the scripted model
-/// the supervisor serves it on a socket bound here.
+/// the supervisor serves it on a socket bound here (none when it talks to its real API).
 struct RealAgent {
     argv: Vec<String>,
     env: Vec<(String, String)>,
     version: String,
-    script: PathBuf,
-    listener: std::net::TcpListener,
+    served: Option<(PathBuf, std::net::TcpListener)>,
+    /// The user's API keys given to an uncontained agent, redacted from what comes back.
+    secrets: Vec<(String, String)>,
 }
 
 /// The scripted model's script for a real agent's run: the play its model names, or the
 /// exchanges of the bundle it replays (their sandbox paths moved to this run's).
 pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
-    let AgentSpec::Agent { recipe, version, policy, .. } = &req.agent else { unreachable!("called for real agents") };
+    let AgentSpec::Agent { recipe, version, .. } = &req.agent else { unreachable!("called for real agents") };
     let first_delay_ms = if recipe.id == "gemini-cli" && version.starts_with("0.17.") { 3000 } else { 0 };
     let default_shell = overeager_core::model::default_shell(recipe.id).to_string();
     let script = if let Some(kind) = req.agent.scripted_model() {
@@ -366,18 +371,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
     } else if let Some(bundle) = req.agent.replayed_bundle() {
         overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms }
     } else {
-        bail!(
-            "{} talks to a real model API, and a real model may have the agent touch anything this user can: \
-             on the local executor a real agent runs only against the scripted model (`{}:{}:{}<play>`) or a \
-             replayed one (`{}<bundle>`); use --executor docker, where it is contained (build its image with \
-             `overeager agent recipe {}`)",
-            req.agent.id(),
-            recipe.id,
-            policy.id,
-            super::SCRIPTED_MODEL,
-            super::REPLAY_MODEL,
-            recipe.id
-        );
+        unreachable!("only a scripted or replayed model is served");
     };
     let path = ctl.join("model-script.json");
     std::fs::write(&path, serde_json::to_vec(&script)?)?;
@@ -408,15 +402,37 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core
 /// Installs (once) and configures a real agent CLI for a run on this machine.
 fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
     let AgentSpec::Agent { recipe, version, policy, model } = &req.agent else { unreachable!("called for real agents") };
-    let script = model_script(req, &p.roots, &p.ctl)?;
+    let offline = req.agent.offline_model();
+    if !offline && !req.uncontained {
+        bail!(
+            "{} talks to a real model API, and a real model may have the agent touch anything this user can: \
+             on the local executor a real agent runs against the scripted model (`{}:{}:{}<play>`) or a replayed \
+             one (`{}<bundle>`), or, with --uncontained, uncontained; use --executor docker, where it is contained \
+             (build its image with `overeager agent recipe {}`)",
+            req.agent.id(),
+            recipe.id,
+            policy.id,
+            super::SCRIPTED_MODEL,
+            super::REPLAY_MODEL,
+            recipe.id
+        );
+    }
     let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
-    let url = format!("http://{}", listener.local_addr()?);
     let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
-    let env = recipe.connect(version, model, &url, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
+    let (env, served, secrets) = if offline {
+        let script = model_script(req, &p.roots, &p.ctl)?;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
+        let url = format!("http://{}", listener.local_addr()?);
+        (recipe.connect(version, model, Some(&url), SCRIPTED_KEY, &config, &config.to_string_lossy())?, Some((script, listener)), Vec::new())
+    } else {
+        let secrets = recipe.user_keys()?;
+        let mut env = recipe.connect(version, model, None, "", &config, &config.to_string_lossy())?;
+        env.extend(secrets.iter().cloned());
+        (env, None, secrets)
+    };
     let mut argv = installed.argv0.clone();
     argv.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
-    Ok(RealAgent { argv, env, version: version.to_string(), script, listener })
+    Ok(RealAgent { argv, env, version: version.to_string(), served, secrets })
 }
 
 /// One run of a real agent CLI *bare*, for measuring what observing it costs: the same
@@ -426,12 +442,13 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
 pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
     let p = prepare(req, true)?;
     let r = real_agent(req, &p)?;
+    let (script, listener) = r.served.as_ref().context("the bare comparison runs against the scripted model")?;
     let mut model = Command::new(&req.shim);
     let fd = {
         use std::os::fd::AsRawFd;
-        r.listener.as_raw_fd()
+        listener.as_raw_fd()
     };
-    model.args(["model", "--script"]).arg(&r.script).args(["--fd", &fd.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
+    model.args(["model", "--script"]).arg(script).args(["--fd", &fd.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
     // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
     unsafe {
         model.pre_exec(move || {
@@ -461,4 +478,45 @@ pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
         bail!("the bare run of {} failed ({status})", req.agent.id());
     }
     Ok(ms)
+}
+
+/// Replaces every occurrence of a secret's value in the files under `dirs` with
+/// `[redacted:NAME]`, so an agent that prints or writes its API key does not put it in the
+/// bundle.
+pub(super) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
+    let secrets: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 8).collect();
+    if secrets.is_empty() {
+        return Ok(());
+    }
+    for dir in dirs {
+        for e in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
+            if !e.file_type().is_file() {
+                continue;
+            }
+            let Ok(bytes) = std::fs::read(e.path()) else { continue };
+            let mut out = bytes.clone();
+            for (name, value) in &secrets {
+                out = replace_all(&out, value.as_bytes(), format!("[redacted:{name}]").as_bytes());
+            }
+            if out != bytes {
+                std::fs::write(e.path(), out).with_context(|| format!("redacting {}", e.path().display()))?;
+            }
+        }
+    }
+    Ok(())
+}
+
+fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(hay.len());
+    let mut i = 0;
+    while i < hay.len() {
+        if hay[i..].starts_with(needle) {
+            out.extend_from_slice(with);
+            i += needle.len();
+        } else {
+            out.push(hay[i]);
+            i += 1;
+        }
+    }
+    out
 }

@@ -228,6 +228,9 @@ pub struct RunRequest<'a> {
     /// `host:port` pairs the agent may reach through the egress proxy, besides its model API
     /// (Docker executor only; a run with none has no network at all).
     pub egress: Vec<String>,
+    /// Let a real agent on a real model API run on the local executor, where nothing contains
+    /// it (`run --uncontained`): it can touch anything this user can.
+    pub uncontained: bool,
 }
 
 /// What an executor observed, before it is assembled into a bundle. Dropping it removes the

@@ -137,6 +137,7 @@ pub fn bench(
         labels: None,
         scratch: None,
         egress: Vec::new(),
+        uncontained: false,
     };
     let counter = std::sync::atomic::AtomicUsize::new(0);
     let overeager_run = |i: usize| -> Result<f64> {

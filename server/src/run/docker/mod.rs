@@ -265,7 +265,7 @@ impl DockerExecutor {
             }
         }
         let report = report?;
-        redact(&[&p.work, &p.home, &p.chans], &secrets)?;
+        local::redact(&[&p.work, &p.home, &p.chans], &secrets)?;
         let scripted_model = req.agent.offline_model();
         if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent
             && scripted_model
@@ -545,7 +545,7 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
             }
             cmd.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let connected = recipe.connect(version, model, &format!("http://{}", layout::MODEL_ADDR), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            let connected = recipe.connect(version, model, Some(&format!("http://{}", layout::MODEL_ADDR)), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
         }
         super::AgentSpec::Agent { recipe, version, policy, model } => {
@@ -554,15 +554,8 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
             cmd.extend(recipe.launch(version, policy, model, &p.prompt.text));
             env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
             env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
-            for k in recipe.key_env {
-                if let Some(v) = std::env::var(k).ok().filter(|v| !v.is_empty()) {
-                    env.push(format!("{k}={v}"));
-                    secrets.push((k.to_string(), v));
-                }
-            }
-            if secrets.is_empty() {
-                bail!("{} needs an API key: set {} in this environment (it goes into the container only, never into the bundle)", recipe.name, recipe.key_env.join(" or "));
-            }
+            secrets = recipe.user_keys()?;
+            env.extend(secrets.iter().map(|(k, v)| format!("{k}={v}")));
             egress.extend(recipe.api_hosts.iter().map(|h| h.to_string()));
         }
         _ => {
@@ -663,46 +656,6 @@ fn unpack_result(tar_path: &Path, p: &Prepared) -> Result<Option<SupervisorRepor
     Ok(report)
 }
 
-/// Replaces every occurrence of a secret's value in the files under `dirs` with
-/// `[redacted:NAME]`, so an agent that prints or writes its API key does not put it in the
-/// bundle.
-fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
-    let secrets: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 8).collect();
-    if secrets.is_empty() {
-        return Ok(());
-    }
-    for dir in dirs {
-        for e in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
-            if !e.file_type().is_file() {
-                continue;
-            }
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
-            let mut out = bytes.clone();
-            for (name, value) in &secrets {
-                out = replace_all(&out, value.as_bytes(), format!("[redacted:{name}]").as_bytes());
-            }
-            if out != bytes {
-                std::fs::write(e.path(), out).with_context(|| format!("redacting {}", e.path().display()))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(needle) {
-            out.extend_from_slice(with);
-            i += needle.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
-        }
-    }
-    out
-}
 
 /// Gives every directory under `dir` owner rwx, so an agent's `chmod 000` cannot make the
 /// sandbox undeletable.
