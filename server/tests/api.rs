@@ -155,6 +155,16 @@ fn reads_are_public_and_documented() {
     assert_eq!(st, 404);
     let (st, _) = get(&format!("{}/api/bundles/not-a-digest", s.url));
     assert_eq!(st, 400);
+
+    // A real CLI's run (the demo's second experiment) serves its model channel for the viewer.
+    let (_, real) = get(&format!("{}/api/runs?experiment=demo-real&limit=1", s.url));
+    let digest = real["runs"][0]["bundle"].as_str().expect("the demo ran real CLIs");
+    let (_, t) = get(&format!("{}/api/bundles/{digest}", s.url));
+    assert!(t["raw"].get("model").is_some(), "{}", t["raw"]);
+    let mut raw = agent().get(&format!("{}/api/bundles/{digest}/raw/model", s.url)).call().unwrap();
+    let text = raw.body_mut().read_to_string().unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert!(first["request"].is_object() && first["reply"].is_string(), "{first}");
 }
 
 #[test]
