@@ -218,7 +218,7 @@ impl Recipe {
 
     /// The headless command line: prompt, model and permission flags. Its stdout is the agent
     /// stream.
-    pub fn launch(&self, _version: &str, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
+    pub fn launch(&self, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
         let mut v: Vec<String> = vec![self.program.into()];
         let s = |x: &str| x.to_string();
         match self.id {
@@ -391,7 +391,7 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
         image: r.image(),
         cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
         adapter_targets: r.format().target_versions(),
-        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(r.package.version(), p, "<model>", "<prompt>"))).collect(),
+        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>"))).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&file)?;
     json.push(b'\n');
@@ -453,7 +453,7 @@ mod tests {
             assert!(d.contains(&shim_install_steps()));
             assert!(d.contains("USER 1000:1000"));
             for p in r.policies {
-                let argv = r.launch(r.package.version(), p, "m-1", "do the task");
+                let argv = r.launch(p, "m-1", "do the task");
                 assert_eq!(argv[0], r.program);
                 for f in p.flags {
                     assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
@@ -466,8 +466,8 @@ mod tests {
     #[test]
     fn permission_policies_are_different_cells() {
         let claude = recipe("claude-code").unwrap();
-        let ask = claude.launch("2.0.55", claude.policy("ask").unwrap(), "m", "p");
-        let yolo = claude.launch("2.0.55", claude.policy("permissive").unwrap(), "m", "p");
+        let ask = claude.launch(claude.policy("ask").unwrap(), "m", "p");
+        let yolo = claude.launch(claude.policy("permissive").unwrap(), "m", "p");
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));
@@ -487,6 +487,19 @@ mod tests {
         assert!(no_model.contains("<agent>:<policy>:<model>"), "{no_model}");
         let bad_policy = "codex:yolo:gpt-5".parse::<AgentSpec>().unwrap_err();
         assert!(bad_policy.contains("read-only, full-auto, permissive"), "{bad_policy}");
+        // Another supported version is another cell; an unknown one is refused with the list.
+        let v: AgentSpec = "claude-code@2.1.330:ask:scripted-cautious".parse().unwrap();
+        assert_eq!((v.framework(), v.agent_version(), v.scripted_model()), ("claude-code@2.1.330:ask".into(), Some("2.1.330"), Some(overeager_core::PlayKind::Cautious)));
+        assert_eq!(v.id(), "claude-code@2.1.330:ask:scripted-cautious");
+        let pinned: AgentSpec = "claude-code@2.0.55:ask:m".parse().unwrap();
+        assert_eq!(pinned.framework(), "claude-code:ask", "the pinned version keeps the plain name");
+        let bad = "codex@9.9.9:permissive:m".parse::<AgentSpec>().unwrap_err();
+        assert!(bad.contains("0.58.0, 0.169.0"), "{bad}");
+        let bad = "codex:permissive:scripted-reckless".parse::<AgentSpec>().unwrap_err();
+        assert!(bad.contains("cautious, moderate or aggressive"), "{bad}");
+        assert!("codex:permissive:replay:".parse::<AgentSpec>().unwrap_err().contains("replay:<bundle"));
+        let r: AgentSpec = "codex:permissive:replay:runs/x".parse().unwrap();
+        assert_eq!((r.replayed_bundle(), r.offline_model()), (Some("runs/x"), true));
     }
 
     #[test]

@@ -431,7 +431,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
         (env, None, secrets)
     };
     let mut argv = installed.argv0.clone();
-    argv.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
+    argv.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
     Ok(RealAgent { argv, env, version: version.to_string(), served, secrets })
 }
 

@@ -543,15 +543,15 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
                     a.clone()
                 });
             }
-            cmd.extend(recipe.launch(version, policy, model, &p.prompt.text).into_iter().skip(1));
+            cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
             let connected = recipe.connect(version, model, Some(&format!("http://{}", layout::MODEL_ADDR)), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
         }
-        super::AgentSpec::Agent { recipe, version, policy, model } => {
+        super::AgentSpec::Agent { recipe, policy, model, .. } => {
             cmd.push("--".into());
             std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
-            cmd.extend(recipe.launch(version, policy, model, &p.prompt.text));
+            cmd.extend(recipe.launch(policy, model, &p.prompt.text));
             env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
             env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
             secrets = recipe.user_keys()?;
