@@ -239,6 +239,10 @@ enum AgentCmd {
     /// Install agent CLIs from the package registries into this machine's agent cache, where
     /// the local executor runs them.
     Install(cli::agent::InstallArgs),
+    /// Build an agent's image offline (this machine's Node.js and the cached package on the
+    /// executor's root file system, no registry) and keep it as
+    /// `overeager-agent/<agent>:<version>-offline`.
+    Image(cli::agent::ImageArgs),
 }
 
 #[derive(Subcommand)]
@@ -307,6 +311,7 @@ fn main() -> ExitCode {
         Command::Agent(AgentCmd::List(args)) => cli::agent::list(&args),
         Command::Agent(AgentCmd::Recipe(args)) => cli::agent::recipe(&args),
         Command::Agent(AgentCmd::Install(args)) => cli::agent::install(&args),
+        Command::Agent(AgentCmd::Image(args)) => cli::agent::image(&args),
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),

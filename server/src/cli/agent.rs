@@ -109,6 +109,26 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+/// Arguments of `overeager agent image`.
+#[derive(Args)]
+pub struct ImageArgs {
+    /// The agent (`<agent>` or `<agent>@<version>`).
+    agent: String,
+}
+
+/// Builds and keeps an agent's offline image on the Docker engine.
+pub fn image(args: &ImageArgs) -> Result<ExitCode> {
+    let (r, version) = versioned(&args.agent)?;
+    if !matches!(r.package, agents::Package::Npm { .. }) {
+        anyhow::bail!("{} is a Python package; its offline image is not built here (use `overeager agent recipe {}` with a registry)", r.name, r.id);
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let exec = run::docker::DockerExecutor::connect()?;
+    let (reference, id) = exec.build_agent_image(r, version, &shim)?;
+    println!("built {reference} ({id}) offline from {}", run::install::entry(r, version).display());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Arguments of `overeager model serve`.
 #[derive(Args)]
 pub struct ServeArgs {

@@ -206,24 +206,44 @@ impl DockerExecutor {
         Ok(built)
     }
 
-    /// Imports a root file system as `overeager-cell:<tag>`; returns (reference, image id).
+    /// Imports a root file system as `overeager-cell:<tag>`, an image of this process that is
+    /// removed with it; returns (reference, image id).
     async fn import(&self, tag: &str, rootfs: Vec<u8>, cell: &str) -> Result<(String, String)> {
-        let reference = format!("overeager-cell:{tag}");
-        let mut changes: Vec<String> = labels(&[("overeager.cell", cell)]).iter().map(|(k, v)| format!("LABEL {k}={v:?}")).collect();
+        let (reference, id) = self.import_as("overeager-cell", tag, rootfs, labels(&[("overeager.cell", cell)])).await?;
+        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Image(id.clone()));
+        Ok((reference, id))
+    }
+
+    /// Imports a root file system as `repo:tag` with the sandbox's user, workdir and
+    /// environment and the given labels.
+    async fn import_as(&self, repo: &str, tag: &str, rootfs: Vec<u8>, labels: HashMap<String, String>) -> Result<(String, String)> {
+        let reference = format!("{repo}:{tag}");
+        let mut changes: Vec<String> = labels.iter().map(|(k, v)| format!("LABEL {k}={v:?}")).collect();
         changes.sort();
         changes.extend([
             format!("ENV PATH=/usr/local/bin:/usr/bin:/bin OVEREAGER_REAL_DIR={}", layout::REAL),
             format!("USER {0}:{0}", image::AGENT_UID),
             format!("WORKDIR {}", layout::WORK),
         ]);
-        let opts = CreateImageOptions { from_src: Some("-".into()), repo: Some("overeager-cell".into()), tag: Some(tag.into()), changes, ..Default::default() };
+        let opts = CreateImageOptions { from_src: Some("-".into()), repo: Some(repo.into()), tag: Some(tag.into()), changes, ..Default::default() };
         let mut stream = self.docker.create_image(Some(opts), Some(bollard::body_full(rootfs.into())), None);
         while let Some(item) = stream.next().await {
             item.with_context(|| format!("importing the image {reference}"))?;
         }
         let id = self.docker.inspect_image(&reference).await?.id.ok_or_else(|| anyhow!("the engine reports no id for {reference}"))?;
-        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Image(id.clone()));
         Ok((reference, id))
+    }
+
+    /// Builds a real agent's offline image — what its runs on the scripted model use, from
+    /// the package in this machine's agent cache, no registry — and keeps it as
+    /// `overeager-agent/<agent>:<version>-offline` (not labelled as this process's, so neither
+    /// the end of the command nor `docker prune` removes it). Returns (reference, image id).
+    pub fn build_agent_image(&self, recipe: &super::agents::Recipe, version: &str, shim: &Path) -> Result<(String, String)> {
+        let installed = super::install::ensure(recipe, version)?;
+        let fs = image::agent_rootfs(shim, &installed.dir)?;
+        let tar = fs.into_tar()?;
+        let labels: HashMap<String, String> = [("overeager.agent".to_string(), recipe.id.to_string()), ("overeager.agent.version".to_string(), version.to_string())].into();
+        self.rt.block_on(self.import_as(&format!("overeager-agent/{}", recipe.id), &format!("{version}-offline"), tar, labels))
     }
 
     /// The image a real agent's recipe was built as; an error saying how to build it when the
