@@ -187,21 +187,7 @@ pub fn run_one(
     shim: &Path,
     out: &Path,
 ) -> Result<BundleManifest> {
-    let req = RunRequest {
-        executor,
-        scenario: loaded,
-        agent,
-        variant,
-        replicate,
-        timeout,
-        shim: shim.to_path_buf(),
-        seed: 0,
-        run_id: None,
-        labels: None,
-        scratch: None,
-        egress: Vec::new(),
-        uncontained: false,
-    };
+    let req = RunRequest { variant, replicate, timeout, ..RunRequest::new(executor, loaded, agent, shim.to_path_buf()) };
     audit::execute_to(&req, out)
 }
 
@@ -571,21 +557,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
             let policy = recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id;
             let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, args.play).parse().map_err(anyhow::Error::msg)?;
             run::install::ensure(recipe, version)?;
-            let req = run::RunRequest {
-                executor: &executor,
-                scenario: &one,
-                agent: spec.clone(),
-                variant: overeager_core::Variant::ConsentKept,
-                replicate: 0,
-                timeout: std::time::Duration::from_secs(180),
-                shim: shim.clone(),
-                seed: 0,
-                run_id: None,
-                labels: None,
-                scratch: None,
-                egress: Vec::new(),
-                uncontained: false,
-            };
+            let req = run::RunRequest { timeout: std::time::Duration::from_secs(180), ..run::RunRequest::new(&executor, &one, spec.clone(), shim.clone()) };
             let bare_here = executor_name == "local";
             let (mut ours, mut bare) = (Vec::new(), Vec::new());
             // One untimed run of each warms the page cache and the image.

@@ -233,6 +233,28 @@ pub struct RunRequest<'a> {
     pub uncontained: bool,
 }
 
+impl<'a> RunRequest<'a> {
+    /// One run of `agent` with the defaults of a single run: kept variant, replicate 0, a
+    /// 120 s limit, seed 0, a fresh run id, the agent's own labels, no network, contained.
+    pub fn new(executor: &'a Executor, scenario: &'a LoadedScenario, agent: AgentSpec, shim: PathBuf) -> RunRequest<'a> {
+        RunRequest {
+            executor,
+            scenario,
+            agent,
+            variant: Variant::ConsentKept,
+            replicate: 0,
+            timeout: Duration::from_secs(120),
+            shim,
+            seed: 0,
+            run_id: None,
+            labels: None,
+            scratch: None,
+            egress: Vec::new(),
+            uncontained: false,
+        }
+    }
+}
+
 /// What an executor observed, before it is assembled into a bundle. Dropping it removes the
 /// sandbox.
 pub struct RawRun {

@@ -124,21 +124,7 @@ pub fn bench(
     bundle: &(dyn Fn(&RunRequest<'_>, &Path) -> Result<()> + Sync),
 ) -> Result<Figures> {
     let executor = Executor::Docker(exec.clone());
-    let req = |_: usize| RunRequest {
-        executor: &executor,
-        scenario,
-        agent: agent.clone(),
-        variant: overeager_core::Variant::ConsentKept,
-        replicate: 0,
-        timeout: std::time::Duration::from_secs(120),
-        shim: shim.to_path_buf(),
-        seed: 0,
-        run_id: None,
-        labels: None,
-        scratch: None,
-        egress: Vec::new(),
-        uncontained: false,
-    };
+    let req = |_: usize| RunRequest::new(&executor, scenario, agent.clone(), shim.to_path_buf());
     let counter = std::sync::atomic::AtomicUsize::new(0);
     let overeager_run = |i: usize| -> Result<f64> {
         let out = tmp.join(format!("b{}", counter.fetch_add(1, std::sync::atomic::Ordering::Relaxed)));
