@@ -229,9 +229,8 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     }
     eprintln!("demo: synthesizing a bench of {} scenarios from {} …", args.n, args.seeds.display());
     let gen_report = pool.install(|| crate::r#gen::synth::generate(&params, &bench, &judge, &shim, &Quiet))?;
-    // 2. The experiment: scripted and simulated agents on the local executor, into SQLite.
     let db = args.out.join("overeager.db");
-    // Real agent CLIs against the scripted model, as an experiment of their own, first: the
+    // 2. Real agent CLIs against the scripted model, as an experiment of their own, first: the
     // web app opens on the newest experiment, the scripted and simulated one.
     let real_agents = if args.no_real { Vec::new() } else { demo_real_agents() };
     let real = if real_agents.is_empty() {
@@ -244,12 +243,13 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
+    // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
     let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false })?;
-    // 3. The validator's decision per scenario, from the scripted plays' kept-variant runs.
+    // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
     let mut store = Store::open(&db)?;
     let validated = record_validations(&mut store, "demo")?;
-    // 4. The report with its figures.
+    // 5. The report with its figures.
     let records = store.records("demo")?;
     let report = crate::report::build("demo", "Demo", &records, &store.labelled(Some("demo"))?);
     let report_dir = args.out.join("report");
