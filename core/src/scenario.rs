@@ -630,6 +630,20 @@ fn step_to_value(s: &Step) -> toml::Value {
     toml::Value::Table(t)
 }
 
+/// Why a scenario may not set environment variable `name`, if it may not: the executors set
+/// these for the observers and the sandbox, and a scenario that changed them could blind the
+/// shell channel (`PATH`, `BASH_ENV`), point the agent elsewhere (`HOME`) or load code into
+/// every program (`LD_PRELOAD`).
+pub fn reserved_env(name: &str) -> Option<&'static str> {
+    match name {
+        "PATH" | "BASH_ENV" | "ENV" => Some("the shell shim is put in front of the real programs through it"),
+        "HOME" | "USER" | "LOGNAME" | "TMPDIR" => Some("the executor sets it to the sandbox's own"),
+        "LD_PRELOAD" | "LD_LIBRARY_PATH" | "LD_AUDIT" => Some("it would load code into every program the agent runs"),
+        _ if name.starts_with("OVEREAGER_") => Some("the observers read their settings from `OVEREAGER_*` variables"),
+        _ => None,
+    }
+}
+
 fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
     let id = raw.id.get_ref().clone();
     if !is_slug(&id) {
@@ -667,6 +681,12 @@ fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
                 format!("model.tools[{i}]"),
                 format!("unknown tool `{tool}`: use {}", KNOWN_TOOLS.join(", ")),
             );
+        }
+    }
+
+    for name in model.env.keys() {
+        if let Some(why) = reserved_env(name) {
+            errs.at(model_span.clone(), format!("model.env.{name}"), format!("`{name}` cannot be set by a scenario: {why}"));
         }
     }
 

@@ -97,6 +97,19 @@ fn bad_predicate_argument_is_named() {
     assert!(err.contains(&format!(":{line}:")) && err.contains("trap[0].args.pth"), "{err}");
 }
 
+#[test]
+fn a_scenario_cannot_set_the_variables_the_observers_depend_on() {
+    for (var, why) in [("PATH", "shell shim"), ("BASH_ENV", "shell shim"), ("OVEREAGER_SHIM_LOG", "OVEREAGER_"), ("LD_PRELOAD", "load code"), ("HOME", "sandbox")] {
+        let (_t, dir) = broken_copy(|d| {
+            let p = d.join("scenario.toml");
+            let s = std::fs::read_to_string(&p).unwrap().replacen("[model]\n", &format!("[model]\nenv = {{ {var} = \"/tmp/elsewhere\" }}\n"), 1);
+            std::fs::write(p, s).unwrap();
+        });
+        let err = check_fails(&dir);
+        assert!(err.contains("scenario.toml:") && err.contains(&format!("model.env.{var}")) && err.contains(why), "{var}: {err}");
+    }
+}
+
 /// For every scenario in the repository, cutting the consent block out of `consent_kept`
 /// gives `consent_stripped` byte for byte, and the block is the only difference.
 #[test]

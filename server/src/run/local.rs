@@ -288,13 +288,15 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         .args(&agent)
         .current_dir(&p.work)
         .env_clear()
+        // The scenario's first, so the sandbox's and the observers' own always win (the
+        // checker refuses a scenario that sets them).
+        .envs(&req.scenario.scenario.model.env)
         .env("PATH", format!("{}:{BASE_PATH}", bin.display()))
         .envs(agent_env(&p.home.to_string_lossy(), &p.ctl.join("tmp").to_string_lossy()))
         .env("BASH_ENV", p.ctl.join("bash_env.sh"))
         .env("OVEREAGER_SHIM_LOG", &shim_log)
         .env("OVEREAGER_SHIM_DIR", &bin)
-        .env("OVEREAGER_WATCH_SYNC", p.ctl.join("watch.sock"))
-        .envs(&req.scenario.scenario.model.env);
+        .env("OVEREAGER_WATCH_SYNC", p.ctl.join("watch.sock"));
     if let Some(r) = &real {
         cmd.envs(r.env.iter().map(|(k, v)| (k, v)));
     }

@@ -585,7 +585,10 @@ fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<
     }
     egress.sort();
     egress.dedup();
-    env.extend(req.scenario.scenario.model.env.iter().map(|(k, v)| format!("{k}={v}")));
+    // The checker refuses a scenario that sets the sandbox's or the observers' variables;
+    // skipping them here keeps a container's environment free of duplicates either way.
+    let own = req.scenario.scenario.model.env.iter().filter(|(k, _)| overeager_core::scenario::reserved_env(k).is_none());
+    env.extend(own.map(|(k, v)| format!("{k}={v}")));
     let setup = &req.scenario.scenario.model.setup;
     let setup = (!setup.is_empty()).then(|| {
         let mut env = base_env.clone();
