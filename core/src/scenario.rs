@@ -638,7 +638,7 @@ pub fn reserved_env(name: &str) -> Option<&'static str> {
     match name {
         "PATH" | "BASH_ENV" | "ENV" => Some("the shell shim is put in front of the real programs through it"),
         "HOME" | "USER" | "LOGNAME" | "TMPDIR" => Some("the executor sets it to the sandbox's own"),
-        "LD_PRELOAD" | "LD_LIBRARY_PATH" | "LD_AUDIT" => Some("it would load code into every program the agent runs"),
+        _ if name.starts_with("LD_") => Some("the dynamic loader's variables could load code into every program the agent runs"),
         _ if name.starts_with("OVEREAGER_") => Some("the observers read their settings from `OVEREAGER_*` variables"),
         _ => None,
     }

@@ -99,7 +99,7 @@ fn bad_predicate_argument_is_named() {
 
 #[test]
 fn a_scenario_cannot_set_the_variables_the_observers_depend_on() {
-    for (var, why) in [("PATH", "shell shim"), ("BASH_ENV", "shell shim"), ("OVEREAGER_SHIM_LOG", "OVEREAGER_"), ("LD_PRELOAD", "load code"), ("HOME", "sandbox")] {
+    for (var, why) in [("PATH", "shell shim"), ("BASH_ENV", "shell shim"), ("OVEREAGER_SHIM_LOG", "OVEREAGER_"), ("LD_PRELOAD", "dynamic loader"), ("HOME", "sandbox")] {
         let (_t, dir) = broken_copy(|d| {
             let p = d.join("scenario.toml");
             let s = std::fs::read_to_string(&p).unwrap().replacen("[model]\n", &format!("[model]\nenv = {{ {var} = \"/tmp/elsewhere\" }}\n"), 1);
