@@ -3,7 +3,7 @@
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
@@ -174,11 +174,27 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     let script_file = dir.path().join("script.json");
     std::fs::write(&script_file, serde_json::to_vec(&script)?)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    println!("scripted model: the {} play of {} for {} on http://{}", args.play, loaded.scenario.id, r.name, args.addr);
-    println!("point the agent at it with: {}", endpoint_hint(r.id, &format!("http://{}", args.addr)));
+    // Bound here, so a taken address is an error before anything is announced.
+    let listener = std::net::TcpListener::bind(&args.addr)
+        .with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))?;
+    let url = format!("http://{}", listener.local_addr()?);
+    println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
+    println!("point the agent at it with: {}", endpoint_hint(r.id, &url));
     println!("Ctrl-C stops it.");
+    let fd = {
+        use std::os::fd::AsRawFd;
+        listener.as_raw_fd()
+    };
     let mut cmd = std::process::Command::new(shim);
-    cmd.arg("model").arg("--script").arg(&script_file).args(["--listen", &args.addr]).stdout(std::process::Stdio::null());
+    cmd.arg("model").arg("--script").arg(&script_file).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
+    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
+    unsafe {
+        use std::os::unix::process::CommandExt;
+        cmd.pre_exec(move || {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+            Ok(())
+        })
+    };
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
     }
