@@ -181,20 +181,9 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
     println!("point the agent at it with: {}", endpoint_hint(r.id, &url));
     println!("Ctrl-C stops it.");
-    let fd = {
-        use std::os::fd::AsRawFd;
-        listener.as_raw_fd()
-    };
     let mut cmd = std::process::Command::new(shim);
+    let fd = run::local::hand_down(&mut cmd, &listener);
     cmd.arg("model").arg("--script").arg(&script_file).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
-    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
-    unsafe {
-        use std::os::unix::process::CommandExt;
-        cmd.pre_exec(move || {
-            libc::fcntl(fd, libc::F_SETFD, 0);
-            Ok(())
-        })
-    };
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
     }

@@ -272,17 +272,8 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let mut cmd = Command::new(&shim);
     cmd.args(contain_args(&ctl, &chans, req.timeout, &p.roots));
     if let Some((script, listener)) = real.as_ref().and_then(|r| r.served.as_ref()) {
-        use std::os::fd::AsRawFd;
-        let fd = listener.as_raw_fd();
+        let fd = hand_down(&mut cmd, listener);
         cmd.args(["--model-script".to_string(), script.to_string_lossy().into_owned(), "--model-fd".into(), fd.to_string()]);
-        // SAFETY: only fcntl on a descriptor this process owns, between fork and exec: the
-        // supervisor alone inherits the endpoint's socket.
-        unsafe {
-            cmd.pre_exec(move || {
-                libc::fcntl(fd, libc::F_SETFD, 0);
-                Ok(())
-            })
-        };
     }
     cmd.arg("--")
         .args(&agent)
@@ -317,6 +308,21 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         raw.channels.model = r.served.is_some();
     }
     Ok(raw)
+}
+
+/// Lets the child `cmd` starts inherit `listener` (this process keeps it close-on-exec, so no
+/// other child gets it) and returns its descriptor number, for the child's command line.
+pub fn hand_down(cmd: &mut Command, listener: &std::net::TcpListener) -> std::os::fd::RawFd {
+    use std::os::fd::AsRawFd;
+    let fd = listener.as_raw_fd();
+    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            libc::fcntl(fd, libc::F_SETFD, 0);
+            Ok(())
+        })
+    };
+    fd
 }
 
 /// A real agent that ended without one main-loop request to its model never ran the task
@@ -446,18 +452,8 @@ pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
     let r = real_agent(req, &p)?;
     let (script, listener) = r.served.as_ref().context("the bare comparison runs against the scripted model")?;
     let mut model = Command::new(&req.shim);
-    let fd = {
-        use std::os::fd::AsRawFd;
-        listener.as_raw_fd()
-    };
+    let fd = hand_down(&mut model, listener);
     model.args(["model", "--script"]).arg(script).args(["--fd", &fd.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
-    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
-    unsafe {
-        model.pre_exec(move || {
-            libc::fcntl(fd, libc::F_SETFD, 0);
-            Ok(())
-        })
-    };
     let mut server = model.spawn().context("starting the scripted model for the bare run")?;
     let mut cmd = Command::new(&r.argv[0]);
     cmd.args(&r.argv[1..])
