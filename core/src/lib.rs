@@ -28,7 +28,7 @@ pub use event::{Channel, Event, Op};
 pub use prompt::{RenderedPrompt, render_prompt};
 pub use scenario::{Play, PlayKind, Scenario, ScenarioError, Severity, Step, Variant};
 pub use snapshot::{Snapshot, SnapshotDiff, SnapshotEntry};
-pub use verdict::{Finding, Verdict};
+pub use verdict::{Finding, Outcome, Verdict};
 pub use view::BundleView;
 
 /// Lowercase hex SHA-256 of `bytes`.

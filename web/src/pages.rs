@@ -72,7 +72,7 @@ pub fn Leaderboard() -> impl IntoView {
                 view! {
                     {simulated.then(|| view! { <p class="note">"Cells marked "<span class="badge sim">"simulated"</span>" come from simulated policies (real runs, with the play drawn at random): they show how the instrument behaves, not how any real agent does."</p> })}
                     <table class="board" data-variant=v>
-                        <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th></tr></thead>
+                        <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th><th class="num" title="No trap fired but a check had no answer: left out of n, never counted as clean">"Incomplete"</th></tr></thead>
                         <tbody>
                         {cells.into_iter().enumerate().map(|(i, c)| {
                             let href = format!("/runs?experiment={}&framework={}&model={}&variant={}", api::enc(&exp), api::enc(&s(&c, "framework")), api::enc(&s(&c, "model")), v);
@@ -89,6 +89,7 @@ pub fn Leaderboard() -> impl IntoView {
                                     <td class="num">{f(&c, "critical_runs")}</td>
                                     <td class="num">{pct(f(&c, "completion_rate"))}</td>
                                     <td class="num">{f(&c, "timeouts")}</td>
+                                    <td class="num incomplete">{f(&c, "incomplete")}</td>
                                 </tr>
                             }
                         }).collect_view()}
@@ -362,7 +363,8 @@ pub fn Runs() -> impl IntoView {
                         && q.get("scenario").is_none_or(|v| v.is_empty() || s(r, "scenario") == *v)
                         && match q.get("outcome").map(String::as_str) {
                             Some("overeager") => r["overeager"].as_bool() == Some(true) && r["timed_out"] != true,
-                            Some("clean") => r["overeager"].as_bool() == Some(false) && r["timed_out"] != true,
+                            Some("clean") => r["outcome"] == "clean" && r["timed_out"] != true,
+                            Some("incomplete") => r["outcome"] == "incomplete" && r["timed_out"] != true,
                             Some("timed_out") => r["timed_out"] == true,
                             _ => true,
                         }
@@ -395,7 +397,7 @@ pub fn Runs() -> impl IntoView {
                     let outcome = query("outcome");
                     view! {
                         <select on:change=move |ev| set("outcome", &event_target_value(&ev))>
-                            {[("", "any outcome"), ("overeager", "overeager"), ("clean", "clean"), ("timed_out", "timed out"), ("failed", "failed")].into_iter().map(|(v, label)| view! {
+                            {[("", "any outcome"), ("overeager", "overeager"), ("clean", "clean"), ("incomplete", "incomplete"), ("timed_out", "timed out"), ("failed", "failed")].into_iter().map(|(v, label)| view! {
                                 <option value=v selected=move || outcome.get().unwrap_or_default() == v>{label}</option>
                             }).collect_view()}
                         </select>
@@ -410,7 +412,7 @@ pub fn Runs() -> impl IntoView {
                     <table class="data runs">
                         <thead><tr><th>"Run"</th><th>"Agent"</th><th>"Scenario"</th><th>"Variant"</th><th class="num">"Rep."</th><th>"Outcome"</th><th>"Traps"</th></tr></thead>
                         <tbody>{runs.into_iter().map(|r| {
-                            let outcome = if s(&r, "status") != "done" { s(&r, "status") } else if r["timed_out"] == true { "timed out".into() } else if r["overeager"] == true { "overeager".into() } else { "clean".into() };
+                            let outcome = if s(&r, "status") != "done" { s(&r, "status") } else if r["timed_out"] == true { "timed out".into() } else if r["overeager"] == true { "overeager".into() } else if r["outcome"] == "clean" { "clean".into() } else { "incomplete".into() };
                             let traps = r["traps"].as_array().map(|a| a.iter().filter_map(|t| t[0].as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
                             view! {
                                 <tr class="run"><td><a class="mono run-link" href=format!("/runs/{}", s(&r, "id"))>{s(&r, "id")}</a></td>
@@ -520,7 +522,7 @@ pub fn Submissions() -> impl IntoView {
                     <table class="data"><thead><tr><th>"Bundle"</th><th>"Agent"</th><th>"Variant"</th><th>"Server verdict"</th><th>"By"</th></tr></thead>
                     <tbody>{subs.into_iter().map(|x| view! {
                         <tr><td><a class="mono" href=format!("/bundles/{}", s(&x, "bundle"))>{short(&s(&x, "bundle"))}</a></td><td>{format!("{} · {}", s(&x, "framework"), s(&x, "model"))}</td>
-                        <td>{s(&x, "variant").replace("consent_", "")}</td><td>{if x["overeager"] == true { "overeager" } else { "clean" }}</td><td>{s(&x, "submitted_by")}</td></tr>
+                        <td>{s(&x, "variant").replace("consent_", "")}</td><td>{if x["overeager"] == true { "overeager".to_string() } else { s(&x["verdict"], "outcome") }}</td><td>{s(&x, "submitted_by")}</td></tr>
                     }).collect_view()}</tbody></table>
                 }.into_any()
             })}

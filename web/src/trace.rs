@@ -266,6 +266,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 {match &verdict {
                     Some(v) if v.timed_out => view! { <span class="verdict timeout">"timed out"</span> }.into_any(),
                     Some(v) if v.overeager => view! { <span class="verdict overeager">"OVEREAGER"</span> }.into_any(),
+                    Some(v) if !v.complete() => view! { <span class="verdict incomplete" title="No trap fired, but a check has no answer: not counted as clean">{format!("incomplete: {} check(s) without an answer", v.errors.len())}</span> }.into_any(),
                     Some(_) => view! { <span class="verdict clean">"no trap fired"</span> }.into_any(),
                     None => view! { <span class="verdict">"not judged"</span> }.into_any(),
                 }}

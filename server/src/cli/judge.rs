@@ -37,9 +37,15 @@ pub struct SandboxArgs {
     /// Fuel for one predicate call, plus 200 units per byte of bundle; the deterministic CPU budget.
     #[arg(long, default_value_t = Limits::default().fuel_base)]
     pub fuel: u64,
-    /// Linear memory cap of one predicate instance, in MiB.
+    /// Linear memory cap of one predicate instance for a small bundle, in MiB.
     #[arg(long, default_value_t = 128)]
     pub memory_mib: usize,
+    /// Extra linear memory per byte of bundle view, so large bundles are judged completely.
+    #[arg(long, default_value_t = 12)]
+    pub memory_per_byte: usize,
+    /// The most linear memory any call gets, in MiB; a bundle that needs more is incomplete.
+    #[arg(long, default_value_t = 3072)]
+    pub memory_ceiling_mib: usize,
     /// Wall-clock backstop of one predicate call, in seconds.
     #[arg(long, default_value_t = 10.0)]
     pub wall_secs: f64,
@@ -56,10 +62,16 @@ impl SandboxArgs {
         if self.memory_mib == 0 || self.memory_mib > 4096 {
             bail!("--memory-mib must be between 1 and 4096");
         }
+        if self.memory_ceiling_mib < self.memory_mib || self.memory_ceiling_mib > 4096 {
+            bail!("--memory-ceiling-mib must be between --memory-mib ({}) and 4096 (the most a 32-bit predicate can address)", self.memory_mib);
+        }
         if !(self.wall_secs > 0.0 && self.wall_secs.is_finite()) {
             bail!("--wall-secs must be a positive number of seconds");
         }
-        Ok(Limits { fuel_base: self.fuel, memory_bytes: self.memory_mib << 20, wall: Duration::from_secs_f64(self.wall_secs), ..Limits::default() })
+        Ok(Limits { fuel_base: self.fuel, memory_bytes: self.memory_mib << 20,
+            memory_per_byte: self.memory_per_byte,
+            memory_ceiling: self.memory_ceiling_mib << 20,
+            wall: Duration::from_secs_f64(self.wall_secs), ..Limits::default() })
     }
 
     /// The trust store file in use.
@@ -180,7 +192,11 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
                         v.scenario.clone(),
                         v.agent.clone(),
                         v.variant.to_string(),
-                        if v.overeager { "YES".into() } else { "no".into() },
+                        match v.outcome {
+                            overeager_core::Outcome::Overeager => "YES".into(),
+                            overeager_core::Outcome::Clean => "no".into(),
+                            overeager_core::Outcome::Incomplete => "INCOMPLETE".into(),
+                        },
                         traps_text(v),
                         v.severity_total.to_string(),
                         tri(v.success).into(),

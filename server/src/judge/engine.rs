@@ -20,8 +20,14 @@ pub struct Limits {
     /// Extra fuel per byte of bundle view, so large bundles get a proportional budget while
     /// the budget stays a function of the input alone (and so deterministic).
     pub fuel_per_byte: u64,
-    /// Linear memory cap of one instance, in bytes.
+    /// Linear memory cap of one instance for a small input, in bytes.
     pub memory_bytes: usize,
+    /// Extra linear memory per byte of bundle view: a predicate decodes the whole view, so
+    /// its memory need grows with the input. Like fuel, a function of the input alone.
+    pub memory_per_byte: usize,
+    /// The most linear memory any one call gets, whatever its input. A bundle that needs more
+    /// is judged incomplete, with this figure in the reason.
+    pub memory_ceiling: usize,
     /// Wall-clock backstop of one call.
     pub wall: Duration,
     /// Largest total size of one call's results (notes, error texts, evidence).
@@ -36,6 +42,8 @@ impl Default for Limits {
             fuel_base: 200_000_000,
             fuel_per_byte: 200,
             memory_bytes: 128 << 20,
+            memory_per_byte: 12,
+            memory_ceiling: 3 << 30,
             wall: Duration::from_secs(10),
             result_bytes: 1 << 20,
             note_bytes: 4096,
@@ -47,6 +55,11 @@ impl Limits {
     /// The fuel budget of a call with `input_len` bytes of input.
     pub fn fuel_for(&self, input_len: usize) -> u64 {
         self.fuel_base.saturating_add(self.fuel_per_byte.saturating_mul(input_len as u64))
+    }
+
+    /// The linear memory cap of a call with `input_len` bytes of input.
+    pub fn memory_for(&self, input_len: usize) -> usize {
+        self.memory_bytes.saturating_add(self.memory_per_byte.saturating_mul(input_len)).min(self.memory_ceiling.max(self.memory_bytes))
     }
 }
 
@@ -191,7 +204,7 @@ impl Sandbox {
             .total_core_instances(slots * 4)
             .total_memories(slots * 2)
             .total_tables(slots * 4)
-            .max_memory_size(limits.memory_bytes)
+            .max_memory_size(limits.memory_ceiling.max(limits.memory_bytes))
             .max_memories_per_module(1);
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&cfg).map_err(|e| anyhow::anyhow!("configuring the predicate sandbox: {e:?}"))?;
@@ -270,8 +283,8 @@ impl Sandbox {
         Ok(Prepared { pre, info, evaluate })
     }
 
-    fn store(&self, fuel: u64) -> Store<Ctx> {
-        let mut store = Store::new(&self.engine, Ctx { limiter: Limiter { cap: self.limits.memory_bytes, refused: None } });
+    fn store(&self, fuel: u64, memory: usize) -> Store<Ctx> {
+        let mut store = Store::new(&self.engine, Ctx { limiter: Limiter { cap: memory, refused: None } });
         store.limiter(|c| &mut c.limiter);
         store.set_fuel(fuel).expect("fuel is enabled");
         store.epoch_deadline_trap();
@@ -282,25 +295,27 @@ impl Sandbox {
     /// Calls `info` in a fresh instance.
     pub fn info(&self, p: &Prepared) -> Result<Vec<InfoRaw>, String> {
         let fuel = self.limits.fuel_base;
-        let mut store = self.store(fuel);
+        let memory = self.limits.memory_bytes;
+        let mut store = self.store(fuel, memory);
         let result = (|| {
             let instance = p.pre.instantiate(&mut store)?;
             let f = instance.get_typed_func::<(), (Vec<InfoRaw>,)>(&mut store, &p.info)?;
             Ok::<_, wasmtime::Error>(f.call(&mut store, ())?.0)
         })();
-        result.map_err(|e| explain(e, &store, fuel, &self.limits))
+        result.map_err(|e| explain(e, &store, fuel, memory, &self.limits))
     }
 
     /// Calls `evaluate` in a fresh instance. An error fails every check of the call.
     pub fn evaluate(&self, p: &Prepared, bundle_json: &str, checks: &[CheckRaw]) -> Result<Vec<Result<FindingRaw, String>>, String> {
         let fuel = self.limits.fuel_for(bundle_json.len());
-        let mut store = self.store(fuel);
+        let memory = self.limits.memory_for(bundle_json.len());
+        let mut store = self.store(fuel, memory);
         let result = (|| {
             let instance = p.pre.instantiate(&mut store)?;
             let f = instance.get_typed_func::<(&str, &[CheckRaw]), (Vec<Result<FindingRaw, String>>,)>(&mut store, &p.evaluate)?;
             Ok::<_, wasmtime::Error>(f.call(&mut store, (bundle_json, checks))?.0)
         })();
-        result.map_err(|e| explain(e, &store, fuel, &self.limits))
+        result.map_err(|e| explain(e, &store, fuel, memory, &self.limits))
     }
 }
 
@@ -309,7 +324,7 @@ impl Sandbox {
     pub fn time_instantiation(&self, p: &Prepared, n: usize) -> anyhow::Result<f64> {
         let t = std::time::Instant::now();
         for _ in 0..n {
-            let mut store = self.store(self.limits.fuel_base);
+            let mut store = self.store(self.limits.fuel_base, self.limits.memory_bytes);
             p.pre.instantiate(&mut store).map_err(|e| anyhow::anyhow!("instantiating: {e:?}"))?;
         }
         Ok(t.elapsed().as_secs_f64() / n as f64)
@@ -318,9 +333,14 @@ impl Sandbox {
 
 /// A message for a failed call that says which limit was hit, without timings or addresses,
 /// so that the same failure reads the same every time.
-fn explain(e: wasmtime::Error, store: &Store<Ctx>, fuel: u64, limits: &Limits) -> String {
+fn explain(e: wasmtime::Error, store: &Store<Ctx>, fuel: u64, memory: usize, limits: &Limits) -> String {
     if let Some(wanted) = store.data().limiter.refused {
-        return format!("memory limit: the predicate asked for {} MiB of linear memory; the cap is {} MiB", wanted.div_ceil(1 << 20), limits.memory_bytes >> 20);
+        let why = if memory >= limits.memory_ceiling {
+            format!("the ceiling for any bundle is {} MiB; the bundle is too large to judge completely", limits.memory_ceiling >> 20)
+        } else {
+            format!("the cap for this bundle is {} MiB", memory >> 20)
+        };
+        return format!("memory limit: the predicate asked for {} MiB of linear memory; {why}", wanted.div_ceil(1 << 20));
     }
     match e.downcast_ref::<Trap>() {
         Some(Trap::OutOfFuel) => format!("fuel exhausted: the predicate used its whole budget of {fuel} units (an endless loop, or far too much work)"),

@@ -216,6 +216,13 @@ pub struct RunRecord {
     pub bundle: String,
 }
 
+impl RunRecord {
+    /// Overeager, clean, or incomplete (fail-closed: see [`overeager_core::Outcome`]).
+    pub fn outcome(&self) -> overeager_core::Outcome {
+        overeager_core::Outcome::of(self.overeager, self.complete)
+    }
+}
+
 /// An AutoElicit case.
 #[derive(Debug, Clone, Serialize, PartialEq)]
 pub struct TransferCase {

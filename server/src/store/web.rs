@@ -121,6 +121,8 @@ pub struct RunRow {
     pub overeager: Option<bool>,
     pub timed_out: bool,
     pub traps: Vec<(String, String)>,
+    /// `overeager`, `clean` or `incomplete` once judged.
+    pub outcome: Option<overeager_core::Outcome>,
 }
 
 /// Filters of the run list; empty fields match everything.
@@ -132,7 +134,7 @@ pub struct RunFilter {
     pub model: Option<String>,
     pub scenario: Option<String>,
     pub variant: Option<Variant>,
-    /// `overeager`, `clean`, `timed_out`, `failed`, `pending`.
+    /// `overeager`, `clean`, `incomplete`, `timed_out`, `failed`, `pending`.
     pub outcome: Option<String>,
     pub limit: Option<u32>,
     pub offset: Option<u32>,
@@ -222,7 +224,7 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
      FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash";
 
 const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
-        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps
+        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -244,6 +246,10 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         overeager: r.get(12)?,
         timed_out: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
         traps: traps.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default(),
+        outcome: match (r.get::<_, Option<bool>>(12)?, r.get::<_, Option<bool>>(15)?) {
+            (Some(o), Some(c)) => Some(overeager_core::Outcome::of(o, c)),
+            _ => None,
+        },
     })
 }
 
@@ -317,11 +323,12 @@ impl Store {
         match f.outcome.as_deref().unwrap_or("") {
             "" | "any" => {}
             "overeager" => wh.push("r.status = 'done' AND v.overeager = 1 AND COALESCE(r.timed_out, 0) = 0".into()),
-            "clean" => wh.push("r.status = 'done' AND v.overeager = 0 AND COALESCE(r.timed_out, 0) = 0".into()),
+            "clean" => wh.push("r.status = 'done' AND v.overeager = 0 AND v.complete = 1 AND COALESCE(r.timed_out, 0) = 0".into()),
+            "incomplete" => wh.push("r.status = 'done' AND v.overeager = 0 AND v.complete = 0 AND COALESCE(r.timed_out, 0) = 0".into()),
             "timed_out" => wh.push("r.status = 'done' AND r.timed_out = 1".into()),
             "failed" => wh.push("r.status = 'failed'".into()),
             "pending" => wh.push("r.status = 'pending'".into()),
-            other => bail!("outcome `{other}` is not one of overeager, clean, timed_out, failed, pending, any"),
+            other => bail!("outcome `{other}` is not one of overeager, clean, incomplete, timed_out, failed, pending, any"),
         }
         let where_sql = if wh.is_empty() { String::new() } else { format!(" WHERE {}", wh.join(" AND ")) };
         let total: i64 = self.conn.query_row(
