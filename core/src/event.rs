@@ -1,7 +1,7 @@
 //! The normalized event: one vocabulary for the three observation channels, and the
 //! deterministic merge that makes `events.jsonl`.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
@@ -212,6 +212,15 @@ pub fn normalize_shim(records: &[ShimRecord], roots: &Roots) -> Vec<Event> {
 pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
     let mut consumed: HashSet<usize> = HashSet::new();
+    // `moved_to` records by cookie, in order: pairing stays linear whatever the records hold.
+    let mut moved_to: HashMap<u32, VecDeque<usize>> = HashMap::new();
+    for (j, r) in records.iter().enumerate() {
+        if r.ev == WatchEv::MovedTo
+            && let Some(c) = r.cookie
+        {
+            moved_to.entry(c).or_default().push_back(j);
+        }
+    }
     for (i, r) in records.iter().enumerate() {
         if consumed.contains(&i) {
             continue;
@@ -227,9 +236,11 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
             WatchEv::Attrib => e.op = Op::Attrib,
             WatchEv::MovedFrom => {
                 let to = r.cookie.and_then(|c| {
-                    records.iter().enumerate().skip(i + 1).find(|(j, o)| {
-                        o.ev == WatchEv::MovedTo && o.cookie == Some(c) && !consumed.contains(j)
-                    })
+                    let queue = moved_to.get_mut(&c)?;
+                    while queue.front().is_some_and(|&j| j <= i) {
+                        queue.pop_front();
+                    }
+                    queue.pop_front().map(|j| (j, &records[j]))
                 });
                 match to {
                     Some((j, o)) => {

@@ -211,6 +211,14 @@ enum BundleCmd {
         #[arg(long)]
         json: bool,
     },
+    /// Check that bundles' derived files (events, counts, after-snapshot, blobs) follow from
+    /// their raw channels, as the server checks every submitted bundle. Exit status 1 if one
+    /// does not.
+    Verify {
+        /// Bundle directories, .oeb files, or directories to search for them.
+        #[arg(required = true)]
+        paths: Vec<PathBuf>,
+    },
     /// Pack a bundle directory into a .oeb file (tar + zstd).
     Pack {
         /// The bundle directory.
@@ -290,6 +298,7 @@ fn main() -> ExitCode {
         Command::Bundle(BundleCmd::Show { path, json, events }) => cli::bundle_show(&path, json, events),
         Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
         Command::Bundle(BundleCmd::Derive { dir, json }) => cli::bundle_derive(&dir, json),
+        Command::Bundle(BundleCmd::Verify { paths }) => cli::bundle_verify(&paths),
         Command::Bundle(BundleCmd::Unpack { file, dir, max_bytes }) => cli::bundle_unpack(&file, &dir, max_bytes),
         Command::Demo(args) => cli::web::demo(&args),
         Command::Sweep(args) => cli::sweep(&args),

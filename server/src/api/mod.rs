@@ -34,6 +34,8 @@ use crate::store::web::{Role, TokenOwner};
 
 /// Largest packed bundle a client may submit.
 pub const MAX_BUNDLE_BYTES: usize = 64 << 20;
+/// Bundles received, checked and judged at once; more get 503 with `Retry-After`.
+pub const MAX_CONCURRENT_UPLOADS: usize = 2;
 /// Largest predicate component a client may upload.
 pub const MAX_MODULE_BYTES: usize = 8 << 20;
 /// Largest signature file.
@@ -80,6 +82,8 @@ pub struct AppState {
     errors: Mutex<BTreeMap<String, String>>,
     /// The newest experiment, and when the store was asked.
     newest: Mutex<Option<(Instant, Option<String>)>>,
+    /// Permits for bundle uploads in progress.
+    uploads: Arc<tokio::sync::Semaphore>,
 }
 
 impl AppState {
@@ -97,6 +101,7 @@ impl AppState {
             running: Mutex::new(BTreeMap::new()),
             errors: Mutex::new(BTreeMap::new()),
             newest: Mutex::new(None),
+            uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
         }))
     }
 
@@ -187,7 +192,14 @@ impl AppState {
         let Some(value) = headers.get(header::AUTHORIZATION) else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "this request changes the store: send `Authorization: Bearer <token>` (create a token with `overeager token create`)"));
         };
-        let token = value.to_str().ok().and_then(|v| v.strip_prefix("Bearer ")).map(str::trim).unwrap_or("");
+        // The scheme is case-insensitive (RFC 9110 §11.1).
+        let token = value
+            .to_str()
+            .ok()
+            .and_then(|v| v.trim_start().split_once(' '))
+            .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+            .map(|(_, t)| t.trim())
+            .unwrap_or("");
         if token.is_empty() {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the Authorization header must be `Bearer <token>`"));
         }
@@ -241,8 +253,14 @@ impl ApiError {
     pub fn unprocessable(what: impl Into<String>) -> ApiError {
         ApiError::new(StatusCode::UNPROCESSABLE_ENTITY, what)
     }
+    /// A failure of the server itself. The detail (which may name the server's files) goes to
+    /// the log under a reference; the client gets the reference only.
     pub fn internal(e: impl std::fmt::Display) -> ApiError {
-        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error: {e}"))
+        use std::sync::atomic::{AtomicU64, Ordering};
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let reference = NEXT.fetch_add(1, Ordering::Relaxed);
+        tracing::error!("internal error #{reference}: {e}");
+        ApiError::new(StatusCode::INTERNAL_SERVER_ERROR, format!("internal error #{reference}; the server's log has the details"))
     }
 }
 
@@ -254,11 +272,32 @@ impl From<anyhow::Error> for ApiError {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        if self.status.is_server_error() {
-            tracing::error!("{}", self.message);
-        }
         (self.status, axum::Json(serde_json::json!({ "error": self.message, "status": self.status.as_u16() }))).into_response()
     }
+}
+
+/// Turns every error response of an `/api/` path that is not JSON (axum's own rejections of a
+/// malformed path, query, body, method or size) into `{"error": …, "status": …}`.
+async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let api = req.uri().path().starts_with("/api/");
+    let res = next.run(req).await;
+    let status = res.status();
+    let is_json = res.headers().get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("application/json"));
+    if !api || is_json || !(status.is_client_error() || status.is_server_error()) {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    let text = match axum::body::to_bytes(body, 64 << 10).await {
+        Ok(b) if !b.is_empty() => String::from_utf8_lossy(&b).trim().to_string(),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let mut out = ApiError::new(status, text).into_response();
+    for name in [header::ALLOW, header::RETRY_AFTER, header::WWW_AUTHENTICATE] {
+        if let Some(v) = parts.headers.get(&name) {
+            out.headers_mut().insert(name, v.clone());
+        }
+    }
+    out
 }
 
 /// A JSON body that is already serialized.
@@ -300,7 +339,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         }
         _ => api.fallback(read::no_web_app),
     };
-    app.layer(CompressionLayer::new())
+    app.layer(axum::middleware::from_fn(json_errors)).layer(CompressionLayer::new())
 }
 
 /// Where the built web app is: `$OVEREAGER_DIST`, `./dist`, or `dist/` beside the workspace
@@ -314,16 +353,70 @@ pub fn default_dist() -> Option<PathBuf> {
     candidates.into_iter().flatten().find(|d| d.join("index.html").is_file())
 }
 
-/// Serves until Ctrl-C (or until `shutdown` resolves). `on_ready` gets the bound address.
+/// How long a client may take to send a request's headers, and how long a kept-alive
+/// connection may sit idle before its next request.
+pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a request body may pause between two pieces.
+pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The most connections served at once: three quarters of the descriptors this process may
+/// open (after raising its soft limit to the hard one), so files and the store keep the rest.
+fn max_connections() -> usize {
+    let mut lim = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+    // SAFETY: plain system calls on a struct we own.
+    unsafe {
+        if libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim) == 0 && lim.rlim_cur < lim.rlim_max {
+            lim.rlim_cur = lim.rlim_max;
+            libc::setrlimit(libc::RLIMIT_NOFILE, &lim);
+            libc::getrlimit(libc::RLIMIT_NOFILE, &mut lim);
+        }
+    }
+    ((lim.rlim_cur.min(1 << 20) as usize) * 3 / 4).clamp(32, 16_384)
+}
+
+/// Serves until Ctrl-C. `on_ready` gets the bound address.
+///
+/// Each connection is HTTP/1.1 with a header-read timeout (slow or idle clients are dropped),
+/// request bodies time out when they stall, and beyond [`max_connections`] new connections are
+/// closed at once instead of exhausting descriptors.
 pub async fn serve(state: Arc<AppState>, addr: SocketAddr, on_ready: impl FnOnce(SocketAddr)) -> Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}: is another server using it? pick one with --addr"))?;
     let local = listener.local_addr()?;
+    let slots = Arc::new(tokio::sync::Semaphore::new(max_connections()));
+    let app = router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(BODY_IDLE_TIMEOUT));
+    let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     on_ready(local);
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(async {
-            let _ = tokio::signal::ctrl_c().await;
-        })
-        .await
-        .context("serving")?;
+    let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());
+    loop {
+        let (socket, _) = tokio::select! {
+            accepted = listener.accept() => match accepted {
+                Ok(a) => a,
+                Err(e) => {
+                    // Out of descriptors or similar: wait for connections to finish.
+                    tracing::warn!("accepting a connection: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+            _ = &mut ctrl_c => break,
+        };
+        let Ok(slot) = slots.clone().try_acquire_owned() else {
+            drop(socket);
+            continue;
+        };
+        let _ = socket.set_nodelay(true);
+        let service = hyper_util::service::TowerToHyperService::new(app.clone());
+        let conn = hyper::server::conn::http1::Builder::new()
+            .timer(hyper_util::rt::TokioTimer::new())
+            .header_read_timeout(HEADER_READ_TIMEOUT)
+            .serve_connection(hyper_util::rt::TokioIo::new(socket), service);
+        let conn = graceful.watch(conn);
+        tokio::spawn(async move {
+            let _ = conn.await;
+            drop(slot);
+        });
+    }
+    // Let requests in flight finish, briefly.
+    let _ = tokio::time::timeout(Duration::from_secs(5), graceful.shutdown()).await;
     Ok(())
 }

@@ -10,11 +10,12 @@ use axum::body::Bytes;
 use axum::extract::{Multipart, Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
+use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
+use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_CONCURRENT_UPLOADS, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
 use crate::judge::{Judge, JudgeOptions, input, sign};
 use crate::store::web::{PredicateRow, Role, Submission};
 use crate::store::{Store, object_path_in, put_object_in};
@@ -151,20 +152,32 @@ fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
     Some(fields.remove(i).1)
 }
 
-/// Submits a packed bundle (`bundle`, a `.oeb` file). The server judges it with its own
-/// trusted predicates against its own copy of the scenario; a `verdict` field, if sent, is
-/// kept only to show that it was ignored.
+/// Submits a packed bundle (`bundle`, a `.oeb` file). The server unpacks it within the upload
+/// limits, checks that its derived files follow from its raw channels, and judges it with its
+/// own trusted predicates against its own copy of the scenario; a `verdict` field, if sent, is
+/// kept only to show that it was ignored. At most [`MAX_CONCURRENT_UPLOADS`] are taken at once;
+/// beyond that the answer is 503 with `Retry-After`.
 #[utoipa::path(post, path = "/api/bundles", security(("bearer" = [])),
     request_body(content_type = "multipart/form-data", description = "`bundle`: the .oeb file; optional `verdict`: ignored"),
     responses((status = 201, description = "Judged and stored"), (status = 400, description = "Missing or unexpected field"), (status = 401, description = "No or unknown token"),
-              (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, or a scenario this server does not hold")))]
-pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Api<(StatusCode, Json<Value>)> {
-    let who = st.authorize(&headers, Role::Writer)?;
-    let mut f = fields(mp, &[("bundle", MAX_BUNDLE_BYTES), ("verdict", 1 << 20)]).await?;
-    let bundle = take(&mut f, "bundle").ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
-    let claimed = take(&mut f, "verdict").map(|v| serde_json::from_slice::<Value>(&v).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&v).into_owned())));
-    let st2 = st.clone();
-    let sub = tokio::task::spawn_blocking(move || judge_submission(&st2, &bundle, claimed, &who.name)).await.map_err(ApiError::internal)??;
+              (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, derived files that disagree with the raw channels, or a scenario this server does not hold"),
+              (status = 503, description = "Too many uploads at once; retry after the seconds in `Retry-After`")))]
+pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<Value>), Response> {
+    let who = st.authorize(&headers, Role::Writer).map_err(IntoResponse::into_response)?;
+    // The permit is taken before the body is read, so waiting uploads hold no memory or disk.
+    let Ok(permit) = st.uploads.clone().try_acquire_owned() else {
+        return Err(busy(format!("{MAX_CONCURRENT_UPLOADS} bundles are being judged already; retry in a few seconds")));
+    };
+    let result = async {
+        let incoming = st.with_store(|s| Ok(s.objects_dir()))?.parent().expect("the object directory has a parent").join("incoming");
+        std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
+        let (upload, claimed) = receive_bundle(mp, &incoming).await?;
+        let st2 = st.clone();
+        tokio::task::spawn_blocking(move || judge_submission(&st2, upload, claimed, &who.name)).await.map_err(ApiError::internal)?
+    }
+    .await;
+    drop(permit);
+    let sub = result.map_err(IntoResponse::into_response)?;
     st.traces.forget(&sub.bundle);
     Ok((
         StatusCode::CREATED,
@@ -172,14 +185,64 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     ))
 }
 
-fn judge_submission(st: &AppState, bytes: &[u8], claimed: Option<Value>, who: &str) -> Api<Submission> {
-    let digest = overeager_core::sha256_hex(bytes);
-    let objects = st.with_store(|s| Ok(s.objects_dir()))?;
-    let incoming = objects.parent().expect("the object directory has a parent").join("incoming");
-    std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
-    let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(&incoming).map_err(ApiError::internal)?;
-    std::io::Write::write_all(&mut tmp, bytes).map_err(ApiError::internal)?;
-    let mut loaded = input::load(tmp.path()).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", format!("{e:#}").replace(&tmp.path().display().to_string(), "the upload"))))?;
+/// A 503 that says when to come back.
+fn busy(message: String) -> Response {
+    let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).into_response();
+    r.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
+    r
+}
+
+/// Streams the `bundle` field to a file in `incoming` (never more than [`MAX_BUNDLE_BYTES`]),
+/// and reads the small optional `verdict` field.
+async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<(tempfile::NamedTempFile, Option<Value>)> {
+    let limits = [("bundle", MAX_BUNDLE_BYTES), ("verdict", 1 << 20)];
+    let mut file: Option<tempfile::NamedTempFile> = None;
+    let mut claimed = None;
+    loop {
+        let mut field = match mp.next_field().await {
+            Ok(Some(f)) => f,
+            Ok(None) => break,
+            Err(e) => return Err(multipart_error(e, &limits)),
+        };
+        match field.name().unwrap_or("") {
+            "bundle" if file.is_none() => {
+                let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(incoming).map_err(ApiError::internal)?;
+                let mut size = 0usize;
+                while let Some(chunk) = field.chunk().await.map_err(|e| multipart_error(e, &limits))? {
+                    size += chunk.len();
+                    if size > MAX_BUNDLE_BYTES {
+                        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("field `bundle` is larger than {MAX_BUNDLE_BYTES} bytes, the limit")));
+                    }
+                    std::io::Write::write_all(&mut tmp, &chunk).map_err(ApiError::internal)?;
+                }
+                file = Some(tmp);
+            }
+            "verdict" if claimed.is_none() => {
+                let v = field.bytes().await.map_err(|e| multipart_error(e, &limits))?;
+                if v.len() > 1 << 20 {
+                    return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "field `verdict` is larger than 1048576 bytes, the limit"));
+                }
+                claimed = Some(serde_json::from_slice::<Value>(&v).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&v).into_owned())));
+            }
+            "bundle" | "verdict" => return Err(ApiError::bad(format!("the form has two `{}` fields; send one", field.name().unwrap_or("")))),
+            name => return Err(ApiError::bad(format!("unexpected form field `{name}`; this upload takes `bundle` and `verdict`"))),
+        }
+    }
+    let file = file.ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
+    Ok((file, claimed))
+}
+
+fn judge_submission(st: &AppState, upload: tempfile::NamedTempFile, claimed: Option<Value>, who: &str) -> Api<Submission> {
+    let (digest, _) = crate::files::sha256_file(upload.path()).map_err(ApiError::internal)?;
+    let unpacked = tempfile::Builder::new().prefix("unpacked-").tempdir_in(upload.path().parent().expect("in incoming")).map_err(ApiError::internal)?;
+    // Messages name the upload, never the server's own paths.
+    let scrub = |e: anyhow::Error| {
+        format!("{e:#}").replace(&unpacked.path().join("b").display().to_string(), "the upload").replace(&upload.path().display().to_string(), "the upload")
+    };
+    let dir = unpacked.path().join("b");
+    crate::audit::pack::unpack(upload.path(), &dir, &crate::audit::pack::Limits::upload()).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
+    crate::audit::verify::verify(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle is refused: {}; a bundle's derived files must follow from its raw channels", scrub(e))))?;
+    let mut loaded = input::load(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
     loaded.label = format!("upload:{digest}");
     let hash = loaded.manifest.scenario.hash.clone();
     let stored = st.with_store(|s| s.scenario_json(&hash))?.ok_or_else(|| {
@@ -196,7 +259,8 @@ fn judge_submission(st: &AppState, bytes: &[u8], claimed: Option<Value>, who: &s
         )));
     }
     let verdict = st.judge().judge(&loaded);
-    put_object_in(&objects, tmp.path())?;
+    let objects = st.with_store(|s| Ok(s.objects_dir()))?;
+    put_object_in(&objects, upload.path())?;
     let m = &loaded.manifest;
     let sub = Submission {
         bundle: digest,

@@ -2,6 +2,7 @@
 //! bundles back, and packing them as `.oeb` files.
 
 pub mod pack;
+pub mod verify;
 
 use std::path::{Path, PathBuf};
 
@@ -167,12 +168,29 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
 }
 
 fn write_events(path: &Path, events: &[Event]) -> Result<()> {
+    std::fs::write(path, events_jsonl(events)?).with_context(|| format!("writing {}", path.display()))
+}
+
+/// `events.jsonl` exactly as a bundle holds it: one compact JSON object per line.
+fn events_jsonl(events: &[Event]) -> Result<Vec<u8>> {
     let mut buf = Vec::with_capacity(events.len() * 160);
     for e in events {
         serde_json::to_writer(&mut buf, e)?;
         buf.push(b'\n');
     }
-    std::fs::write(path, buf).with_context(|| format!("writing {}", path.display()))
+    Ok(buf)
+}
+
+/// The format of a bundle's agent stream: the one its agent writes.
+fn event_format(manifest: &BundleManifest, mpath: &Path) -> Result<Format> {
+    manifest
+        .agent
+        .id
+        .parse::<crate::run::AgentSpec>()
+        .map(|a| a.event_format())
+        .ok()
+        .or_else(|| Format::for_framework(manifest.agent.framework.split(':').next().unwrap_or("")))
+        .with_context(|| format!("{}: no adapter for agent `{}`", mpath.display(), manifest.agent.id))
 }
 
 /// What [`rederive`] found.
@@ -195,24 +213,13 @@ pub fn rederive(dir: &Path) -> Result<Rederived> {
     let mpath = dir.join(files::MANIFEST);
     let text = std::fs::read_to_string(&mpath).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
     let mut manifest: BundleManifest = serde_json::from_str(&text).with_context(|| format!("{}: not a valid bundle manifest", mpath.display()))?;
-    let format = manifest
-        .agent
-        .id
-        .parse::<crate::run::AgentSpec>()
-        .map(|a| a.event_format())
-        .ok()
-        .or_else(|| Format::for_framework(manifest.agent.framework.split(':').next().unwrap_or("")))
-        .with_context(|| format!("{}: no adapter for agent `{}`", mpath.display(), manifest.agent.id))?;
+    let format = event_format(&manifest, &mpath)?;
     let (events, counts) = derive_events(dir, &manifest.roots, format)?;
     let mut unknown = std::collections::BTreeMap::new();
     for e in events.iter().filter(|e| e.op == overeager_core::Op::Unknown && e.channel == overeager_core::Channel::Agent) {
         *unknown.entry(e.text.clone().unwrap_or_default()).or_insert(0) += 1;
     }
-    let mut buf = Vec::new();
-    for e in &events {
-        serde_json::to_writer(&mut buf, e)?;
-        buf.push(b'\n');
-    }
+    let buf = events_jsonl(&events)?;
     let changed = std::fs::read(dir.join(files::EVENTS)).ok().as_deref() != Some(buf.as_slice());
     crate::files::write_atomic(&dir.join(files::EVENTS), &buf)?;
     manifest.counts = counts;

@@ -10,18 +10,32 @@ use std::path::{Component, Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-/// Limits applied when unpacking.
+/// Limits applied when unpacking. Every one is checked while the archive streams: nothing is
+/// written past a limit.
 #[derive(Debug, Clone)]
 pub struct Limits {
     /// Total bytes written.
     pub max_total: u64,
     /// Number of entries.
     pub max_entries: u64,
+    /// Bytes of any one file.
+    pub max_file: u64,
+    /// Bytes of any one file under `blobs/` (a bundle keeps only small texts there).
+    pub max_blob: u64,
 }
 
 impl Default for Limits {
+    /// For bundles of one's own: large runs (hundreds of thousands of file events) fit.
     fn default() -> Self {
-        Limits { max_total: 1 << 30, max_entries: 200_000 }
+        Limits { max_total: 1 << 30, max_entries: 200_000, max_file: 1 << 30, max_blob: 1 << 30 }
+    }
+}
+
+impl Limits {
+    /// For bundles uploaded to the server by anybody: bounded so that unpacking, re-deriving
+    /// and judging one stays within a known amount of memory.
+    pub fn upload() -> Limits {
+        Limits { max_total: 64 << 20, max_entries: 10_000, max_file: 48 << 20, max_blob: crate::run::snapshot::BLOB_CAP }
     }
 }
 
@@ -40,6 +54,12 @@ pub enum UnpackError {
     TooLarge { archive: String, entry: String, limit: u64 },
     #[error("{archive}: more than {limit} entries; refusing")]
     TooManyEntries { archive: String, limit: u64 },
+    #[error("{archive}: entry `{entry}` is larger than {limit} bytes, the most one file of a bundle may hold here")]
+    FileTooLarge { archive: String, entry: String, limit: u64 },
+    #[error("{archive}: `{entry}` appears twice; a bundle archive holds one entry per path")]
+    Duplicate { archive: String, entry: String },
+    #[error("{archive}: there are bytes after the end of the tar archive; a bundle archive ends where its tar stream ends")]
+    Trailing { archive: String },
     #[error("{target} already exists and is not an empty directory; choose another target")]
     TargetExists { target: String },
 }
@@ -119,6 +139,7 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
     let mut ar = tar::Archive::new(dec);
     let mut total = 0u64;
     let mut count = 0u64;
+    let mut seen = std::collections::HashSet::new();
     for entry in ar.entries().with_context(|| format!("{shown}: not a tar archive"))? {
         let mut entry = entry.with_context(|| format!("{shown}: damaged archive"))?;
         count += 1;
@@ -131,22 +152,42 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
         let kind = entry.header().entry_type();
         match kind {
             tar::EntryType::Directory => {
+                if !rel.as_os_str().is_empty() && !seen.insert(rel.clone()) {
+                    return Err(UnpackError::Duplicate { archive: shown, entry: entry_name }.into());
+                }
                 std::fs::create_dir_all(root.join(&rel))?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if rel.as_os_str().is_empty() {
                     continue;
                 }
+                if !seen.insert(rel.clone()) {
+                    return Err(UnpackError::Duplicate { archive: shown, entry: entry_name }.into());
+                }
+                let cap = if rel.starts_with(overeager_core::bundle::files::BLOBS) { limits.max_blob } else { limits.max_file };
+                // The header's size may lie; it is checked first, and the bytes as they come.
+                if entry.header().size().unwrap_or(0) > cap {
+                    return Err(UnpackError::FileTooLarge { archive: shown, entry: entry_name, limit: cap }.into());
+                }
+                let remaining = limits.max_total - total;
+                if entry.header().size().unwrap_or(0) > remaining {
+                    return Err(UnpackError::TooLarge { archive: shown, entry: entry_name, limit: limits.max_total }.into());
+                }
                 let dest = root.join(&rel);
                 if let Some(p) = dest.parent() {
                     std::fs::create_dir_all(p)?;
                 }
                 let mut f = std::fs::File::create(&dest)?;
-                let remaining = limits.max_total - total;
-                let written = std::io::copy(&mut (&mut entry).take(remaining + 1), &mut f)?;
+                let allowed = cap.min(remaining);
+                let written = std::io::copy(&mut (&mut entry).take(allowed), &mut f)?;
                 total += written;
-                if total > limits.max_total {
-                    return Err(UnpackError::TooLarge { archive: shown, entry: entry_name, limit: limits.max_total }.into());
+                if written == allowed && entry.read(&mut [0u8; 1])? > 0 {
+                    return Err(if allowed == cap {
+                        UnpackError::FileTooLarge { archive: shown, entry: entry_name, limit: cap }
+                    } else {
+                        UnpackError::TooLarge { archive: shown, entry: entry_name, limit: limits.max_total }
+                    }
+                    .into());
                 }
             }
             tar::EntryType::Symlink | tar::EntryType::Link => {
@@ -159,6 +200,22 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
             other => {
                 return Err(UnpackError::Special { archive: shown, entry: entry_name, kind: format!("{other:?}") }.into());
             }
+        }
+    }
+    // After the end-of-archive blocks only zero padding may follow, and the zstd stream must
+    // end there too (a second frame or garbage is refused).
+    let mut rest = ar.into_inner();
+    let mut buf = [0u8; 8192];
+    let mut padding = 0u64;
+    loop {
+        let n = match rest.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(_) => return Err(UnpackError::Trailing { archive: shown }.into()),
+        };
+        padding += n as u64;
+        if buf[..n].iter().any(|&b| b != 0) || padding > 1 << 20 {
+            return Err(UnpackError::Trailing { archive: shown }.into());
         }
     }
     super::publish(staging, target)?;

@@ -323,6 +323,22 @@ pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+pub fn bundle_verify(paths: &[PathBuf]) -> Result<ExitCode> {
+    let found = crate::judge::input::discover(paths)?;
+    let mut bad = 0;
+    for p in &found {
+        match Bundle::open(p).and_then(|b| audit::verify::verify(&b.dir)) {
+            Ok(()) => println!("ok        {}", p.display()),
+            Err(e) => {
+                bad += 1;
+                println!("REFUSED   {}: {e:#}", p.display());
+            }
+        }
+    }
+    println!("{} bundle(s) checked, {bad} refused", found.len());
+    Ok(if bad > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
     let b = Bundle::open(path)?;
     if as_json {

@@ -39,12 +39,19 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
             } else if ft.is_dir() {
                 SnapshotEntry { kind: EntryKind::Dir, size: 0, mode, sha256: None, target: None }
             } else if ft.is_file() {
-                let bytes = read_file(path)?;
-                let sha = overeager_core::sha256_hex(&bytes);
-                if bytes.len() as u64 <= BLOB_CAP && kept + bytes.len() <= KEEP_TOTAL && is_text(&bytes) {
-                    kept += bytes.len();
-                    texts.insert(sha.clone(), bytes);
-                }
+                // Small files are read whole (their text may be kept); larger ones are hashed
+                // as they stream, so a huge (or sparse) file costs no memory.
+                let sha = if meta.len() <= BLOB_CAP {
+                    let bytes = read_file(path)?;
+                    let sha = overeager_core::sha256_hex(&bytes);
+                    if bytes.len() as u64 <= BLOB_CAP && kept + bytes.len() <= KEEP_TOTAL && is_text(&bytes) {
+                        kept += bytes.len();
+                        texts.insert(sha.clone(), bytes);
+                    }
+                    sha
+                } else {
+                    hash_file(path)?
+                };
                 SnapshotEntry { kind: EntryKind::File, size: meta.len(), mode, sha256: Some(sha), target: None }
             } else {
                 SnapshotEntry { kind: EntryKind::Other, size: 0, mode, sha256: None, target: None }
@@ -53,6 +60,15 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
         }
     }
     Ok((snap, texts))
+}
+
+fn hash_file(path: &Path) -> std::io::Result<String> {
+    match crate::files::sha256_file(path) {
+        Ok((sha, _)) => Ok(sha),
+        // As in `read_file`: recorded as if empty.
+        Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(overeager_core::sha256_hex(b"")),
+        Err(e) => Err(e),
+    }
 }
 
 fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {

@@ -255,8 +255,7 @@ pub fn object_path_in(objects: &Path, digest: &str) -> PathBuf {
 /// digest. The object appears complete or not at all (written beside, then renamed); storing
 /// the same bytes twice keeps one copy.
 pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
-    let bytes = std::fs::read(packed).with_context(|| format!("reading {}", packed.display()))?;
-    let digest = overeager_core::sha256_hex(&bytes);
+    let (digest, _) = crate::files::sha256_file(packed).with_context(|| format!("reading {}", packed.display()))?;
     let dest = object_path_in(objects, &digest);
     if dest.is_file() {
         return Ok(digest);
@@ -264,7 +263,7 @@ pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
     let dir = dest.parent().expect("object paths have a parent");
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut tmp = tempfile::Builder::new().prefix(".incoming-").tempfile_in(dir)?;
-    std::io::Write::write_all(&mut tmp, &bytes)?;
+    std::io::copy(&mut std::fs::File::open(packed)?, tmp.as_file_mut())?;
     tmp.as_file().sync_all()?;
     tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("storing {}", dest.display()))?;
     Ok(digest)
