@@ -54,3 +54,244 @@ fn a_critical_trap_buried_in_noise_is_never_reported_clean() {
     let first = v["errors"][0]["message"].as_str().unwrap();
     assert!(first.contains("memory limit") && first.contains("too large to judge completely"), "{first}");
 }
+
+/// A demo store with a writer token, shared by the server tests of this file.
+fn store() -> &'static (PathBuf, PathBuf, String) {
+    static S: std::sync::OnceLock<(PathBuf, PathBuf, String)> = std::sync::OnceLock::new();
+    S.get_or_init(|| {
+        let dir = scratch("hardening-store");
+        let db = common::demo_store(&dir);
+        let token = ok(&common::overeager(&["token", "create", "mallory", "--db", db.to_str().unwrap()])).trim().to_string();
+        (dir, db, token)
+    })
+}
+
+fn server() -> common::Server {
+    let (dir, db, _) = store();
+    common::Server::start(db, &dir.join("trust.toml"))
+}
+
+/// The packed bundle of the demo's first aggressive scripted run.
+fn aggressive_oeb(url: &str) -> Vec<u8> {
+    let (_, db, _) = store();
+    let runs = get_json(&format!("{url}/api/runs?experiment=demo&framework=scripted&model=aggressive&variant=consent_kept&limit=1")).1;
+    let digest = runs["runs"][0]["bundle"].as_str().unwrap().to_string();
+    std::fs::read(db.with_file_name("overeager.db.objects").join("bundles").join(&digest[..2]).join(format!("{digest}.oeb"))).unwrap()
+}
+
+fn agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
+}
+
+fn get_json(url: &str) -> (u16, Value) {
+    let mut r = agent().get(url).call().unwrap();
+    (r.status().as_u16(), serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap_or(Value::Null))
+}
+
+/// POSTs the bytes as the `bundle` field of a form; (status, JSON, Retry-After).
+fn upload(url: &str, token: &str, bundle: &[u8]) -> (u16, Value, Option<String>) {
+    let boundary = "hardening-boundary";
+    let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.oeb\"\r\n\r\n").into_bytes();
+    body.extend_from_slice(bundle);
+    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
+    let mut r = agent()
+        .post(&format!("{url}/api/bundles"))
+        .header("Content-Type", &format!("multipart/form-data; boundary={boundary}"))
+        .header("Authorization", &format!("Bearer {token}"))
+        .send(&body[..])
+        .unwrap();
+    let retry = r.headers().get("retry-after").map(|v| v.to_str().unwrap().to_string());
+    (r.status().as_u16(), serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap_or(Value::Null), retry)
+}
+
+/// Packs a directory's files (in the order given) plus extra entries, and `trailer` after
+/// the archive's end.
+fn pack(dir: &Path, extra: Vec<(&str, Box<dyn std::io::Read>, u64)>, trailer: &[u8]) -> Vec<u8> {
+    let mut out = Vec::new();
+    {
+        let mut enc = zstd::Encoder::new(&mut out, 1).unwrap();
+        {
+            let mut tar = tar::Builder::new(&mut enc);
+            for e in walkdir(dir) {
+                let rel = e.strip_prefix(dir).unwrap();
+                if e.is_dir() {
+                    tar.append_dir(rel, &e).unwrap();
+                } else {
+                    tar.append_path_with_name(&e, rel).unwrap();
+                }
+            }
+            for (name, data, size) in extra {
+                let mut h = tar::Header::new_gnu();
+                h.set_size(size);
+                h.set_mode(0o644);
+                h.set_entry_type(tar::EntryType::Regular);
+                tar.append_data(&mut h, name, data).unwrap();
+            }
+            tar.finish().unwrap();
+        }
+        std::io::Write::write_all(&mut enc, trailer).unwrap();
+        enc.finish().unwrap();
+    }
+    out
+}
+
+fn walkdir(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
+        entries.sort();
+        for p in entries {
+            out.push(p.clone());
+            if p.is_dir() {
+                stack.push(p);
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn forged_bundles_are_refused_with_the_difference_named() {
+    let (dir, _, token) = store();
+    let s = server();
+    let genuine = aggressive_oeb(&s.url);
+    let work = scratch("hardening-forged");
+    std::fs::write(work.join("genuine.oeb"), &genuine).unwrap();
+    let b = work.join("b");
+    ok(&common::overeager(&["bundle", "unpack", work.join("genuine.oeb").to_str().unwrap(), b.to_str().unwrap()]));
+    ok(&common::overeager(&["bundle", "verify", b.to_str().unwrap()]));
+
+    // The snapshot of a bundle whose deletions are hidden: after = before.
+    std::fs::copy(b.join("snapshot/before.json"), b.join("snapshot/after.json")).unwrap();
+    let out = common::overeager(&["bundle", "verify", b.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("snapshot/after.json") && text.contains("the file watcher's last record"), "{text}");
+    let (st, body, _) = upload(&s.url, token, &pack(&b, vec![], b""));
+    assert_eq!(st, 422, "{body}");
+    let msg = body["error"].as_str().unwrap();
+    assert!(msg.contains("snapshot/after.json") && !msg.contains(dir.to_str().unwrap()) && !msg.contains("/tmp"), "{msg}");
+
+    // And with the events emptied too: the events are what is named.
+    std::fs::write(b.join("events.jsonl"), "").unwrap();
+    let (st, body, _) = upload(&s.url, token, &pack(&b, vec![], b""));
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("events.jsonl does not follow from the raw channels: line 1"), "{body}");
+
+    // A genuine bundle with a second copy of bundle.json, or bytes after the archive's end.
+    let fresh = work.join("fresh");
+    ok(&common::overeager(&["bundle", "unpack", work.join("genuine.oeb").to_str().unwrap(), fresh.to_str().unwrap()]));
+    let manifest = std::fs::read(fresh.join("bundle.json")).unwrap();
+    let len = manifest.len() as u64;
+    let (st, body, _) = upload(&s.url, token, &pack(&fresh, vec![("bundle.json", Box::new(std::io::Cursor::new(manifest)), len)], b""));
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`bundle.json` appears twice"), "{body}");
+    let (st, body, _) = upload(&s.url, token, &pack(&fresh, vec![], b"\x01trailing"));
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("bytes after the end"), "{body}");
+    // The genuine bundle itself is accepted.
+    let (st, body, _) = upload(&s.url, token, &pack(&fresh, vec![], b""));
+    assert_eq!(st, 201, "{body}");
+    assert_eq!(body["verdict"]["outcome"], "overeager");
+}
+
+#[test]
+fn a_small_upload_that_unpacks_to_a_huge_blob_is_refused_in_bounded_memory() {
+    let (_, _, token) = store();
+    let s = server();
+    let work = scratch("hardening-blob");
+    std::fs::write(work.join("genuine.oeb"), aggressive_oeb(&s.url)).unwrap();
+    let b = work.join("b");
+    ok(&common::overeager(&["bundle", "unpack", work.join("genuine.oeb").to_str().unwrap(), b.to_str().unwrap()]));
+    let size = 900u64 << 20;
+    let name = format!("blobs/{}", "a".repeat(64));
+    let bomb = pack(&b, vec![(&name, Box::new(std::io::Read::take(std::io::repeat(b'x'), size)), size)], b"");
+    assert!(bomb.len() < 1 << 20, "{} bytes packed", bomb.len());
+    let (st, body, _) = upload(&s.url, token, &bomb);
+    assert_eq!(st, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("larger than 262144 bytes"), "{body}");
+    // The server never held it in memory.
+    let peak = s.peak_rss();
+    assert!(peak < 512 << 20, "the server peaked at {} MiB", peak >> 20);
+}
+
+#[test]
+fn a_4_gib_sparse_file_is_snapshotted_in_bounded_memory() {
+    use std::os::unix::process::CommandExt;
+    let dir = scratch("hardening-sparse");
+    let s = noise_scenario(&dir, 1);
+    let path = s.join("scenario.toml");
+    let text = std::fs::read_to_string(&path).unwrap().replace("mkdir noise && cd noise && seq 1 1 | xargs touch", "truncate -s 4G big.bin");
+    std::fs::write(&path, text).unwrap();
+    let out = dir.join("bundle");
+    // The runner may not use more than 1 GiB of data: reading the file whole would fail.
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_overeager"));
+    cmd.args(["run", "--scenario", s.to_str().unwrap(), "--agent", "scripted:aggressive", "--out", out.to_str().unwrap(), "--json"]);
+    // SAFETY: only async-signal-safe calls between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            let lim = libc::rlimit { rlim_cur: 1 << 30, rlim_max: 1 << 30 };
+            if libc::setrlimit(libc::RLIMIT_DATA, &lim) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        });
+    }
+    ok(&cmd.output().unwrap());
+    let after: Value = serde_json::from_slice(&std::fs::read(out.join("snapshot/after.json")).unwrap()).unwrap();
+    assert_eq!(after["big.bin"]["size"], 4u64 << 30);
+    // sha256 of 4 GiB of zeros.
+    assert_eq!(after["big.bin"]["sha256"], "8479e43911dc45e89f934fe48d01297e16f51d17aa561d4d1c216b1ae0fcddca");
+}
+
+#[test]
+fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
+    use std::io::{Read, Write};
+    let (_, _, token) = store();
+    let s = server();
+    let addr = s.url.trim_start_matches("http://").to_string();
+    // Headers that never finish.
+    let mut slow = std::net::TcpStream::connect(&addr).unwrap();
+    slow.write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\n").unwrap();
+    let (st, health) = get_json(&format!("{}/api/health", s.url));
+    assert_eq!((st, &health["ok"]), (200, &Value::Bool(true)));
+    slow.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
+    let mut buf = [0u8; 64];
+    assert_eq!(slow.read(&mut buf).unwrap_or(0), 0, "the server closes the connection");
+
+    // Two uploads whose bodies stall hold both upload slots: a third gets 503 and Retry-After.
+    let stalled: Vec<std::net::TcpStream> = (0..2)
+        .map(|_| {
+            let mut c = std::net::TcpStream::connect(&addr).unwrap();
+            let head = format!(
+                "POST /api/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: bearer {token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"bundle\"\r\n\r\nxx"
+            );
+            c.write_all(head.as_bytes()).unwrap();
+            c
+        })
+        .collect();
+    let mut seen = Vec::new();
+    let busy = (0..200).find_map(|_| {
+        let (st, body, retry) = upload(&s.url, token, b"x");
+        seen.push((st, body.clone()));
+        if st == 503 {
+            return Some((body, retry));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        None
+    });
+    let (body, retry) = busy.unwrap_or_else(|| panic!("a third upload is refused while two are in progress: {:?}", &seen[..3]));
+    assert_eq!(retry.as_deref(), Some("5"));
+    assert!(body["error"].as_str().unwrap().contains("retry"), "{body}");
+    drop(stalled);
+
+    // axum's own refusals are JSON too; a lower-case scheme is accepted.
+    let mut r = agent().delete(&format!("{}/api/health", s.url)).call().unwrap();
+    assert_eq!(r.status().as_u16(), 405);
+    let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
+    assert_eq!(v["status"], 405);
+    let (st, v) = get_json(&format!("{}/api/runs?limit=many", s.url));
+    assert_eq!(st, 400);
+    assert!(v["error"].as_str().unwrap().contains("limit"), "{v}");
+}
