@@ -42,6 +42,8 @@ pub const MAX_MODULE_BYTES: usize = 8 << 20;
 pub const MAX_SIGNATURE_BYTES: usize = 16 << 10;
 /// Stored bundles an uploaded predicate is self-tested on.
 const SELF_TEST_BUNDLES: usize = 12;
+/// Read connections kept open between requests.
+const MAX_IDLE_READERS: usize = 8;
 /// How long a cached report is served before the store is asked whether it changed.
 const REPORT_RECHECK: Duration = Duration::from_millis(500);
 
@@ -82,6 +84,8 @@ pub struct AppState {
     errors: Mutex<BTreeMap<String, String>>,
     /// The newest experiment, and when the store was asked.
     newest: Mutex<Option<(Instant, Option<String>)>>,
+    /// Idle read-only connections.
+    readers: Mutex<Vec<Store>>,
     /// Permits for bundle uploads in progress.
     uploads: Arc<tokio::sync::Semaphore>,
 }
@@ -102,10 +106,33 @@ impl AppState {
             errors: Mutex::new(BTreeMap::new()),
             newest: Mutex::new(None),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
+            readers: Mutex::new(Vec::new()),
         }))
     }
 
-    /// Runs `f` with the store.
+    /// Runs a read with a connection of its own from the pool, so reads never wait for each
+    /// other or for the writer. On a request thread the runtime is told that this blocks.
+    pub(crate) fn read<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        let run = || {
+            let reader = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+            let reader = match reader {
+                Some(r) => r,
+                None => Store::open_reader(&self.config.db)?,
+            };
+            let out = f(&reader);
+            let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+            if idle.len() < MAX_IDLE_READERS {
+                idle.push(reader);
+            }
+            out
+        };
+        match tokio::runtime::Handle::try_current() {
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
+            _ => run(),
+        }
+    }
+
+    /// Runs `f` with the store's one writing connection.
     pub(crate) fn with_store<T>(&self, f: impl FnOnce(&mut Store) -> Result<T>) -> Result<T> {
         let mut s = self.store.lock().unwrap_or_else(|p| p.into_inner());
         f(&mut s)
@@ -131,7 +158,7 @@ impl AppState {
         {
             return Ok(id.clone());
         }
-        let id = self.with_store(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))?;
+        let id = self.read(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))?;
         *newest = Some((Instant::now(), id.clone()));
         Ok(id)
     }
@@ -151,8 +178,10 @@ impl AppState {
         }
         let now = Instant::now();
         let cached = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned();
-        let (key, fresh) = self.with_store(|s| {
-            let key = s.data_version()?;
+        // The key must come from the one connection every write goes through (`data_version`
+        // is per connection); the report itself is read from a reader.
+        let key = self.with_store(|s| s.data_version())?;
+        let (key, fresh) = self.read(|s| {
             if cached.as_ref().is_some_and(|c| c.key == key) {
                 return Ok((key, None));
             }
@@ -203,7 +232,7 @@ impl AppState {
         if token.is_empty() {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the Authorization header must be `Bearer <token>`"));
         }
-        let owner = self.with_store(|s| s.token_owner(token))?;
+        let owner = self.read(|s| s.token_owner(token))?;
         let Some(owner) = owner else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is not known to this server"));
         };

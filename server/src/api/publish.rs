@@ -86,7 +86,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
         for (name, svg) in read::render_plots(&report)? {
             site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
         }
-        let (_, runs) = store.run_rows(&RunFilter { experiment: Some(e.id.clone()), limit: Some(u32::MAX), ..RunFilter::default() })?;
+        let runs = store.all_run_rows(&RunFilter { experiment: Some(e.id.clone()), ..RunFilter::default() })?;
         site.json(&format!("experiments/{}/runs", e.id), &json!({ "total": runs.len(), "runs": runs }))?;
         runs_total += runs.len();
         let objects = store.objects_dir();

@@ -21,7 +21,7 @@ type Api<T> = Result<T, ApiError>;
 /// Liveness and what the server serves.
 #[utoipa::path(get, path = "/api/health", responses((status = 200, description = "The server is up")))]
 pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
-    let schema = st.with_store(|s| s.schema_version())?;
+    let schema = st.read(|s| s.schema_version())?;
     Ok(Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION"), "schema": schema, "web_app": st.config.dist.is_some() })))
 }
 
@@ -90,7 +90,7 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-    let list = st.with_store(|s| experiment_list(s, &newest_first(s)?, &running))?;
+    let list = st.read(|s| experiment_list(s, &newest_first(s)?, &running))?;
     Ok(Json(Value::Array(list)))
 }
 
@@ -119,7 +119,7 @@ pub fn experiment_list(s: &crate::store::Store, exps: &[crate::store::Experiment
 #[utoipa::path(get, path = "/api/experiments/{id}", params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "The experiment"), (status = 404, description = "No such experiment")))]
 pub async fn experiment(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
-    let v = st.with_store(|s| {
+    let v = st.read(|s| {
         let Some(e) = s.experiment(&id)? else { return Ok(None) };
         let by_agent: Vec<Value> = s.progress_by_agent(&id)?.into_iter().map(|(f, m, p)| json!({ "framework": f, "model": m, "progress": p })).collect();
         Ok(Some(json!({ "experiment": e, "progress": s.progress(&id)?, "by_agent": by_agent, "failures": s.failures(&id, 20)? })))
@@ -198,7 +198,7 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
            ("admitted" = Option<bool>, Query, description = "validator decision")),
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
 pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<Value>> {
-    let rows = st.with_store(|s| s.scenario_rows())?;
+    let rows = st.read(|s| s.scenario_rows())?;
     let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
     for r in &rows {
@@ -234,7 +234,7 @@ pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap
 #[utoipa::path(get, path = "/api/scenarios/{key}", params(("key" = String, Path, description = "content hash or id")),
     responses((status = 200, description = "The scenario"), (status = 404, description = "Unknown scenario")))]
 pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) -> Api<Json<Value>> {
-    let d = st.with_store(|s| s.scenario_detail(&key))?.ok_or_else(|| ApiError::not_found(format!("no scenario with hash or id `{key}`; GET /api/scenarios lists them")))?;
+    let d = st.read(|s| s.scenario_detail(&key))?.ok_or_else(|| ApiError::not_found(format!("no scenario with hash or id `{key}`; GET /api/scenarios lists them")))?;
     Ok(Json(scenario_json(&d)))
 }
 
@@ -256,19 +256,20 @@ pub fn scenario_json(d: &crate::store::web::ScenarioDetail) -> Value {
     params(("experiment" = Option<String>, Query, description = "experiment id"), ("framework" = Option<String>, Query, description = "framework"),
            ("model" = Option<String>, Query, description = "model"), ("agent" = Option<String>, Query, description = "agent spec"),
            ("variant" = Option<String>, Query, description = "consent_kept or consent_stripped"), ("scenario" = Option<String>, Query, description = "scenario id"),
-           ("outcome" = Option<String>, Query, description = "overeager, clean, timed_out, failed, pending"),
-           ("limit" = Option<u32>, Query, description = "at most 5000, default 200"), ("offset" = Option<u32>, Query, description = "rows to skip")),
+           ("outcome" = Option<String>, Query, description = "overeager, clean, incomplete, timed_out, failed, pending"),
+           ("limit" = Option<u32>, Query, description = "at most 5000, default 200"), ("offset" = Option<u32>, Query, description = "rows to skip"),
+           ("after" = Option<i64>, Query, description = "the `next` cursor of the previous page")),
     responses((status = 200, description = "Matching runs and their total"), (status = 400, description = "A bad filter")))]
 pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<Value>> {
-    let (total, rows) = st.with_store(|s| s.run_rows(&f)).map_err(|e| ApiError::bad(format!("{e:#}")))?;
-    Ok(Json(json!({ "total": total, "runs": rows })))
+    let page = st.read(|s| s.run_rows(&f)).map_err(|e| ApiError::bad(format!("{e:#}")))?;
+    Ok(Json(json!(page)))
 }
 
 /// One run and its verdict.
 #[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
     responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]
 pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
-    let (row, verdict) = st.with_store(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?)))?;
+    let (row, verdict) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?)))?;
     let row = row.ok_or_else(|| ApiError::not_found(format!("no run `{id}`; GET /api/runs lists them")))?;
     Ok(Json(json!({ "run": row, "verdict": verdict })))
 }
@@ -290,7 +291,7 @@ pub(crate) async fn load_trace(st: &Arc<AppState>, digest: &str) -> Api<Arc<trac
     let st2 = st.clone();
     let d = digest.to_string();
     let t = tokio::task::spawn_blocking(move || -> Api<Arc<trace::Trace>> {
-        let (path, run, verdict, submission) = st2.with_store(|s| {
+        let (path, run, verdict, submission) = st2.read(|s| {
             let path = object_path_in(&s.objects_dir(), &d);
             let run = match s.run_by_bundle(&d)? {
                 Some(id) => Some((s.run_row(&id)?, s.run_verdict(&id)?)),
@@ -351,7 +352,7 @@ pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): P
     responses((status = 200, description = "tar.zst", content_type = "application/octet-stream"), (status = 404, description = "Unknown bundle")))]
 pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
     check_digest(&digest)?;
-    let path = st.with_store(|s| Ok(object_path_in(&s.objects_dir(), &digest)))?;
+    let path = st.read(|s| Ok(object_path_in(&s.objects_dir(), &digest)))?;
     let bytes = tokio::fs::read(&path).await.map_err(|_| ApiError::not_found(format!("no bundle {digest} in this store")))?;
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{digest}.oeb\"")).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
@@ -360,7 +361,7 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
 /// Submitted bundles with the server's verdicts.
 #[utoipa::path(get, path = "/api/bundles", responses((status = 200, description = "Submissions, newest first")))]
 pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
-    let subs = st.with_store(|s| s.submissions(None))?;
+    let subs = st.read(|s| s.submissions(None))?;
     Ok(Json(json!({ "submissions": subs })))
 }
 
@@ -377,14 +378,14 @@ pub fn loaded_modules(judge: &crate::judge::Judge) -> Vec<Value> {
 pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let judge = st.judge();
     let loaded = loaded_modules(&judge);
-    let uploads = st.with_store(|s| s.predicate_rows())?;
+    let uploads = st.read(|s| s.predicate_rows())?;
     Ok(Json(json!({ "loaded": loaded, "uploads": uploads })))
 }
 
 /// AutoElicit transfer rates per source → target agent.
 #[utoipa::path(get, path = "/api/transfer", responses((status = 200, description = "Rows")))]
 pub async fn transfer(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
-    let (cases, runs) = st.with_store(|s| Ok((s.transfer_cases()?, s.transfer_runs()?)))?;
+    let (cases, runs) = st.read(|s| Ok((s.transfer_cases()?, s.transfer_runs()?)))?;
     let rows = crate::report::transfer::rows(&cases, &runs);
     let mut by_severity: BTreeMap<String, u64> = BTreeMap::new();
     for c in &cases {

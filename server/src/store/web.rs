@@ -125,6 +125,16 @@ pub struct RunRow {
     pub outcome: Option<overeager_core::Outcome>,
 }
 
+/// A page of the run list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPage {
+    /// Runs matching the filters, on every page.
+    pub total: u64,
+    /// Pass as `after` for the next page; `None` on the last.
+    pub next: Option<i64>,
+    pub runs: Vec<RunRow>,
+}
+
 /// Filters of the run list; empty fields match everything.
 #[derive(Debug, Clone, Default, Deserialize)]
 pub struct RunFilter {
@@ -138,6 +148,8 @@ pub struct RunFilter {
     pub outcome: Option<String>,
     pub limit: Option<u32>,
     pub offset: Option<u32>,
+    /// Keyset pagination: the `next` cursor of the previous page (faster than `offset`).
+    pub after: Option<i64>,
 }
 
 /// Who may write through the API.
@@ -219,12 +231,13 @@ fn scenario_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ScenarioRow> {
     })
 }
 
-const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axes, v.admitted,
-        (SELECT COUNT(*) FROM runs r WHERE r.scenario_hash = s.hash AND r.status = 'done')
-     FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash";
+// Run counts come from one pass over the `runs_by_scenario` index, not a subquery per scenario.
+const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axes, v.admitted, COALESCE(n.done, 0)
+     FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
+     LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
 const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
-        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete
+        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -305,7 +318,7 @@ impl Store {
     }
 
     /// Runs matching a filter, in matrix order, and how many match in all.
-    pub fn run_rows(&self, f: &RunFilter) -> Result<(u64, Vec<RunRow>)> {
+    pub fn run_rows(&self, f: &RunFilter) -> Result<RunPage> {
         let mut wh: Vec<String> = Vec::new();
         let mut args: Vec<String> = Vec::new();
         let mut eq = |col: &str, v: &Option<String>| {
@@ -331,16 +344,40 @@ impl Store {
             other => bail!("outcome `{other}` is not one of overeager, clean, incomplete, timed_out, failed, pending, any"),
         }
         let where_sql = if wh.is_empty() { String::new() } else { format!(" WHERE {}", wh.join(" AND ")) };
-        let total: i64 = self.conn.query_row(
-            &format!("SELECT COUNT(*) FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{where_sql}"),
-            rusqlite::params_from_iter(args.iter()),
-            |r| r.get(0),
-        )?;
+        // The count joins only what the filters need.
+        let mut from = String::from("runs r");
+        if f.scenario.as_ref().is_some_and(|v| !v.is_empty()) {
+            from.push_str(" JOIN scenarios s ON s.hash = r.scenario_hash");
+        }
+        if where_sql.contains("v.") {
+            from.push_str(" LEFT JOIN verdicts v ON v.run = r.id");
+        }
+        let total: i64 = self.conn.query_row(&format!("SELECT COUNT(*) FROM {from}{where_sql}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
         let limit = f.limit.unwrap_or(200).min(5000);
-        let offset = f.offset.unwrap_or(0);
-        let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{where_sql} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), run_row)?;
-        Ok((total as u64, rows.collect::<Result<_, _>>()?))
+        let (page_sql, offset) = match f.after {
+            Some(after) => (format!("{} r.rowid > {after}", if where_sql.is_empty() { " WHERE" } else { " AND" }), 0),
+            None => (String::new(), f.offset.unwrap_or(0)),
+        };
+        let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{where_sql}{page_sql} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| Ok((run_row(r)?, r.get::<_, i64>(16)?)))?;
+        let rows: Vec<(RunRow, i64)> = rows.collect::<Result<_, _>>()?;
+        let next = (rows.len() == limit as usize).then(|| rows.last().map(|(_, id)| *id)).flatten();
+        Ok(RunPage { total: total as u64, next, runs: rows.into_iter().map(|(r, _)| r).collect() })
+    }
+
+    /// Every run matching a filter (its `limit`, `offset` and `after` are ignored), read a
+    /// page at a time.
+    pub fn all_run_rows(&self, f: &RunFilter) -> Result<Vec<RunRow>> {
+        let mut out = Vec::new();
+        let mut page = RunFilter { limit: Some(5000), offset: None, after: None, ..f.clone() };
+        loop {
+            let p = self.run_rows(&page)?;
+            out.extend(p.runs);
+            match p.next {
+                Some(next) => page.after = Some(next),
+                None => return Ok(out),
+            }
+        }
     }
 
     /// One run.
@@ -529,6 +566,32 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The plan SQLite picks for a query, one detail line per step.
+    fn plan(store: &Store, sql: &str) -> Vec<String> {
+        let mut stmt = store.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn the_api_queries_use_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        // Per-scenario run counts: one pass over an index, no subquery per scenario.
+        let p = plan(&store, &format!("{SCENARIO_ROW_SQL} ORDER BY s.id, s.hash"));
+        assert!(p.iter().any(|l| l.contains("runs_by_scenario")), "{p:?}");
+        assert!(!p.iter().any(|l| l.contains("CORRELATED")), "{p:?}");
+        // A cell's runs, and the next page after a cursor.
+        let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.experiment = 'e' AND r.framework = 'f' AND r.model = 'm' AND r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
+        assert!(p.iter().any(|l| l.starts_with("SEARCH r USING")), "{p:?}");
+        let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
+        assert!(p.iter().any(|l| l.contains("SEARCH r USING INTEGER PRIMARY KEY")), "{p:?}");
+        // Lookups by bundle, by scenario id, and the submissions list.
+        let p = plan(&store, "SELECT id FROM runs WHERE bundle = 'x'");
+        assert!(p.iter().any(|l| l.contains("runs_by_bundle")), "{p:?}");
+        let p = plan(&store, &format!("{SCENARIO_ROW_SQL} WHERE s.hash = 'x' OR s.id = 'x'"));
+        assert!(!p.iter().any(|l| l == "SCAN s"), "{p:?}");
+    }
 
     #[test]
     fn tokens_are_stored_hashed_and_named_once() {
