@@ -57,7 +57,7 @@ pub struct LoadedPlan {
     pub hash: String,
 }
 
-fn agent_labels(spec: &str) -> Result<(String, String), String> {
+pub fn agent_labels(spec: &str) -> Result<(String, String), String> {
     let a: AgentSpec = spec.parse()?;
     Ok((a.framework().to_string(), a.model()))
 }

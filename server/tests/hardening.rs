@@ -261,30 +261,34 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     assert_eq!(slow.read(&mut buf).unwrap_or(0), 0, "the server closes the connection");
 
     // Two uploads whose bodies stall hold both upload slots: a third gets 503 and Retry-After.
-    let stalled: Vec<std::net::TcpStream> = (0..2)
-        .map(|_| {
-            let mut c = std::net::TcpStream::connect(&addr).unwrap();
-            let head = format!(
-                "POST /api/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: bearer {token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"bundle\"\r\n\r\nxx"
-            );
-            c.write_all(head.as_bytes()).unwrap();
-            c
-        })
-        .collect();
-    let mut seen = Vec::new();
-    let busy = (0..200).find_map(|_| {
+    let stall = || -> std::net::TcpStream {
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        let head = format!(
+            "POST /api/bundles HTTP/1.1\r\nHost: x\r\nAuthorization: bearer {token}\r\nContent-Type: multipart/form-data; boundary=b\r\nContent-Length: 100000\r\n\r\n--b\r\nContent-Disposition: form-data; name=\"bundle\"\r\n\r\nxx"
+        );
+        c.write_all(head.as_bytes()).unwrap();
+        c
+    };
+    // What the server said on a connection so far ("" while it holds it).
+    let answer = |c: &std::net::TcpStream| -> String {
+        let mut c = c.try_clone().unwrap();
+        c.set_read_timeout(Some(std::time::Duration::from_millis(300))).unwrap();
+        let mut buf = vec![0u8; 400];
+        let n = c.read(&mut buf).unwrap_or(0);
+        String::from_utf8_lossy(&buf[..n]).into_owned()
+    };
+    let mut tries = Vec::new();
+    let busy = (0..5).find_map(|_| {
+        let stalled = [stall(), stall()];
+        std::thread::sleep(std::time::Duration::from_millis(500));
         let (st, body, retry) = upload(&s.url, token, b"x");
-        seen.push((st, body.clone()));
-        if st == 503 {
-            return Some((body, retry));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        None
+        let held: Vec<String> = stalled.iter().map(|c| answer(c)).collect();
+        tries.push((st, body.clone(), held));
+        (st == 503).then_some((body, retry))
     });
-    let (body, retry) = busy.unwrap_or_else(|| panic!("a third upload is refused while two are in progress: {:?}", &seen[..3]));
+    let (body, retry) = busy.unwrap_or_else(|| panic!("a third upload is refused while two are in progress: {tries:?}"));
     assert_eq!(retry.as_deref(), Some("5"));
     assert!(body["error"].as_str().unwrap().contains("retry"), "{body}");
-    drop(stalled);
 
     // axum's own refusals are JSON too; a lower-case scheme is accepted.
     let mut r = agent().delete(&format!("{}/api/health", s.url)).call().unwrap();
@@ -294,4 +298,14 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     let (st, v) = get_json(&format!("{}/api/runs?limit=many", s.url));
     assert_eq!(st, 400);
     assert!(v["error"].as_str().unwrap().contains("limit"), "{v}");
+}
+
+#[test]
+fn the_untrusted_input_parsers_survive_fuzzing() {
+    // Short runs here; `scripts/bench.sh` runs each target for ten minutes.
+    for target in ["oeb", "scenario", "plan"] {
+        let out = common::overeager(&["bench", "fuzz", "--target", target, "--seconds", "8", "--seed", "7"]);
+        let text = ok(&out);
+        assert!(text.contains("no panic"), "{text}");
+    }
 }

@@ -388,49 +388,107 @@ pub struct BenchApiArgs {
     /// Ask for gzip-compressed responses, as browsers do.
     #[arg(long)]
     pub gzip: bool,
+    /// Load the leaderboard, runs, scenarios and experiments endpoints alone and then together,
+    /// and report each one's requests/s and p99 both ways.
+    #[arg(long)]
+    pub mixed: bool,
     /// Print the figures as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-/// Serves the store in-process and loads `GET /api/leaderboard` with wrk.
+/// Serves the store in-process and loads `GET /api/leaderboard` with wrk; with `--mixed`,
+/// loads four endpoints alone and then all together, and reports each one's p99 both ways.
 pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
     let state = AppState::open(Config { db: args.db.db.clone(), dist: None, trust: PathBuf::from("/nonexistent"), plans: PathBuf::from("plans") })?;
-    if state.default_experiment()?.is_none() {
+    let Some(experiment) = state.default_experiment()? else {
         bail!("{} has no experiment to rank; run `overeager demo --no-serve` or `overeager experiment run <plan>` first", args.db.db.display());
+    };
+    drop(state);
+    let (rt, addr) = super::scale::serve_in_process(&args.db.db)?;
+    if args.mixed {
+        let paths = ["/api/leaderboard".to_string(), format!("/api/runs?experiment={experiment}"), "/api/scenarios".into(), "/api/experiments".into()];
+        let urls: Vec<String> = paths.iter().map(|p| format!("http://{addr}{p}")).collect();
+        // Warm every cache first.
+        for u in &urls {
+            wrk(u, 1, 1, 1)?;
+        }
+        let conns = args.connections.div_ceil(4).max(1);
+        let alone: Vec<WrkFigures> = urls.iter().map(|u| wrk(u, 1, conns, args.seconds)).collect::<Result<_>>()?;
+        let together: Vec<WrkFigures> = std::thread::scope(|sc| {
+            let handles: Vec<_> = urls.iter().map(|u| sc.spawn(move || wrk(u, 1, conns, args.seconds))).collect();
+            handles.into_iter().map(|h| h.join().expect("the wrk thread")).collect::<Result<_>>()
+        })?;
+        rt.shutdown_background();
+        let rows: Vec<serde_json::Value> = paths
+            .iter()
+            .zip(alone.iter().zip(&together))
+            .map(|(p, (a, t))| serde_json::json!({ "path": p, "alone": a, "mixed": t, "p99_ratio": t.p99_ms / a.p99_ms }))
+            .collect();
+        if args.json {
+            super::print_json(&serde_json::json!({ "connections_per_endpoint": conns, "seconds": args.seconds, "endpoints": rows }));
+        } else {
+            let mut t = comfy_table::Table::new();
+            t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(["endpoint", "req/s alone", "p99 ms alone", "req/s mixed", "p99 ms mixed", "p99 mixed / alone"]);
+            for (p, (a, m)) in paths.iter().zip(alone.iter().zip(&together)) {
+                t.add_row([p.clone(), format!("{:.0}", a.requests_per_s), format!("{:.2}", a.p99_ms), format!("{:.0}", m.requests_per_s), format!("{:.2}", m.p99_ms), format!("{:.2}", m.p99_ms / a.p99_ms)]);
+            }
+            println!("{conns} connections per endpoint, {} s each; alone, then all four at once", args.seconds);
+            println!("{t}");
+        }
+        return Ok(ExitCode::SUCCESS);
     }
-    let rt = runtime()?;
-    let (tx, rx) = std::sync::mpsc::channel();
-    let server = rt.spawn(api::serve(state, "127.0.0.1:0".parse().expect("an address"), move |a| {
-        let _ = tx.send(a);
-    }));
-    let addr = rx.recv().context("the server did not start")?;
     let url = format!("http://{addr}/api/leaderboard");
     // Warm the cache, and check the endpoint answers.
-    let warm = std::process::Command::new("wrk").args(["-t1", "-c1", "-d1s", &url]).output();
-    let Ok(warm) = warm else { bail!("wrk is not installed; install it (apt-get install wrk) to run this benchmark") };
-    if !warm.status.success() {
-        bail!("wrk failed: {}", String::from_utf8_lossy(&warm.stderr));
-    }
-    let mut wrk = std::process::Command::new("wrk");
-    wrk.args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency"]);
+    wrk(&url, 1, 1, 1)?;
+    let mut cmd = std::process::Command::new("wrk");
+    cmd.args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency"]);
     if args.gzip {
-        wrk.args(["-H", "Accept-Encoding: gzip"]);
+        cmd.args(["-H", "Accept-Encoding: gzip"]);
     }
-    let out = wrk.arg(&url).output()?;
-    server.abort();
+    let out = cmd.arg(&url).output()?;
+    rt.shutdown_background();
     let text = String::from_utf8_lossy(&out.stdout).into_owned();
-    let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
-    let rps = field("Requests/sec:").and_then(|v| v.parse::<f64>().ok());
-    let p99 = field("99%").map(|v| parse_wrk_ms(&v));
-    let p50 = field("50%").map(|v| parse_wrk_ms(&v));
-    let non2xx = field("Non-2xx or 3xx responses:");
+    let f = WrkFigures::parse(&text);
     if args.json {
-        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": rps, "p50_ms": p50, "p99_ms": p99, "non_2xx": non2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
+        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": f.requests_per_s, "p50_ms": f.p50_ms, "p99_ms": f.p99_ms, "non_2xx": f.non_2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
     } else {
         print!("{text}");
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// What wrk measured.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct WrkFigures {
+    pub requests_per_s: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+    pub non_2xx: u64,
+}
+
+impl WrkFigures {
+    fn parse(text: &str) -> WrkFigures {
+        let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
+        WrkFigures {
+            requests_per_s: field("Requests/sec:").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN),
+            p50_ms: field("50%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
+            p99_ms: field("99%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
+            non_2xx: field("Non-2xx or 3xx responses:").and_then(|v| v.parse().ok()).unwrap_or(0),
+        }
+    }
+}
+
+/// Loads `url` with wrk (`threads`, `connections`, `seconds`) and reads its latency figures.
+pub fn wrk(url: &str, threads: u32, connections: u32, seconds: u32) -> Result<WrkFigures> {
+    let out = std::process::Command::new("wrk")
+        .args([&format!("-t{threads}"), &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency", url])
+        .output()
+        .map_err(|_| anyhow::anyhow!("wrk is not installed; install it (apt-get install wrk) to run this benchmark"))?;
+    if !out.status.success() {
+        bail!("wrk failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    Ok(WrkFigures::parse(&String::from_utf8_lossy(&out.stdout)))
 }
 
 /// wrk's latency figures (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.

@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The benchmark suite: long-running measurements and fuzzing that do not belong in the tests.
+# Run after ./scripts/test.sh (which installs wrk, the agent CLIs and a Docker engine):
+#   ./scripts/bench.sh [--quick]
+# --quick shortens every phase (fuzzing 60 s per target instead of 10 min).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+FUZZ_SECONDS=600
+[ "${1:-}" = "--quick" ] && FUZZ_SECONDS=60
+PROFILE=release ./scripts/build.sh
+OE=./target/release/overeager
+WORK=$(mktemp -d -t overeager-bench-XXXXXX)
+trap 'rm -rf "$WORK"' EXIT
+
+echo "== fuzzing: ${FUZZ_SECONDS} s per target"
+for target in oeb scenario plan; do
+  "$OE" bench fuzz --target "$target" --seconds "$FUZZ_SECONDS"
+done
+
+echo "== the API at a public leaderboard's size"
+"$OE" bench scale --dist dist
+
+echo "== the API under mixed load (demo store)"
+"$OE" demo --no-serve --no-real --out "$WORK/demo" >/dev/null
+"$OE" bench api --db "$WORK/demo/overeager.db" --mixed --seconds 5 --connections 16
+
+echo "== the experiment runner, one and two jobs"
+"$OE" bench experiment --jobs 1
+"$OE" bench experiment --jobs 2
+
+echo "== judging"
+"$OE" bench judge
