@@ -59,6 +59,43 @@ pub struct Config {
     pub plans: PathBuf,
 }
 
+/// A value computed from the store and reused for [`REPORT_RECHECK`].
+pub(crate) struct Recent<T>(Mutex<Option<(Instant, Arc<T>)>>);
+
+impl<T> Default for Recent<T> {
+    fn default() -> Self {
+        Recent(Mutex::new(None))
+    }
+}
+
+impl<T> Recent<T> {
+    /// The value, computed again by `f` when older than [`REPORT_RECHECK`].
+    pub(crate) fn get(&self, f: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+        if let Some((at, v)) = self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
+            && at.elapsed() < REPORT_RECHECK
+        {
+            return Ok(v.clone());
+        }
+        let v = Arc::new(f()?);
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v.clone()));
+        Ok(v)
+    }
+
+    /// Forgets the value: this server just changed what it is computed from.
+    pub(crate) fn forget(&self) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+impl AppState {
+    /// Forgets the cached lists after this server changed the store.
+    pub(crate) fn changed(&self) {
+        self.scenario_rows.forget();
+        self.experiment_list.forget();
+        *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
 /// A report computed from the store, with its serialized forms.
 pub(crate) struct CachedReport {
     key: (i64, i64),
@@ -84,6 +121,10 @@ pub struct AppState {
     errors: Mutex<BTreeMap<String, String>>,
     /// The newest experiment, and when the store was asked.
     newest: Mutex<Option<(Instant, Option<String>)>>,
+    /// The scenario list and the experiment list, recomputed at most every [`REPORT_RECHECK`]:
+    /// under load they are asked for far more often than they change.
+    scenario_rows: Recent<Vec<crate::store::web::ScenarioRow>>,
+    experiment_list: Recent<Vec<serde_json::Value>>,
     /// Idle read-only connections.
     readers: Mutex<Vec<Store>>,
     /// Permits for bundle uploads in progress.
@@ -107,6 +148,8 @@ impl AppState {
             newest: Mutex::new(None),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
             readers: Mutex::new(Vec::new()),
+            scenario_rows: Recent::default(),
+            experiment_list: Recent::default(),
         }))
     }
 

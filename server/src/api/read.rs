@@ -90,7 +90,16 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-    let list = st.read(|s| experiment_list(s, &newest_first(s)?, &running))?;
+    let list = st.experiment_list.get(|| st.read(|s| experiment_list(s, &newest_first(s)?, &[])))?;
+    // Whether one is running is this process's own state: always current.
+    let list = list
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e["running"] = Value::Bool(e["id"].as_str().is_some_and(|id| running.iter().any(|r| r == id)));
+            e
+        })
+        .collect();
     Ok(Json(Value::Array(list)))
 }
 
@@ -198,10 +207,10 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
            ("admitted" = Option<bool>, Query, description = "validator decision")),
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
 pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<Value>> {
-    let rows = st.read(|s| s.scenario_rows())?;
+    let rows = st.scenario_rows.get(|| st.read(|s| s.scenario_rows()))?;
     let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
-    for r in &rows {
+    for r in rows.iter() {
         *archetypes.entry(r.archetype.clone()).or_default() += 1;
         for (a, l) in &r.axes {
             *axes.entry(a.clone()).or_default().entry(l.clone()).or_default() += 1;
@@ -220,7 +229,7 @@ pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap
         Some(o) => return Err(ApiError::bad(format!("admitted=`{o}`: use true or false"))),
     };
     let list: Vec<_> = rows
-        .into_iter()
+        .iter()
         .filter(|r| q.get("archetype").is_none_or(|a| a.is_empty() || &r.archetype == a))
         .filter(|r| text.as_ref().is_none_or(|t| r.id.to_lowercase().contains(t) || r.title.to_lowercase().contains(t)))
         .filter(|r| admitted.is_none_or(|a| r.admitted == Some(a)))

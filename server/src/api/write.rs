@@ -41,13 +41,14 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     }
     let path = st.config.plans.join(format!("{}.toml", req.plan));
     if !path.is_file() {
-        return Err(ApiError::not_found(format!("no plan `{}` in {}; GET /api/plans lists them", req.plan, st.config.plans.display())));
+        return Err(ApiError::not_found(format!("no plan `{}` on this server; GET /api/plans lists them", req.plan)));
     }
     let lp = {
         let path = path.clone();
         tokio::task::spawn_blocking(move || crate::experiment::load_plan(&path)).await.map_err(ApiError::internal)?
     }
-    .map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
+    // The plan's own errors, with the server's directory left out of every path.
+    .map_err(|e| ApiError::unprocessable(format!("{e:#}").replace(&format!("{}/", st.config.plans.display()), "")))?;
     let id = lp.plan.id.clone();
     let existing = st.with_store(|s| s.experiment(&id))?;
     if existing.is_some_and(|e| e.plan_hash != lp.hash) {
@@ -63,6 +64,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
         }
         running.insert(id.clone(), Instant::now());
     }
+    st.changed();
     tracing::info!("{} started experiment {id} from {}", who.name, path.display());
     let st2 = st.clone();
     let id2 = id.clone();
@@ -81,6 +83,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
             }
         }
         st2.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id2);
+        st2.changed();
     });
     Ok((StatusCode::ACCEPTED, Json(json!({ "experiment": id, "progress": format!("/api/experiments/{id}/progress") }))))
 }
@@ -179,6 +182,7 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     drop(permit);
     let sub = result.map_err(IntoResponse::into_response)?;
     st.traces.forget(&sub.bundle);
+    st.changed();
     Ok((
         StatusCode::CREATED,
         Json(json!({ "bundle": sub.bundle, "verdict": sub.verdict, "claimed_verdict_ignored": sub.claimed.is_some(), "trace": format!("/bundles/{}", sub.bundle) })),

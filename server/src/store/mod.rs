@@ -149,6 +149,11 @@ const MIGRATIONS: &[&str] = &[
     // 3: indexes for every query the API runs (checked with EXPLAIN QUERY PLAN in the tests).
     r#"
     CREATE INDEX runs_by_scenario ON runs (scenario_hash, status);
+    CREATE INDEX runs_progress ON runs (experiment, framework, model, status, timed_out);
+    -- (experiment, rowid) order: a page of an experiment's runs without sorting all of them.
+    CREATE INDEX runs_in_order ON runs (experiment);
+    -- The same columns as runs_by_experiment (migration 2).
+    DROP INDEX runs_by_status;
     CREATE INDEX scenarios_by_id ON scenarios (id);
     CREATE INDEX submissions_by_time ON submissions (submitted_us);
     CREATE INDEX labels_by_run ON labels (run);

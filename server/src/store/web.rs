@@ -582,11 +582,16 @@ mod tests {
         assert!(p.iter().any(|l| l.contains("runs_by_scenario")), "{p:?}");
         assert!(!p.iter().any(|l| l.contains("CORRELATED")), "{p:?}");
         // A cell's runs, and the next page after a cursor.
-        let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.experiment = 'e' AND r.framework = 'f' AND r.model = 'm' AND r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
-        assert!(p.iter().any(|l| l.starts_with("SEARCH r USING")), "{p:?}");
+        for filter in ["", " AND r.rowid > 5", " AND r.framework = 'f' AND r.model = 'm'"] {
+            let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.experiment = 'e'{filter} ORDER BY r.rowid LIMIT 200"));
+            assert!(p.iter().any(|l| l.starts_with("SEARCH r USING")) && !p.iter().any(|l| l.contains("TEMP B-TREE")), "{p:?}");
+        }
         let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
         assert!(p.iter().any(|l| l.contains("SEARCH r USING INTEGER PRIMARY KEY")), "{p:?}");
         // Lookups by bundle, by scenario id, and the submissions list.
+        // Progress per agent: a covering index, grouped in index order.
+        let p = plan(&store, "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = 'e' GROUP BY framework, model, status");
+        assert!(p.iter().any(|l| l.contains("COVERING INDEX runs_progress")) && !p.iter().any(|l| l.contains("TEMP B-TREE")), "{p:?}");
         let p = plan(&store, "SELECT id FROM runs WHERE bundle = 'x'");
         assert!(p.iter().any(|l| l.contains("runs_by_bundle")), "{p:?}");
         let p = plan(&store, &format!("{SCENARIO_ROW_SQL} WHERE s.hash = 'x' OR s.id = 'x'"));
