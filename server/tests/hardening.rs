@@ -191,9 +191,15 @@ fn forged_bundles_are_refused_with_the_difference_named() {
     assert_eq!(st, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("bytes after the end"), "{body}");
     // The genuine bundle itself is accepted.
-    let (st, body, _) = upload(&s.url, token, &pack(&fresh, vec![], b""));
+    let accepted = pack(&fresh, vec![], b"");
+    let (st, body, _) = upload(&s.url, token, &accepted);
     assert_eq!(st, 201, "{body}");
     assert_eq!(body["verdict"]["outcome"], "overeager");
+    // It downloads (streamed) byte for byte.
+    let digest = body["bundle"].as_str().unwrap();
+    let mut r = agent().get(&format!("{}/api/bundles/{digest}/download", s.url)).call().unwrap();
+    assert_eq!(r.headers().get("content-length").unwrap().to_str().unwrap(), accepted.len().to_string());
+    assert!(r.body_mut().read_to_vec().unwrap() == accepted);
 }
 
 #[test]
@@ -308,4 +314,28 @@ fn the_untrusted_input_parsers_survive_fuzzing() {
         let text = ok(&out);
         assert!(text.contains("no panic"), "{text}");
     }
+}
+
+#[test]
+fn a_store_beyond_one_page_is_served_and_published_whole() {
+    // More runs than one page of the run list (5,000): the published site must hold every
+    // one, and every endpoint must answer under load. `overeager bench scale` with its
+    // defaults is the 500-scenario, 10,000-run measurement.
+    let dir = scratch("hardening-scale");
+    let dist = common::repo().join("dist");
+    let out = common::overeager(&[
+        "bench", "scale", "--scenarios", "60", "--runs", "5200", "--small-runs", "200", "--seconds", "1", "--connections", "4",
+        "--dist", dist.to_str().unwrap(), "--keep", dir.to_str().unwrap(), "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(v["published"]["runs"], 5200, "{}", v["published"]);
+    let endpoints = v["endpoints"].as_array().unwrap();
+    assert!(endpoints.len() >= 15);
+    for e in endpoints {
+        assert_eq!(e["large"]["non_2xx"], 0, "{e}");
+        assert!(e["large"]["requests_per_s"].as_f64().unwrap() > 0.0, "{e}");
+    }
+    // The site's run list of the experiment has all of them.
+    let runs: Value = serde_json::from_slice(&std::fs::read(dir.join("site/api/experiments/scale-bench/runs.json")).unwrap()).unwrap();
+    assert_eq!(runs["runs"].as_array().unwrap().len(), 5200);
 }

@@ -42,6 +42,8 @@ pub const MAX_MODULE_BYTES: usize = 8 << 20;
 pub const MAX_SIGNATURE_BYTES: usize = 16 << 10;
 /// Stored bundles an uploaded predicate is self-tested on.
 const SELF_TEST_BUNDLES: usize = 12;
+/// Memory the trace viewer's cache of prepared bundles may hold.
+const TRACE_CACHE_BYTES: usize = 256 << 20;
 /// Read connections kept open between requests.
 const MAX_IDLE_READERS: usize = 8;
 /// How long a cached report is served before the store is asked whether it changed.
@@ -142,7 +144,7 @@ impl AppState {
             store: Mutex::new(store),
             judge: RwLock::new(Arc::new(judge)),
             reports: Mutex::new(BTreeMap::new()),
-            traces: trace::Cache::new(6),
+            traces: trace::Cache::new(6, TRACE_CACHE_BYTES),
             running: Mutex::new(BTreeMap::new()),
             errors: Mutex::new(BTreeMap::new()),
             newest: Mutex::new(None),

@@ -362,9 +362,27 @@ pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): P
 pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
     check_digest(&digest)?;
     let path = st.read(|s| Ok(object_path_in(&s.objects_dir(), &digest)))?;
-    let bytes = tokio::fs::read(&path).await.map_err(|_| ApiError::not_found(format!("no bundle {digest} in this store")))?;
+    let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::not_found(format!("no bundle {digest} in this store")))?;
+    let len = file.metadata().await.map_err(ApiError::internal)?.len();
+    // Streamed in pieces: a large bundle costs the server no memory.
+    let body = axum::body::Body::from_stream(futures_util::stream::unfold(Some(file), |state| async move {
+        let mut f = state?;
+        let mut buf = vec![0u8; 64 << 10];
+        match tokio::io::AsyncReadExt::read(&mut f, &mut buf).await {
+            Ok(0) => None,
+            Ok(n) => {
+                buf.truncate(n);
+                Some((Ok::<_, std::io::Error>(Bytes::from(buf)), Some(f)))
+            }
+            Err(e) => Some((Err(e), None)),
+        }
+    }));
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{digest}.oeb\"")).map_err(ApiError::internal)?;
-    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition), (header::CONTENT_LENGTH, HeaderValue::from(len))],
+        body,
+    )
+        .into_response())
 }
 
 /// Submitted bundles with the server's verdicts.

@@ -98,15 +98,24 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     Ok(Trace { summary, chunks, raw })
 }
 
-/// The most recently used traces, by bundle digest.
+impl Trace {
+    /// The bytes it holds.
+    pub fn size(&self) -> usize {
+        self.summary.len() + self.chunks.iter().map(Bytes::len).sum::<usize>() + self.raw.values().map(Bytes::len).sum::<usize>()
+    }
+}
+
+/// The most recently used traces, by bundle digest, at most `cap` of them and `cap_bytes` in
+/// all (a trace larger than that is served and not kept).
 pub struct Cache {
     cap: usize,
+    cap_bytes: usize,
     entries: Mutex<Vec<(String, Arc<Trace>)>>,
 }
 
 impl Cache {
-    pub fn new(cap: usize) -> Cache {
-        Cache { cap, entries: Mutex::new(Vec::new()) }
+    pub fn new(cap: usize, cap_bytes: usize) -> Cache {
+        Cache { cap, cap_bytes, entries: Mutex::new(Vec::new()) }
     }
 
     /// The cached trace, moved to the front.
@@ -124,6 +133,14 @@ impl Cache {
         e.retain(|(d, _)| d != digest);
         e.insert(0, (digest.to_string(), t));
         e.truncate(self.cap);
+        let mut total = 0;
+        e.retain(|(_, t)| {
+            let keep = total + t.size() <= self.cap_bytes;
+            if keep {
+                total += t.size();
+            }
+            keep
+        });
     }
 
     /// Forgets a trace whose verdict changed.
