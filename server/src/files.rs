@@ -53,27 +53,11 @@ pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The sha256 (hex) and length of a file, read in fixed-size pieces: memory stays bounded
-/// whatever the file's size (a sparse file of many GiB costs only the time to read it).
-pub fn sha256_file(path: &Path) -> std::io::Result<(String, u64)> {
-    sha256_reader(std::fs::File::open(path)?)
-}
-
-/// The sha256 (hex) and length of everything `r` yields, read in fixed-size pieces.
-pub fn sha256_reader(mut r: impl std::io::Read) -> std::io::Result<(String, u64)> {
+/// The sha256 (hex) of a file, read in fixed-size pieces: memory stays bounded whatever the
+/// file's size (a sparse file of many GiB costs only the time to read it).
+pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();
-    let mut buf = vec![0u8; 1 << 16];
-    let mut len = 0u64;
-    loop {
-        let n = match r.read(&mut buf) {
-            Ok(0) => break,
-            Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e),
-        };
-        h.update(&buf[..n]);
-        len += n as u64;
-    }
-    Ok((hex::encode(h.finalize()), len))
+    std::io::copy(&mut std::fs::File::open(path)?, &mut h)?;
+    Ok(hex::encode(h.finalize()))
 }

@@ -6,24 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Server, demo_store, hostile, key, ok, overeager, scratch, signed};
+use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, scratch, signed};
 use serde_json::Value;
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
-}
-
-/// (status, JSON body) of a request.
-fn call(req: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, Value) {
-    let mut resp = req.expect("the server answers");
-    let status = resp.status().as_u16();
-    let text = resp.body_mut().read_to_string().unwrap();
-    (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
-}
-
-fn get(url: &str) -> (u16, Value) {
-    call(agent().get(url).call())
-}
 
 /// A multipart/form-data body from (field, file name, bytes).
 fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {

@@ -5,7 +5,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 
-use common::{oe, ok, scratch, seeds};
+use common::{agent, get, oe, ok, scratch, seeds};
 use serde_json::Value;
 
 /// A copy of a seed whose aggressive play deletes the database and then buries that under
@@ -74,18 +74,9 @@ fn server() -> common::Server {
 /// The packed bundle of the demo's first aggressive scripted run.
 fn aggressive_oeb(url: &str) -> Vec<u8> {
     let (_, db, _) = store();
-    let runs = get_json(&format!("{url}/api/runs?experiment=demo&framework=scripted&model=aggressive&variant=consent_kept&limit=1")).1;
+    let runs = get(&format!("{url}/api/runs?experiment=demo&framework=scripted&model=aggressive&variant=consent_kept&limit=1")).1;
     let digest = runs["runs"][0]["bundle"].as_str().unwrap().to_string();
     std::fs::read(db.with_file_name("overeager.db.objects").join("bundles").join(&digest[..2]).join(format!("{digest}.oeb"))).unwrap()
-}
-
-fn agent() -> ureq::Agent {
-    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
-}
-
-fn get_json(url: &str) -> (u16, Value) {
-    let mut r = agent().get(url).call().unwrap();
-    (r.status().as_u16(), serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap_or(Value::Null))
 }
 
 /// POSTs the bytes as the `bundle` field of a form; (status, JSON, Retry-After).
@@ -112,12 +103,13 @@ fn pack(dir: &Path, extra: Vec<(&str, Box<dyn std::io::Read>, u64)>, trailer: &[
         let mut enc = zstd::Encoder::new(&mut out, 1).unwrap();
         {
             let mut tar = tar::Builder::new(&mut enc);
-            for e in walkdir(dir) {
-                let rel = e.strip_prefix(dir).unwrap();
-                if e.is_dir() {
-                    tar.append_dir(rel, &e).unwrap();
+            for e in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+                let e = e.unwrap();
+                let rel = e.path().strip_prefix(dir).unwrap();
+                if e.file_type().is_dir() {
+                    tar.append_dir(rel, e.path()).unwrap();
                 } else {
-                    tar.append_path_with_name(&e, rel).unwrap();
+                    tar.append_path_with_name(e.path(), rel).unwrap();
                 }
             }
             for (name, data, size) in extra {
@@ -131,22 +123,6 @@ fn pack(dir: &Path, extra: Vec<(&str, Box<dyn std::io::Read>, u64)>, trailer: &[
         }
         std::io::Write::write_all(&mut enc, trailer).unwrap();
         enc.finish().unwrap();
-    }
-    out
-}
-
-fn walkdir(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(&d).unwrap().map(|e| e.unwrap().path()).collect();
-        entries.sort();
-        for p in entries {
-            out.push(p.clone());
-            if p.is_dir() {
-                stack.push(p);
-            }
-        }
     }
     out
 }
@@ -260,7 +236,7 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     // Headers that never finish.
     let mut slow = std::net::TcpStream::connect(&addr).unwrap();
     slow.write_all(b"GET /api/health HTTP/1.1\r\nHost: x\r\n").unwrap();
-    let (st, health) = get_json(&format!("{}/api/health", s.url));
+    let (st, health) = get(&format!("{}/api/health", s.url));
     assert_eq!((st, &health["ok"]), (200, &Value::Bool(true)));
     slow.set_read_timeout(Some(std::time::Duration::from_secs(60))).unwrap();
     let mut buf = [0u8; 64];
@@ -301,7 +277,7 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     assert_eq!(r.status().as_u16(), 405);
     let v: Value = serde_json::from_str(&r.body_mut().read_to_string().unwrap()).unwrap();
     assert_eq!(v["status"], 405);
-    let (st, v) = get_json(&format!("{}/api/runs?limit=many", s.url));
+    let (st, v) = get(&format!("{}/api/runs?limit=many", s.url));
     assert_eq!(st, 400);
     assert!(v["error"].as_str().unwrap().contains("limit"), "{v}");
 }

@@ -75,7 +75,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     // Experiments, reports, figures, run lists.
     // Newest first, as listed: the traces of the newest experiment come first under --max-traces.
     let exps = read::newest_first(&store)?;
-    site.json("experiments", &read::experiment_list(&store, &exps, &[])?)?;
+    site.json("experiments", &read::experiment_list(&store, &exps)?)?;
     let mut runs_total = 0;
     let mut traced = 0;
     let mut left_out = 0;

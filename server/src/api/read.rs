@@ -90,7 +90,7 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-    let list = st.experiment_list.get(|| st.read(|s| experiment_list(s, &newest_first(s)?, &[])))?;
+    let list = st.experiment_list.get(|| st.read(|s| experiment_list(s, &newest_first(s)?)))?;
     // Whether one is running is this process's own state: always current.
     let list = list
         .iter()
@@ -111,14 +111,14 @@ pub fn newest_first(s: &crate::store::Store) -> anyhow::Result<Vec<crate::store:
 }
 
 /// Experiments with their progress, as `/api/experiments` lists them (shared with the static
-/// export, where nothing is running).
-pub fn experiment_list(s: &crate::store::Store, exps: &[crate::store::Experiment], running: &[String]) -> anyhow::Result<Vec<Value>> {
+/// export), each with `running: false`; the server marks the ones it is running.
+pub fn experiment_list(s: &crate::store::Store, exps: &[crate::store::Experiment]) -> anyhow::Result<Vec<Value>> {
     exps.iter()
         .map(|e| {
             let simulated = e.plan.agents.iter().any(|a| a.agent.starts_with("sim:"));
             Ok(json!({
                 "id": e.id, "title": e.title, "created_us": e.created_us, "progress": s.progress(&e.id)?,
-                "simulated": simulated, "running": running.contains(&e.id),
+                "simulated": simulated, "running": false,
             }))
         })
         .collect()
@@ -365,18 +365,7 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
     let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::not_found(format!("no bundle {digest} in this store")))?;
     let len = file.metadata().await.map_err(ApiError::internal)?.len();
     // Streamed in pieces: a large bundle costs the server no memory.
-    let body = axum::body::Body::from_stream(futures_util::stream::unfold(Some(file), |state| async move {
-        let mut f = state?;
-        let mut buf = vec![0u8; 64 << 10];
-        match tokio::io::AsyncReadExt::read(&mut f, &mut buf).await {
-            Ok(0) => None,
-            Ok(n) => {
-                buf.truncate(n);
-                Some((Ok::<_, std::io::Error>(Bytes::from(buf)), Some(f)))
-            }
-            Err(e) => Some((Err(e), None)),
-        }
-    }));
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 << 10));
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{digest}.oeb\"")).map_err(ApiError::internal)?;
     Ok((
         [(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition), (header::CONTENT_LENGTH, HeaderValue::from(len))],

@@ -172,11 +172,12 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
         return Err(busy(format!("{MAX_CONCURRENT_UPLOADS} bundles are being judged already; retry in a few seconds")));
     };
     let result = async {
-        let incoming = st.with_store(|s| Ok(s.objects_dir()))?.parent().expect("the object directory has a parent").join("incoming");
+        let objects = st.with_store(|s| Ok(s.objects_dir()))?;
+        let incoming = objects.parent().expect("the object directory has a parent").join("incoming");
         std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
-        let (upload, claimed) = receive_bundle(mp, &incoming).await?;
+        let upload = receive_bundle(mp, &incoming).await?;
         let st2 = st.clone();
-        tokio::task::spawn_blocking(move || judge_submission(&st2, upload, claimed, &who.name)).await.map_err(ApiError::internal)?
+        tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who.name)).await.map_err(ApiError::internal)?
     }
     .await;
     drop(permit);
@@ -196,11 +197,23 @@ fn busy(message: String) -> Response {
     r
 }
 
+/// Largest `verdict` field sent with a bundle (kept only to show it was ignored).
+const MAX_CLAIMED_VERDICT_BYTES: usize = 1 << 20;
+
+/// A received upload: the packed bundle in a file of its own, its sha256, and the verdict
+/// the client claimed, if any.
+struct Upload {
+    file: tempfile::NamedTempFile,
+    digest: String,
+    claimed: Option<Value>,
+}
+
 /// Streams the `bundle` field to a file in `incoming` (never more than [`MAX_BUNDLE_BYTES`]),
-/// and reads the small optional `verdict` field.
-async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<(tempfile::NamedTempFile, Option<Value>)> {
-    let limits = [("bundle", MAX_BUNDLE_BYTES), ("verdict", 1 << 20)];
-    let mut file: Option<tempfile::NamedTempFile> = None;
+/// hashing it as it arrives, and reads the small optional `verdict` field.
+async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Upload> {
+    use sha2::Digest;
+    let limits = [("bundle", MAX_BUNDLE_BYTES), ("verdict", MAX_CLAIMED_VERDICT_BYTES)];
+    let mut file: Option<(tempfile::NamedTempFile, String)> = None;
     let mut claimed = None;
     loop {
         let mut field = match mp.next_field().await {
@@ -211,20 +224,22 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<(t
         match field.name().unwrap_or("") {
             "bundle" if file.is_none() => {
                 let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(incoming).map_err(ApiError::internal)?;
+                let mut hash = sha2::Sha256::new();
                 let mut size = 0usize;
                 while let Some(chunk) = field.chunk().await.map_err(|e| multipart_error(e, &limits))? {
                     size += chunk.len();
                     if size > MAX_BUNDLE_BYTES {
                         return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("field `bundle` is larger than {MAX_BUNDLE_BYTES} bytes, the limit")));
                     }
+                    hash.update(&chunk);
                     std::io::Write::write_all(&mut tmp, &chunk).map_err(ApiError::internal)?;
                 }
-                file = Some(tmp);
+                file = Some((tmp, hex::encode(hash.finalize())));
             }
             "verdict" if claimed.is_none() => {
                 let v = field.bytes().await.map_err(|e| multipart_error(e, &limits))?;
-                if v.len() > 1 << 20 {
-                    return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, "field `verdict` is larger than 1048576 bytes, the limit"));
+                if v.len() > MAX_CLAIMED_VERDICT_BYTES {
+                    return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("field `verdict` is larger than {MAX_CLAIMED_VERDICT_BYTES} bytes, the limit")));
                 }
                 claimed = Some(serde_json::from_slice::<Value>(&v).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&v).into_owned())));
             }
@@ -232,18 +247,16 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<(t
             name => return Err(ApiError::bad(format!("unexpected form field `{name}`; this upload takes `bundle` and `verdict`"))),
         }
     }
-    let file = file.ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
-    Ok((file, claimed))
+    let (file, digest) = file.ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
+    Ok(Upload { file, digest, claimed })
 }
 
-fn judge_submission(st: &AppState, upload: tempfile::NamedTempFile, claimed: Option<Value>, who: &str) -> Api<Submission> {
-    let (digest, _) = crate::files::sha256_file(upload.path()).map_err(ApiError::internal)?;
+fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &str) -> Api<Submission> {
+    let Upload { file: upload, digest, claimed } = upload;
     let unpacked = tempfile::Builder::new().prefix("unpacked-").tempdir_in(upload.path().parent().expect("in incoming")).map_err(ApiError::internal)?;
-    // Messages name the upload, never the server's own paths.
-    let scrub = |e: anyhow::Error| {
-        format!("{e:#}").replace(&unpacked.path().join("b").display().to_string(), "the upload").replace(&upload.path().display().to_string(), "the upload")
-    };
     let dir = unpacked.path().join("b");
+    // Messages name the upload, never the server's own paths.
+    let scrub = |e: anyhow::Error| format!("{e:#}").replace(&dir.display().to_string(), "the upload").replace(&upload.path().display().to_string(), "the upload");
     crate::audit::pack::unpack(upload.path(), &dir, &crate::audit::pack::Limits::upload()).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
     crate::audit::verify::verify(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle is refused: {}; a bundle's derived files must follow from its raw channels", scrub(e))))?;
     let mut loaded = input::load(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
@@ -263,8 +276,7 @@ fn judge_submission(st: &AppState, upload: tempfile::NamedTempFile, claimed: Opt
         )));
     }
     let verdict = st.judge().judge(&loaded);
-    let objects = st.with_store(|s| Ok(s.objects_dir()))?;
-    put_object_in(&objects, upload.path())?;
+    put_object_in(objects, upload.path())?;
     let m = &loaded.manifest;
     let sub = Submission {
         bundle: digest,

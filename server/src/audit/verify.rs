@@ -87,23 +87,28 @@ fn check_after(events: &[Event], after: &Snapshot) -> Result<(), Mismatch> {
     let in_tree = |p: &str| !p.is_empty() && !p.starts_with('/') && !p.starts_with('~') && !p.split('/').any(|c| c == "..");
     // path → (exists, seq of the last record)
     let mut last: BTreeMap<String, (bool, u64)> = BTreeMap::new();
-    let gone = |last: &mut BTreeMap<String, (bool, u64)>, p: &str, seq: u64| {
-        // Whatever was under a removed or moved directory went with it.
-        let prefix = format!("{p}/");
-        let under: Vec<String> = last.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, _)| k.clone()).collect();
-        for k in under {
-            last.insert(k, (false, seq));
-        }
-        last.insert(p.to_string(), (false, seq));
-    };
     for e in watch() {
         match (e.op, e.paths.as_slice()) {
             (Op::Create | Op::Write, [p]) => {
                 last.insert(p.clone(), (true, e.seq));
             }
-            (Op::Delete, [p]) => gone(&mut last, p, e.seq),
+            (Op::Delete, [p]) => {
+                // Whatever was under a removed directory went with it.
+                for k in keys_under(&last, p) {
+                    last.insert(k, (false, e.seq));
+                }
+                last.insert(p.clone(), (false, e.seq));
+            }
             (Op::Rename, [from, to]) => {
-                gone(&mut last, from, e.seq);
+                for k in keys_under(&last, from) {
+                    last.insert(k, (false, e.seq));
+                }
+                last.insert(from.clone(), (false, e.seq));
+                // What is under the target now is the moved tree's, which the watcher did not
+                // list: earlier records there decide nothing.
+                for k in keys_under(&last, to) {
+                    last.remove(&k);
+                }
                 last.insert(to.clone(), (true, e.seq));
             }
             _ => {}
@@ -114,16 +119,17 @@ fn check_after(events: &[Event], after: &Snapshot) -> Result<(), Mismatch> {
         if exists && !present {
             return Err(Mismatch::Snapshot { what: "has no", path, seq, watched: "was written or created, and nothing removed it after" });
         }
-        if !exists && present && !renamed_onto(&path, seq, events) {
+        if !exists && present {
             return Err(Mismatch::Snapshot { what: "still has", path, seq, watched: "was deleted or moved away" });
         }
     }
     Ok(())
 }
 
-/// A later rename of a directory put something at this path again.
-fn renamed_onto(path: &str, seq: u64, events: &[Event]) -> bool {
-    events.iter().any(|e| e.seq > seq && e.channel == Channel::Fswatch && e.op == Op::Rename && e.paths.get(1).is_some_and(|to| path.starts_with(&format!("{to}/"))))
+/// The tracked paths strictly under directory `p`.
+fn keys_under(last: &BTreeMap<String, (bool, u64)>, p: &str) -> Vec<String> {
+    let prefix = format!("{p}/");
+    last.range(prefix.clone()..).take_while(|(k, _)| k.starts_with(&prefix)).map(|(k, _)| k.clone()).collect()
 }
 
 fn check_blobs(dir: &Path, before: &Snapshot, after: &Snapshot) -> Result<()> {

@@ -114,10 +114,6 @@ fn mutate(data: &mut Vec<u8>, other: &[u8], rng: &mut ChaCha8Rng) {
     }
 }
 
-fn decompress(oeb: &[u8]) -> Option<Vec<u8>> {
-    zstd::decode_all(oeb).ok()
-}
-
 /// Runs one input through the target; `Err` is a refusal (fine), a panic is a crash.
 fn run_one(target: Target, input: &[u8], scratch: &Path) -> Result<()> {
     match target {
@@ -147,7 +143,7 @@ fn run_one(target: Target, input: &[u8], scratch: &Path) -> Result<()> {
 pub fn bench_fuzz(args: &BenchFuzzArgs) -> Result<ExitCode> {
     let corpus = corpus(args.target)?;
     // For archives, mutations of the tar stream (recompressed) reach past the zstd layer.
-    let tars: Vec<Vec<u8>> = if args.target == Target::Oeb { corpus.iter().filter_map(|c| decompress(c)).collect() } else { Vec::new() };
+    let tars: Vec<Vec<u8>> = if args.target == Target::Oeb { corpus.iter().filter_map(|c| zstd::decode_all(c.as_slice()).ok()).collect() } else { Vec::new() };
     let scratch = tempfile::Builder::new().prefix("overeager-fuzz-").tempdir()?;
     let mut rng = ChaCha8Rng::seed_from_u64(args.seed);
     let deadline = Instant::now() + Duration::from_secs(args.seconds);

@@ -96,11 +96,14 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
     );
     let plan = Plan::from_toml("scale-bench.toml", &plan_text, crate::experiment::agent_labels).map_err(|e| anyhow::anyhow!("the scale plan: {e:?}"))?;
     // Run k ↔ (scenario, variant, agent, replicate): every run is a distinct matrix cell.
+    let cell = |k: usize| {
+        let (s, rest) = (k % scenarios, k / scenarios);
+        let (v, rest) = (rest % 2, rest / 2);
+        (s, v, rest % AGENTS.len(), rest / AGENTS.len())
+    };
     let matrix: Vec<NewRun> = (0..runs)
         .map(|k| {
-            let (s, rest) = (k % scenarios, k / scenarios);
-            let (v, rest) = (rest % 2, rest / 2);
-            let (a, replicate) = (rest % AGENTS.len(), rest / AGENTS.len());
+            let (s, v, a, replicate) = cell(k);
             NewRun {
                 id: format!("scale-{k:06}"),
                 agent: "sim:permissive".into(),
@@ -116,11 +119,10 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
         .collect();
     store.create_experiment(&plan, "scale", "scale-bench.toml", &copies, &matrix)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(20_261_124);
-    let by_hash: BTreeMap<&str, &LoadedScenario> = copies.iter().map(|s| (s.hash.as_str(), s)).collect();
-    for r in &matrix {
-        let s = by_hash[r.scenario_hash.as_str()];
-        let p = AGENTS.iter().find(|(f, m, _)| *f == r.framework && *m == r.model).map_or(0.2, |a| a.2);
-        let over = rng.random_bool(p);
+    for (k, r) in matrix.iter().enumerate() {
+        let (s, _, a, _) = cell(k);
+        let s = &copies[s];
+        let over = rng.random_bool(AGENTS[a].2);
         let broken = rng.random_bool(0.01);
         let calls = leaf_calls(&s.scenario);
         let outcomes = calls
@@ -191,7 +193,7 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
 /// A server on the store, in this process; its address and the runtime that serves it.
 pub fn serve_in_process(db: &Path) -> Result<(tokio::runtime::Runtime, std::net::SocketAddr)> {
     let state = AppState::open(Config { db: db.to_path_buf(), dist: None, trust: PathBuf::from("/nonexistent"), plans: PathBuf::from("plans") })?;
-    let rt = tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")?;
+    let rt = super::web::runtime()?;
     let (tx, rx) = std::sync::mpsc::channel();
     rt.spawn(api::serve(state, "127.0.0.1:0".parse().expect("an address"), move |a| {
         let _ = tx.send(a);

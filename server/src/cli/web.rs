@@ -54,7 +54,7 @@ pub struct ServeArgs {
     pub opts: ServeOpts,
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime> {
+pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
 }
 
@@ -400,11 +400,10 @@ pub struct BenchApiArgs {
 /// Serves the store in-process and loads `GET /api/leaderboard` with wrk; with `--mixed`,
 /// loads four endpoints alone and then all together, and reports each one's p99 both ways.
 pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
-    let state = AppState::open(Config { db: args.db.db.clone(), dist: None, trust: PathBuf::from("/nonexistent"), plans: PathBuf::from("plans") })?;
-    let Some(experiment) = state.default_experiment()? else {
+    let newest = crate::store::Store::open_existing(&args.db.db)?.experiments()?.into_iter().max_by_key(|e| e.created_us);
+    let Some(experiment) = newest.map(|e| e.id) else {
         bail!("{} has no experiment to rank; run `overeager demo --no-serve` or `overeager experiment run <plan>` first", args.db.db.display());
     };
-    drop(state);
     let (rt, addr) = super::scale::serve_in_process(&args.db.db)?;
     if args.mixed {
         let paths = ["/api/leaderboard".to_string(), format!("/api/runs?experiment={experiment}"), "/api/scenarios".into(), "/api/experiments".into()];
@@ -441,14 +440,8 @@ pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
     let url = format!("http://{addr}/api/leaderboard");
     // Warm the cache, and check the endpoint answers.
     wrk(&url, 1, 1, 1)?;
-    let mut cmd = std::process::Command::new("wrk");
-    cmd.args([&format!("-t{}", args.threads), &format!("-c{}", args.connections), &format!("-d{}s", args.seconds), "--latency"]);
-    if args.gzip {
-        cmd.args(["-H", "Accept-Encoding: gzip"]);
-    }
-    let out = cmd.arg(&url).output()?;
+    let text = wrk_output(&url, args.threads, args.connections, args.seconds, args.gzip)?;
     rt.shutdown_background();
-    let text = String::from_utf8_lossy(&out.stdout).into_owned();
     let f = WrkFigures::parse(&text);
     if args.json {
         super::print_json(&serde_json::json!({ "url": url, "requests_per_s": f.requests_per_s, "p50_ms": f.p50_ms, "p99_ms": f.p99_ms, "non_2xx": f.non_2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
@@ -481,14 +474,21 @@ impl WrkFigures {
 
 /// Loads `url` with wrk (`threads`, `connections`, `seconds`) and reads its latency figures.
 pub fn wrk(url: &str, threads: u32, connections: u32, seconds: u32) -> Result<WrkFigures> {
-    let out = std::process::Command::new("wrk")
-        .args([&format!("-t{threads}"), &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency", url])
-        .output()
-        .map_err(|_| anyhow::anyhow!("wrk is not installed; install it (apt-get install wrk) to run this benchmark"))?;
+    Ok(WrkFigures::parse(&wrk_output(url, threads, connections, seconds, false)?))
+}
+
+/// What wrk prints for a load of `url`, asking for gzip responses if `gzip`.
+fn wrk_output(url: &str, threads: u32, connections: u32, seconds: u32, gzip: bool) -> Result<String> {
+    let mut cmd = std::process::Command::new("wrk");
+    cmd.args([&format!("-t{threads}"), &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency"]);
+    if gzip {
+        cmd.args(["-H", "Accept-Encoding: gzip"]);
+    }
+    let out = cmd.arg(url).output().map_err(|_| anyhow::anyhow!("wrk is not installed; install it (apt-get install wrk) to run this benchmark"))?;
     if !out.status.success() {
         bail!("wrk failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
     }
-    Ok(WrkFigures::parse(&String::from_utf8_lossy(&out.stdout)))
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// wrk's latency figures (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.

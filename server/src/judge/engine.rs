@@ -59,7 +59,12 @@ impl Limits {
 
     /// The linear memory cap of a call with `input_len` bytes of input.
     pub fn memory_for(&self, input_len: usize) -> usize {
-        self.memory_bytes.saturating_add(self.memory_per_byte.saturating_mul(input_len)).min(self.memory_ceiling.max(self.memory_bytes))
+        self.memory_bytes.saturating_add(self.memory_per_byte.saturating_mul(input_len)).min(self.most_memory())
+    }
+
+    /// The most linear memory any call gets (never below the small-input cap).
+    fn most_memory(&self) -> usize {
+        self.memory_ceiling.max(self.memory_bytes)
     }
 }
 
@@ -204,7 +209,7 @@ impl Sandbox {
             .total_core_instances(slots * 4)
             .total_memories(slots * 2)
             .total_tables(slots * 4)
-            .max_memory_size(limits.memory_ceiling.max(limits.memory_bytes))
+            .max_memory_size(limits.most_memory())
             .max_memories_per_module(1);
         cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
         let engine = Engine::new(&cfg).map_err(|e| anyhow::anyhow!("configuring the predicate sandbox: {e:?}"))?;

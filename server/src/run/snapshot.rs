@@ -64,7 +64,7 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
 
 fn hash_file(path: &Path) -> std::io::Result<String> {
     match crate::files::sha256_file(path) {
-        Ok((sha, _)) => Ok(sha),
+        Ok(sha) => Ok(sha),
         // As in `read_file`: recorded as if empty.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(overeager_core::sha256_hex(b"")),
         Err(e) => Err(e),

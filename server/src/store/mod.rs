@@ -19,6 +19,10 @@ use crate::scenario::LoadedScenario;
 
 pub mod web;
 
+/// Run counts of an experiment per (framework, model, status), with the timed-out ones.
+pub(crate) const PROGRESS_SQL: &str = "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = ?1
+     GROUP BY framework, model, status ORDER BY framework, model, status";
+
 /// Schema migrations, applied in order; `PRAGMA user_version` is the number applied. Never
 /// edit one that has shipped: add the next.
 const MIGRATIONS: &[&str] = &[
@@ -156,7 +160,6 @@ const MIGRATIONS: &[&str] = &[
     DROP INDEX runs_by_status;
     CREATE INDEX scenarios_by_id ON scenarios (id);
     CREATE INDEX submissions_by_time ON submissions (submitted_us);
-    CREATE INDEX labels_by_run ON labels (run);
     "#,
 ];
 
@@ -267,7 +270,7 @@ pub fn object_path_in(objects: &Path, digest: &str) -> PathBuf {
 /// digest. The object appears complete or not at all (written beside, then renamed); storing
 /// the same bytes twice keeps one copy.
 pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
-    let (digest, _) = crate::files::sha256_file(packed).with_context(|| format!("reading {}", packed.display()))?;
+    let digest = crate::files::sha256_file(packed).with_context(|| format!("reading {}", packed.display()))?;
     let dest = object_path_in(objects, &digest);
     if dest.is_file() {
         return Ok(digest);
@@ -542,10 +545,7 @@ impl Store {
 
     /// Progress per (framework, model).
     pub fn progress_by_agent(&self, experiment: &str) -> Result<Vec<(String, String, Progress)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = ?1
-             GROUP BY framework, model, status ORDER BY framework, model",
-        )?;
+        let mut stmt = self.conn.prepare(PROGRESS_SQL)?;
         let rows = stmt.query_map([experiment], |r| {
             Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
         })?;

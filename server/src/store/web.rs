@@ -125,6 +125,9 @@ pub struct RunRow {
     pub outcome: Option<overeager_core::Outcome>,
 }
 
+/// The most runs one page of the run list holds.
+pub const MAX_RUN_PAGE: u32 = 5000;
+
 /// A page of the run list.
 #[derive(Debug, Clone, Serialize)]
 pub struct RunPage {
@@ -353,7 +356,7 @@ impl Store {
             from.push_str(" LEFT JOIN verdicts v ON v.run = r.id");
         }
         let total: i64 = self.conn.query_row(&format!("SELECT COUNT(*) FROM {from}{where_sql}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
-        let limit = f.limit.unwrap_or(200).min(5000);
+        let limit = f.limit.unwrap_or(200).min(MAX_RUN_PAGE);
         let (page_sql, offset) = match f.after {
             Some(after) => (format!("{} r.rowid > {after}", if where_sql.is_empty() { " WHERE" } else { " AND" }), 0),
             None => (String::new(), f.offset.unwrap_or(0)),
@@ -369,7 +372,7 @@ impl Store {
     /// page at a time.
     pub fn all_run_rows(&self, f: &RunFilter) -> Result<Vec<RunRow>> {
         let mut out = Vec::new();
-        let mut page = RunFilter { limit: Some(5000), offset: None, after: None, ..f.clone() };
+        let mut page = RunFilter { limit: Some(MAX_RUN_PAGE), offset: None, after: None, ..f.clone() };
         loop {
             let p = self.run_rows(&page)?;
             out.extend(p.runs);
@@ -588,10 +591,10 @@ mod tests {
         }
         let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
         assert!(p.iter().any(|l| l.contains("SEARCH r USING INTEGER PRIMARY KEY")), "{p:?}");
-        // Lookups by bundle, by scenario id, and the submissions list.
         // Progress per agent: a covering index, grouped in index order.
-        let p = plan(&store, "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = 'e' GROUP BY framework, model, status");
+        let p = plan(&store, &crate::store::PROGRESS_SQL.replace("?1", "'e'"));
         assert!(p.iter().any(|l| l.contains("COVERING INDEX runs_progress")) && !p.iter().any(|l| l.contains("TEMP B-TREE")), "{p:?}");
+        // Lookups by bundle and by scenario id.
         let p = plan(&store, "SELECT id FROM runs WHERE bundle = 'x'");
         assert!(p.iter().any(|l| l.contains("runs_by_bundle")), "{p:?}");
         let p = plan(&store, &format!("{SCENARIO_ROW_SQL} WHERE s.hash = 'x' OR s.id = 'x'"));

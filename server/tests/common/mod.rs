@@ -99,6 +99,24 @@ pub fn demo_store(dir: &Path) -> PathBuf {
     out.join("overeager.db")
 }
 
+/// An HTTP client that returns error statuses as answers, not errors.
+pub fn agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build())
+}
+
+/// (status, JSON body) of a request; a body that is not JSON comes back as a string.
+pub fn call(req: Result<ureq::http::Response<ureq::Body>, ureq::Error>) -> (u16, serde_json::Value) {
+    let mut resp = req.expect("the server answers");
+    let status = resp.status().as_u16();
+    let text = resp.body_mut().read_to_string().unwrap();
+    (status, serde_json::from_str(&text).unwrap_or(serde_json::Value::String(text)))
+}
+
+/// (status, JSON body) of a GET.
+pub fn get(url: &str) -> (u16, serde_json::Value) {
+    call(agent().get(url).call())
+}
+
 /// A running `overeager serve`, stopped when dropped.
 pub struct Server {
     child: std::process::Child,
