@@ -7,7 +7,9 @@ cd "$(dirname "$0")/.."
 "$(dirname "$0")/setup.sh" "$@"
 cargo build --profile shim -p overeager-shim --target x86_64-unknown-linux-musl
 if [ "${PROFILE:-release}" = "dev" ]; then
-  cargo build --workspace --exclude overeager-web
+  # With the test targets, so dependencies get the features the tests unify (dev-dependencies
+  # add some): otherwise `cargo test` builds much of the tree, and the binary, a second time.
+  cargo build --workspace --exclude overeager-web --bins --tests
 else
   cargo build --workspace --exclude overeager-web --release
 fi

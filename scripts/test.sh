@@ -5,6 +5,8 @@
 # and checks that the core crate builds for wasm32.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# A one-off build keeps nothing for a next time: no incremental caches (a GB and more).
+if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
 PROFILE=dev "$(dirname "$0")/build.sh" --test
 cargo build -p overeager-core --target wasm32-unknown-unknown
 # The real agent CLIs the tests drive, every supported version, from the npm and PyPI
