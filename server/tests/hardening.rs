@@ -315,3 +315,34 @@ fn a_store_beyond_one_page_is_served_and_published_whole() {
     let runs: Value = serde_json::from_slice(&std::fs::read(dir.join("site/api/experiments/scale-bench/runs.json")).unwrap()).unwrap();
     assert_eq!(runs["runs"].as_array().unwrap().len(), 5200);
 }
+
+#[test]
+fn list_answers_kept_under_load_follow_every_commit() {
+    // The run, scenario and experiment lists are answered from memory while the store is
+    // unchanged; a commit by any process (here a plain SQLite connection) must show at once.
+    let (dir, db, _) = store();
+    let copy = scratch("hardening-cache").join("store.db");
+    rusqlite::Connection::open(db).unwrap().execute("VACUUM INTO ?1", [copy.to_str().unwrap()]).unwrap();
+    let server = common::Server::start(&copy, &dir.join("trust.toml"));
+    let runs = format!("{}/api/runs?limit=5", server.url);
+    let experiments = format!("{}/api/experiments", server.url);
+    let (status, first) = get(&runs);
+    assert_eq!(status, 200, "{first}");
+    assert_eq!(get(&runs).1, first);
+    let id = first["runs"][0]["id"].as_str().unwrap().to_string();
+    assert_ne!(first["runs"][0]["status"], "failed");
+    let (_, listed) = get(&experiments);
+    let experiment = listed[0]["id"].as_str().unwrap().to_string();
+
+    let conn = rusqlite::Connection::open(&copy).unwrap();
+    conn.execute("UPDATE runs SET status = 'failed' WHERE id = ?1", [&id]).unwrap();
+    conn.execute("UPDATE experiments SET title = 'renamed elsewhere' WHERE id = ?1", [&experiment]).unwrap();
+    let (_, after) = get(&runs);
+    assert_eq!(after["runs"][0]["status"], "failed", "{after}");
+    let (_, listed) = get(&experiments);
+    assert!(listed.as_array().unwrap().iter().any(|e| e["title"] == "renamed elsewhere"), "{listed}");
+    // A filter the first answer did not cover is computed, not confused with it.
+    let (status, page) = get(&format!("{runs}&outcome=failed"));
+    assert_eq!(status, 200);
+    assert!(page["runs"].as_array().unwrap().iter().all(|r| r["status"] == "failed"), "{page}");
+}

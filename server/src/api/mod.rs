@@ -48,6 +48,12 @@ const TRACE_CACHE_BYTES: usize = 256 << 20;
 const MAX_IDLE_READERS: usize = 8;
 /// How long a cached report is served before the store is asked whether it changed.
 const REPORT_RECHECK: Duration = Duration::from_millis(500);
+/// List endpoints whose answers are kept while the store is unchanged (see [`Bodies`]).
+const CACHED_LISTS: [&str; 3] = ["/api/runs", "/api/scenarios", "/api/experiments"];
+/// Most answers, and most bytes, [`Bodies`] keeps; and the largest answer it keeps.
+const BODIES_MAX_ENTRIES: usize = 512;
+const BODIES_MAX_BYTES: usize = 64 << 20;
+const BODY_MAX_BYTES: usize = 8 << 20;
 
 /// How the server is set up.
 #[derive(Debug, Clone)]
@@ -61,8 +67,8 @@ pub struct Config {
     pub plans: PathBuf,
 }
 
-/// A value computed from the store and reused for [`REPORT_RECHECK`].
-pub(crate) struct Recent<T>(Mutex<Option<(Instant, Arc<T>)>>);
+/// A value computed from the store and reused while the store is unchanged.
+pub(crate) struct Recent<T>(Mutex<Option<(i64, Arc<T>)>>);
 
 impl<T> Default for Recent<T> {
     fn default() -> Self {
@@ -71,21 +77,51 @@ impl<T> Default for Recent<T> {
 }
 
 impl<T> Recent<T> {
-    /// The value, computed again by `f` when older than [`REPORT_RECHECK`].
-    pub(crate) fn get(&self, f: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
+    /// The value, computed again by `f` when the store's version is not the one it was
+    /// computed at (read the version before `f` reads the store).
+    pub(crate) fn get(&self, version: i64, f: impl FnOnce() -> Result<T>) -> Result<Arc<T>> {
         if let Some((at, v)) = self.0.lock().unwrap_or_else(|p| p.into_inner()).as_ref()
-            && at.elapsed() < REPORT_RECHECK
+            && *at == version
         {
             return Ok(v.clone());
         }
         let v = Arc::new(f()?);
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((Instant::now(), v.clone()));
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((version, v.clone()));
         Ok(v)
     }
 
     /// Forgets the value: this server just changed what it is computed from.
     pub(crate) fn forget(&self) {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
+    }
+}
+
+/// Serialized answers of the list endpoints, by request, with the store version they were
+/// computed at. Answering a repeated request is then a lookup, so an endpoint under load costs
+/// the others little CPU; a commit by anyone changes the version and so retires every answer.
+#[derive(Default)]
+pub(crate) struct Bodies(Mutex<(std::collections::HashMap<String, (i64, Bytes)>, usize)>);
+
+impl Bodies {
+    fn get(&self, key: &str, version: i64) -> Option<Bytes> {
+        let held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        held.0.get(key).filter(|(v, _)| *v == version).map(|(_, b)| b.clone())
+    }
+
+    fn put(&self, key: String, version: i64, body: Bytes) {
+        let mut held = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        let (map, bytes) = &mut *held;
+        if map.len() >= BODIES_MAX_ENTRIES || *bytes + body.len() > BODIES_MAX_BYTES {
+            map.retain(|_, (v, _)| *v == version);
+            if map.len() >= BODIES_MAX_ENTRIES || map.values().map(|(_, b)| b.len()).sum::<usize>() + body.len() > BODIES_MAX_BYTES {
+                map.clear();
+            }
+            *bytes = map.values().map(|(_, b)| b.len()).sum();
+        }
+        *bytes += body.len();
+        if let Some((_, old)) = map.insert(key, (version, body)) {
+            *bytes -= old.len();
+        }
     }
 }
 
@@ -100,7 +136,7 @@ impl AppState {
 
 /// A report computed from the store, with its serialized forms.
 pub(crate) struct CachedReport {
-    key: (i64, i64),
+    key: i64,
     /// When the store was last asked whether it changed.
     checked: Mutex<Instant>,
     pub report: Arc<Report>,
@@ -123,12 +159,17 @@ pub struct AppState {
     errors: Mutex<BTreeMap<String, String>>,
     /// The newest experiment, and when the store was asked.
     newest: Mutex<Option<(Instant, Option<String>)>>,
-    /// The scenario list and the experiment list, recomputed at most every [`REPORT_RECHECK`]:
-    /// under load they are asked for far more often than they change.
+    /// The scenario list and the experiment list, recomputed when the store changed: under
+    /// load they are asked for far more often than they change.
     scenario_rows: Recent<Vec<crate::store::web::ScenarioRow>>,
     experiment_list: Recent<Vec<serde_json::Value>>,
     /// Idle read-only connections.
     readers: Mutex<Vec<Store>>,
+    /// A connection that only asks SQLite whether anyone committed (`PRAGMA data_version`
+    /// changes with every other connection's commit), so freshness checks never wait for the
+    /// writer.
+    version: Mutex<Store>,
+    bodies: Bodies,
     /// Permits for bundle uploads in progress.
     uploads: Arc<tokio::sync::Semaphore>,
 }
@@ -139,6 +180,7 @@ impl AppState {
     pub fn open(config: Config) -> Result<Arc<AppState>> {
         let store = Store::open(&config.db)?;
         let judge = build_judge(&store, &config.trust)?;
+        let version = Mutex::new(Store::open_reader(&config.db)?);
         Ok(Arc::new(AppState {
             config,
             store: Mutex::new(store),
@@ -150,6 +192,8 @@ impl AppState {
             newest: Mutex::new(None),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
             readers: Mutex::new(Vec::new()),
+            version,
+            bodies: Bodies::default(),
             scenario_rows: Recent::default(),
             experiment_list: Recent::default(),
         }))
@@ -175,6 +219,11 @@ impl AppState {
             Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
             _ => run(),
         }
+    }
+
+    /// The store's version: it changes whenever anyone commits.
+    pub(crate) fn store_version(&self) -> Result<i64> {
+        Ok(self.version.lock().unwrap_or_else(|p| p.into_inner()).data_version()?.0)
     }
 
     /// Runs `f` with the store's one writing connection.
@@ -223,9 +272,7 @@ impl AppState {
         }
         let now = Instant::now();
         let cached = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned();
-        // The key must come from the one connection every write goes through (`data_version`
-        // is per connection); the report itself is read from a reader.
-        let key = self.with_store(|s| s.data_version())?;
+        let key = self.store_version()?;
         let (key, fresh) = self.read(|s| {
             if cached.as_ref().is_some_and(|c| c.key == key) {
                 return Ok((key, None));
@@ -374,6 +421,41 @@ async fn json_errors(req: axum::extract::Request, next: axum::middleware::Next) 
     out
 }
 
+/// Answers a repeated GET of a list endpoint from [`Bodies`] while the store is unchanged.
+async fn cached_lists(axum::extract::State(st): axum::extract::State<Arc<AppState>>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    if req.method() != axum::http::Method::GET || !CACHED_LISTS.contains(&req.uri().path()) {
+        return next.run(req).await;
+    }
+    // Read before the answer is computed, so a kept answer is never older than its version.
+    let version = match st.store_version() {
+        Ok(v) => v,
+        Err(e) => return ApiError::internal(e).into_response(),
+    };
+    // Which experiments run is this process's own state, part of `/api/experiments`.
+    let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>().join(",");
+    let key = format!("{}|{running}", req.uri());
+    if let Some(body) = st.bodies.get(&key, version) {
+        return json_bytes(body);
+    }
+    let res = next.run(req).await;
+    if res.status() != StatusCode::OK {
+        return res;
+    }
+    // Only answers already whole in memory, and not too large, are kept.
+    let whole = axum::body::HttpBody::size_hint(res.body()).exact().is_some_and(|n| n <= BODY_MAX_BYTES as u64);
+    if !whole {
+        return res;
+    }
+    let (parts, body) = res.into_parts();
+    match axum::body::to_bytes(body, BODY_MAX_BYTES).await {
+        Ok(bytes) => {
+            st.bodies.put(key, version, bytes.clone());
+            Response::from_parts(parts, axum::body::Body::from(bytes))
+        }
+        Err(e) => ApiError::internal(e).into_response(),
+    }
+}
+
 /// A JSON body that is already serialized.
 pub(crate) fn json_bytes(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
@@ -406,7 +488,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/predicates/{digest}/reject", post(write::reject_predicate))
         .route("/api/transfer", get(read::transfer))
         .route("/api/{*rest}", get(read::no_such_endpoint))
-        .with_state(state.clone());
+        .with_state(state.clone())
+        .layer(axum::middleware::from_fn_with_state(state.clone(), cached_lists));
     let app = match &state.config.dist {
         Some(dist) if dist.join("index.html").is_file() => {
             api.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html"))))

@@ -90,7 +90,7 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
-    let list = st.experiment_list.get(|| st.read(|s| experiment_list(s, &newest_first(s)?)))?;
+    let list = st.experiment_list.get(st.store_version()?, || st.read(|s| experiment_list(s, &newest_first(s)?)))?;
     // Whether one is running is this process's own state: always current.
     let list = list
         .iter()
@@ -207,7 +207,7 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
            ("admitted" = Option<bool>, Query, description = "validator decision")),
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
 pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<Value>> {
-    let rows = st.scenario_rows.get(|| st.read(|s| s.scenario_rows()))?;
+    let rows = st.scenario_rows.get(st.store_version()?, || st.read(|s| s.scenario_rows()))?;
     let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
     for r in rows.iter() {
@@ -269,9 +269,9 @@ pub fn scenario_json(d: &crate::store::web::ScenarioDetail) -> Value {
            ("limit" = Option<u32>, Query, description = "at most 5000, default 200"), ("offset" = Option<u32>, Query, description = "rows to skip"),
            ("after" = Option<i64>, Query, description = "the `next` cursor of the previous page")),
     responses((status = 200, description = "Matching runs and their total"), (status = 400, description = "A bad filter")))]
-pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<Value>> {
+pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<crate::store::web::RunPage>> {
     let page = st.read(|s| s.run_rows(&f)).map_err(|e| ApiError::bad(format!("{e:#}")))?;
-    Ok(Json(json!(page)))
+    Ok(Json(page))
 }
 
 /// One run and its verdict.
