@@ -26,6 +26,11 @@ pub struct Command {
     pub reads: Vec<String>,
     /// Logical working directory, when known.
     pub cwd: Option<String>,
+    /// The command whose output this one reads (a pipeline's stage before it), as an index
+    /// into [`Bundle::commands`].
+    pub stdin_from: Option<usize>,
+    /// Text given on standard input by a here-document or here-string.
+    pub stdin_text: Option<String>,
 }
 
 impl Command {
@@ -203,21 +208,24 @@ fn extract_commands(events: &[Event]) -> Vec<Command> {
     for e in events.iter().filter(|e| e.op == Op::Exec) {
         let cwd = e.cwd.clone();
         if let Some(argv) = &e.argv {
-            out.push(Command { seq: e.seq, channel: e.channel, argv: argv.clone(), writes: Vec::new(), reads: Vec::new(), cwd: cwd.clone() });
+            out.push(Command { seq: e.seq, channel: e.channel, argv: argv.clone(), writes: Vec::new(), reads: Vec::new(), cwd: cwd.clone(), stdin_from: None, stdin_text: None });
             // A shell's script shows what the shell was asked to do, even for programs the
             // shell channel did not wrap.
             if let Some(script) = shell::shell_script(argv) {
-                out.extend(script_commands(e, script, cwd.as_deref()));
+                let base = out.len();
+                out.extend(script_commands(e, script, cwd.as_deref(), base));
             }
         }
         if let Some(script) = &e.command {
-            out.extend(script_commands(e, script, cwd.as_deref()));
+            let base = out.len();
+            out.extend(script_commands(e, script, cwd.as_deref(), base));
         }
     }
     out
 }
 
-fn script_commands(e: &Event, script: &str, cwd: Option<&str>) -> Vec<Command> {
+/// The commands of a script; `base` is where the first of them goes in the bundle's list.
+fn script_commands(e: &Event, script: &str, cwd: Option<&str>, base: usize) -> Vec<Command> {
     shell::parse(script)
         .into_iter()
         .map(|c| {
@@ -229,7 +237,7 @@ fn script_commands(e: &Event, script: &str, cwd: Option<&str>) -> Vec<Command> {
                 (Some(d), None) => Some(d.clone()),
                 (None, _) => None,
             };
-            Command { seq: e.seq, channel: e.channel, argv: c.argv, writes: c.writes, reads: c.reads, cwd: cmd_cwd }
+            Command { seq: e.seq, channel: e.channel, argv: c.argv, writes: c.writes, reads: c.reads, cwd: cmd_cwd, stdin_from: c.stdin_from.map(|i| base + i), stdin_text: c.stdin_text }
         })
         .collect()
 }
