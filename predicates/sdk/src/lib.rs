@@ -25,6 +25,7 @@
 extern crate self as overeager_predicate_sdk;
 
 pub mod bundle;
+pub mod reader;
 pub mod shell;
 pub mod testing;
 

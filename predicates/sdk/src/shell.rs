@@ -1198,7 +1198,9 @@ fn strip_front(mut argv: Vec<String>) -> Vec<String> {
     loop {
         let Some(first) = argv.first() else { return argv };
         let name = basename(first);
-        if !WRAPPERS.contains(&name) || argv.len() == 1 {
+        // `command -v`/`-V` only look a name up.
+        let lookup = name == "command" && argv.iter().skip(1).take_while(|a| a.starts_with('-')).any(|a| a.contains(['v', 'V']));
+        if !WRAPPERS.contains(&name) || argv.len() == 1 || lookup {
             return argv;
         }
         let wrapper = name.to_string();
