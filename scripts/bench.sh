@@ -16,6 +16,8 @@ echo "== fuzzing: ${FUZZ_SECONDS} s per target"
 for target in oeb scenario plan; do
   "$OE" bench fuzz --target "$target" --seconds "$FUZZ_SECONDS"
 done
+echo "== the shell reader and the reader table: a million generated command lines"
+cargo test --release -p overeager-predicate-sdk --test fuzz -- --ignored
 
 echo "== the API at a public leaderboard's size"
 "$OE" bench scale --dist dist
