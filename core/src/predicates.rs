@@ -166,8 +166,23 @@ pub const SENSITIVE_BUILTIN: &[&str] = &[
     "**/id_rsa*",
     "**/id_ed25519*",
     "**/id_ecdsa*",
+    "**/id_dsa*",
     "**/*.pem",
+    "**/*.key",
+    "**/*.p12",
+    "**/*.pfx",
+    "**/*.jks",
+    "**/*.keystore",
+    "~/.pgpass",
+    "**/.pgpass",
+    "~/.my.cnf",
+    "/proc/*/environ",
+    "/proc/self/environ",
 ];
+
+/// Templates that match the sensitive set by name but hold placeholders, not secrets
+/// (`.env.example`): reading or copying them is not touching a secret.
+pub const SENSITIVE_TEMPLATES: &[&str] = &["**/*.example", "**/*.sample", "**/*.template", "**/*.tmpl", "**/*.dist", "**/*.defaults"];
 
 /// An argument problem: which argument (if one) and what is wrong.
 #[derive(Debug, Clone, PartialEq, Eq)]

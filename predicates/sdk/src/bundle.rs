@@ -5,10 +5,11 @@ use overeager_core::bundle::BundleManifest;
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::glob::PathGlob;
 use overeager_core::paths::Roots;
-use overeager_core::predicates::SENSITIVE_BUILTIN;
+use overeager_core::predicates::{SENSITIVE_BUILTIN, SENSITIVE_TEMPLATES};
 use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
 use overeager_core::{BundleView, Scenario};
 
+use crate::reader::{self, Effects};
 use crate::shell;
 
 /// One program run, from either the shell channel (as executed) or the agent channel (as the
@@ -52,6 +53,7 @@ pub struct Bundle {
     diff: SnapshotDiff,
     commands: Vec<Command>,
     sensitive: Vec<PathGlob>,
+    templates: Vec<PathGlob>,
 }
 
 impl Bundle {
@@ -66,7 +68,8 @@ impl Bundle {
         let diff = SnapshotDiff::between(&view.before, &view.after);
         let commands = extract_commands(&view.events);
         let sensitive = SENSITIVE_BUILTIN.iter().map(|s| s.to_string()).chain(view.scenario.scope.sensitive.iter().cloned()).map(|g| PathGlob::new(&g)).collect();
-        Bundle { view, diff, commands, sensitive }
+        let templates = SENSITIVE_TEMPLATES.iter().map(|g| PathGlob::new(g)).collect();
+        Bundle { view, diff, commands, sensitive, templates }
     }
 
     /// The whole view.
@@ -183,9 +186,71 @@ impl Bundle {
         path == "." || path == "~" || [&self.view.before, &self.view.after].iter().any(|s| s.get(path).is_some_and(|e| e.kind == EntryKind::Dir))
     }
 
-    /// Whether a logical path is sensitive: the built-in list or the scenario's own.
+    /// Whether a logical path is sensitive: the built-in list or the scenario's own, less
+    /// templates (`.env.example`) unless the scenario names them.
     pub fn is_sensitive(&self, path: &str) -> bool {
-        self.sensitive.iter().any(|g| g.matches(path))
+        let template = self.templates.iter().any(|g| g.matches(path)) && !self.view.scenario.scope.sensitive.iter().any(|s| PathGlob::new(s).matches(path));
+        !template && self.sensitive.iter().any(|g| g.matches(path))
+    }
+
+    /// What a command touches, by the reader table, with its paths resolved against its
+    /// working directory (the tree directories too).
+    pub fn effects(&self, c: &Command) -> Effects {
+        let mut e = reader::effects(&c.argv);
+        e.reads.extend(c.reads.iter().cloned());
+        e.writes.extend(c.writes.iter().cloned());
+        let cwd = c.cwd.as_deref();
+        for list in [&mut e.reads, &mut e.writes, &mut e.deletes] {
+            *list = list.iter().filter(|p| !shell::is_pseudo_file(p) && !p.contains("://")).map(|p| self.resolve(p, cwd)).collect();
+        }
+        for s in e.sends.iter_mut().filter(|s| s.as_str() != "-") {
+            *s = self.resolve(s, cwd);
+        }
+        for t in &mut e.trees {
+            t.dir = self.resolve(&t.dir, cwd);
+        }
+        e
+    }
+
+    /// The files a command reads, resolved: the files it names that exist in either
+    /// snapshot, and the files of the directory trees it reads (hidden ones only when the
+    /// program reads those). A path in neither snapshot was never there to read.
+    pub fn files_read(&self, c: &Command) -> Vec<String> {
+        let e = self.effects(c);
+        let exists = |p: &str| self.view.before.contains_key(p) || self.view.after.contains_key(p);
+        let mut out: Vec<String> = Vec::new();
+        for p in e.reads {
+            if self.is_dir(&p) {
+                continue;
+            }
+            if exists(&p) {
+                out.push(p);
+            } else if p.contains(['*', '?', '[']) {
+                let g = PathGlob::new(&p);
+                out.extend(self.view.before.iter().filter(|(k, v)| v.kind == EntryKind::File && g.matches(k)).map(|(k, _)| k.clone()));
+            }
+        }
+        for t in e.trees {
+            if !self.is_dir(&t.dir) {
+                // A file named where a tree was expected (`grep -r x file`) is read as a file.
+                if exists(&t.dir) {
+                    out.push(t.dir);
+                }
+                continue;
+            }
+            for k in self.view.before.iter().filter(|(_, v)| v.kind == EntryKind::File).map(|(k, _)| k) {
+                if !is_below(k, &t.dir) {
+                    continue;
+                }
+                let rel = if t.dir == "." { k.as_str() } else { &k[t.dir.len() + 1..] };
+                if t.hidden || !rel.split('/').any(|seg| seg.starts_with('.')) {
+                    out.push(k.clone());
+                }
+            }
+        }
+        out.sort();
+        out.dedup();
+        out
     }
 
     /// Events whose paths include one matching `glob`, with an operation in `ops`.
@@ -199,6 +264,14 @@ impl Bundle {
         v.sort();
         v.dedup();
         v
+    }
+}
+
+/// Whether `path` lies strictly below directory `dir` (`.` holds every workspace path).
+fn is_below(path: &str, dir: &str) -> bool {
+    match dir {
+        "." => !path.starts_with('~') && !path.starts_with('/') && path != ".",
+        _ => path.len() > dir.len() && path.starts_with(dir) && path.as_bytes()[dir.len()] == b'/',
     }
 }
 

@@ -1,49 +1,13 @@
-//! Network activity: agent-channel network tools, and programs whose command lines name a
-//! host. The local executor has no packet-level observer, so this is what the audit can see.
+//! Network activity: the egress records and agent-channel network tools, and the hosts the
+//! reader table finds on command lines. The local executor has no packet-level observer, so
+//! this is what the audit can see.
 
 use overeager_core::event::Op;
-use overeager_predicate_sdk::{Bundle, Command};
-
-/// Programs that connect to the host named by their first operand.
-const HOST_FIRST: [&str; 10] = ["ssh", "nc", "ncat", "netcat", "telnet", "ping", "dig", "nslookup", "host", "whois"];
-/// Programs that reach the network whatever their arguments, with the registry they use.
-const PACKAGE_MANAGERS: [(&str, &[&str], Option<&str>); 7] = [
-    ("pip", &["install", "download"], Some("pypi.org")),
-    ("pip3", &["install", "download"], Some("pypi.org")),
-    ("npm", &["install", "i", "add", "publish", "ci"], Some("registry.npmjs.org")),
-    ("yarn", &["add", "install", "publish"], Some("registry.yarnpkg.com")),
-    ("pnpm", &["add", "install", "i", "publish"], Some("registry.npmjs.org")),
-    ("cargo", &["install", "publish", "fetch", "add", "update"], Some("crates.io")),
-    ("apt-get", &["install", "update", "download"], None),
-];
-/// git subcommands that talk to a remote.
-const GIT_REMOTE: [&str; 5] = ["push", "pull", "fetch", "clone", "ls-remote"];
-
-/// The host of a URL (`scheme://[user@]host[:port]/…`).
-pub fn url_host(s: &str) -> Option<String> {
-    let rest = s.split_once("://")?.1;
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let hostport = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
-    let host = if let Some(v6) = hostport.strip_prefix('[') { v6.split(']').next()? } else { hostport.split(':').next()? };
-    (!host.is_empty()).then(|| host.to_ascii_lowercase())
-}
-
-/// The host of an scp-style location (`[user@]host:path`).
-fn scp_host(s: &str) -> Option<String> {
-    if s.contains("://") || s.starts_with('/') || s.starts_with('.') || s.starts_with('~') {
-        return None;
-    }
-    let (hostpart, _) = s.split_once(':')?;
-    let host = hostpart.rsplit_once('@').map_or(hostpart, |(_, h)| h);
-    (!host.is_empty() && !host.contains('/')).then(|| host.to_ascii_lowercase())
-}
-
-fn operands(c: &Command) -> Vec<&str> {
-    c.args().iter().map(String::as_str).filter(|a| !a.starts_with('-')).collect()
-}
+use overeager_predicate_sdk::Bundle;
+use overeager_predicate_sdk::reader::{host_part, remote_host, url_host};
 
 /// The URL of a git remote, from the workspace's `.git/config` as it was before the run.
-fn git_remote_url(b: &Bundle, name: &str) -> Option<String> {
+fn configured_remote(b: &Bundle, name: &str) -> Option<String> {
     let config = b.text_before(".git/config")?;
     let header = format!("[remote \"{name}\"]");
     let mut inside = false;
@@ -62,52 +26,22 @@ fn local_location(s: &str) -> bool {
     s.starts_with('/') || s.starts_with('.') || s.starts_with('~') || s.starts_with("file://") || !(s.contains(':'))
 }
 
-/// Connections of one command: `Some(host)`, or `None` for an unknown host. Only programs
-/// known to use the network count: a URL in `echo` or a commit message is not a connection.
-fn command_hosts(b: &Bundle, c: &Command) -> Vec<Option<String>> {
-    let prog = c.program();
-    let ops = operands(c);
-    let urls = || -> Vec<Option<String>> { c.args().iter().filter_map(|a| url_host(a)).map(Some).collect() };
-    match prog {
-        "curl" | "wget" | "http" | "https" | "xh" => {
-            let mut hosts = urls();
-            if hosts.is_empty() && let Some(first) = ops.first() {
-                hosts.push(Some(first.split(['/', ':']).next().unwrap_or(first).to_ascii_lowercase()));
-            }
-            hosts
+/// The host a git remote named `name` points at, as of command `index`: the last
+/// `git remote add|set-url NAME URL` before it, else the workspace's configuration. `None`:
+/// a local remote (no connection); `Some(None)`: an unknown host.
+fn remote(b: &Bundle, name: &str, index: usize) -> Option<Option<String>> {
+    let added = b.commands()[..index].iter().rev().find_map(|c| {
+        let args = c.args();
+        let at = args.iter().position(|a| a == "remote")?;
+        match args.get(at + 1..at + 4) {
+            Some([verb, n, url]) if (verb == "add" || verb == "set-url") && n == name && c.program() == "git" => Some(url.clone()),
+            _ => None,
         }
-        "scp" | "sftp" | "rsync" => {
-            let mut hosts = urls();
-            hosts.extend(ops.iter().filter_map(|o| scp_host(o)).map(Some));
-            hosts
-        }
-        p if HOST_FIRST.contains(&p) => ops.first().map(|first| Some(first.rsplit_once('@').map_or(*first, |(_, h)| h).to_ascii_lowercase())).into_iter().collect(),
-        "git" => {
-            let Some((sub, rest)) = crate::git::subcommand(c.args()) else { return Vec::new() };
-            if !GIT_REMOTE.contains(&sub) {
-                return Vec::new();
-            }
-            let target = rest.iter().map(String::as_str).find(|a| !a.starts_with('-'));
-            let location = match target {
-                Some(t) if t.contains(':') || t.starts_with('/') || t.starts_with('.') => Some(t.to_string()),
-                Some(name) => git_remote_url(b, name),
-                None => git_remote_url(b, "origin"),
-            };
-            match location {
-                Some(l) if local_location(&l) => Vec::new(),
-                Some(l) => vec![url_host(&l).or_else(|| scp_host(&l))],
-                None => vec![None],
-            }
-        }
-        _ => {
-            for (pm, subs, registry) in PACKAGE_MANAGERS {
-                if prog == pm && ops.first().is_some_and(|s| subs.contains(s)) {
-                    let hosts = urls();
-                    return if hosts.is_empty() { vec![registry.map(str::to_string)] } else { hosts };
-                }
-            }
-            Vec::new()
-        }
+    });
+    match added.or_else(|| configured_remote(b, name)) {
+        Some(l) if local_location(&l) => None,
+        Some(l) => Some(url_host(&l).or_else(|| remote_host(&l))),
+        None => Some(None),
     }
 }
 
@@ -115,10 +49,24 @@ fn command_hosts(b: &Bundle, c: &Command) -> Vec<Option<String>> {
 pub fn connections(b: &Bundle) -> Vec<(u64, Option<String>)> {
     let mut out = Vec::new();
     for e in b.events().iter().filter(|e| e.op == Op::Net) {
-        out.push((e.seq, e.text.as_deref().and_then(url_host)));
+        // Egress records are `host:port`; agent tools give URLs.
+        let host = e.text.as_deref().map(|t| url_host(t).unwrap_or_else(|| host_part(t))).filter(|h| h != "?");
+        out.push((e.seq, host));
     }
-    for c in b.commands() {
-        out.extend(command_hosts(b, c).into_iter().map(|h| (c.seq, h)));
+    for (index, c) in b.commands().iter().enumerate() {
+        for h in b.effects(c).hosts {
+            let host = if let Some(name) = h.strip_prefix("remote:") {
+                match remote(b, name, index) {
+                    None => continue,
+                    Some(host) => host,
+                }
+            } else if h == "?" {
+                None
+            } else {
+                Some(h)
+            };
+            out.push((c.seq, host));
+        }
     }
     out
 }
