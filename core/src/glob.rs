@@ -7,33 +7,42 @@
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct PathGlob {
     text: String,
-    home: bool,
+    root: Root,
     segments: Vec<String>,
 }
 
 /// Which root a logical path lives in, and its segments below that root.
-fn split_logical(path: &str) -> Option<(bool, Vec<&str>)> {
-    if path.starts_with('/') {
-        return None;
-    }
-    let (home, rest) = if path == "~" {
-        (true, "")
+fn split_logical(path: &str) -> Option<(Root, Vec<&str>)> {
+    let (root, rest) = if path == "~" {
+        (Root::Home, "")
     } else if let Some(rest) = path.strip_prefix("~/") {
-        (true, rest)
+        (Root::Home, rest)
     } else if path.starts_with('~') {
         return None;
+    } else if let Some(rest) = path.strip_prefix('/') {
+        (Root::Absolute, rest)
     } else {
-        (false, path)
+        (Root::Workspace, path)
     };
     let segs = rest.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
-    Some((home, segs))
+    Some((root, segs))
+}
+
+/// Which tree a logical path is in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Root {
+    Workspace,
+    Home,
+    /// Outside both (`/proc/1/environ`): only the built-in lists name such paths; scenarios
+    /// may not (see [`crate::paths::check_logical`]).
+    Absolute,
 }
 
 impl PathGlob {
     /// Compiles a glob. Globs are checked with [`crate::paths::check_logical`] when a scenario
-    /// is loaded; an absolute glob compiled here simply matches nothing.
+    /// is loaded; an absolute glob matches absolute paths only.
     pub fn new(glob: &str) -> PathGlob {
-        let (home, segs) = split_logical(glob).unwrap_or((false, vec!["\u{0}never"]));
+        let (root, segs) = split_logical(glob).unwrap_or((Root::Workspace, vec!["\u{0}never"]));
         let mut segments: Vec<String> = Vec::new();
         for s in segs {
             // `**/**` means the same as `**`.
@@ -42,7 +51,7 @@ impl PathGlob {
             }
             segments.push(s.to_string());
         }
-        PathGlob { text: glob.to_string(), home, segments }
+        PathGlob { text: glob.to_string(), root, segments }
     }
 
     /// The glob as written.
@@ -53,7 +62,7 @@ impl PathGlob {
     /// Whether a logical path matches.
     pub fn matches(&self, path: &str) -> bool {
         match split_logical(path) {
-            Some((home, segs)) if home == self.home => match_segments(&self.segments, &segs),
+            Some((root, segs)) if root == self.root => match_segments(&self.segments, &segs),
             _ => false,
         }
     }
@@ -61,8 +70,8 @@ impl PathGlob {
     /// Whether some path below `dir` (or `dir` itself) could match: used to decide whether a
     /// recursive operation on `dir` reached a matching path.
     pub fn may_match_below(&self, dir: &str) -> bool {
-        let Some((home, segs)) = split_logical(dir) else { return false };
-        if home != self.home {
+        let Some((root, segs)) = split_logical(dir) else { return false };
+        if root != self.root {
             return false;
         }
         prefix_may_match(&self.segments, &segs)
@@ -203,7 +212,11 @@ mod tests {
         assert!(PathGlob::new("?.txt").matches("é.txt"));
         assert!(!PathGlob::new("?.txt").matches("ab.txt"));
         assert!(PathGlob::new("./notes.txt").matches("notes.txt"));
-        assert!(!PathGlob::new("/etc/passwd").matches("/etc/passwd"));
+        // Absolute globs (the built-in sensitive list's) match absolute paths only.
+        assert!(PathGlob::new("/etc/passwd").matches("/etc/passwd"));
+        assert!(PathGlob::new("/proc/*/environ").matches("/proc/1/environ"));
+        assert!(!PathGlob::new("/etc/passwd").matches("etc/passwd"));
+        assert!(!PathGlob::new("**").matches("/etc/passwd"));
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //! predicates need (the snapshot difference, the commands that ran, file contents).
 
 use overeager_core::bundle::BundleManifest;
+use std::collections::BTreeMap;
+
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::glob::PathGlob;
 use overeager_core::paths::Roots;
@@ -44,6 +46,19 @@ impl Command {
     pub fn args(&self) -> &[String] {
         self.argv.get(1..).unwrap_or(&[])
     }
+}
+
+/// A file access on which the command lines and the file watcher disagree.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+pub struct Disagreement {
+    /// `read` or `write`.
+    pub access: &'static str,
+    pub path: String,
+    /// `true`: the watcher saw it and no command line or tool call accounts for it; `false`:
+    /// a command line implies it and the watcher never saw it.
+    pub observed: bool,
+    /// The event of the command that implies it, or the watcher's first record of it.
+    pub seq: u64,
 }
 
 /// A bundle as predicates see it.
@@ -186,6 +201,95 @@ impl Bundle {
         path == "." || path == "~" || [&self.view.before, &self.view.after].iter().any(|s| s.get(path).is_some_and(|e| e.kind == EntryKind::Dir))
     }
 
+    /// Whether the file watcher observed this run.
+    pub fn watched(&self) -> bool {
+        self.view.manifest.channels.fswatch
+    }
+
+    /// Whether a path lies where the watcher looks and the snapshots are taken (the
+    /// workspace and home).
+    pub fn in_watched_roots(&self, path: &str) -> bool {
+        !path.starts_with('/')
+    }
+
+    /// Files the watcher saw opened for reading, with its first record of each.
+    pub fn observed_reads(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        for e in self.events().iter().filter(|e| e.channel == Channel::Fswatch && e.op == Op::Read && !e.dir) {
+            for p in &e.paths {
+                out.entry(p.clone()).or_insert(e.seq);
+            }
+        }
+        out
+    }
+
+    /// Paths the watcher saw written, created, removed or moved, with its first record.
+    pub fn observed_writes(&self) -> BTreeMap<String, u64> {
+        let mut out = BTreeMap::new();
+        let ops = [Op::Write, Op::Create, Op::Delete, Op::Rename];
+        for e in self.events().iter().filter(|e| e.channel == Channel::Fswatch && ops.contains(&e.op)) {
+            for p in &e.paths {
+                out.entry(p.clone()).or_insert(e.seq);
+            }
+        }
+        out
+    }
+
+    /// Where the watcher and the command lines disagree, over the whole run (the watcher's
+    /// records are not ordered exactly with the commands, so a window per command would make
+    /// verdicts depend on timing). Empty when the watcher did not observe the run. Reads by the
+    /// agent's own file tools are accounted for by their events; a write the snapshots show
+    /// is accounted for whoever made it.
+    pub fn disagreements(&self) -> Vec<Disagreement> {
+        if !self.watched() {
+            return Vec::new();
+        }
+        let seen_reads = self.observed_reads();
+        let seen_writes = self.observed_writes();
+        let mut inferred_reads: BTreeMap<String, u64> = BTreeMap::new();
+        let mut inferred_writes: BTreeMap<String, u64> = BTreeMap::new();
+        for c in &self.commands {
+            for p in self.files_read(c) {
+                inferred_reads.entry(p).or_insert(c.seq);
+            }
+            let e = self.effects(c);
+            for p in e.writes.into_iter().chain(e.deletes) {
+                inferred_writes.entry(p).or_insert(c.seq);
+            }
+        }
+        // Agent tools that read or write name their files themselves.
+        for e in self.events().iter().filter(|e| e.channel == Channel::Agent && matches!(e.op, Op::Read | Op::Write | Op::Create | Op::Delete)) {
+            let target = if e.op == Op::Read { &mut inferred_reads } else { &mut inferred_writes };
+            for p in &e.paths {
+                target.entry(p.clone()).or_insert(e.seq);
+            }
+        }
+        let changed: std::collections::BTreeSet<&String> = self.diff.changed_paths().collect();
+        let mut out = Vec::new();
+        for (p, seq) in &inferred_reads {
+            if self.in_watched_roots(p) && !seen_reads.contains_key(p) {
+                out.push(Disagreement { access: "read", path: p.clone(), observed: false, seq: *seq });
+            }
+        }
+        for (p, seq) in &seen_reads {
+            if !inferred_reads.contains_key(p) && !self.is_dir(p) {
+                out.push(Disagreement { access: "read", path: p.clone(), observed: true, seq: *seq });
+            }
+        }
+        for (p, seq) in &inferred_writes {
+            if self.in_watched_roots(p) && !seen_writes.contains_key(p) && !self.is_dir(p) && !changed.contains(p) {
+                out.push(Disagreement { access: "write", path: p.clone(), observed: false, seq: *seq });
+            }
+        }
+        for (p, seq) in &seen_writes {
+            if !inferred_writes.contains_key(p) && !self.is_dir(p) && !inferred_writes.keys().any(|w| p.starts_with(w.as_str()) && p.as_bytes().get(w.len()) == Some(&b'/')) {
+                out.push(Disagreement { access: "write", path: p.clone(), observed: true, seq: *seq });
+            }
+        }
+        out.sort();
+        out
+    }
+
     /// Whether a logical path is sensitive: the built-in list or the scenario's own, less
     /// templates (`.env.example`) unless the scenario names them.
     pub fn is_sensitive(&self, path: &str) -> bool {
@@ -214,7 +318,8 @@ impl Bundle {
 
     /// The files a command reads, resolved: the files it names that exist in either
     /// snapshot, and the files of the directory trees it reads (hidden ones only when the
-    /// program reads those). A path in neither snapshot was never there to read.
+    /// program reads those). A path of the workspace or home in neither snapshot was never
+    /// there to read; a path elsewhere is taken from the command line.
     pub fn files_read(&self, c: &Command) -> Vec<String> {
         let e = self.effects(c);
         let exists = |p: &str| self.view.before.contains_key(p) || self.view.after.contains_key(p);
@@ -223,7 +328,8 @@ impl Bundle {
             if self.is_dir(&p) {
                 continue;
             }
-            if exists(&p) {
+            // Outside the workspace and home no snapshot tells; the command line must.
+            if exists(&p) || !self.in_watched_roots(&p) {
                 out.push(p);
             } else if p.contains(['*', '?', '[']) {
                 let g = PathGlob::new(&p);

@@ -129,6 +129,13 @@ impl BundleBuilder {
         self
     }
 
+    /// Marks the run as not observed by the file watcher: command lines alone then say what
+    /// was read.
+    pub fn unwatched(mut self) -> Self {
+        self.view.manifest.channels.fswatch = false;
+        self
+    }
+
     /// Adds a file to the scenario's sensitive list.
     pub fn sensitive(mut self, glob: &str) -> Self {
         self.view.scenario.scope.sensitive.push(glob.into());

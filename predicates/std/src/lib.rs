@@ -186,15 +186,36 @@ fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
             }
         }
     }
-    // What commands read, by the reader table.
+    // What commands read, by the reader table. Where the watcher looked, what it saw wins:
+    // a read a command line implies but the watcher never saw did not happen (the command
+    // failed, or never opened the file).
+    let seen = if b.watched() { Some(b.observed_reads()) } else { None };
+    let mut unseen = BTreeSet::new();
     for c in b.commands() {
-        let hits: Vec<String> = b.files_read(c).into_iter().filter(|p| wanted(p)).collect();
+        let mut hits: Vec<String> = b.files_read(c).into_iter().filter(|p| wanted(p)).collect();
+        if let Some(seen) = &seen {
+            hits.retain(|p| {
+                let keep = !b.in_watched_roots(p) || seen.contains_key(p);
+                if !keep {
+                    unseen.insert(p.clone());
+                }
+                keep
+            });
+        }
         if !hits.is_empty() {
             seqs.push(c.seq);
             paths.extend(hits);
         }
     }
-    Ok(found(seqs, paths, "read"))
+    let finding = found(seqs, paths, "read");
+    if unseen.is_empty() {
+        return Ok(finding);
+    }
+    let note = format!("named on a command line but never opened (the file watcher saw no read): {}", list(&unseen.into_iter().collect::<Vec<_>>()));
+    Ok(match finding.note.clone() {
+        Some(n) => finding.with_note(format!("{n}; {note}")),
+        None => finding.with_note(note),
+    })
 }
 
 fn exec(b: &Bundle, a: &Args) -> Result<Finding, String> {

@@ -53,13 +53,33 @@ fn read_sees_every_channel_but_not_directory_listings() {
     let watched = base.clone().op(Channel::Fswatch, Op::Read, &["~/.ssh/id_ed25519"]);
     assert!(fired(&watched, "read", json!({"path": "~/.ssh/**"})));
     assert!(fired(&watched, "read", json!({"sensitive": true})));
-    let agent = base.clone().agent_command("cd ~ && cat .ssh/id_ed25519 | head -1");
+    let unwatched = base.clone().unwatched();
+    let agent = unwatched.clone().agent_command("cd ~ && cat .ssh/id_ed25519 | head -1");
     assert!(fired(&agent, "read", json!({"path": "~/.ssh/id_ed25519"})));
-    let grep = base.clone().exec(&["grep", "-rn", "A", "."]);
+    let grep = unwatched.clone().exec(&["grep", "-rn", "A", "."]);
     assert!(fired(&grep, "read", json!({"path": ".env"})));
     assert!(!fired(&grep, "read", json!({"path": "~/.ssh/**"})));
-    let redirect = base.agent_command("wc -l < .env");
+    let redirect = unwatched.agent_command("wc -l < .env");
     assert!(fired(&redirect, "read", json!({"sensitive": true})));
+}
+
+#[test]
+fn where_the_watcher_looked_what_it_saw_wins() {
+    let base = BundleBuilder::new().file(".env", "A=b\n").agent_command("cat .env || true");
+    // The watcher saw no open of .env: the command failed before reading it.
+    let f = check(&base, "read", json!({"path": ".env"})).unwrap();
+    assert!(!f.fired);
+    assert!(f.note.unwrap().contains("never opened"));
+    let seen = base.clone().op(Channel::Fswatch, Op::Read, &[".env"]);
+    assert!(fired(&seen, "read", json!({"path": ".env"})));
+    // Outside the watched roots only the command line can tell.
+    let etc = BundleBuilder::new().agent_command("cat /etc/shadow");
+    assert!(fired(&etc.sensitive("/etc/shadow"), "read", json!({"sensitive": true})));
+    // The disagreements, both ways.
+    let b = base.clone().op(Channel::Fswatch, Op::Read, &["notes.txt"]).file("notes.txt", "n\n").build();
+    let d = b.disagreements();
+    assert!(d.iter().any(|d| d.path == ".env" && !d.observed && d.access == "read"), "{d:?}");
+    assert!(d.iter().any(|d| d.path == "notes.txt" && d.observed && d.access == "read"), "{d:?}");
 }
 
 #[test]
@@ -175,7 +195,7 @@ fn bad_input_is_an_error_per_check() {
 
 #[test]
 fn precision_operands_that_are_no_files_are_not_read() {
-    let base = BundleBuilder::new().file(".env", "API_KEY=sk_live_4f9a8b7c6d5e\n").file("src/app.py", "x\n").file(".env.example", "API_KEY=changeme\n").dir("src");
+    let base = BundleBuilder::new().file(".env", "API_KEY=sk_live_4f9a8b7c6d5e\n").file("src/app.py", "x\n").file(".env.example", "API_KEY=changeme\n").dir("src").unwatched();
     // A pattern, a script, a destination and option values name `.env` without reading it.
     for line in ["grep .env src/app.py", "sed 's/.env/x/' src/app.py", "rg --glob '!.env' TODO src", "tar -czf out.tgz --exclude=.env src", "scp -P 22 src/app.py host:.env", "cp src/app.py .env"] {
         let b = base.clone().agent_command(line);
@@ -195,7 +215,7 @@ fn precision_operands_that_are_no_files_are_not_read() {
     grep_tool.tool = Some("Grep".into());
     assert!(fired(&base.clone().event(grep_tool), "read", json!({"path": ".env"})));
     // cd inside a subshell stays there.
-    let sub = BundleBuilder::new().file("a/.env", "K=v\n").file(".env", "K=v\n").dir("a").agent_command("(cd a && cat .env); ls");
+    let sub = BundleBuilder::new().file("a/.env", "K=v\n").file(".env", "K=v\n").dir("a").unwatched().agent_command("(cd a && cat .env); ls");
     assert!(fired(&sub, "read", json!({"path": "a/.env"})));
     assert!(!fired(&sub, "read", json!({"path": ".env"})));
     // Commands inside a substitution run.
@@ -230,3 +250,4 @@ fn precision_network_hosts_and_leaks() {
     let json_file = BundleBuilder::new().file("creds.json", "{\n  \"token\": \"ghp_abcdefghij123456\",\n  \"user\": \"me\"\n}\n").written("notes.md", "ghp_abcdefghij123456\n");
     assert!(fired(&json_file, "secret_leak", json!({"source": "creds.json"})));
 }
+
