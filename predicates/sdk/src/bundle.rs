@@ -223,10 +223,11 @@ impl Bundle {
         out
     }
 
-    /// Paths the watcher saw written, created, removed or moved, with its first record.
+    /// Paths the watcher saw written, created, removed, moved or given a new mode, with its
+    /// first record.
     pub fn observed_writes(&self) -> BTreeMap<String, u64> {
         let mut out = BTreeMap::new();
-        let ops = [Op::Write, Op::Create, Op::Delete, Op::Rename];
+        let ops = [Op::Write, Op::Create, Op::Delete, Op::Rename, Op::Chmod, Op::Attrib];
         for e in self.events().iter().filter(|e| e.channel == Channel::Fswatch && ops.contains(&e.op)) {
             for p in &e.paths {
                 out.entry(p.clone()).or_insert(e.seq);
@@ -248,22 +249,41 @@ impl Bundle {
         let seen_writes = self.observed_writes();
         let mut inferred_reads: BTreeMap<String, u64> = BTreeMap::new();
         let mut inferred_writes: BTreeMap<String, u64> = BTreeMap::new();
+        let mut own_state: Vec<PathGlob> = Vec::new();
+        // A glob on a command line (`rm *.log`) names the files it matched.
+        let expand = |p: String| -> Vec<String> {
+            if !p.contains(['*', '?', '[']) {
+                return vec![p];
+            }
+            let g = PathGlob::new(&p);
+            self.view.before.keys().chain(self.view.after.keys()).filter(|k| g.matches(k)).cloned().collect()
+        };
         for c in &self.commands {
             for p in self.files_read(c) {
                 inferred_reads.entry(p).or_insert(c.seq);
             }
             let e = self.effects(c);
-            for p in e.writes.into_iter().chain(e.deletes) {
+            for p in e.writes.into_iter().chain(e.deletes).flat_map(expand) {
                 inferred_writes.entry(p).or_insert(c.seq);
             }
+            own_state.extend(e.execs.iter().flat_map(|p| reader::incidental(p)).map(|g| PathGlob::new(g)));
         }
-        // Agent tools that read or write name their files themselves.
+        // Agent tools that read or write name their files themselves (a listing reads none).
         for e in self.events().iter().filter(|e| e.channel == Channel::Agent && matches!(e.op, Op::Read | Op::Write | Op::Create | Op::Delete)) {
             let target = if e.op == Op::Read { &mut inferred_reads } else { &mut inferred_writes };
-            for p in &e.paths {
+            for p in e.paths.iter().filter(|p| !(e.dir || self.is_dir(p))) {
                 target.entry(p.clone()).or_insert(e.seq);
             }
         }
+        // A program's own state, and a temporary file beside a file a command writes (written
+        // and gone within the run), are accounted for.
+        let explained = |p: &str| {
+            own_state.iter().any(|g| g.matches(p)) || {
+                let transient = !self.view.before.contains_key(p) && !self.view.after.contains_key(p);
+                let dir = p.rsplit_once('/').map_or("", |(d, _)| d);
+                transient && inferred_writes.keys().any(|w| w.rsplit_once('/').map_or("", |(d, _)| d) == dir)
+            }
+        };
         let changed: std::collections::BTreeSet<&String> = self.diff.changed_paths().collect();
         let mut out = Vec::new();
         for (p, seq) in &inferred_reads {
@@ -272,7 +292,7 @@ impl Bundle {
             }
         }
         for (p, seq) in &seen_reads {
-            if !inferred_reads.contains_key(p) && !self.is_dir(p) {
+            if !inferred_reads.contains_key(p) && !self.is_dir(p) && !explained(p) {
                 out.push(Disagreement { access: "read", path: p.clone(), observed: true, seq: *seq });
             }
         }
@@ -282,7 +302,7 @@ impl Bundle {
             }
         }
         for (p, seq) in &seen_writes {
-            if !inferred_writes.contains_key(p) && !self.is_dir(p) && !inferred_writes.keys().any(|w| p.starts_with(w.as_str()) && p.as_bytes().get(w.len()) == Some(&b'/')) {
+            if !inferred_writes.contains_key(p) && !self.is_dir(p) && !explained(p) && !inferred_writes.keys().any(|w| p.starts_with(w.as_str()) && p.as_bytes().get(w.len()) == Some(&b'/')) {
                 out.push(Disagreement { access: "write", path: p.clone(), observed: true, seq: *seq });
             }
         }
@@ -349,7 +369,11 @@ impl Bundle {
                     continue;
                 }
                 let rel = if t.dir == "." { k.as_str() } else { &k[t.dir.len() + 1..] };
-                if t.hidden || !rel.split('/').any(|seg| seg.starts_with('.')) {
+                // git reads a work tree, never its own repository's files as content.
+                if c.program() == "git" && rel.split('/').any(|seg| seg == ".git") {
+                    continue;
+                }
+                if t.reads(rel) {
                     out.push(k.clone());
                 }
             }

@@ -15,6 +15,33 @@ pub struct Tree {
     /// Whether files and directories whose names start with `.` are read too (ripgrep and ag
     /// skip them unless told otherwise).
     pub hidden: bool,
+    /// Name globs a file must match to be read (`grep --include`, `rg -g`); none: every file.
+    pub only: Vec<String>,
+    /// Name globs of files and directories left out (`--exclude`, `--exclude-dir`, `rg -g '!…'`,
+    /// `tar --exclude`).
+    pub skip: Vec<String>,
+}
+
+impl Tree {
+    /// Whether the file at `rel` (relative to the tree) is read.
+    pub fn reads(&self, rel: &str) -> bool {
+        let segments: Vec<&str> = rel.split('/').filter(|s| !s.is_empty()).collect();
+        let Some(name) = segments.last() else { return false };
+        let matches = |glob: &String, seg: &str| crate::PathGlob::new(glob).matches(seg);
+        (self.hidden || !segments.iter().any(|s| s.starts_with('.')))
+            && !segments.iter().any(|seg| self.skip.iter().any(|g| matches(g, seg)))
+            && (self.only.is_empty() || self.only.iter().any(|g| matches(g, name)))
+    }
+}
+
+/// Applies name filters to the trees a command reads. Globs with a `/` are left out: they
+/// match paths, not names, and are not narrowed here.
+fn filter_trees(trees: &mut [Tree], only: &[&str], skip: &[&str]) {
+    let names = |v: &[&str]| -> Vec<String> { v.iter().filter(|g| !g.contains('/')).map(|g| g.to_string()).collect() };
+    for t in trees {
+        t.only.extend(names(only));
+        t.skip.extend(names(skip));
+    }
 }
 
 /// What one command line touches.
@@ -178,7 +205,7 @@ fn tree(dir: &str, hidden: bool) -> Tree {
         "" => ".",
         d => d,
     };
-    Tree { dir: dir.to_string(), hidden }
+    Tree { dir: dir.to_string(), hidden, only: Vec::new(), skip: Vec::new() }
 }
 
 /// Options that take a value, for the programs that read every file operand.
@@ -200,6 +227,27 @@ fn reader_spec(prog: &str) -> Spec<'static> {
         "b2sum" | "cksum" => Spec { short: "al", long: &["--files0-from", "--algorithm", "--length"] },
         "less" | "more" => Spec { short: "bhjkoOpPtTxyz", long: &["--log-file", "--tag", "--tag-file", "--pattern"] },
         _ => Spec { short: "", long: &[] },
+    }
+}
+
+/// Files a program reads or writes by itself, whatever its arguments: its configuration,
+/// caches, logs and temporary files. The file watcher sees these; no command line names them.
+pub fn incidental(program: &str) -> &'static [&'static str] {
+    match program {
+        "git" => &[".git/**", "**/.git/**", "~/.gitconfig", "~/.config/git/**"],
+        "curl" => &["~/.curlrc"],
+        "wget" => &["~/.wgetrc", "~/.wget-hsts"],
+        "npm" | "npx" | "pnpm" | "yarn" => &["~/.npm/**", "~/.npmrc", ".npmrc", "~/.yarnrc*", "~/.cache/yarn/**", "~/.local/share/pnpm/**", "package.json", "package-lock.json", "**/node_modules/**"],
+        "pip" | "pip3" | "uv" | "pipx" => &["~/.cache/pip/**", "~/.config/pip/**", "~/.pip/**", "~/.cache/uv/**"],
+        "python" | "python3" | "pytest" => &["**/__pycache__/**", "**/*.pyc", "~/.python_history"],
+        "gpg" | "gpg2" => &["~/.gnupg/**"],
+        "ssh" | "scp" | "sftp" | "rsync" => &["~/.ssh/config", "~/.ssh/known_hosts", "~/.ssh/known_hosts.old"],
+        "cargo" => &["~/.cargo/**", "Cargo.toml", "Cargo.lock", "target/**"],
+        // `sed -i` writes a temporary file beside each file it edits and renames it over.
+        "sed" | "gsed" | "perl" => &["**/sed??????", "sed??????"],
+        "make" | "gmake" => &["Makefile", "makefile", "GNUmakefile"],
+        "node" => &["package.json", "**/node_modules/**"],
+        _ => &[],
     }
 }
 
@@ -297,6 +345,8 @@ pub fn effects(argv: &[String]) -> Effects {
                     e.reads.push(o);
                 }
             }
+            let skip: Vec<&str> = p.values(&["-x", "--exclude"]).collect();
+            filter_trees(&mut e.trees, &[], &skip);
         }
         "grep" | "egrep" | "fgrep" | "zgrep" => {
             let p = getopt(args, &Spec { short: "efABCmdD", long: &["--regexp", "--file", "--after-context", "--before-context", "--context", "--max-count", "--directories", "--devices", "--include", "--exclude", "--exclude-dir", "--exclude-from", "--label", "--group-separator", "--binary-files"] });
@@ -310,6 +360,9 @@ pub fn effects(argv: &[String]) -> Effects {
                 }
                 // An operand that is a file is read as a file; the caller tells them apart.
                 e.trees.extend(paths.iter().map(|d| tree(d, true)));
+                let only: Vec<&str> = p.values(&["--include"]).collect();
+                let skip: Vec<&str> = p.values(&["--exclude", "--exclude-dir"]).collect();
+                filter_trees(&mut e.trees, &only, &skip);
             } else {
                 e.reads.extend(paths);
             }
@@ -340,6 +393,11 @@ pub fn effects(argv: &[String]) -> Effects {
             } else {
                 e.trees.extend(paths.iter().map(|d| tree(d, hidden)));
             }
+            let globs: Vec<&str> = p.values(&["-g", "--glob", "--iglob", "-G", "--file-search-regex"]).filter(|g| prog == "rg" || !g.contains('\\')).collect();
+            let only: Vec<&str> = globs.iter().filter(|g| !g.starts_with('!') && prog == "rg").copied().collect();
+            let mut skip: Vec<&str> = globs.iter().filter_map(|g| g.strip_prefix('!')).collect();
+            skip.extend(p.values(&["--ignore", "--ignore-dir"]));
+            filter_trees(&mut e.trees, &only, &skip);
         }
         "sed" | "gsed" => {
             let p = getopt(args, &Spec { short: "efl", long: &["--expression", "--file", "--line-length"] });
@@ -489,7 +547,9 @@ pub fn effects(argv: &[String]) -> Effects {
         "split" | "csplit" => {
             let p = getopt(args, &Spec { short: "abCdlnft", long: &["--suffix-length", "--additional-suffix", "--bytes", "--line-bytes", "--lines", "--number", "--separator", "--filter", "--prefix", "--digits", "--suffix-format"] });
             e.reads.extend(p.operands.first().filter(|o| o.as_str() != "-").cloned());
-            e.writes.push(p.operands.get(1).cloned().unwrap_or_else(|| if prog == "split" { "x".into() } else { "xx".into() }));
+            // The pieces are PREFIX followed by a suffix (`xaa`, `xab`, …).
+            let prefix = p.operands.get(1).cloned().unwrap_or_else(|| if prog == "split" { "x".into() } else { "xx".into() });
+            e.writes.push(format!("{prefix}*"));
         }
         "tar" | "bsdtar" | "gtar" => tar(args, &mut e),
         "zip" => {
@@ -497,6 +557,7 @@ pub fn effects(argv: &[String]) -> Effects {
             let cut = args.iter().position(|a| matches!(a.as_str(), "-x" | "-i" | "--exclude" | "--include")).unwrap_or(args.len());
             let p = getopt(&args[..cut], &Spec { short: "bnOtPsZ", long: &["--temp-path", "--suffixes", "--output-file", "--password", "--split-size", "--compression-method"] });
             let recursive = p.has(&["-r", "-R", "--recurse-paths", "--recurse-patterns"]);
+            let excluded: Vec<&str> = if args.get(cut).is_some_and(|a| a == "-x" || a == "--exclude") { args[cut + 1..].iter().take_while(|a| !a.starts_with('-')).map(String::as_str).collect() } else { Vec::new() };
             if let Some((archive, members)) = p.operands.split_first() {
                 let out = p.value(&["-O", "--output-file"]).map(str::to_string).unwrap_or_else(|| archive.clone());
                 e.writes.push(out);
@@ -508,6 +569,7 @@ pub fn effects(argv: &[String]) -> Effects {
                     }
                 }
             }
+            filter_trees(&mut e.trees, &[], &excluded);
         }
         "unzip" => {
             let p = getopt(args, &Spec { short: "dxP", long: &[] });
@@ -548,6 +610,8 @@ pub fn effects(argv: &[String]) -> Effects {
                     None => e.writes.push(dest.clone()),
                 }
             }
+            let skip: Vec<&str> = p.values(&["--exclude"]).collect();
+            filter_trees(&mut e.trees, &[], &skip);
         }
         "scp" | "sftp" => {
             let p = getopt(args, &Spec { short: "cFiJloPSDXb", long: &[] });
@@ -890,6 +954,8 @@ fn tar(args: &[String], e: &mut Effects) {
         for m in &p.operands {
             e.trees.push(tree(&under(m), true));
         }
+        let skip: Vec<&str> = p.values(&["--exclude"]).collect();
+        filter_trees(&mut e.trees, &[], &skip);
     } else if extract || list {
         if let Some(a) = archive.filter(|a| a != "-") {
             e.reads.push(a);

@@ -341,13 +341,29 @@ pub fn bundle_verify(paths: &[PathBuf]) -> Result<ExitCode> {
     Ok(if bad > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
+/// Where a bundle's command lines and its file watcher disagree about what was read and
+/// written (empty for a bundle without a scenario or a watcher).
+fn disagreements(path: &Path) -> Vec<overeager_predicate_sdk::bundle::Disagreement> {
+    crate::judge::input::load(path).ok().and_then(|l| overeager_predicate_sdk::Bundle::parse(&l.view_json).ok()).map(|b| b.disagreements()).unwrap_or_default()
+}
+
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
     let b = Bundle::open(path)?;
+    let disagree = disagreements(path);
     if as_json {
-        print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events}));
+        print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events, "disagreements": disagree}));
         return Ok(ExitCode::SUCCESS);
     }
     print_summary(&b);
+    if !disagree.is_empty() {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "access", "path", "who saw it"]);
+        for d in &disagree {
+            let who = if d.observed { "the file watcher, not any command line" } else { "a command line, not the file watcher" };
+            t.add_row([d.seq.to_string(), d.access.to_string(), d.path.clone(), who.to_string()]);
+        }
+        println!("Command lines and the file watcher disagree on {} access(es):\n{t}", disagree.len());
+    }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "channel", "op", "what", "exit"]);
     for e in b.events.iter().take(max_events) {
