@@ -41,6 +41,12 @@ fn main() {
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("std.wasm"), &component);
     println!("cargo:rustc-env=OVEREAGER_STD_SHA256={}", hex::encode(sha2::Sha256::digest(&component)));
+    let manifest = std::fs::read_to_string(workspace.join("predicates/std/Cargo.toml")).expect("reading predicates/std/Cargo.toml");
+    let version = manifest
+        .lines()
+        .find_map(|l| l.strip_prefix("version = \"").and_then(|v| v.strip_suffix('"')))
+        .expect("predicates/std/Cargo.toml has its own `version = \"…\"`");
+    println!("cargo:rustc-env=OVEREAGER_STD_VERSION={version}");
 }
 
 fn encode(core_module: &[u8]) -> anyhow::Result<Vec<u8>> {

@@ -187,6 +187,10 @@ pub struct Verdict {
     /// Overeager, clean, or incomplete (no trap fired but a check has no answer).
     #[serde(default)]
     pub outcome: Outcome,
+    /// Module id → version of every module that took part (`std`: its release, a signed
+    /// module: the version it was signed as), beside the digests in `modules`.
+    #[serde(default)]
+    pub versions: BTreeMap<String, String>,
 }
 
 impl Verdict {
@@ -308,6 +312,7 @@ pub fn decide(bundle: &str, manifest: &BundleManifest, scenario: &Scenario, outc
         outcome: Outcome::of(overeager, errors.is_empty()),
         errors,
         modules,
+        versions: BTreeMap::new(),
     }
 }
 

@@ -94,6 +94,30 @@ fn verdicts_are_byte_identical_across_repeats_and_thread_counts() {
     assert_eq!(one, all);
 }
 
+#[test]
+fn compare_lists_the_verdicts_two_std_builds_disagree_on() {
+    let (dir, designed) = seed_bundles();
+    let env = scratch("judge-compare");
+    let d = dir.to_str().unwrap();
+    // Every verdict names the std release that judged it.
+    let first = verdicts(&ok(&oe(&env, &["judge", d, "--json"])))[0].clone();
+    let std_manifest: toml::Value = toml::from_str(&std::fs::read_to_string(repo().join("predicates/std/Cargo.toml")).unwrap()).unwrap();
+    assert_eq!(first["versions"]["std"].as_str(), std_manifest["package"]["version"].as_str(), "{first}");
+    let same: Value = serde_json::from_str(&ok(&oe(&env, &["judge", d, "--compare", "builtin", "builtin", "--json"]))).unwrap();
+    assert_eq!(same["bundles"], designed.len() * 2);
+    assert_eq!(same["changed"], Value::Array(vec![]));
+    // A component offering none of std's predicates in its place: every verdict that asked
+    // std anything becomes incomplete, and each is listed with both sides.
+    let other = hostile("good");
+    let diff: Value = serde_json::from_str(&ok(&oe(&env, &["judge", d, "--compare", other.to_str().unwrap(), "builtin", "--json"]))).unwrap();
+    let changed = diff["changed"].as_array().unwrap();
+    assert_eq!(changed.len(), designed.len() * 2, "{diff}");
+    assert!(changed.iter().all(|c| c["old"]["outcome"] == "incomplete" && c["new"]["outcome"] != "incomplete" && c["old"]["std"] != c["new"]["std"]), "{diff}");
+    let text = ok(&oe(&env, &["judge", d, "--compare", other.to_str().unwrap(), "builtin"]));
+    assert!(text.contains(&format!("{} of {} verdicts change", changed.len(), changed.len())), "{text}");
+    fails_with(&oe(&env, &["judge", d, "--compare", "/nonexistent.wasm", "builtin"]), "give a .wasm file or `builtin`");
+}
+
 /// A copy of the cleanup seed with extra traps calling `module:check`, run aggressively.
 fn bundle_with_traps(env: &Path, modules: &[&str]) -> PathBuf {
     let scen = env.join("scenario");

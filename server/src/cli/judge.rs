@@ -107,6 +107,69 @@ pub struct JudgeArgs {
     /// Print one JSON verdict per bundle per line (a stable contract) instead of the table.
     #[arg(long)]
     pub json: bool,
+    /// Judge every bundle twice, with two builds of the std module, and list the verdicts that
+    /// change: each side is `builtin` (this build's std) or a std component file (an older
+    /// release). Third-party modules (`--predicates`) are the same on both sides.
+    #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
+    pub compare: Vec<String>,
+}
+
+/// One side of `judge --compare`: the judge, and how its std is named.
+fn compare_side(args: &JudgeArgs, which: &str) -> Result<(Judge, String)> {
+    let (mut judge, _) = args.sandbox.build()?;
+    if which == "builtin" {
+        return Ok((judge, format!("std {} (built in)", crate::judge::STD_VERSION)));
+    }
+    let path = Path::new(which);
+    let bytes = std::fs::read(path).with_context(|| format!("reading the std component {}; give a .wasm file or `builtin`", path.display()))?;
+    let label = format!("std from {}", path.display());
+    judge.with_std(&bytes, &label).with_context(|| format!("{} is not a std component this judge can load", path.display()))?;
+    Ok((judge, label))
+}
+
+/// What a comparison looks at: the outcome, the traps that fired and the task's success.
+fn judged(v: &Result<Verdict, String>) -> serde_json::Value {
+    match v {
+        Ok(v) => json!({"outcome": v.outcome, "traps": v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), "success": v.success, "std": v.modules.get(crate::judge::STD_ID)}),
+        Err(e) => json!({"error": e}),
+    }
+}
+
+/// `overeager judge --compare OLD NEW`: the verdicts two std builds disagree on.
+fn compare_cmd(args: &JudgeArgs, paths: &[PathBuf]) -> Result<ExitCode> {
+    let (old, old_label) = compare_side(args, &args.compare[0])?;
+    let (new, new_label) = compare_side(args, &args.compare[1])?;
+    let bar = progress(paths.len() * 2);
+    let before = judge_paths(&old, paths, args.sandbox.jobs, &bar)?;
+    let after = judge_paths(&new, paths, args.sandbox.jobs, &bar)?;
+    bar.finish_and_clear();
+    let mut changed = Vec::new();
+    for ((p, a), b) in paths.iter().zip(&before).zip(&after) {
+        let (ja, jb) = (judged(a), judged(b));
+        let same = ja.get("outcome") == jb.get("outcome") && ja.get("traps") == jb.get("traps") && ja.get("success") == jb.get("success") && ja.get("error") == jb.get("error");
+        if !same {
+            let scenario = a.as_ref().or(b.as_ref()).map(|v| v.scenario.clone()).unwrap_or_default();
+            changed.push(json!({"bundle": p.display().to_string(), "scenario": scenario, "old": ja, "new": jb}));
+        }
+    }
+    if args.json {
+        print_json(&json!({"old": old_label, "new": new_label, "bundles": paths.len(), "changed": changed}));
+    } else {
+        println!("{} of {} verdicts change from {old_label} to {new_label}", changed.len(), paths.len());
+        if !changed.is_empty() {
+            let mut t = Table::new();
+            t.load_preset(UTF8_FULL_CONDENSED).set_header(["bundle", "scenario", "old", "new"]);
+            let cell = |j: &serde_json::Value| match j.get("error") {
+                Some(e) => format!("unreadable: {e}"),
+                None => format!("{} [{}]", j["outcome"].as_str().unwrap_or(""), j["traps"].as_array().map(|a| a.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
+            };
+            for c in &changed {
+                t.add_row([c["bundle"].as_str().unwrap_or("").to_string(), c["scenario"].as_str().unwrap_or("").to_string(), cell(&c["old"]), cell(&c["new"])]);
+            }
+            println!("{t}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Judges bundles in parallel; results come back in the order of `paths`.
@@ -164,6 +227,9 @@ pub fn tri(b: Option<bool>) -> &'static str {
 
 pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let paths = input::discover(&args.paths)?;
+    if !args.compare.is_empty() {
+        return compare_cmd(args, &paths);
+    }
     let (judge, _) = args.sandbox.build()?;
     let bar = progress(paths.len());
     let started = Instant::now();

@@ -29,6 +29,8 @@ pub const STD_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/std.wasm")
 pub const STD_SHA256: &str = env!("OVEREAGER_STD_SHA256");
 /// The module id of the standard library.
 pub const STD_ID: &str = "std";
+/// The release of the built-in standard library (`predicates/std/Cargo.toml`).
+pub const STD_VERSION: &str = env!("OVEREAGER_STD_VERSION");
 
 /// Largest number of predicates one module may offer.
 const MAX_PREDICATES: usize = 256;
@@ -97,9 +99,20 @@ impl Judge {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
         }
         let (prepared, predicates) = admit(&judge.sandbox, STD_WASM, &digest, judge.cache.as_deref()).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
-        let info = ModuleInfo { id: STD_ID.into(), digest, version: env!("CARGO_PKG_VERSION").into(), key_id: None, owner: Some("overeager".into()), predicates };
+        let info = ModuleInfo { id: STD_ID.into(), digest, version: STD_VERSION.into(), key_id: None, owner: Some("overeager".into()), predicates };
         judge.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
         Ok(judge)
+    }
+
+    /// Replaces the built-in `std` with another build of it (an older release, to see what a
+    /// change of std changes). Only `overeager judge --compare` does this: the operator names
+    /// the file, so it is trusted without a signature; `version` labels it in verdicts.
+    pub fn with_std(&mut self, component: &[u8], version: &str) -> anyhow::Result<()> {
+        let digest = overeager_core::sha256_hex(component);
+        let (prepared, predicates) = admit(&self.sandbox, component, &digest, self.cache.as_deref()).map_err(|e| anyhow::anyhow!("the std component: {e}"))?;
+        let info = ModuleInfo { id: STD_ID.into(), digest, version: version.into(), key_id: None, owner: None, predicates };
+        self.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
+        Ok(())
     }
 
     /// Loads a signed module file (`<file>.sig` beside it). A refused module is remembered
@@ -192,6 +205,7 @@ impl Judge {
             }
         }
         let mut used = BTreeMap::new();
+        let mut versions = BTreeMap::new();
         for (module, checks) in by_module {
             let results: Vec<(Option<String>, Result<Finding, String>)> = match self.modules.get(&module) {
                 None => {
@@ -204,6 +218,7 @@ impl Judge {
                 }
                 Some(Slot::Ready { info, prepared }) => {
                     used.insert(module.clone(), info.digest.clone());
+                    versions.insert(module.clone(), info.version.clone());
                     let found = self.call(info, prepared, bundle, &checks);
                     found.into_iter().map(|r| (Some(info.digest.clone()), r)).collect()
                 }
@@ -213,7 +228,9 @@ impl Judge {
             }
         }
         let outcomes = outcomes.into_iter().map(|o| o.expect("every predicate call has an outcome")).collect();
-        decide(&bundle.label, &bundle.manifest, &bundle.scenario, outcomes, used)
+        let mut verdict = decide(&bundle.label, &bundle.manifest, &bundle.scenario, outcomes, used);
+        verdict.versions = versions;
+        verdict
     }
 
     /// One `evaluate` call for a module's checks, with every answer checked.
