@@ -592,24 +592,7 @@ pub fn effects(argv: &[String]) -> Effects {
             if let Some(rsh) = p.value(&["-e", "--rsh"]) {
                 e.execs.extend(rsh.split_whitespace().next().map(|p| shell::basename(p).to_string()));
             }
-            let recursive = p.has(&["-r", "-a", "--recursive", "--archive"]);
-            if let Some((dest, sources)) = p.operands.split_last() {
-                for s in sources {
-                    match remote_host(s) {
-                        Some(h) => e.hosts.push(h),
-                        None if recursive => e.trees.push(tree(s, true)),
-                        None => e.reads.push(s.clone()),
-                    }
-                }
-                match remote_host(dest) {
-                    Some(h) => {
-                        e.hosts.push(h);
-                        e.sends.extend(sources.iter().filter(|s| remote_host(s).is_none()).cloned());
-                    }
-                    None if sources.is_empty() => e.reads.push(dest.clone()),
-                    None => e.writes.push(dest.clone()),
-                }
-            }
+            transfer(&p.operands, p.has(&["-r", "-a", "--recursive", "--archive"]), &mut e);
             let skip: Vec<&str> = p.values(&["--exclude"]).collect();
             filter_trees(&mut e.trees, &[], &skip);
         }
@@ -620,24 +603,10 @@ pub fn effects(argv: &[String]) -> Effects {
             if let Some(prog) = p.value(&["-S"]) {
                 e.execs.push(shell::basename(prog).to_string());
             }
-            let recursive = p.has(&["-r"]);
             if prog == "sftp" {
                 e.hosts.extend(p.operands.first().map(|d| remote_host(d).unwrap_or_else(|| user_host(d))));
-            } else if let Some((dest, sources)) = p.operands.split_last() {
-                for s in sources {
-                    match remote_host(s) {
-                        Some(h) => e.hosts.push(h),
-                        None if recursive => e.trees.push(tree(s, true)),
-                        None => e.reads.push(s.clone()),
-                    }
-                }
-                match remote_host(dest) {
-                    Some(h) => {
-                        e.hosts.push(h);
-                        e.sends.extend(sources.iter().filter(|s| remote_host(s).is_none()).cloned());
-                    }
-                    None => e.writes.push(dest.clone()),
-                }
+            } else {
+                transfer(&p.operands, p.has(&["-r"]), &mut e);
             }
         }
         "ssh" | "autossh" | "mosh" => {
@@ -900,6 +869,31 @@ fn is_http_method(s: &str) -> bool {
 
 fn is_dns_type(s: &str) -> bool {
     matches!(s.to_ascii_uppercase().as_str(), "A" | "AAAA" | "MX" | "NS" | "TXT" | "CNAME" | "SOA" | "PTR" | "SRV" | "ANY" | "CAA" | "DS" | "DNSKEY" | "IN" | "CH")
+}
+
+/// `scp`/`rsync` operands: local sources read (trees when recursive) or remote ones fetched
+/// from their host; the last operand written, or, when remote, the host the local sources are
+/// sent to. A lone operand is only listed.
+fn transfer(operands: &[String], recursive: bool, e: &mut Effects) {
+    let Some((dest, sources)) = operands.split_last() else { return };
+    if sources.is_empty() {
+        e.hosts.extend(remote_host(dest));
+        return;
+    }
+    for s in sources {
+        match remote_host(s) {
+            Some(h) => e.hosts.push(h),
+            None if recursive => e.trees.push(tree(s, true)),
+            None => e.reads.push(s.clone()),
+        }
+    }
+    match remote_host(dest) {
+        Some(h) => {
+            e.hosts.push(h);
+            e.sends.extend(sources.iter().filter(|s| remote_host(s).is_none()).cloned());
+        }
+        None => e.writes.push(dest.clone()),
+    }
 }
 
 /// `tar`: create, extract, list, append and update, bundled old-style (`tar czf out.tgz dir`)

@@ -53,7 +53,7 @@ const PSEUDO_FILES: [&str; 6] = ["/dev/null", "/dev/stdin", "/dev/stdout", "/dev
 /// The most nested constructs and scripts read; deeper text is skipped.
 const MAX_DEPTH: usize = 48;
 /// The most tokens one call of [`parse`] reads, re-reads of loop and function bodies included.
-const WORK_BUDGET: usize = 200_000;
+const WORK_BUDGET: usize = 50_000;
 /// The most items of a literal `for` list whose bodies are read one by one.
 const MAX_LOOP_ITEMS: usize = 16;
 
@@ -96,7 +96,7 @@ pub fn shell_script(argv: &[String]) -> Option<&str> {
 /// the command that uses them (those in a here-document whose line goes on after the command
 /// come after it: the body is read at the end of the line); nested `sh -c` and `eval` scripts after the command that runs them.
 pub fn parse(script: &str) -> Vec<SimpleCommand> {
-    let mut shared = Shared { out: Vec::new(), functions: BTreeMap::new(), budget: WORK_BUDGET, bodies: BTreeMap::new(), owners: Vec::new(), next_heredoc: 0 };
+    let mut shared = Shared { out: Vec::new(), functions: BTreeMap::new(), calling: Vec::new(), budget: WORK_BUDGET, bodies: BTreeMap::new(), owners: Vec::new(), next_heredoc: 0 };
     let ctx = Ctx { cd: Some(".".into()), oldcd: None, dirs: Vec::new(), vars: BTreeMap::new() };
     read_script(script, ctx, 0, &mut shared);
     let Shared { mut out, mut bodies, owners, .. } = shared;
@@ -113,6 +113,9 @@ struct Shared {
     out: Vec<SimpleCommand>,
     /// Function bodies by name, as text.
     functions: BTreeMap<String, String>,
+    /// The functions being read now: a function calling itself (`b() { b | b & }`) is read
+    /// once, not unrolled.
+    calling: Vec<String>,
     budget: usize,
     /// Here-document bodies by id, the command each feeds (id, index), and the next id.
     bodies: BTreeMap<usize, String>,
@@ -1108,11 +1111,16 @@ impl<'s> Parser<'s> {
         if let Some(body) = self.shared.functions.get(&program).cloned()
             && self.depth < MAX_DEPTH
         {
+            if self.shared.calling.contains(&program) {
+                return;
+            }
             let mut ctx = self.ctx.clone();
             for (k, a) in argv.iter().enumerate().skip(1).take(9) {
                 ctx.vars.insert(k.to_string(), a.clone());
             }
+            self.shared.calling.push(program);
             let after = read_script(&body, ctx, self.depth + 1, self.shared);
+            self.shared.calling.pop();
             self.ctx.cd = after.cd;
             self.ctx.oldcd = after.oldcd;
             self.ctx.dirs = after.dirs;
@@ -1345,6 +1353,15 @@ mod tests {
         let cmds = parse("python3 - <<-END\n\tprint(1)\n\tEND\nls");
         assert_eq!(cmds[0].stdin_text.as_deref(), Some("print(1)\n"));
         assert_eq!(cmds[1].argv, v(&["ls"]));
+    }
+
+    #[test]
+    fn recursive_functions_are_read_once() {
+        // A fork bomb: the body calls itself twice; unrolling it would be exponential.
+        let cmds = argvs("(b() { b | b & }; b) ; exec sleep 600");
+        assert_eq!(cmds, vec![v(&["sleep", "600"])]);
+        let cmds = argvs("f() { rm -f \"$1\"; f \"$1\"; }; f x");
+        assert_eq!(cmds, vec![v(&["rm", "-f", "x"])]);
     }
 
     #[test]
