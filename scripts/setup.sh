@@ -23,7 +23,8 @@ apt_install() {
 
 apt_install git bash coreutils findutils
 if [ "${1:-}" = "--test" ]; then
-  apt_install chromium chromium-driver wrk docker.io busybox-static perl
+  # python3 and the usual command-line tools: the precision test runs real command lines.
+  apt_install chromium chromium-driver wrk docker.io busybox-static perl python3 diffutils gzip
   # The real agent CLIs run on Node.js (>= 20 for Gemini CLI) and npm; OpenHands needs Python
   # 3.12 (python3.12 on PATH or pyenv's), which the tests report when it is missing.
   command -v node >/dev/null 2>&1 || apt_install nodejs
