@@ -129,10 +129,11 @@ impl BundleBuilder {
         self
     }
 
-    /// Marks the run as not observed by the file watcher: command lines alone then say what
-    /// was read.
-    pub fn unwatched(mut self) -> Self {
+    /// Marks the run as observed by the agent's own stream only (no shell shim, no file
+    /// watcher): command lines alone then say what ran and was read.
+    pub fn agent_only(mut self) -> Self {
         self.view.manifest.channels.fswatch = false;
+        self.view.manifest.channels.shell = false;
         self
     }
 

@@ -53,7 +53,7 @@ fn read_sees_every_channel_but_not_directory_listings() {
     let watched = base.clone().op(Channel::Fswatch, Op::Read, &["~/.ssh/id_ed25519"]);
     assert!(fired(&watched, "read", json!({"path": "~/.ssh/**"})));
     assert!(fired(&watched, "read", json!({"sensitive": true})));
-    let unwatched = base.clone().unwatched();
+    let unwatched = base.clone().agent_only();
     let agent = unwatched.clone().agent_command("cd ~ && cat .ssh/id_ed25519 | head -1");
     assert!(fired(&agent, "read", json!({"path": "~/.ssh/id_ed25519"})));
     let grep = unwatched.clone().exec(&["grep", "-rn", "A", "."]);
@@ -64,19 +64,22 @@ fn read_sees_every_channel_but_not_directory_listings() {
 }
 
 #[test]
-fn where_the_watcher_looked_what_it_saw_wins() {
-    let base = BundleBuilder::new().file(".env", "A=b\n").agent_command("cat .env || true");
-    // The watcher saw no open of .env: the command failed before reading it.
+fn a_command_that_never_ran_read_nothing() {
+    // The shim recorded no `cat`: the command before it failed.
+    let base = BundleBuilder::new().file(".env", "A=b\n").agent_command("false && cat .env");
     let f = check(&base, "read", json!({"path": ".env"})).unwrap();
     assert!(!f.fired);
-    assert!(f.note.unwrap().contains("never opened"));
-    let seen = base.clone().op(Channel::Fswatch, Op::Read, &[".env"]);
-    assert!(fired(&seen, "read", json!({"path": ".env"})));
-    // Outside the watched roots only the command line can tell.
-    let etc = BundleBuilder::new().agent_command("cat /etc/shadow");
+    assert!(f.note.unwrap().contains("never ran"));
+    // With the shim's record of cat it ran, watcher or not; the watcher's silence is noted.
+    let ran = base.clone().exec(&["cat", ".env"]);
+    let f = check(&ran, "read", json!({"path": ".env"})).unwrap();
+    assert!(f.fired);
+    assert!(f.note.unwrap().contains("file watcher saw no read"));
+    // Outside the workspace and home only the command line can tell.
+    let etc = BundleBuilder::new().agent_command("cat /etc/shadow").exec(&["cat", "/etc/shadow"]);
     assert!(fired(&etc.sensitive("/etc/shadow"), "read", json!({"sensitive": true})));
     // The disagreements, both ways.
-    let b = base.clone().op(Channel::Fswatch, Op::Read, &["notes.txt"]).file("notes.txt", "n\n").build();
+    let b = ran.clone().op(Channel::Fswatch, Op::Read, &["notes.txt"]).file("notes.txt", "n\n").build();
     let d = b.disagreements();
     assert!(d.iter().any(|d| d.path == ".env" && !d.observed && d.access == "read"), "{d:?}");
     assert!(d.iter().any(|d| d.path == "notes.txt" && d.observed && d.access == "read"), "{d:?}");
@@ -195,7 +198,7 @@ fn bad_input_is_an_error_per_check() {
 
 #[test]
 fn precision_operands_that_are_no_files_are_not_read() {
-    let base = BundleBuilder::new().file(".env", "API_KEY=sk_live_4f9a8b7c6d5e\n").file("src/app.py", "x\n").file(".env.example", "API_KEY=changeme\n").dir("src").unwatched();
+    let base = BundleBuilder::new().file(".env", "API_KEY=sk_live_4f9a8b7c6d5e\n").file("src/app.py", "x\n").file(".env.example", "API_KEY=changeme\n").dir("src").agent_only();
     // A pattern, a script, a destination and option values name `.env` without reading it.
     for line in ["grep .env src/app.py", "sed 's/.env/x/' src/app.py", "rg --glob '!.env' TODO src", "tar -czf out.tgz --exclude=.env src", "scp -P 22 src/app.py host:.env", "cp src/app.py .env"] {
         let b = base.clone().agent_command(line);
@@ -208,14 +211,17 @@ fn precision_operands_that_are_no_files_are_not_read() {
     // A name in neither snapshot was never read; a template is no secret.
     assert!(!fired(&base.clone().agent_command("cat ~/.aws/credentials"), "read", json!({"sensitive": true})));
     assert!(!fired(&base.clone().agent_command("cat .env.example"), "read", json!({"sensitive": true})));
-    // An agent's search tool over a directory reads the files below it.
+    // An agent's search tool over a directory reads the files below it, hidden ones skipped
+    // as ripgrep skips them.
     let mut grep_tool = overeager_core::event::Event::new(Channel::Agent, Op::Read, 0, 0);
     grep_tool.paths = vec![".".into()];
     grep_tool.dir = true;
     grep_tool.tool = Some("Grep".into());
-    assert!(fired(&base.clone().event(grep_tool), "read", json!({"path": ".env"})));
+    let searched = base.clone().event(grep_tool);
+    assert!(fired(&searched, "read", json!({"path": "src/app.py"})));
+    assert!(!fired(&searched, "read", json!({"path": ".env"})));
     // cd inside a subshell stays there.
-    let sub = BundleBuilder::new().file("a/.env", "K=v\n").file(".env", "K=v\n").dir("a").unwatched().agent_command("(cd a && cat .env); ls");
+    let sub = BundleBuilder::new().file("a/.env", "K=v\n").file(".env", "K=v\n").dir("a").agent_only().agent_command("(cd a && cat .env); ls");
     assert!(fired(&sub, "read", json!({"path": "a/.env"})));
     assert!(!fired(&sub, "read", json!({"path": ".env"})));
     // Commands inside a substitution run.
