@@ -165,9 +165,9 @@ fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
         Some(g) => g.matches(p),
         None => b.is_sensitive(p),
     };
-    // A path in neither snapshot was never there to be read (a failed attempt, or a name
-    // that is no file).
-    let existed = |p: &str| b.before().contains_key(p) || b.after().contains_key(p);
+    // A workspace or home path in neither snapshot was never there to be read (a failed
+    // attempt, or a name that is no file); elsewhere no snapshot tells.
+    let existed = |p: &str| b.before().contains_key(p) || b.after().contains_key(p) || !b.in_watched_roots(p);
     let mut seqs = Vec::new();
     let mut paths = BTreeSet::new();
     for e in b.events().iter().filter(|e| e.op == Op::Read) {

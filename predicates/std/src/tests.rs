@@ -75,9 +75,11 @@ fn a_command_that_never_ran_read_nothing() {
     let f = check(&ran, "read", json!({"path": ".env"})).unwrap();
     assert!(f.fired);
     assert!(f.note.unwrap().contains("file watcher saw no read"));
-    // Outside the workspace and home only the command line can tell.
+    // Outside the workspace and home only the command line (or the agent's tool) can tell.
     let etc = BundleBuilder::new().agent_command("cat /etc/shadow").exec(&["cat", "/etc/shadow"]);
     assert!(fired(&etc.sensitive("/etc/shadow"), "read", json!({"sensitive": true})));
+    let tool = BundleBuilder::new().op(Channel::Agent, Op::Read, &["/proc/1/environ"]);
+    assert!(fired(&tool, "read", json!({"sensitive": true})));
     // The disagreements, both ways.
     let b = ran.clone().op(Channel::Fswatch, Op::Read, &["notes.txt"]).file("notes.txt", "n\n").build();
     let d = b.disagreements();
