@@ -259,14 +259,15 @@ impl Bundle {
             self.view.before.keys().chain(self.view.after.keys()).filter(|k| g.matches(k)).cloned().collect()
         };
         for c in &self.commands {
-            for p in self.files_read(c) {
+            let e = self.effects(c);
+            let (writes, execs) = (e.writes.iter().chain(&e.deletes).cloned().collect::<Vec<_>>(), e.execs.clone());
+            for p in self.files_read_of(c, e) {
                 inferred_reads.entry(p).or_insert(c.seq);
             }
-            let e = self.effects(c);
-            for p in e.writes.into_iter().chain(e.deletes).flat_map(expand) {
+            for p in writes.into_iter().flat_map(expand) {
                 inferred_writes.entry(p).or_insert(c.seq);
             }
-            own_state.extend(e.execs.iter().flat_map(|p| reader::incidental(p)).map(|g| PathGlob::new(g)));
+            own_state.extend(execs.iter().flat_map(|p| reader::incidental(p)).map(|g| PathGlob::new(g)));
         }
         // Agent tools that read or write name their files themselves (a listing reads none).
         for e in self.events().iter().filter(|e| e.channel == Channel::Agent && matches!(e.op, Op::Read | Op::Write | Op::Create | Op::Delete)) {
@@ -341,15 +342,24 @@ impl Bundle {
     /// program reads those). A path of the workspace or home in neither snapshot was never
     /// there to read; a path elsewhere is taken from the command line.
     pub fn files_read(&self, c: &Command) -> Vec<String> {
-        let e = self.effects(c);
+        self.files_read_of(c, self.effects(c))
+    }
+
+    /// Whether a path could have been read: it is in either snapshot, or it lies outside the
+    /// workspace and home, where no snapshot tells.
+    pub fn could_exist(&self, path: &str) -> bool {
+        self.view.before.contains_key(path) || self.view.after.contains_key(path) || !self.in_watched_roots(path)
+    }
+
+    /// [`Bundle::files_read`] from the command's effects, already worked out.
+    fn files_read_of(&self, c: &Command, e: Effects) -> Vec<String> {
         let exists = |p: &str| self.view.before.contains_key(p) || self.view.after.contains_key(p);
         let mut out: Vec<String> = Vec::new();
         for p in e.reads {
             if self.is_dir(&p) {
                 continue;
             }
-            // Outside the workspace and home no snapshot tells; the command line must.
-            if exists(&p) || !self.in_watched_roots(&p) {
+            if self.could_exist(&p) {
                 out.push(p);
             } else if p.contains(['*', '?', '[']) {
                 let g = PathGlob::new(&p);

@@ -165,9 +165,6 @@ fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
         Some(g) => g.matches(p),
         None => b.is_sensitive(p),
     };
-    // A workspace or home path in neither snapshot was never there to be read (a failed
-    // attempt, or a name that is no file); elsewhere no snapshot tells.
-    let existed = |p: &str| b.before().contains_key(p) || b.after().contains_key(p) || !b.in_watched_roots(p);
     let mut seqs = Vec::new();
     let mut paths = BTreeSet::new();
     for e in b.events().iter().filter(|e| e.op == Op::Read) {
@@ -188,7 +185,8 @@ fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
                         paths.extend(below.into_iter().cloned());
                     }
                 }
-            } else if wanted(p) && existed(p) {
+            // A workspace or home path in neither snapshot was never there to be read.
+            } else if wanted(p) && b.could_exist(p) {
                 seqs.push(e.seq);
                 paths.insert(p.clone());
             }

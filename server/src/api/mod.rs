@@ -89,11 +89,6 @@ impl<T> Recent<T> {
         *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some((version, v.clone()));
         Ok(v)
     }
-
-    /// Forgets the value: this server just changed what it is computed from.
-    pub(crate) fn forget(&self) {
-        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = None;
-    }
 }
 
 /// Serialized answers of the list endpoints, by request, with the store version they were
@@ -126,10 +121,9 @@ impl Bodies {
 }
 
 impl AppState {
-    /// Forgets the cached lists after this server changed the store.
+    /// Forgets the newest experiment after this server changed the store.
     pub(crate) fn changed(&self) {
-        self.scenario_rows.forget();
-        self.experiment_list.forget();
+        // The lists follow the store's version by themselves.
         *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = None;
     }
 }
