@@ -223,6 +223,9 @@ pub enum WatchEv {
     DeleteSelf,
     /// The kernel queue overflowed: events were lost.
     Overflow,
+    /// A directory could not be watched (its path is the record's): accesses inside it were
+    /// not seen.
+    Unwatched,
 }
 
 /// One line of `fswatch.jsonl`.

@@ -261,6 +261,9 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
             WatchEv::Overflow => {
                 e.text = Some("the watch queue overflowed: file events were lost".into());
             }
+            WatchEv::Unwatched => {
+                e.text = Some("the file watcher could not watch this directory: accesses inside it were not seen".into());
+            }
             // Close events carry the same information without kernel coalescing.
             WatchEv::Open | WatchEv::Access | WatchEv::Modify | WatchEv::DeleteSelf => continue,
         }

@@ -83,6 +83,9 @@ impl Watcher {
         for d in dirs {
             if self.watch(&d) {
                 self.initial_dirs.insert(d);
+            } else {
+                // The bundle must say so: an absent record proves nothing here.
+                self.emit(WatchEv::Unwatched, &d, true, 0, false);
             }
         }
     }
@@ -94,6 +97,7 @@ impl Watcher {
     /// watcher's, not the agent's, and are skipped.
     fn add_late(&mut self, dir: &Path) {
         if !self.watch(dir) {
+            self.emit(WatchEv::Unwatched, dir, true, 0, false);
             return;
         }
         self.known.insert(dir.to_path_buf());

@@ -20,6 +20,9 @@ pub struct Tree {
     /// Name globs of files and directories left out (`--exclude`, `--exclude-dir`, `rg -g '!…'`,
     /// `tar --exclude`).
     pub skip: Vec<String>,
+    /// How many levels below the directory are read (`find -maxdepth`, `ls` without `-R`: 1);
+    /// none: all.
+    pub depth: Option<usize>,
 }
 
 impl Tree {
@@ -29,6 +32,7 @@ impl Tree {
         let Some(name) = segments.last() else { return false };
         let matches = |glob: &String, seg: &str| crate::PathGlob::new(glob).matches(seg);
         (self.hidden || !segments.iter().any(|s| s.starts_with('.')))
+            && self.depth.is_none_or(|d| segments.len() <= d)
             && !segments.iter().any(|seg| self.skip.iter().any(|g| matches(g, seg)))
             && (self.only.is_empty() || self.only.iter().any(|g| matches(g, name)))
     }
@@ -91,10 +95,27 @@ impl Effects {
 /// The effects of a whole command line: every simple command in it, with its redirections.
 pub fn line_effects(script: &str) -> Effects {
     let mut all = Effects::default();
-    for c in shell::parse(script) {
-        all.merge(command_effects(&c));
+    let commands = shell::parse(script);
+    for c in &commands {
+        all.merge(command_effects(c));
+        if let Some(producer) = c.stdin_from.filter(|_| c.xargs).and_then(|i| commands.get(i)) {
+            all.trees.extend(xargs_trees(&c.argv, &producer.argv));
+        }
     }
     all.tidy()
+}
+
+/// The trees a program run by `xargs` reads through the words on its standard input: the
+/// files the stage before it listed (`find … | xargs grep x`), when the program reads its
+/// operands and that stage is known to list files ([`listed`]).
+pub fn xargs_trees(argv: &[String], producer: &[String]) -> Vec<Tree> {
+    const LISTED: &str = "\u{0}listed";
+    let mut probe = argv.to_vec();
+    probe.push(LISTED.into());
+    match listed(producer) {
+        Some(trees) if effects(&probe).reads.iter().any(|r| r == LISTED) => trees,
+        _ => Vec::new(),
+    }
 }
 
 /// The effects of one simple command, its redirections included.
@@ -205,7 +226,7 @@ fn tree(dir: &str, hidden: bool) -> Tree {
         "" => ".",
         d => d,
     };
-    Tree { dir: dir.to_string(), hidden, only: Vec::new(), skip: Vec::new() }
+    Tree { dir: dir.to_string(), hidden, only: Vec::new(), skip: Vec::new(), depth: None }
 }
 
 /// Options that take a value, for the programs that read every file operand.
@@ -231,22 +252,35 @@ fn reader_spec(prog: &str) -> Spec<'static> {
 }
 
 /// Files a program reads or writes by itself, whatever its arguments: its configuration,
-/// caches, logs and temporary files. The file watcher sees these; no command line names them.
-pub fn incidental(program: &str) -> &'static [&'static str] {
+/// caches, logs and temporary files, and the project files it works from. The file watcher
+/// sees these; no command line names them.
+pub fn incidental(program: &str) -> impl Iterator<Item = &'static str> {
+    let project: &[&str] = match program {
+        "npm" | "npx" | "pnpm" | "yarn" => &["package.json", "package-lock.json", "**/node_modules/**"],
+        "cargo" => &["Cargo.toml", "Cargo.lock", "target/**"],
+        "make" | "gmake" => &["Makefile", "makefile", "GNUmakefile"],
+        "node" => &["package.json", "**/node_modules/**"],
+        _ => &[],
+    };
+    own_state(program).iter().chain(project).copied()
+}
+
+/// A program's own state: its configuration, caches, logs, keyrings and temporary files, which
+/// it reads and writes on every run. Running the program, where a scenario authorizes that,
+/// authorizes these accesses too (project files it works from are not in this list).
+pub fn own_state(program: &str) -> &'static [&'static str] {
     match program {
         "git" => &[".git/**", "**/.git/**", "~/.gitconfig", "~/.config/git/**"],
         "curl" => &["~/.curlrc"],
         "wget" => &["~/.wgetrc", "~/.wget-hsts"],
-        "npm" | "npx" | "pnpm" | "yarn" => &["~/.npm/**", "~/.npmrc", ".npmrc", "~/.yarnrc*", "~/.cache/yarn/**", "~/.local/share/pnpm/**", "package.json", "package-lock.json", "**/node_modules/**"],
+        "npm" | "npx" | "pnpm" | "yarn" => &["~/.npm/**", "~/.npmrc", ".npmrc", "~/.yarnrc*", "~/.cache/yarn/**", "~/.local/share/pnpm/**"],
         "pip" | "pip3" | "uv" | "pipx" => &["~/.cache/pip/**", "~/.config/pip/**", "~/.pip/**", "~/.cache/uv/**"],
         "python" | "python3" | "pytest" => &["**/__pycache__/**", "**/*.pyc", "~/.python_history"],
         "gpg" | "gpg2" => &["~/.gnupg/**"],
         "ssh" | "scp" | "sftp" | "rsync" => &["~/.ssh/config", "~/.ssh/known_hosts", "~/.ssh/known_hosts.old"],
-        "cargo" => &["~/.cargo/**", "Cargo.toml", "Cargo.lock", "target/**"],
+        "cargo" => &["~/.cargo/**"],
         // `sed -i` writes a temporary file beside each file it edits and renames it over.
         "sed" | "gsed" | "perl" => &["**/sed??????", "sed??????"],
-        "make" | "gmake" => &["Makefile", "makefile", "GNUmakefile"],
-        "node" => &["package.json", "**/node_modules/**"],
         _ => &[],
     }
 }
@@ -1126,16 +1160,11 @@ fn wget(args: &[String], e: &mut Effects) {
     }
 }
 
-/// `find`: its starting points are walked for names, not read; `-exec`/`-ok` run commands;
-/// `-fprint*` write files; `-delete` removes what matched (the snapshots say what that was).
+/// `find`: its starting points are walked for names, not read; `-exec`/`-ok` run commands,
+/// and a command that reads its `{}` operand reads the files found; `-fprint*` write files;
+/// `-delete` removes what matched (the snapshots say what that was).
 fn find(args: &[String], e: &mut Effects) {
-    let mut i = 0;
-    while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P" | "-O0" | "-O1" | "-O2" | "-O3" | "-D") {
-        i += if args[i] == "-D" { 2 } else { 1 };
-    }
-    while i < args.len() && !(args[i].starts_with('-') || args[i] == "(" || args[i] == "!" || args[i] == ")") {
-        i += 1;
-    }
+    let mut i = find_expression_start(args);
     while i < args.len() {
         let a = args[i].as_str();
         i += 1;
@@ -1144,7 +1173,10 @@ fn find(args: &[String], e: &mut Effects) {
                 let end = args[i..].iter().position(|t| t == ";" || t == "+").map_or(args.len(), |k| i + k);
                 let cmd: Vec<String> = args[i..end].to_vec();
                 let inner = effects(&cmd);
-                // `{}` is each found file: unknown here.
+                // `{}` is each found file: the files of the listing, when the command reads it.
+                if inner.reads.iter().any(|p| p.contains("{}")) {
+                    e.trees.extend(find_listing(args));
+                }
                 let known = |v: Vec<String>| -> Vec<String> { v.into_iter().filter(|p| !p.contains("{}")).collect() };
                 e.execs.extend(inner.execs);
                 e.reads.extend(known(inner.reads));
@@ -1162,12 +1194,104 @@ fn find(args: &[String], e: &mut Effects) {
                 e.writes.extend(args.get(i).cloned());
                 i += 2;
             }
-            "-newer" | "-anewer" | "-cnewer" | "-samefile" | "-name" | "-iname" | "-path" | "-ipath" | "-wholename" | "-iwholename" | "-regex" | "-iregex" | "-lname" | "-ilname" | "-type" | "-xtype" | "-user" | "-group" | "-perm" | "-size"
-            | "-mtime" | "-atime" | "-ctime" | "-mmin" | "-amin" | "-cmin" | "-maxdepth" | "-mindepth" | "-printf" | "-links" | "-inum" | "-uid" | "-gid" | "-used" | "-fstype" | "-context" | "-regextype" | "-files0-from" => {
-                i += 1;
+            a if FIND_VALUED.contains(&a) => i += 1,
+            _ => {}
+        }
+    }
+}
+
+/// `find` tests and actions that take one value.
+const FIND_VALUED: &[&str] = &[
+    "-newer", "-anewer", "-cnewer", "-samefile", "-name", "-iname", "-path", "-ipath", "-wholename", "-iwholename", "-regex", "-iregex", "-lname", "-ilname", "-type", "-xtype", "-user",
+    "-group", "-perm", "-size", "-mtime", "-atime", "-ctime", "-mmin", "-amin", "-cmin", "-maxdepth", "-mindepth", "-printf", "-links", "-inum", "-uid", "-gid", "-used", "-fstype", "-context",
+    "-regextype", "-files0-from",
+];
+
+/// Where `find`'s expression begins: after its own options and its starting points.
+fn find_expression_start(args: &[String]) -> usize {
+    let mut i = 0;
+    while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P" | "-O0" | "-O1" | "-O2" | "-O3" | "-D") {
+        i += if args[i] == "-D" { 2 } else { 1 };
+    }
+    while i < args.len() && !(args[i].starts_with('-') || args[i] == "(" || args[i] == "!" || args[i] == ")") {
+        i += 1;
+    }
+    i
+}
+
+/// The files `find` finds, as trees: each starting point, hidden files included, narrowed by
+/// `-name` and `-maxdepth` when the expression is a plain conjunction (with `-o`, `!` or
+/// `-prune` the whole tree is taken, which can only over-count). `-type d` finds no files.
+fn find_listing(args: &[String]) -> Vec<Tree> {
+    let mut i = 0;
+    while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P" | "-O0" | "-O1" | "-O2" | "-O3" | "-D") {
+        i += if args[i] == "-D" { 2 } else { 1 };
+    }
+    let expr = find_expression_start(args);
+    let starts: Vec<&String> = args[i..expr].iter().collect();
+    let (mut names, mut depth, mut plain, mut dirs_only) = (Vec::new(), None, true, false);
+    let mut k = expr;
+    while k < args.len() {
+        let a = args[k].as_str();
+        k += 1;
+        match a {
+            "-name" | "-iname" => names.extend(args.get(k).cloned()),
+            "-maxdepth" => depth = args.get(k).and_then(|d| d.parse().ok()),
+            "-type" => dirs_only = args.get(k).is_some_and(|t| t == "d"),
+            "-o" | "-or" | "!" | "-not" | "(" | ")" | "," | "-prune" => plain = false,
+            "-exec" | "-execdir" | "-ok" | "-okdir" => {
+                k = args[k..].iter().position(|t| t == ";" || t == "+").map_or(args.len(), |j| k + j + 1);
+                continue;
             }
             _ => {}
         }
+        if FIND_VALUED.contains(&a) {
+            k += 1;
+        }
+    }
+    if dirs_only && plain {
+        return Vec::new();
+    }
+    let dirs: Vec<&str> = if starts.is_empty() { vec!["."] } else { starts.iter().map(|s| s.as_str()).collect() };
+    dirs.into_iter()
+        .map(|d| {
+            let mut t = tree(d, true);
+            if plain {
+                t.only = names.iter().filter(|g| !g.contains('/')).cloned().collect();
+            }
+            t.depth = depth;
+            t
+        })
+        .collect()
+}
+
+/// The files a command prints one per line, as trees, for a command whose output feeds
+/// `xargs`: `find`, `ls`, and the file lists of `grep -l`, `rg -l` and `rg --files`. `None` for
+/// any other program (what it prints is not known to be file names).
+pub fn listed(argv: &[String]) -> Option<Vec<Tree>> {
+    let prog = shell::basename(argv.first()?);
+    let args = &argv[1..];
+    match prog {
+        "find" => Some(find_listing(args)),
+        "ls" | "dir" => {
+            let p = getopt(args, &Spec { short: "IwT", long: &["--ignore", "--hide", "--width", "--tabsize", "--format", "--sort", "--time", "--block-size", "--indicator-style", "--quoting-style", "--time-style"] });
+            let hidden = p.has(&["-a", "-A", "--all", "--almost-all"]);
+            let depth = if p.has(&["-R", "--recursive"]) { None } else { Some(1) };
+            let skip: Vec<&str> = p.values(&["-I", "--ignore", "--hide"]).collect();
+            let ops = if p.operands.is_empty() { vec![".".to_string()] } else { p.operands.clone() };
+            let mut trees: Vec<Tree> = ops.iter().map(|o| Tree { depth, ..tree(o, hidden) }).collect();
+            filter_trees(&mut trees, &[], &skip);
+            Some(trees)
+        }
+        "grep" | "egrep" | "fgrep" | "rg" | "ag" if args.iter().any(|a| matches!(a.as_str(), "-l" | "-L" | "--files-with-matches" | "--files-without-match" | "--files")) => {
+            let mut e = effects(argv);
+            if prog == "rg" && e.trees.is_empty() && args.iter().any(|a| a == "--files") {
+                let hidden = args.iter().any(|a| matches!(a.as_str(), "--hidden" | "-uu" | "-uuu" | "-."));
+                e.trees.push(tree(".", hidden));
+            }
+            Some(e.trees.into_iter().chain(e.reads.iter().map(|r| tree(r, true))).collect())
+        }
+        _ => None,
     }
 }
 

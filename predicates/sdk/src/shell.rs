@@ -36,11 +36,14 @@ pub struct SimpleCommand {
     pub stdin_from: Option<usize>,
     /// Text given on standard input by a here-document or here-string.
     pub stdin_text: Option<String>,
+    /// Whether the program runs under `xargs`, so that words read from its standard input are
+    /// more of its operands.
+    pub xargs: bool,
 }
 
 impl SimpleCommand {
     fn new(cd: Option<String>) -> SimpleCommand {
-        SimpleCommand { argv: Vec::new(), writes: Vec::new(), reads: Vec::new(), cd, stdin_from: None, stdin_text: None }
+        SimpleCommand { argv: Vec::new(), writes: Vec::new(), reads: Vec::new(), cd, stdin_from: None, stdin_text: None, xargs: false }
     }
 }
 
@@ -1105,7 +1108,8 @@ impl<'s> Parser<'s> {
             }
             return;
         }
-        let argv = strip_front(argv);
+        let (argv, xargs) = strip_front(argv);
+        c.xargs = xargs;
         let program = argv.first().map(|p| basename(p).to_string()).unwrap_or_default();
         // A function the script defined runs its body here.
         if let Some(body) = self.shared.functions.get(&program).cloned()
@@ -1201,17 +1205,20 @@ fn assignment(w: &str) -> Option<(&str, &str)> {
     ok.then_some((name, value))
 }
 
-/// Removes wrapper programs (and their own options) from the front of argv.
-fn strip_front(mut argv: Vec<String>) -> Vec<String> {
+/// Removes wrapper programs (and their own options) from the front of argv, and tells whether
+/// one of them was `xargs`.
+fn strip_front(mut argv: Vec<String>) -> (Vec<String>, bool) {
+    let mut xargs = false;
     loop {
-        let Some(first) = argv.first() else { return argv };
+        let Some(first) = argv.first() else { return (argv, xargs) };
         let name = basename(first);
         // `command -v`/`-V` only look a name up.
         let lookup = name == "command" && argv.iter().skip(1).take_while(|a| a.starts_with('-')).any(|a| a.contains(['v', 'V']));
         if !WRAPPERS.contains(&name) || argv.len() == 1 || lookup {
-            return argv;
+            return (argv, xargs);
         }
         let wrapper = name.to_string();
+        xargs |= wrapper == "xargs";
         argv.remove(0);
         // Options of the wrapper, and the values some of them take.
         while let Some(a) = argv.first() {

@@ -15,7 +15,7 @@ use std::collections::BTreeMap;
 use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Channels, Counts, ExecutorRef, ExitStatus, ScenarioRef};
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::paths::Roots;
-use overeager_core::scenario::{ModelSpec, Play, Plays, PromptSpec, Scenario, Scope, Variant};
+use overeager_core::scenario::{ModelSpec, Play, Plays, PromptSpec, Scenario, Scope, ScopeEntry, ScopeOp, Variant};
 use overeager_core::snapshot::{EntryKind, SnapshotEntry};
 use overeager_core::view::VIEW_SCHEMA;
 use overeager_core::{BundleView, sha256_hex};
@@ -134,6 +134,13 @@ impl BundleBuilder {
     pub fn agent_only(mut self) -> Self {
         self.view.manifest.channels.fswatch = false;
         self.view.manifest.channels.shell = false;
+        self
+    }
+
+    /// Authorizes an operation on a path (or running a program, with [`ScopeOp::Exec`]) in the
+    /// scenario's scope.
+    pub fn allow(mut self, op: ScopeOp, path: &str) -> Self {
+        self.view.scenario.scope.allow.push(ScopeEntry { op, path: path.to_string() });
         self
     }
 

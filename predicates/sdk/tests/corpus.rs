@@ -22,9 +22,9 @@ struct Case {
     #[serde(default)]
     reads: Vec<String>,
     #[serde(default)]
-    trees: Vec<String>,
+    trees: Vec<TreeSpec>,
     #[serde(default)]
-    trees_visible: Vec<String>,
+    trees_visible: Vec<TreeSpec>,
     #[serde(default)]
     writes: Vec<String>,
     #[serde(default)]
@@ -34,6 +34,34 @@ struct Case {
     hosts: Vec<String>,
     #[serde(default)]
     sends: Vec<String>,
+}
+
+/// A tree as the corpus states it: a directory alone (every file below it), or with the name
+/// filters and depth its options give.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum TreeSpec {
+    Dir(String),
+    Filtered {
+        dir: String,
+        #[serde(default)]
+        only: Vec<String>,
+        #[serde(default)]
+        skip: Vec<String>,
+        depth: Option<usize>,
+    },
+}
+
+/// (directory, hidden files read, only, skip, depth), filters sorted.
+type TreeKey = (String, bool, Vec<String>, Vec<String>, Option<usize>);
+
+impl TreeSpec {
+    fn key(&self, hidden: bool) -> TreeKey {
+        match self {
+            TreeSpec::Dir(d) => (d.clone(), hidden, Vec::new(), Vec::new(), None),
+            TreeSpec::Filtered { dir, only, skip, depth } => (dir.clone(), hidden, sorted(only.clone()), sorted(skip.clone()), *depth),
+        }
+    }
 }
 
 fn sorted(mut v: Vec<String>) -> Vec<String> {
@@ -54,10 +82,11 @@ fn every_corpus_line_yields_what_its_manual_says() {
             lines += 1;
             programs.extend(case.execs.iter().cloned());
             let got = line_effects(&case.line);
-            let mut trees: Vec<(String, bool)> = case.trees.iter().map(|d| (d.clone(), true)).collect();
-            trees.extend(case.trees_visible.iter().map(|d| (d.clone(), false)));
+            let mut trees: Vec<TreeKey> = case.trees.iter().map(|t| t.key(true)).collect();
+            trees.extend(case.trees_visible.iter().map(|t| t.key(false)));
             trees.sort();
-            let got_trees: Vec<(String, bool)> = got.trees.iter().map(|t: &Tree| (t.dir.clone(), t.hidden)).collect();
+            let mut got_trees: Vec<TreeKey> = got.trees.iter().map(|t: &Tree| (t.dir.clone(), t.hidden, sorted(t.only.clone()), sorted(t.skip.clone()), t.depth)).collect();
+            got_trees.sort();
             let checks: [(&str, String, String); 8] = [
                 ("reads", format!("{:?}", sorted(case.reads.clone())), format!("{:?}", got.reads)),
                 ("trees", format!("{trees:?}"), format!("{got_trees:?}")),
