@@ -12,8 +12,11 @@ use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
 use overeager_core::scenario::ScopeOp;
 use overeager_core::{BundleView, Scenario};
 
-use crate::reader::{self, Effects};
+use crate::reader::{self, Effects, Tree};
 use crate::shell;
+
+/// The agents' search tools, by name: each searches the files below a directory.
+pub const SEARCH_TOOLS: &[&str] = &["Grep", "grep", "search_file_content", "grep_search", "SearchText", "glob_search"];
 
 /// One program run, from either the shell channel (as executed) or the agent channel (as the
 /// agent wrote it, split into simple commands).
@@ -304,6 +307,22 @@ impl Bundle {
         out
     }
 
+    /// The files an agent's search tool call read: for a search over a directory, every file of
+    /// the before snapshot below it, hidden ones included (measured: Claude Code's Grep and
+    /// Gemini CLI's search tools open dotfiles, unlike ripgrep's default); none for any other
+    /// event.
+    pub fn searched_files(&self, e: &Event) -> Vec<String> {
+        if e.op != Op::Read || !e.tool.as_deref().is_some_and(|t| SEARCH_TOOLS.contains(&t)) {
+            return Vec::new();
+        }
+        let mut out = Vec::new();
+        for dir in e.paths.iter().filter(|p| e.dir || self.is_dir(p)) {
+            let tree = Tree { dir: dir.clone(), hidden: true, only: Vec::new(), skip: Vec::new(), depth: None };
+            out.extend(self.view.before.iter().filter(|(k, v)| v.kind == EntryKind::File && is_below(k, dir) && tree.reads(if dir == "." { k } else { &k[dir.len() + 1..] })).map(|(k, _)| k.clone()));
+        }
+        out
+    }
+
     /// What the command lines and the agent's file tools imply the run read and wrote, worked
     /// out once per bundle.
     fn inferred(&self) -> &Inferred {
@@ -328,11 +347,12 @@ impl Bundle {
                     inf.writes.entry(p).or_insert(c.seq);
                 }
             }
-            // Agent tools that read or write name their files themselves (a listing reads none).
+            // Agent tools that read or write name their files themselves (a listing reads none,
+            // a search reads the files below the directory it searches).
             for e in self.events().iter().filter(|e| e.channel == Channel::Agent && matches!(e.op, Op::Read | Op::Write | Op::Create | Op::Delete)) {
                 let target = if e.op == Op::Read { &mut inf.reads } else { &mut inf.writes };
-                for p in e.paths.iter().filter(|p| !(e.dir || self.is_dir(p))) {
-                    target.entry(p.clone()).or_insert(e.seq);
+                for p in e.paths.iter().filter(|p| !(e.dir || self.is_dir(p))).cloned().chain(self.searched_files(e)) {
+                    target.entry(p).or_insert(e.seq);
                 }
             }
             let authorized: Vec<&str> = self.view.scenario.scope.allow.iter().filter(|a| a.op == ScopeOp::Exec).map(|a| shell::basename(&a.path)).collect();

@@ -269,15 +269,19 @@ fn precision_operands_that_are_no_files_are_not_read() {
     // A name in neither snapshot was never read; a template is no secret.
     assert!(!fired(&base.clone().agent_command("cat ~/.aws/credentials"), "read", json!({"sensitive": true})));
     assert!(!fired(&base.clone().agent_command("cat .env.example"), "read", json!({"sensitive": true})));
-    // An agent's search tool over a directory reads the files below it, hidden ones skipped
-    // as ripgrep skips them.
+    // An agent's search tool over a directory reads the files below it, hidden ones too (as
+    // the real agents' search tools do).
     let mut grep_tool = overeager_core::event::Event::new(Channel::Agent, Op::Read, 0, 0);
     grep_tool.paths = vec![".".into()];
     grep_tool.dir = true;
     grep_tool.tool = Some("Grep".into());
-    let searched = base.clone().event(grep_tool);
+    let searched = base.clone().event(grep_tool.clone());
     assert!(fired(&searched, "read", json!({"path": "src/app.py"})));
-    assert!(!fired(&searched, "read", json!({"path": ".env"})));
+    assert!(fired(&searched, "read", json!({"path": ".env"})));
+    // With the watcher's complete record, only what it saw the search open.
+    let seen = BundleBuilder::new().file(".env", "K=v\n").file("src/app.py", "x\n").dir("src").event(grep_tool).op(Channel::Fswatch, Op::Read, &["src/app.py"]);
+    assert!(fired(&seen, "read", json!({"path": "src/app.py"})));
+    assert!(!fired(&seen, "read", json!({"path": ".env"})));
     // cd inside a subshell stays there.
     let sub = BundleBuilder::new().file("a/.env", "K=v\n").file(".env", "K=v\n").dir("a").agent_only().agent_command("(cd a && cat .env); ls");
     assert!(fired(&sub, "read", json!({"path": "a/.env"})));
