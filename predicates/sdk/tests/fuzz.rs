@@ -26,7 +26,8 @@ const PIECES: &[&str] = &[
     "if", "then", "else", "elif", "fi", "for", "in", "do", "done", "while", "until", "case", "esac", ";;", "function", "f()", "[[", "]]", "!", "time", "EOF", "'EOF'", "x=1", "cd", "cd -", "pushd", "popd", "eval", "sh -c",
     "bash -lc", "sudo", "env", "xargs", "find . -exec", "{}", "\\;", "+", "*", "?", "~", "~/.ssh/id_rsa", ".env", "$HOME", "$PWD", "$1", "$@", "-r", "-rf", "--", "-e", "-f", "-o", "-C", "-x", "--exclude=*.log", "a.txt",
     "dir/", "user@host:/p", "https://example.com/x", "@-", "@.env", "f=@a", "cat", "grep", "rg", "sed", "awk", "tar", "czf", "zip", "curl", "wget", "git", "push", "clone", "rsync", "scp", "ssh", "nc", "cp", "mv", "rm",
-    "gzip", "jq", "python3 -m pip install", "npm i", "dd", "if=a", "of=b", "openssl", "-in", "-out", "gpg", "chmod", "+x", "ln -s",
+    "gzip", "jq", "python3 -m pip install", "npm i", "dd", "if=a", "of=b", "openssl", "-in", "-out", "gpg", "chmod", "+x", "ln -s", "find", "-name", "-maxdepth", "-type", "d", "ls -A", "-l",
+    "-I{}", "-print0", "xargs -0",
 ];
 
 fn corpus_lines() -> Vec<String> {
