@@ -41,6 +41,12 @@ fn assert_refused(archive: &Path, base: &Path, expect: &str, extra: &[&str]) {
     assert!(err.contains(expect), "expected `{expect}` in: {err}");
     assert!(err.contains(archive.file_name().unwrap().to_str().unwrap()), "names the archive: {err}");
     assert!(!target.exists(), "nothing left at the target");
+    // Judging reads an archive in memory, with the same checks.
+    if extra.is_empty() {
+        let judged = overeager(&["judge", archive.to_str().unwrap(), "--json"]);
+        let said = format!("{}{}", String::from_utf8_lossy(&judged.stdout), String::from_utf8_lossy(&judged.stderr));
+        assert!(!judged.status.success() && said.contains(expect), "judging {} should be refused with `{expect}`: {said}", archive.display());
+    }
     // Nothing but the archives in the base directory: no partial directories, no escapes.
     for e in std::fs::read_dir(base).unwrap() {
         let name = e.unwrap().file_name().to_string_lossy().into_owned();

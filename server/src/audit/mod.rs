@@ -23,6 +23,11 @@ fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(Vec<T>, us
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((Vec::new(), 0)),
         Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
     };
+    Ok(parse_jsonl(&text))
+}
+
+/// The values of a JSON Lines text, and how many of its lines are not one.
+fn parse_jsonl<T: serde::de::DeserializeOwned>(text: &str) -> (Vec<T>, usize) {
     let mut out = Vec::new();
     let mut bad = 0;
     for line in text.lines().filter(|l| !l.trim().is_empty()) {
@@ -31,7 +36,7 @@ fn read_jsonl<T: serde::de::DeserializeOwned>(path: &Path) -> Result<(Vec<T>, us
             Err(_) => bad += 1,
         }
     }
-    Ok((out, bad))
+    (out, bad)
 }
 
 /// Derives the normalized events of a bundle directory from its raw channels; `format` is the
@@ -237,12 +242,59 @@ pub struct Bundle {
     pub events: Vec<Event>,
     pub before: Snapshot,
     pub after: Snapshot,
+    /// Where the bundle's files are.
+    pub files: Files,
     /// Keeps an unpacked `.oeb` alive while the bundle is in use.
     _unpacked: Option<tempfile::TempDir>,
 }
 
+/// Where a bundle's files are read from: its directory, or a `.oeb` read into memory.
+pub enum Files {
+    Dir(PathBuf),
+    Memory(std::collections::BTreeMap<PathBuf, Vec<u8>>),
+}
+
+impl Files {
+    /// A file's bytes by its path in the bundle; `None` when it is not there.
+    pub fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
+        match self {
+            Files::Dir(dir) => match std::fs::read(dir.join(rel)) {
+                Ok(b) => Ok(Some(b)),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+                Err(e) => Err(e),
+            },
+            Files::Memory(files) => Ok(files.get(Path::new(rel)).cloned()),
+        }
+    }
+
+    /// The files directly in a directory of the bundle, by name, with their bytes.
+    pub fn in_dir(&self, rel: &str) -> std::io::Result<Vec<(String, Vec<u8>)>> {
+        match self {
+            Files::Dir(dir) => {
+                let entries = match std::fs::read_dir(dir.join(rel)) {
+                    Ok(e) => e,
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+                    Err(e) => return Err(e),
+                };
+                let mut out = Vec::new();
+                for entry in entries {
+                    let entry = entry?;
+                    out.push((entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path())?));
+                }
+                Ok(out)
+            }
+            Files::Memory(files) => Ok(files
+                .iter()
+                .filter(|(p, _)| p.parent() == Some(Path::new(rel)))
+                .filter_map(|(p, b)| Some((p.file_name()?.to_string_lossy().into_owned(), b.clone())))
+                .collect()),
+        }
+    }
+}
+
 impl Bundle {
-    /// Opens a bundle directory or a packed `.oeb` file.
+    /// Opens a bundle directory or a packed `.oeb` file (unpacked into a temporary directory,
+    /// for callers that read its raw files by path).
     pub fn open(path: &Path) -> Result<Bundle> {
         if path.is_file() {
             let tmp = tempfile::Builder::new().prefix("overeager-bundle-").tempdir()?;
@@ -255,25 +307,47 @@ impl Bundle {
         Bundle::open_dir(path)
     }
 
+    /// Reads a bundle directory in place, or a `.oeb` file into memory with the same checks as
+    /// unpacking it: what judging needs, without temporary files.
+    pub fn read(path: &Path) -> Result<Bundle> {
+        if path.is_file() {
+            let files = pack::read_into_memory(path, &pack::Limits::default())?;
+            return Bundle::from_files(path, Files::Memory(files));
+        }
+        Bundle::open_dir(path)
+    }
+
     fn open_dir(dir: &Path) -> Result<Bundle> {
+        Bundle::from_files(dir, Files::Dir(dir.to_path_buf()))
+    }
+
+    /// Reads a bundle's manifest, events, snapshots and scenario; `dir` names it in messages.
+    fn from_files(dir: &Path, files: Files) -> Result<Bundle> {
         let mpath = dir.join(files::MANIFEST);
-        let text = std::fs::read_to_string(&mpath)
+        let text = files
+            .read(files::MANIFEST)
+            .ok()
+            .flatten()
+            .and_then(|b| String::from_utf8(b).ok())
             .with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
         let manifest: BundleManifest =
             serde_json::from_str(&text).with_context(|| format!("{}: not a valid bundle manifest", mpath.display()))?;
         if manifest.schema > BUNDLE_SCHEMA {
             bail!("{}: bundle schema {} is newer than this build reads ({BUNDLE_SCHEMA}); upgrade overeager", mpath.display(), manifest.schema);
         }
-        let (events, bad) = read_jsonl::<Event>(&dir.join(files::EVENTS))?;
+        let events_path = dir.join(files::EVENTS);
+        let events_bytes = files.read(files::EVENTS).with_context(|| format!("reading {}", events_path.display()))?.unwrap_or_default();
+        let events_text = String::from_utf8(events_bytes).map_err(|_| anyhow::anyhow!("{}: not UTF-8 text; re-derive the events with a current build", events_path.display()))?;
+        let (events, bad) = parse_jsonl::<Event>(&events_text);
         if bad > 0 {
             bail!("{}: {bad} line(s) are not valid events; re-derive them with a current build", dir.join(files::EVENTS).display());
         }
         let read_snap = |name: &str| -> Result<Snapshot> {
             let p = dir.join(name);
-            serde_json::from_slice(&std::fs::read(&p).with_context(|| format!("reading {}", p.display()))?)
-                .with_context(|| format!("{}: not a valid snapshot", p.display()))
+            let bytes = files.read(name).with_context(|| format!("reading {}", p.display()))?.with_context(|| format!("reading {}: no such file", p.display()))?;
+            serde_json::from_slice(&bytes).with_context(|| format!("{}: not a valid snapshot", p.display()))
         };
-        let scenario = std::fs::read(dir.join(files::SCENARIO)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+        let scenario = files.read(files::SCENARIO).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok());
         Ok(Bundle {
             dir: dir.to_path_buf(),
             before: read_snap(files::SNAPSHOT_BEFORE)?,
@@ -281,6 +355,7 @@ impl Bundle {
             manifest,
             scenario,
             events,
+            files,
             _unpacked: None,
         })
     }

@@ -5,6 +5,7 @@
 //! accepted, sizes are counted as bytes are actually written (headers can lie), and the
 //! result appears at the target only when everything succeeded.
 
+use std::collections::BTreeMap;
 use std::io::{Read, Write};
 use std::path::{Component, Path, PathBuf};
 
@@ -123,19 +124,75 @@ fn checked_rel(archive: &str, entry: &Path) -> Result<PathBuf, UnpackError> {
     Ok(out)
 }
 
+/// Where an archive's entries go as they are checked.
+trait Sink {
+    /// A directory entry.
+    fn dir(&mut self, rel: &Path) -> Result<()>;
+    /// A regular file: copies what `data` yields and returns how many bytes that was.
+    fn file(&mut self, rel: &Path, data: &mut dyn Read) -> Result<u64>;
+}
+
+/// Files written below a staging directory.
+struct DirSink(PathBuf);
+
+impl Sink for DirSink {
+    fn dir(&mut self, rel: &Path) -> Result<()> {
+        Ok(std::fs::create_dir_all(self.0.join(rel))?)
+    }
+    fn file(&mut self, rel: &Path, data: &mut dyn Read) -> Result<u64> {
+        let dest = self.0.join(rel);
+        if let Some(p) = dest.parent() {
+            std::fs::create_dir_all(p)?;
+        }
+        let mut f = std::fs::File::create(&dest)?;
+        Ok(std::io::copy(data, &mut f)?)
+    }
+}
+
+/// Files kept in memory, by relative path.
+#[derive(Default)]
+struct MemorySink(BTreeMap<PathBuf, Vec<u8>>);
+
+impl Sink for MemorySink {
+    fn dir(&mut self, _rel: &Path) -> Result<()> {
+        Ok(())
+    }
+    fn file(&mut self, rel: &Path, data: &mut dyn Read) -> Result<u64> {
+        let mut bytes = Vec::new();
+        let n = data.read_to_end(&mut bytes)? as u64;
+        self.0.insert(rel.to_path_buf(), bytes);
+        Ok(n)
+    }
+}
+
 /// Unpacks `archive` into `target` (created; must not exist, or be empty). Nothing is
 /// written outside `target`, and on any error nothing is left at `target`.
 pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
-    let shown = archive.display().to_string();
     if target.exists() && !(target.is_dir() && std::fs::read_dir(target)?.next().is_none()) {
         return Err(UnpackError::TargetExists { target: target.display().to_string() }.into());
     }
+    let staging = super::staging_dir(target)?;
+    let total = extract(archive, limits, &mut DirSink(staging.path().to_path_buf()))?;
+    super::publish(staging, target)?;
+    Ok(total)
+}
+
+/// Reads `archive` into memory with the same checks as [`unpack`]: its regular files by
+/// relative path (judging a stored bundle needs no temporary files).
+pub fn read_into_memory(archive: &Path, limits: &Limits) -> Result<BTreeMap<PathBuf, Vec<u8>>> {
+    let mut sink = MemorySink::default();
+    extract(archive, limits, &mut sink)?;
+    Ok(sink.0)
+}
+
+/// Streams `archive`'s entries into `sink`, refusing anything hostile; returns the bytes of
+/// file content taken.
+fn extract(archive: &Path, limits: &Limits, sink: &mut dyn Sink) -> Result<u64> {
+    let shown = archive.display().to_string();
     let file = std::fs::File::open(archive).with_context(|| format!("opening {shown}"))?;
     let mut dec = zstd::Decoder::new(file).with_context(|| format!("{shown}: not a zstd stream"))?;
     // Bundles are written with a small window; a huge one only costs memory.
     dec.window_log_max(27)?;
-    let staging = super::staging_dir(target)?;
-    let root = staging.path().to_path_buf();
     let mut ar = tar::Archive::new(dec);
     let mut total = 0u64;
     let mut count = 0u64;
@@ -155,7 +212,7 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
                 if !rel.as_os_str().is_empty() && !seen.insert(rel.clone()) {
                     return Err(UnpackError::Duplicate { archive: shown, entry: entry_name }.into());
                 }
-                std::fs::create_dir_all(root.join(&rel))?;
+                sink.dir(&rel)?;
             }
             tar::EntryType::Regular | tar::EntryType::Continuous => {
                 if rel.as_os_str().is_empty() {
@@ -173,13 +230,8 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
                 if entry.header().size().unwrap_or(0) > remaining {
                     return Err(UnpackError::TooLarge { archive: shown, entry: entry_name, limit: limits.max_total }.into());
                 }
-                let dest = root.join(&rel);
-                if let Some(p) = dest.parent() {
-                    std::fs::create_dir_all(p)?;
-                }
-                let mut f = std::fs::File::create(&dest)?;
                 let allowed = cap.min(remaining);
-                let written = std::io::copy(&mut (&mut entry).take(allowed), &mut f)?;
+                let written = sink.file(&rel, &mut (&mut entry).take(allowed))?;
                 total += written;
                 if written == allowed && entry.read(&mut [0u8; 1])? > 0 {
                     return Err(if allowed == cap {
@@ -218,7 +270,6 @@ pub fn unpack(archive: &Path, target: &Path, limits: &Limits) -> Result<u64> {
             return Err(UnpackError::Trailing { archive: shown }.into());
         }
     }
-    super::publish(staging, target)?;
     Ok(total)
 }
 

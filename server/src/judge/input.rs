@@ -9,7 +9,7 @@ use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::view::{BundleView, VIEW_SCHEMA};
 use overeager_core::{Scenario, sha256_hex};
 
-use crate::audit::Bundle;
+use crate::audit::{Bundle, Files};
 
 /// A bundle ready to judge.
 pub struct LoadedBundle {
@@ -24,11 +24,11 @@ pub struct LoadedBundle {
 
 /// Reads a bundle directory or `.oeb` file and builds its view.
 pub fn load(path: &Path) -> Result<LoadedBundle> {
-    let b = Bundle::open(path)?;
+    let b = Bundle::read(path)?;
     let Some(scenario) = b.scenario.clone() else {
         bail!("{}: the bundle has no readable {}; it cannot be judged without its scenario", path.display(), files::SCENARIO);
     };
-    let blobs = read_blobs(&b.dir.join(files::BLOBS))?;
+    let blobs = read_blobs(&b.files, &b.dir.join(files::BLOBS))?;
     for (i, e) in b.events.iter().enumerate() {
         if e.seq != i as u64 {
             bail!("{}: event on line {} has seq {}; events must be numbered 0, 1, 2, … (re-derive them)", b.dir.join(files::EVENTS).display(), i + 1, e.seq);
@@ -40,20 +40,12 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
     Ok(LoadedBundle { label: path.display().to_string(), manifest: view.manifest, scenario, n_events, view_json })
 }
 
-/// The text blobs of a bundle, checked against their names.
-fn read_blobs(dir: &Path) -> Result<BTreeMap<String, String>> {
+/// The text blobs of a bundle, checked against their names; `dir` names them in messages.
+fn read_blobs(files: &Files, dir: &Path) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
-    let entries = match std::fs::read_dir(dir) {
-        Ok(e) => e,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(out),
-        Err(e) => return Err(e).with_context(|| format!("reading {}", dir.display())),
-    };
-    for entry in entries {
-        let entry = entry?;
-        let name = entry.file_name().to_string_lossy().into_owned();
-        let bytes = std::fs::read(entry.path()).with_context(|| format!("reading {}", entry.path().display()))?;
+    for (name, bytes) in files.in_dir(files::BLOBS).with_context(|| format!("reading {}", dir.display()))? {
         if sha256_hex(&bytes) != name {
-            bail!("{}: the content does not match its name (sha256); the bundle is corrupt", entry.path().display());
+            bail!("{}: the content does not match its name (sha256); the bundle is corrupt", dir.join(&name).display());
         }
         // Blobs are text by construction; anything else is not offered to predicates.
         if let Ok(text) = String::from_utf8(bytes) {
