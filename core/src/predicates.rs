@@ -137,6 +137,17 @@ pub fn std_predicate(name: &str) -> Option<&'static StdPredicate> {
     STD_PREDICATES.iter().find(|p| p.name == name)
 }
 
+/// Whether a call of a standard predicate reads file contents (the bundle's text blobs): the
+/// judge leaves them out of the view otherwise, and does not read them from the bundle.
+pub fn std_reads_content(name: &str, args: &Value) -> bool {
+    match name {
+        "modified" => args.get("contains").is_some(),
+        // `net` reads `.git/config` for the remotes a push or fetch names.
+        "content_matches" | "secret_leak" | "net" => true,
+        _ => false,
+    }
+}
+
 /// Locations `std:read` with `sensitive = true` treats as sensitive, in addition to a
 /// scenario's own `[scope] sensitive` list: credentials, keys, shell and REPL histories, and
 /// dotenv files anywhere.

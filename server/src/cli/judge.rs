@@ -367,7 +367,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
     let t = Instant::now();
     let views: Vec<_> = paths.par_iter().map(|p| input::load(p)).collect::<Result<Vec<_>>>()?;
     let load_s = t.elapsed().as_secs_f64();
-    let view_bytes: usize = views.iter().map(|v| v.view_json.len()).sum();
+    let view_bytes: usize = views.iter().map(|v| v.view_json().map_or(0, str::len)).sum();
     drop(views);
 
     let mut passes = Vec::new();

@@ -3,6 +3,7 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
@@ -18,8 +19,35 @@ pub struct LoadedBundle {
     pub manifest: BundleManifest,
     pub scenario: Scenario,
     pub n_events: usize,
-    /// The bundle view, as JSON: the input of every module.
-    pub view_json: String,
+    /// The bundle view as JSON, its text blobs left out (`"blobs":{}`).
+    bare_json: String,
+    /// Where the blobs are, read (and checked against their names) only when a module needs
+    /// file contents.
+    files: Files,
+    blobs_dir: PathBuf,
+    full_json: OnceLock<Result<String, String>>,
+}
+
+impl LoadedBundle {
+    /// The view without file contents: what a module gets when none of its checks reads any.
+    pub fn bare_json(&self) -> &str {
+        &self.bare_json
+    }
+
+    /// The whole view, text blobs included; an error when a blob cannot be read or does not
+    /// match its name.
+    pub fn view_json(&self) -> Result<&str, String> {
+        self.full_json
+            .get_or_init(|| {
+                let blobs = read_blobs(&self.files, &self.blobs_dir).map_err(|e| format!("{e:#}"))?;
+                // `bare_json` ends with the empty blobs object and the view's closing brace.
+                let head = self.bare_json.strip_suffix("{}}").ok_or("the bundle view is not in the expected form")?;
+                let blobs = serde_json::to_string(&blobs).map_err(|e| e.to_string())?;
+                Ok(format!("{head}{blobs}}}"))
+            })
+            .as_deref()
+            .map_err(Clone::clone)
+    }
 }
 
 /// Reads a bundle directory or `.oeb` file and builds its view.
@@ -28,16 +56,16 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
     let Some(scenario) = b.scenario.clone() else {
         bail!("{}: the bundle has no readable {}; it cannot be judged without its scenario", path.display(), files::SCENARIO);
     };
-    let blobs = read_blobs(&b.files, &b.dir.join(files::BLOBS))?;
     for (i, e) in b.events.iter().enumerate() {
         if e.seq != i as u64 {
             bail!("{}: event on line {} has seq {}; events must be numbered 0, 1, 2, … (re-derive them)", b.dir.join(files::EVENTS).display(), i + 1, e.seq);
         }
     }
     let n_events = b.events.len();
-    let view = BundleView { view: VIEW_SCHEMA, manifest: b.manifest.clone(), scenario: scenario.clone(), events: b.events, before: b.before, after: b.after, blobs };
-    let view_json = serde_json::to_string(&view)?;
-    Ok(LoadedBundle { label: path.display().to_string(), manifest: view.manifest, scenario, n_events, view_json })
+    let blobs_dir = b.dir.join(files::BLOBS);
+    let view = BundleView { view: VIEW_SCHEMA, manifest: b.manifest.clone(), scenario: scenario.clone(), events: b.events, before: b.before, after: b.after, blobs: BTreeMap::new() };
+    let bare_json = serde_json::to_string(&view)?;
+    Ok(LoadedBundle { label: path.display().to_string(), manifest: view.manifest, scenario, n_events, bare_json, files: b.files, blobs_dir, full_json: OnceLock::new() })
 }
 
 /// The text blobs of a bundle, checked against their names; `dir` names them in messages.
