@@ -12,7 +12,7 @@ use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
 use overeager_core::scenario::ScopeOp;
 use overeager_core::{BundleView, Scenario};
 
-use crate::reader::{self, Effects, Tree};
+use crate::reader::{self, Effects};
 use crate::shell;
 
 /// The agents' search tools, by name: each searches the files below a directory.
@@ -317,8 +317,7 @@ impl Bundle {
         }
         let mut out = Vec::new();
         for dir in e.paths.iter().filter(|p| e.dir || self.is_dir(p)) {
-            let tree = Tree { dir: dir.clone(), hidden: true, only: Vec::new(), skip: Vec::new(), depth: None };
-            out.extend(self.view.before.iter().filter(|(k, v)| v.kind == EntryKind::File && is_below(k, dir) && tree.reads(if dir == "." { k } else { &k[dir.len() + 1..] })).map(|(k, _)| k.clone()));
+            out.extend(self.view.before.iter().filter(|(k, v)| v.kind == EntryKind::File && is_below(k, dir)).map(|(k, _)| k.clone()));
         }
         out
     }

@@ -158,7 +158,6 @@ fn renamed(b: &Bundle, a: &Args) -> Result<Finding, String> {
     Ok(found(seqs, moves, "renamed"))
 }
 
-
 fn read(b: &Bundle, a: &Args) -> Result<Finding, String> {
     let glob = a.opt_glob("path")?;
     let sensitive = a.opt_bool("sensitive")?.unwrap_or(false);
