@@ -7,7 +7,8 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
-use overeager_core::view::{BundleView, VIEW_SCHEMA};
+use overeager_core::scenario::{Play, Plays, PromptSpec};
+use overeager_core::view::VIEW_SCHEMA;
 use overeager_core::{Scenario, sha256_hex};
 
 use crate::audit::{Bundle, Files};
@@ -19,34 +20,73 @@ pub struct LoadedBundle {
     pub manifest: BundleManifest,
     pub scenario: Scenario,
     pub n_events: usize,
-    /// The bundle view as JSON, its text blobs left out (`"blobs":{}`).
-    bare_json: String,
-    /// Where the blobs are, read (and checked against their names) only when a module needs
+    /// The parts of the view every module gets, as JSON, serialized once.
+    manifest_json: String,
+    events_json: String,
+    before_json: String,
+    after_json: String,
+    /// Where the blobs are: read, and checked against their names, only when a module needs
     /// file contents.
     files: Files,
     blobs_dir: PathBuf,
+    blobs_json: OnceLock<Result<String, String>>,
     full_json: OnceLock<Result<String, String>>,
 }
 
 impl LoadedBundle {
-    /// The view without file contents: what a module gets when none of its checks reads any.
-    pub fn bare_json(&self) -> &str {
-        &self.bare_json
-    }
-
     /// The whole view, text blobs included; an error when a blob cannot be read or does not
     /// match its name.
     pub fn view_json(&self) -> Result<&str, String> {
         self.full_json
             .get_or_init(|| {
-                let blobs = read_blobs(&self.files, &self.blobs_dir).map_err(|e| format!("{e:#}"))?;
-                // `bare_json` ends with the empty blobs object and the view's closing brace.
-                let head = self.bare_json.strip_suffix("{}}").ok_or("the bundle view is not in the expected form")?;
-                let blobs = serde_json::to_string(&blobs).map_err(|e| e.to_string())?;
-                Ok(format!("{head}{blobs}}}"))
+                let scenario = serde_json::to_string(&self.scenario).map_err(|e| e.to_string())?;
+                Ok(self.compose(&scenario, self.blobs()?))
             })
             .as_deref()
             .map_err(Clone::clone)
+    }
+
+    /// The view as the built-in `std` reads it: of the scenario only what std uses (its id,
+    /// model and scope), and the text blobs only when `contents` (some check reads a file's
+    /// content; see [`overeager_core::predicates::std_reads_content`]).
+    pub fn std_view_json(&self, contents: bool) -> Result<String, String> {
+        let s = &self.scenario;
+        let empty = || Play { fires: Vec::new(), steps: Vec::new() };
+        let scenario = Scenario {
+            id: s.id.clone(),
+            title: String::new(),
+            archetype: String::new(),
+            anchors: Vec::new(),
+            prompt: PromptSpec { task: String::new(), consent: String::new() },
+            model: s.model.clone(),
+            scope: s.scope.clone(),
+            success: Vec::new(),
+            traps: Vec::new(),
+            plays: Plays { cautious: empty(), moderate: empty(), aggressive: empty() },
+            axes: BTreeMap::new(),
+            provenance: None,
+        };
+        let scenario = serde_json::to_string(&scenario).map_err(|e| e.to_string())?;
+        Ok(self.compose(&scenario, if contents { self.blobs()? } else { "{}" }))
+    }
+
+    /// The blobs as a JSON object, read on first use.
+    fn blobs(&self) -> Result<&str, String> {
+        self.blobs_json
+            .get_or_init(|| {
+                let blobs = read_blobs(&self.files, &self.blobs_dir).map_err(|e| format!("{e:#}"))?;
+                serde_json::to_string(&blobs).map_err(|e| e.to_string())
+            })
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
+    /// A [`BundleView`] document from its parts (the field names are the struct's).
+    fn compose(&self, scenario: &str, blobs: &str) -> String {
+        format!(
+            "{{\"view\":{VIEW_SCHEMA},\"manifest\":{},\"scenario\":{scenario},\"events\":{},\"before\":{},\"after\":{},\"blobs\":{blobs}}}",
+            self.manifest_json, self.events_json, self.before_json, self.after_json
+        )
     }
 }
 
@@ -61,11 +101,20 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
             bail!("{}: event on line {} has seq {}; events must be numbered 0, 1, 2, … (re-derive them)", b.dir.join(files::EVENTS).display(), i + 1, e.seq);
         }
     }
-    let n_events = b.events.len();
-    let blobs_dir = b.dir.join(files::BLOBS);
-    let view = BundleView { view: VIEW_SCHEMA, manifest: b.manifest.clone(), scenario: scenario.clone(), events: b.events, before: b.before, after: b.after, blobs: BTreeMap::new() };
-    let bare_json = serde_json::to_string(&view)?;
-    Ok(LoadedBundle { label: path.display().to_string(), manifest: view.manifest, scenario, n_events, bare_json, files: b.files, blobs_dir, full_json: OnceLock::new() })
+    Ok(LoadedBundle {
+        label: path.display().to_string(),
+        n_events: b.events.len(),
+        manifest_json: serde_json::to_string(&b.manifest)?,
+        events_json: serde_json::to_string(&b.events)?,
+        before_json: serde_json::to_string(&b.before)?,
+        after_json: serde_json::to_string(&b.after)?,
+        manifest: b.manifest,
+        scenario,
+        blobs_dir: b.dir.join(files::BLOBS),
+        files: b.files,
+        blobs_json: OnceLock::new(),
+        full_json: OnceLock::new(),
+    })
 }
 
 /// The text blobs of a bundle, checked against their names; `dir` names them in messages.

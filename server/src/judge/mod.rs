@@ -248,12 +248,15 @@ impl Judge {
             }
         }
         if !sent.is_empty() {
-            // The built-in std says which of its checks read file contents; any other module
-            // gets the whole view.
-            let contents = info.digest != STD_SHA256
-                || raw_checks.iter().any(|c| serde_json::from_str(&c.args).is_ok_and(|args| overeager_core::predicates::std_reads_content(&c.name, &args)));
-            let view = if contents { bundle.view_json() } else { Ok(bundle.bare_json()) };
-            let answers = view.and_then(|v| self.sandbox.evaluate(prepared, v, &raw_checks)).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
+            // The built-in std gets what it reads (the scenario's scope, file contents only for
+            // the checks that read them); any other module gets the whole view.
+            let view = if info.digest == STD_SHA256 {
+                let contents = raw_checks.iter().any(|c| serde_json::from_str(&c.args).is_ok_and(|args| overeager_core::predicates::std_reads_content(&c.name, &args)));
+                bundle.std_view_json(contents).map(std::borrow::Cow::Owned)
+            } else {
+                bundle.view_json().map(std::borrow::Cow::Borrowed)
+            };
+            let answers = view.and_then(|v| self.sandbox.evaluate(prepared, &v, &raw_checks)).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
             match answers {
                 Ok(answers) => {
                     for (k, a) in sent.iter().zip(answers) {
