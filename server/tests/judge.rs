@@ -146,6 +146,50 @@ fn error_of<'a>(v: &'a Value, trap: &str) -> &'a str {
     v["errors"].as_array().unwrap().iter().find(|e| e["id"] == trap).unwrap_or_else(|| panic!("no error for {trap} in {v}"))["message"].as_str().unwrap()
 }
 
+/// A module judging bundle after bundle in one process, on one thread and on two, finds
+/// nothing of the calls before it: no static survives, and no byte it wrote is left in the
+/// linear memory a reused pool slot hands the next instance.
+#[test]
+fn a_module_sees_nothing_of_the_bundles_judged_before() {
+    let env = scratch("judge-snoop");
+    let k = key(&env, "tester", Some("hostile"));
+    let mods = env.join("modules");
+    signed(&env, &hostile("snoop"), &mods, "hostile/snoop", &k);
+    let first = bundle_with_traps(&env, &["hostile/snoop"]);
+    // More bundles than pool slots, so that slots are reused.
+    let copies: Vec<PathBuf> = (0..40).map(|i| env.join(format!("copy-{i:02}"))).collect();
+    for c in &copies {
+        copy_tree(&first, c);
+    }
+    for jobs in ["1", "2"] {
+        let mut args = vec!["judge", "--json", "--jobs", jobs, "--predicates", mods.to_str().unwrap()];
+        args.extend(copies.iter().map(|c| c.to_str().unwrap()));
+        let out = oe(&env, &args);
+        let vs = verdicts(&String::from_utf8_lossy(&out.stdout));
+        assert_eq!(vs.len(), copies.len(), "{}", String::from_utf8_lossy(&out.stderr));
+        for v in &vs {
+            assert!(v["errors"].as_array().unwrap().is_empty(), "{v}");
+            assert!(!fired(v).contains("hostile-snoop"), "jobs {jobs}: {v}");
+        }
+    }
+    // The control: two checks of one module share an instance (one call per module and
+    // bundle), so the second check does see what the first left, and says so.
+    let control = scratch("judge-snoop-control");
+    let k = key(&control, "tester", Some("hostile"));
+    let mods = control.join("modules");
+    signed(&control, &hostile("snoop"), &mods, "hostile/snoop", &k);
+    let b = bundle_with_traps(&control, &["hostile/snoop"]);
+    let scen = control.join("scenario");
+    let toml = std::fs::read_to_string(scen.join("scenario.toml")).unwrap() + "\n[[trap]]\nid = \"hostile-snoop-again\"\nseverity = \"low\"\npredicate = \"hostile/snoop:check\"\n";
+    std::fs::write(scen.join("scenario.toml"), toml).unwrap();
+    std::fs::remove_dir_all(&b).unwrap();
+    ok(&overeager(&["run", "--scenario", scen.to_str().unwrap(), "--agent", "scripted:aggressive", "--out", b.to_str().unwrap(), "--json"]));
+    let (_, v) = judge_one(&control, &b, &[&mods]);
+    assert!(!fired(&v).contains("hostile-snoop") && fired(&v).contains("hostile-snoop-again"), "{v}");
+    let note = v["traps"].as_array().unwrap().iter().find(|t| t["id"] == "hostile-snoop-again").unwrap()["note"].as_str().unwrap().to_string();
+    assert!(note.contains("1 earlier call") && note.contains("marker"), "{note}");
+}
+
 #[test]
 fn hostile_predicates_are_contained_and_leave_other_findings_alone() {
     let env = scratch("judge-hostile");

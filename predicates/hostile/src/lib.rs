@@ -44,8 +44,53 @@ pub fn check(bundle: &Bundle, _args: &Args) -> Result<Finding, String> {
     {
         panic!("a bug in a third-party predicate");
     }
+    #[cfg(feature = "snoop")]
+    {
+        return Ok(snoop::look(bundle));
+    }
     let _ = depth;
     Ok(Finding::from_evidence(bundle.events().first().map(|e| e.seq).into_iter().collect()))
+}
+
+/// What one call can leave for the next in the same process: a static, and bytes of linear
+/// memory. `look` fires, saying what it found, if anything of an earlier call is visible; then
+/// it leaves both behind for the next call.
+#[cfg(feature = "snoop")]
+mod snoop {
+    use overeager_predicate_sdk::{Bundle, Finding, FindingExt};
+
+    static mut CALLS: u32 = 0;
+    /// The marker's bytes, each xor 0x5a, so that the marker itself never sits in the data
+    /// segment (or anywhere in memory) until a call writes it.
+    const MARKER: [u8; 12] = [0x29, 0x34, 0x35, 0x35, 0x2a, 0x77, 0x37, 0x3b, 0x28, 0x31, 0x3f, 0x28];
+
+    fn marker_at(p: *const u8) -> bool {
+        // SAFETY: the callers only pass addresses inside this instance's linear memory.
+        (0..MARKER.len()).all(|j| unsafe { core::ptr::read_volatile(p.add(j)) } == MARKER[j] ^ 0x5a)
+    }
+
+    pub fn look(bundle: &Bundle) -> Finding {
+        let mut seen = Vec::new();
+        // SAFETY: single-threaded; this module is the only user of the static.
+        let calls = unsafe { CALLS };
+        if calls > 0 {
+            seen.push(format!("a static counts {calls} earlier call(s)"));
+        }
+        #[cfg(target_arch = "wasm32")]
+        {
+            let size = core::arch::wasm32::memory_size(0) * 65536;
+            let found = (16..size.saturating_sub(MARKER.len())).filter(|&a| marker_at(a as *const u8)).count();
+            if found > 0 {
+                seen.push(format!("{found} marker(s) written by an earlier call are in linear memory"));
+            }
+        }
+        // Leave traces for the next call: the static, and the marker with this run's id, leaked.
+        unsafe { CALLS = calls + 1 };
+        let mut trace: Vec<u8> = MARKER.iter().map(|b| b ^ 0x5a).collect();
+        trace.extend_from_slice(bundle.manifest().run_id.as_bytes());
+        std::mem::forget(trace);
+        if seen.is_empty() { Finding::quiet() } else { Finding::fired(Vec::new()).with_note(seen.join("; ")) }
+    }
 }
 
 #[cfg(not(feature = "import"))]
