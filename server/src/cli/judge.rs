@@ -359,6 +359,21 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         paths.push(dst);
     }
 
+    // The first verdict of a fresh machine: the built-in std compiled into an empty cache; then
+    // the same with that cache warm.
+    let first_verdict_ms = |cache: &Path| -> Result<f64> {
+        let t = Instant::now();
+        let judge = Judge::new(JudgeOptions { limits: args.sandbox.limits()?, jobs: 1, cache: Some(cache.to_path_buf()), trust: TrustStore::default() })?;
+        let verdict = judge.judge(&input::load(&paths[0])?);
+        if verdict.outcome == overeager_core::verdict::Outcome::Incomplete {
+            bail!("the first bundle's verdict is incomplete: {:?}", verdict.errors);
+        }
+        Ok(t.elapsed().as_secs_f64() * 1000.0)
+    };
+    let cache = tmp.path().join("compiled");
+    let cold_ms = first_verdict_ms(&cache)?;
+    let warm_ms = first_verdict_ms(&cache)?;
+
     let started = Instant::now();
     let (judge, _) = args.sandbox.build()?;
     let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
@@ -396,6 +411,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         "distinct_bundles": originals.len(),
         "mean_view_bytes": view_bytes / n,
         "judge_setup_ms": setup_ms,
+        "first_verdict_ms": {"empty_cache": cold_ms, "warm_cache": warm_ms},
         "load_only": {"seconds": load_s, "bundles_per_second": n as f64 / load_s},
         "judge": passes,
         "instantiation_us": inst_us,
@@ -406,6 +422,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         print_json(&figures);
     } else {
         println!("{n} bundles ({} distinct seed runs, mean view {} bytes); judge set-up {:.0} ms", originals.len(), view_bytes / n, setup_ms);
+        println!("first verdict: {cold_ms:.0} ms with an empty cache of compiled code, {warm_ms:.1} ms with it warm");
         println!("load + view only: {:.2} s ({:.0} bundles/s)", load_s, n as f64 / load_s);
         for p in figures["judge"].as_array().context("passes")? {
             println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
