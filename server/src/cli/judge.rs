@@ -406,6 +406,13 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         }
     }
     let inst_us = judge.bench_instantiate(args.instantiations.max(1))? * 1e6;
+    // The two halves of one bundle's judging: building the view std gets (files read, parsed,
+    // serialized), and one `evaluate` call on it.
+    let sample = &paths[..paths.len().min(originals.len())];
+    let t = Instant::now();
+    let calls: Vec<_> = sample.iter().map(|p| input::load(p).map_err(|e| format!("{e:#}")).and_then(|b| judge.std_call(&b))).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    let encode_us = t.elapsed().as_secs_f64() / sample.len() as f64 * 1e6;
+    let evaluate_us = judge.bench_evaluate(&calls)? * 1e6;
     let figures = json!({
         "bundles": n,
         "distinct_bundles": originals.len(),
@@ -415,6 +422,8 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         "load_only": {"seconds": load_s, "bundles_per_second": n as f64 / load_s},
         "judge": passes,
         "instantiation_us": inst_us,
+        "view_encoding_us": encode_us,
+        "evaluate_us": evaluate_us,
         "peak_rss_mib": peak_rss_bytes().map(|b| b as f64 / (1 << 20) as f64),
         "machine": {"cores": default_jobs()},
     });
@@ -428,6 +437,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
             println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
         }
         println!("fresh instance from InstancePre: {inst_us:.1} µs");
+        println!("per bundle, one thread: {encode_us:.0} µs to read it and build std's view, {evaluate_us:.0} µs for std's evaluate call");
         if let Some(rss) = figures["peak_rss_mib"].as_f64() {
             println!("peak RSS: {rss:.0} MiB");
         }

@@ -192,6 +192,27 @@ impl Judge {
         }
     }
 
+    /// The view and checks of a bundle's `std` call, as [`Judge::judge`] sends them (for
+    /// `bench judge`).
+    pub fn std_call(&self, bundle: &LoadedBundle) -> Result<(String, Vec<CheckRaw>), String> {
+        let checks: Vec<CheckRaw> = leaf_calls(&bundle.scenario)
+            .iter()
+            .filter_map(|leaf| PredicateRef::parse(&leaf.call.predicate).ok().filter(|r| r.module == STD_ID).map(|r| CheckRaw { name: r.name, args: leaf.call.args.to_string() }))
+            .collect();
+        Ok((std_view(bundle, &checks)?, checks))
+    }
+
+    /// Seconds per `evaluate` call of `std` (a fresh instance each), over prepared calls (for
+    /// `bench judge`).
+    pub fn bench_evaluate(&self, calls: &[(String, Vec<CheckRaw>)]) -> anyhow::Result<f64> {
+        let Some(Slot::Ready { prepared, .. }) = self.modules.get(STD_ID) else { anyhow::bail!("the std module is not loaded") };
+        let t = std::time::Instant::now();
+        for (view, checks) in calls {
+            self.sandbox.evaluate(prepared, view, checks).map_err(anyhow::Error::msg)?;
+        }
+        Ok(t.elapsed().as_secs_f64() / calls.len().max(1) as f64)
+    }
+
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
     pub fn judge(&self, bundle: &LoadedBundle) -> Verdict {
         let calls = leaf_calls(&bundle.scenario);
@@ -251,8 +272,7 @@ impl Judge {
             // The built-in std gets what it reads (the scenario's scope, file contents only for
             // the checks that read them); any other module gets the whole view.
             let view = if info.digest == STD_SHA256 {
-                let contents = raw_checks.iter().any(|c| serde_json::from_str(&c.args).is_ok_and(|args| overeager_core::predicates::std_reads_content(&c.name, &args)));
-                bundle.std_view_json(contents).map(std::borrow::Cow::Owned)
+                std_view(bundle, &raw_checks).map(std::borrow::Cow::Owned)
             } else {
                 bundle.view_json().map(std::borrow::Cow::Borrowed)
             };
@@ -405,4 +425,11 @@ fn read_info(sandbox: &Sandbox, prepared: &Prepared) -> Result<Vec<PredicateInfo
         out.push(PredicateInfo { name: p.name, summary: p.summary, args_schema: schema });
     }
     Ok(out)
+}
+
+/// The view the built-in `std` gets for these checks: file contents only when one of them
+/// reads content.
+fn std_view(bundle: &LoadedBundle, checks: &[CheckRaw]) -> Result<String, String> {
+    let contents = checks.iter().any(|c| serde_json::from_str(&c.args).is_ok_and(|args| overeager_core::predicates::std_reads_content(&c.name, &args)));
+    bundle.std_view_json(contents)
 }
