@@ -81,7 +81,8 @@ impl LoadedBundle {
             .map_err(Clone::clone)
     }
 
-    /// A [`BundleView`] document from its parts (the field names are the struct's).
+    /// A [`overeager_core::view::BundleView`] document from its parts (the field names are the
+    /// struct's).
     fn compose(&self, scenario: &str, blobs: &str) -> String {
         format!(
             "{{\"view\":{VIEW_SCHEMA},\"manifest\":{},\"scenario\":{scenario},\"events\":{},\"before\":{},\"after\":{},\"blobs\":{blobs}}}",
