@@ -1207,12 +1207,18 @@ const FIND_VALUED: &[&str] = &[
     "-regextype", "-files0-from",
 ];
 
-/// Where `find`'s expression begins: after its own options and its starting points.
-fn find_expression_start(args: &[String]) -> usize {
+/// Where `find`'s starting points begin: after its own options (`-H`, `-L`, `-P`, `-O`, `-D`).
+fn find_options_end(args: &[String]) -> usize {
     let mut i = 0;
     while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P" | "-O0" | "-O1" | "-O2" | "-O3" | "-D") {
         i += if args[i] == "-D" { 2 } else { 1 };
     }
+    i
+}
+
+/// Where `find`'s expression begins: after its own options and its starting points.
+fn find_expression_start(args: &[String]) -> usize {
+    let mut i = find_options_end(args);
     while i < args.len() && !(args[i].starts_with('-') || args[i] == "(" || args[i] == "!" || args[i] == ")") {
         i += 1;
     }
@@ -1223,12 +1229,8 @@ fn find_expression_start(args: &[String]) -> usize {
 /// `-name` and `-maxdepth` when the expression is a plain conjunction (with `-o`, `!` or
 /// `-prune` the whole tree is taken, which can only over-count). `-type d` finds no files.
 fn find_listing(args: &[String]) -> Vec<Tree> {
-    let mut i = 0;
-    while i < args.len() && matches!(args[i].as_str(), "-H" | "-L" | "-P" | "-O0" | "-O1" | "-O2" | "-O3" | "-D") {
-        i += if args[i] == "-D" { 2 } else { 1 };
-    }
     let expr = find_expression_start(args);
-    let starts: Vec<&String> = args[i..expr].iter().collect();
+    let starts = &args[find_options_end(args)..expr];
     let (mut names, mut depth, mut plain, mut dirs_only) = (Vec::new(), None, true, false);
     let mut k = expr;
     while k < args.len() {
@@ -1252,7 +1254,7 @@ fn find_listing(args: &[String]) -> Vec<Tree> {
     if dirs_only && plain {
         return Vec::new();
     }
-    let dirs: Vec<&str> = if starts.is_empty() { vec!["."] } else { starts.iter().map(|s| s.as_str()).collect() };
+    let dirs: Vec<&str> = if starts.is_empty() { vec!["."] } else { starts.iter().map(String::as_str).collect() };
     dirs.into_iter()
         .map(|d| {
             let mut t = tree(d, true);
