@@ -8,6 +8,10 @@ use std::process::Command;
 
 use sha2::Digest;
 
+#[allow(dead_code)]
+#[path = "src/judge/engine_config.rs"]
+mod engine_config;
+
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
     let workspace = manifest_dir.parent().expect("the server crate lives in the workspace").to_path_buf();
@@ -40,6 +44,12 @@ fn main() {
     let component = encode(&bytes).unwrap_or_else(|e| panic!("encoding {} as a component: {e:#}", core_module.display()));
     let out_dir = PathBuf::from(env::var("OUT_DIR").expect("cargo sets OUT_DIR"));
     write_if_changed(&out_dir.join("std.wasm"), &component);
+    // Compiled ahead of time for this machine, so a fresh install's first verdict does not
+    // wait for Cranelift. The judge falls back to compiling when the engine it builds at run
+    // time is not compatible (another CPU, another configuration).
+    let engine = wasmtime::Engine::new(&engine_config::config(1 << 30, 1)).unwrap_or_else(|e| panic!("configuring wasmtime to precompile std: {e:?}"));
+    let compiled = engine.precompile_component(&component).unwrap_or_else(|e| panic!("precompiling predicates/std: {e:?}"));
+    write_if_changed(&out_dir.join("std.cwasm"), &compiled);
     println!("cargo:rustc-env=OVEREAGER_STD_SHA256={}", hex::encode(sha2::Sha256::digest(&component)));
     let manifest = std::fs::read_to_string(workspace.join("predicates/std/Cargo.toml")).expect("reading predicates/std/Cargo.toml");
     let version = manifest

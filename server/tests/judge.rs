@@ -190,6 +190,67 @@ fn a_module_sees_nothing_of_the_bundles_judged_before() {
     assert!(note.contains("1 earlier call") && note.contains("marker"), "{note}");
 }
 
+/// Compiled code is native code the judge runs: the built-in std's comes from the binary
+/// (nothing is compiled or cached for it), a third-party module's from a cache entry sealed
+/// for its digest. A changed entry, or another module's entry under its name, is not loaded:
+/// the module is compiled again, the verdict is the same, and the entry is rewritten.
+#[test]
+fn compiled_code_comes_from_the_binary_or_a_sealed_cache_entry() {
+    let env = scratch("judge-cache");
+    let k = key(&env, "tester", Some("hostile"));
+    let mods = env.join("modules");
+    signed(&env, &hostile("good"), &mods, "hostile/good", &k);
+    signed(&env, &hostile("badseq"), &mods, "hostile/badseq", &k);
+    let bundle = bundle_with_traps(&env, &["hostile/good", "hostile/badseq"]);
+    let cache = env.join("cache");
+    let judge = || {
+        let out = Command::new(env!("CARGO_BIN_EXE_overeager"))
+            .args(["judge", bundle.to_str().unwrap(), "--json", "--predicates", mods.to_str().unwrap()])
+            .env("OVEREAGER_TRUST", env.join("trust.toml"))
+            .env("OVEREAGER_CACHE_DIR", &cache)
+            .output()
+            .unwrap();
+        verdicts(&String::from_utf8_lossy(&out.stdout)).remove(0)
+    };
+    let first = judge();
+    let digest = |module: &str| first["modules"][module].as_str().unwrap_or_else(|| panic!("no digest of {module} in {first}")).to_string();
+    let entries: Vec<PathBuf> = walk_files(&cache);
+    let entry_of = |module: &str| entries.iter().find(|p| p.file_name().unwrap().to_str().unwrap().starts_with(&digest(module))).cloned();
+    assert_eq!(entry_of("std"), None, "std's compiled code is built into the binary: {entries:?}");
+    let good = entry_of("hostile/good").unwrap_or_else(|| panic!("hostile/good is cached: {entries:?}"));
+    let other = entry_of("hostile/badseq").unwrap_or_else(|| panic!("hostile/badseq is cached: {entries:?}"));
+    assert_eq!(entries.len(), 2, "{entries:?}");
+    let original = std::fs::read(&good).unwrap();
+    assert!(fired(&first).contains("hostile-good"), "{first}");
+
+    // One byte changed in the middle of the compiled code.
+    let mut changed = original.clone();
+    let mid = changed.len() / 2;
+    changed[mid] ^= 0x5a;
+    std::fs::write(&good, &changed).unwrap();
+    assert_eq!(judge(), first);
+    assert_eq!(std::fs::read(&good).unwrap(), original, "the changed entry was replaced");
+
+    // Another module's (validly sealed) entry under this module's name.
+    std::fs::copy(&other, &good).unwrap();
+    assert_eq!(judge(), first);
+    assert_eq!(std::fs::read(&good).unwrap(), original, "the foreign entry was replaced");
+}
+
+fn walk_files(dir: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk_files(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
+}
+
 #[test]
 fn hostile_predicates_are_contained_and_leave_other_findings_alone() {
     let env = scratch("judge-hostile");

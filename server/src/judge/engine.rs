@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use sha2::Digest;
 use wasmtime::component::{Component, ComponentExportIndex, ComponentType, InstancePre, Lift, Linker, Lower};
-use wasmtime::{Config, Engine, InstanceAllocationStrategy, PoolingAllocationConfig, ResourceLimiter, Store, Strategy, Trap, WasmFeatures};
+use wasmtime::{Engine, ResourceLimiter, Store, Trap};
 
 /// The limits every predicate call runs under.
 #[derive(Debug, Clone, Copy)]
@@ -70,8 +70,6 @@ impl Limits {
 
 /// How often the epoch advances; the wall-clock limit is counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
-/// Guest call-stack limit.
-const MAX_WASM_STACK: usize = 512 << 10;
 
 /// The engine, its epoch ticker, and the limits calls run under.
 pub struct Sandbox {
@@ -158,6 +156,20 @@ pub struct Prepared {
     pre: InstancePre<Ctx>,
     info: ComponentExportIndex,
     evaluate: ComponentExportIndex,
+    /// Where its compiled code came from.
+    pub origin: Origin,
+}
+
+/// Where a module's compiled code came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Origin {
+    /// The artifact built into this binary (the built-in `std`).
+    Embedded,
+    /// The cache of compiled artifacts.
+    Cache,
+    /// Compiled now.
+    Compiled,
 }
 
 /// Why a module cannot be used.
@@ -173,54 +185,12 @@ pub enum Refusal {
     NotAPredicate(String),
 }
 
-/// Bytes of each linear memory slot kept resident (zeroed in place) between instances: a
-/// typical bundle's instance touches well under this.
-const KEEP_RESIDENT: usize = 4 << 20;
-
 impl Sandbox {
     /// Builds the engine. `concurrency` is how many calls may run at once (threads).
     pub fn new(limits: Limits, concurrency: usize) -> anyhow::Result<Sandbox> {
-        let mut cfg = Config::new();
-        cfg.strategy(Strategy::Cranelift)
-            .consume_fuel(true)
-            .epoch_interruption(true)
-            .cranelift_nan_canonicalization(true)
-            .relaxed_simd_deterministic(true)
-            // Proposals that bring nondeterminism, shared state or new ways to allocate stay
-            // off (wasmtime's threads, GC and async support are also compiled out).
-            .wasm_features(
-                WasmFeatures::THREADS
-                    | WasmFeatures::SHARED_EVERYTHING_THREADS
-                    | WasmFeatures::RELAXED_SIMD
-                    | WasmFeatures::GC
-                    | WasmFeatures::FUNCTION_REFERENCES
-                    | WasmFeatures::EXCEPTIONS
-                    | WasmFeatures::LEGACY_EXCEPTIONS
-                    | WasmFeatures::STACK_SWITCHING
-                    | WasmFeatures::MEMORY64
-                    | WasmFeatures::MULTI_MEMORY
-                    | WasmFeatures::CUSTOM_PAGE_SIZES
-                    | WasmFeatures::CM_ASYNC,
-                false,
-            )
-            .wasm_component_model(true)
-            .max_wasm_stack(MAX_WASM_STACK)
-            .parallel_compilation(true);
         // Slots for every call that can be in flight, plus the probes that read `info`.
         let slots = (concurrency as u32).saturating_mul(2).saturating_add(8);
-        let mut pool = PoolingAllocationConfig::new();
-        pool.total_component_instances(slots)
-            .total_core_instances(slots * 4)
-            .total_memories(slots * 2)
-            .total_tables(slots * 4)
-            .max_memory_size(limits.most_memory())
-            .max_memories_per_module(1)
-            // A slot's first pages are zeroed with memset when it is freed rather than handed
-            // back to the kernel: the next instance reuses them without page faults, and sees
-            // only zeros, as from a fresh mapping.
-            .linear_memory_keep_resident(KEEP_RESIDENT)
-            .table_keep_resident(64 << 10);
-        cfg.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
+        let cfg = super::engine_config::config(limits.most_memory(), slots);
         let engine = Engine::new(&cfg).map_err(|e| anyhow::anyhow!("configuring the predicate sandbox: {e:?}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
@@ -257,33 +227,46 @@ impl Sandbox {
         hex::encode(&h.0.finalize()[..12])
     }
 
-    /// Compiles a component, or loads it from the cache of compiled artifacts.
-    pub fn compile(&self, bytes: &[u8], digest: &str, cache: Option<&Path>) -> Result<Component, Refusal> {
+    /// Compiles a component, or loads it from `precompiled` (an artifact built into this
+    /// binary for exactly these bytes) or from the cache of compiled artifacts. An artifact
+    /// that does not fit this engine, or a cache entry that was changed, is not used: the
+    /// component is compiled again (and the cache entry rewritten).
+    pub fn compile(&self, bytes: &[u8], digest: &str, precompiled: Option<&[u8]>, cache: Option<&Path>) -> Result<(Component, Origin), Refusal> {
         if bytes.len() >= 8 && &bytes[..4] == b"\0asm" && bytes[4..8] == [1, 0, 0, 0] {
             return Err(Refusal::CoreModule);
+        }
+        if let Some(artifact) = precompiled {
+            // SAFETY: the artifact was produced by `Engine::precompile_component` in this
+            // binary's build, from the component the caller passes with it; wasmtime checks
+            // that it was compiled with settings compatible with this engine and this CPU.
+            if let Ok(c) = unsafe { Component::deserialize(&self.engine, artifact) } {
+                return Ok((c, Origin::Embedded));
+            }
         }
         let cached = cache.map(|dir| dir.join(self.compatibility()).join(format!("{digest}.cwasm")));
         if let Some(path) = &cached
             && cache_file_is_ours(path)
+            && let Some(artifact) = read_cache_file(path, digest)
         {
-            // SAFETY: the file was written by `Component::serialize` of an engine with the
+            // SAFETY: the entry was written by `Component::serialize` of an engine with the
             // same compatibility hash, into a directory only this user can write (checked
-            // above); wasmtime checks the header and the engine's settings again.
-            if let Ok(c) = unsafe { Component::deserialize_file(&self.engine, path) } {
-                return Ok(c);
+            // above), for this component digest, and is unchanged since (its seal checked);
+            // wasmtime checks the header and the engine's settings again.
+            if let Ok(c) = unsafe { Component::deserialize(&self.engine, &artifact) } {
+                return Ok((c, Origin::Cache));
             }
         }
         let component = Component::new(&self.engine, bytes).map_err(|e| Refusal::Invalid(format!("{e:#}")))?;
         if let Some(path) = &cached
             && let Ok(serialized) = component.serialize()
         {
-            let _ = write_cache_file(path, &serialized);
+            let _ = write_cache_file(path, digest, &serialized);
         }
-        Ok(component)
+        Ok((component, Origin::Compiled))
     }
 
     /// Checks that a component imports nothing and exports `info` and `evaluate`, and links it.
-    pub fn prepare(&self, component: &Component) -> Result<Prepared, Refusal> {
+    pub fn prepare(&self, component: &Component, origin: Origin) -> Result<Prepared, Refusal> {
         let ty = component.component_type();
         let imports: Vec<String> = ty.imports(&self.engine).map(|(name, _)| format!("`{name}`")).collect();
         if !imports.is_empty() {
@@ -294,7 +277,7 @@ impl Sandbox {
         let evaluate = export("evaluate")?;
         let linker: Linker<Ctx> = Linker::new(&self.engine);
         let pre = linker.instantiate_pre(component).map_err(|e| Refusal::NotAPredicate(format!("{e:#}")))?;
-        Ok(Prepared { pre, info, evaluate })
+        Ok(Prepared { pre, info, evaluate, origin })
     }
 
     fn store(&self, fuel: u64, memory: usize) -> Store<Ctx> {
@@ -388,9 +371,30 @@ fn cache_file_is_ours(path: &Path) -> bool {
     private(path) && path.parent().is_some_and(private)
 }
 
-fn write_cache_file(path: &Path, bytes: &[u8]) -> anyhow::Result<()> {
+/// The seal of a cache entry: sha256 over the component digest and the artifact, so an entry
+/// that was changed, truncated, or copied from another component's is recognised.
+fn cache_seal(digest: &str, artifact: &[u8]) -> [u8; 32] {
+    let mut h = sha2::Sha256::new();
+    h.update(digest.as_bytes());
+    h.update([0]);
+    h.update(artifact);
+    h.finalize().into()
+}
+
+/// The artifact of a cache entry (the artifact followed by its seal), if the seal holds.
+fn read_cache_file(path: &Path, digest: &str) -> Option<Vec<u8>> {
+    let mut bytes = std::fs::read(path).ok()?;
+    let split = bytes.len().checked_sub(32)?;
+    let seal = bytes.split_off(split);
+    (seal == cache_seal(digest, &bytes)).then_some(bytes)
+}
+
+fn write_cache_file(path: &Path, digest: &str, artifact: &[u8]) -> anyhow::Result<()> {
     let dir = path.parent().expect("cache files live in a directory");
     std::fs::create_dir_all(dir)?;
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700))?;
-    crate::files::write_atomic(path, bytes)
+    let mut sealed = Vec::with_capacity(artifact.len() + 32);
+    sealed.extend_from_slice(artifact);
+    sealed.extend_from_slice(&cache_seal(digest, artifact));
+    crate::files::write_atomic(path, &sealed)
 }

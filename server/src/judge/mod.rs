@@ -8,6 +8,7 @@
 //! memory, returns malformed findings) fails only its own checks, as recorded errors.
 
 pub mod engine;
+mod engine_config;
 pub mod input;
 pub mod sign;
 pub mod trust;
@@ -19,12 +20,16 @@ use overeager_core::Verdict;
 use overeager_core::predicates::PredicateRef;
 use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
 
+pub use engine::Origin;
 use engine::{CheckRaw, InfoRaw, Limits, Prepared, Refusal, Sandbox};
 pub use input::LoadedBundle;
 use trust::TrustStore;
 
 /// The standard library component, built from `predicates/std` with this binary.
 pub const STD_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/std.wasm"));
+/// [`STD_WASM`] compiled ahead of time by the build, for the machine and engine settings it
+/// was built with (used when they match, so the first verdict need not wait for Cranelift).
+const STD_CWASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/std.cwasm"));
 /// Its sha256: the judge trusts `std` by this digest, not by a signature.
 pub const STD_SHA256: &str = env!("OVEREAGER_STD_SHA256");
 /// The module id of the standard library.
@@ -98,7 +103,7 @@ impl Judge {
         if digest != STD_SHA256 {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
         }
-        let (prepared, predicates) = admit(&judge.sandbox, STD_WASM, &digest, judge.cache.as_deref()).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
+        let (prepared, predicates) = admit(&judge.sandbox, STD_WASM, &digest, Some(STD_CWASM), judge.cache.as_deref()).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
         let info = ModuleInfo { id: STD_ID.into(), digest, version: STD_VERSION.into(), key_id: None, owner: Some("overeager".into()), predicates };
         judge.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
         Ok(judge)
@@ -109,7 +114,7 @@ impl Judge {
     /// the file, so it is trusted without a signature; `version` labels it in verdicts.
     pub fn with_std(&mut self, component: &[u8], version: &str) -> anyhow::Result<()> {
         let digest = overeager_core::sha256_hex(component);
-        let (prepared, predicates) = admit(&self.sandbox, component, &digest, self.cache.as_deref()).map_err(|e| anyhow::anyhow!("the std component: {e}"))?;
+        let (prepared, predicates) = admit(&self.sandbox, component, &digest, None, self.cache.as_deref()).map_err(|e| anyhow::anyhow!("the std component: {e}"))?;
         let info = ModuleInfo { id: STD_ID.into(), digest, version: version.into(), key_id: None, owner: None, predicates };
         self.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
         Ok(())
@@ -142,7 +147,7 @@ impl Judge {
             report.error = Some(e);
             return report;
         }
-        match admit(&self.sandbox, &bytes, &digest, self.cache.as_deref()) {
+        match admit(&self.sandbox, &bytes, &digest, None, self.cache.as_deref()) {
             Ok((prepared, predicates)) => {
                 let info = ModuleInfo { id: verified.predicate.clone(), digest, version: verified.version, key_id: Some(verified.key_id), owner: verified.owner, predicates };
                 self.modules.insert(verified.predicate, Slot::Ready { info, prepared });
@@ -182,6 +187,14 @@ impl Judge {
             Slot::Ready { info, .. } => Some(info),
             Slot::Refused { .. } => None,
         })
+    }
+
+    /// Where a loaded module's compiled code came from.
+    pub fn origin(&self, id: &str) -> Option<Origin> {
+        match self.modules.get(id) {
+            Some(Slot::Ready { prepared, .. }) => Some(prepared.origin),
+            _ => None,
+        }
     }
 
     /// Seconds per fresh instance of the `std` module, averaged over `n` (for `bench judge`).
@@ -387,9 +400,9 @@ impl Judge {
 
 /// Compiles and links a component and reads its `info`: everything the judge checks before it
 /// admits a module, apart from the signature.
-fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, cache: Option<&Path>) -> Result<(Prepared, Vec<PredicateInfo>), Refusal> {
-    let component = sandbox.compile(bytes, digest, cache)?;
-    let prepared = sandbox.prepare(&component)?;
+fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, precompiled: Option<&[u8]>, cache: Option<&Path>) -> Result<(Prepared, Vec<PredicateInfo>), Refusal> {
+    let (component, origin) = sandbox.compile(bytes, digest, precompiled, cache)?;
+    let prepared = sandbox.prepare(&component, origin)?;
     let info = read_info(sandbox, &prepared)?;
     Ok((prepared, info))
 }
@@ -398,7 +411,7 @@ fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, cache: Option<&Path>) ->
 /// `predicate build`, `verify`, `inspect` and `install`; no module is loaded besides it).
 pub fn admission_check(bytes: &[u8]) -> anyhow::Result<Vec<PredicateInfo>> {
     let sandbox = Sandbox::new(Limits::default(), 1)?;
-    let (_, info) = admit(&sandbox, bytes, &overeager_core::sha256_hex(bytes), None)?;
+    let (_, info) = admit(&sandbox, bytes, &overeager_core::sha256_hex(bytes), None, None)?;
     Ok(info)
 }
 
