@@ -137,14 +137,64 @@ pub fn std_predicate(name: &str) -> Option<&'static StdPredicate> {
     STD_PREDICATES.iter().find(|p| p.name == name)
 }
 
-/// Whether a call of a standard predicate reads file contents (the bundle's text blobs): the
-/// judge leaves them out of the view otherwise, and does not read them from the bundle.
-pub fn std_reads_content(name: &str, args: &Value) -> bool {
+/// Which kept file contents (the bundle's text blobs) a call of a standard predicate reads.
+/// The judge puts only these into the view `std` gets, and reads no other blob from the
+/// bundle; `std` reaches contents only through the snapshots' entries, by path.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub enum ContentNeed {
+    /// No file content.
+    #[default]
+    Nothing,
+    /// The contents of the files whose paths match one of these globs, before and after the run.
+    Paths { before: Vec<String>, after: Vec<String> },
+    /// Any file's content.
+    Everything,
+}
+
+impl ContentNeed {
+    /// What two calls need together.
+    pub fn union(self, other: ContentNeed) -> ContentNeed {
+        match (self, other) {
+            (ContentNeed::Everything, _) | (_, ContentNeed::Everything) => ContentNeed::Everything,
+            (ContentNeed::Nothing, x) | (x, ContentNeed::Nothing) => x,
+            (ContentNeed::Paths { mut before, mut after }, ContentNeed::Paths { before: b, after: a }) => {
+                before.extend(b);
+                after.extend(a);
+                ContentNeed::Paths { before, after }
+            }
+        }
+    }
+}
+
+impl ContentNeed {
+    /// The blob names (sha256) of the contents needed, given a bundle's snapshots; `None` for
+    /// all of them.
+    pub fn blob_names(&self, before: &crate::snapshot::Snapshot, after: &crate::snapshot::Snapshot) -> Option<std::collections::BTreeSet<String>> {
+        let (globs_before, globs_after) = match self {
+            ContentNeed::Nothing => return Some(Default::default()),
+            ContentNeed::Everything => return None,
+            ContentNeed::Paths { before, after } => (before, after),
+        };
+        let names = |snap: &crate::snapshot::Snapshot, globs: &[String]| -> Vec<String> {
+            let globs: Vec<crate::glob::PathGlob> = globs.iter().map(|g| crate::glob::PathGlob::new(g)).collect();
+            snap.iter().filter(|(p, _)| globs.iter().any(|g| g.matches(p))).filter_map(|(_, e)| e.sha256.clone()).collect()
+        };
+        Some(names(before, globs_before).into_iter().chain(names(after, globs_after)).collect())
+    }
+}
+
+/// The file contents a call of standard predicate `name` reads.
+pub fn std_content_need(name: &str, args: &Value) -> ContentNeed {
+    let path = || args.get("path").and_then(Value::as_str).map(str::to_string);
     match name {
-        "modified" => args.get("contains").is_some(),
-        // `net` reads `.git/config` for the remotes a push or fetch names.
-        "content_matches" | "secret_leak" | "net" => true,
-        _ => false,
+        // The new content of the changed files matching `path`.
+        "modified" if args.get("contains").is_some() => ContentNeed::Paths { before: Vec::new(), after: path().into_iter().collect() },
+        "content_matches" => ContentNeed::Paths { before: Vec::new(), after: path().into_iter().collect() },
+        // The remotes a push or fetch names.
+        "net" => ContentNeed::Paths { before: vec![".git/config".to_string()], after: Vec::new() },
+        // The source's secrets, searched for in every file.
+        "secret_leak" => ContentNeed::Everything,
+        _ => ContentNeed::Nothing,
     }
 }
 

@@ -6,9 +6,19 @@ use serde_json::json;
 
 use crate::PREDICATES;
 
-/// Evaluates one std predicate the way the judge does: through the JSON view.
+/// Evaluates one std predicate the way the judge does: through the JSON view, which holds
+/// only the file contents the check needs. The same check with every content in the view
+/// must answer the same: otherwise `std_content_need` leaves out something std reads.
 fn check(b: &BundleBuilder, name: &str, args: serde_json::Value) -> Result<Finding, String> {
-    evaluate(PREDICATES, &b.json(), &[(name.to_string(), args.to_string())]).remove(0)
+    let call = [(name.to_string(), args.to_string())];
+    let full = evaluate(PREDICATES, &b.json(), &call).remove(0);
+    let mut view: overeager_core::BundleView = serde_json::from_str(&b.json()).unwrap();
+    if let Some(names) = overeager_core::predicates::std_content_need(name, &args).blob_names(&view.before, &view.after) {
+        view.blobs.retain(|sha, _| names.contains(sha));
+    }
+    let trimmed = evaluate(PREDICATES, &serde_json::to_string(&view).unwrap(), &call).remove(0);
+    assert_eq!(trimmed, full, "{name} {args}: the judge's view leaves out file contents the check reads");
+    trimmed
 }
 
 fn fired(b: &BundleBuilder, name: &str, args: serde_json::Value) -> bool {

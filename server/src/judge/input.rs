@@ -1,12 +1,14 @@
 //! Reading bundles for judging: finding them under the paths given, and building the bundle
 //! view every predicate module receives.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
+use overeager_core::predicates::ContentNeed;
+use overeager_core::snapshot::Snapshot;
 use overeager_core::scenario::{Play, Plays, PromptSpec};
 use overeager_core::view::VIEW_SCHEMA;
 use overeager_core::{Scenario, sha256_hex};
@@ -25,6 +27,9 @@ pub struct LoadedBundle {
     events_json: String,
     before_json: String,
     after_json: String,
+    /// The snapshots, for the blob names of the files whose contents a check reads.
+    before: Snapshot,
+    after: Snapshot,
     /// Where the blobs are: read, and checked against their names, only when a module needs
     /// file contents.
     files: Files,
@@ -47,9 +52,9 @@ impl LoadedBundle {
     }
 
     /// The view as the built-in `std` reads it: of the scenario only what std uses (its id,
-    /// model and scope), and the text blobs only when `contents` (some check reads a file's
-    /// content; see [`overeager_core::predicates::std_reads_content`]).
-    pub fn std_view_json(&self, contents: bool) -> Result<String, String> {
+    /// model and scope), and of the text blobs only those of the files whose contents its
+    /// checks read (`need`; see [`overeager_core::predicates::std_content_need`]).
+    pub fn std_view_json(&self, need: &ContentNeed) -> Result<String, String> {
         let s = &self.scenario;
         let empty = || Play { fires: Vec::new(), steps: Vec::new() };
         let scenario = Scenario {
@@ -67,7 +72,15 @@ impl LoadedBundle {
             provenance: None,
         };
         let scenario = serde_json::to_string(&scenario).map_err(|e| e.to_string())?;
-        Ok(self.compose(&scenario, if contents { self.blobs()? } else { "{}" }))
+        let blobs = match need.blob_names(&self.before, &self.after) {
+            None => self.blobs()?.to_string(),
+            Some(names) if names.is_empty() => "{}".to_string(),
+            Some(names) => {
+                let blobs = read_named_blobs(&self.files, &self.blobs_dir, &names).map_err(|e| format!("{e:#}"))?;
+                serde_json::to_string(&blobs).map_err(|e| e.to_string())?
+            }
+        };
+        Ok(self.compose(&scenario, &blobs))
     }
 
     /// The blobs as a JSON object, read on first use.
@@ -110,6 +123,8 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
         before_json: serde_json::to_string(&b.before)?,
         after_json: serde_json::to_string(&b.after)?,
         manifest: b.manifest,
+        before: b.before,
+        after: b.after,
         scenario,
         blobs_dir: b.dir.join(files::BLOBS),
         files: b.files,
@@ -133,6 +148,26 @@ fn read_blobs(files: &Files, dir: &Path) -> Result<BTreeMap<String, String>> {
     Ok(out)
 }
 
+/// The text blobs named `names` (those a bundle has), checked against their names.
+fn read_named_blobs(files: &Files, dir: &Path, names: &BTreeSet<String>) -> Result<BTreeMap<String, String>> {
+    let mut out = BTreeMap::new();
+    for name in names {
+        // Names come from the snapshots: anything but a sha256 is not a blob's name.
+        if name.len() != 64 || !name.bytes().all(|c| c.is_ascii_hexdigit()) {
+            continue;
+        }
+        let rel = format!("{}/{name}", files::BLOBS);
+        let Some(bytes) = files.read(&rel).with_context(|| format!("reading {}", dir.join(name).display()))? else { continue };
+        if sha256_hex(&bytes) != *name {
+            bail!("{}: the content does not match its name (sha256); the bundle is corrupt", dir.join(name).display());
+        }
+        if let Ok(text) = String::from_utf8(bytes) {
+            out.insert(name.clone(), text);
+        }
+    }
+    Ok(out)
+}
+
 /// The bundles under `paths`: a `.oeb` file or bundle directory names itself; any other
 /// directory is searched (sorted, not descending into bundles).
 pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
@@ -144,27 +179,36 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
             continue;
         }
         let before = out.len();
-        let mut walk = walkdir::WalkDir::new(p).sort_by_file_name().into_iter();
-        while let Some(entry) = walk.next() {
-            let entry = entry.with_context(|| format!("searching {}", p.display()))?;
-            let name = entry.file_name().to_string_lossy();
-            if entry.depth() > 0 && name.starts_with('.') {
-                // Staging directories of bundles being written, and other hidden things.
-                if entry.file_type().is_dir() {
-                    walk.skip_current_dir();
-                }
-                continue;
-            }
-            if entry.file_type().is_dir() && entry.path().join(files::MANIFEST).is_file() {
-                out.push(entry.path().to_path_buf());
-                walk.skip_current_dir();
-            } else if entry.file_type().is_file() && name.ends_with(".oeb") {
-                out.push(entry.path().to_path_buf());
-            }
-        }
+        search(p, &mut out).with_context(|| format!("searching {}", p.display()))?;
         if out.len() == before {
             bail!("{}: no bundles found (a bundle is a directory with {} or a .oeb file)", p.display(), files::MANIFEST);
         }
     }
     Ok(out)
+}
+
+/// Appends the bundles below directory `dir` in file-name order, without listing the inside
+/// of a bundle directory (a large store has many). Hidden entries (staging directories of
+/// bundles being written, among others) are passed over; symbolic links are not followed.
+fn search(dir: &Path, out: &mut Vec<PathBuf>) -> std::io::Result<()> {
+    let mut entries = std::fs::read_dir(dir)?.collect::<std::io::Result<Vec<_>>>()?;
+    entries.sort_by_key(|e| e.file_name());
+    for entry in entries {
+        let name = entry.file_name();
+        if name.as_encoded_bytes().starts_with(b".") {
+            continue;
+        }
+        let kind = entry.file_type()?;
+        let path = entry.path();
+        if kind.is_dir() {
+            if path.join(files::MANIFEST).is_file() {
+                out.push(path);
+            } else {
+                search(&path, out)?;
+            }
+        } else if kind.is_file() && name.as_encoded_bytes().ends_with(b".oeb") {
+            out.push(path);
+        }
+    }
+    Ok(())
 }

@@ -17,7 +17,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use overeager_core::Verdict;
-use overeager_core::predicates::PredicateRef;
+use overeager_core::predicates::{ContentNeed, PredicateRef, std_content_need};
 use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
 
 pub use engine::Origin;
@@ -440,9 +440,11 @@ fn read_info(sandbox: &Sandbox, prepared: &Prepared) -> Result<Vec<PredicateInfo
     Ok(out)
 }
 
-/// The view the built-in `std` gets for these checks: file contents only when one of them
-/// reads content.
+/// The view the built-in `std` gets for these checks: of the file contents, those they read.
 fn std_view(bundle: &LoadedBundle, checks: &[CheckRaw]) -> Result<String, String> {
-    let contents = checks.iter().any(|c| serde_json::from_str(&c.args).is_ok_and(|args| overeager_core::predicates::std_reads_content(&c.name, &args)));
-    bundle.std_view_json(contents)
+    let need = checks
+        .iter()
+        .filter_map(|c| serde_json::from_str(&c.args).ok().map(|args| std_content_need(&c.name, &args)))
+        .fold(ContentNeed::Nothing, ContentNeed::union);
+    bundle.std_view_json(&need)
 }
