@@ -68,6 +68,9 @@ enum Command {
     /// Show, pack and unpack audit bundles.
     #[command(subcommand)]
     Bundle(BundleCmd),
+    /// Export runs for other tools: ATIF trajectories (Harbor) or Inspect eval logs, each with
+    /// the run's verdict, scenario, variant and bundle digest.
+    Export(cli::export::ExportArgs),
     /// The main job: synthesize a small bench from the seeds, run scripted and simulated agents
     /// on it (local executor, SQLite store), record the validator's decisions, write the report,
     /// and serve the web app, printing its URL.
@@ -351,6 +354,7 @@ fn main() -> ExitCode {
         Command::Transfer(TransferCmd::Import(args)) => cli::experiment::transfer_import(&args),
         Command::Transfer(TransferCmd::Report(args)) => cli::experiment::transfer_report(&args),
         Command::Judge(args) => cli::judge::judge_cmd(&args),
+        Command::Export(args) => cli::export::export_cmd(&args),
         Command::Validate(args) => cli::validate::validate_cmd(&args),
         Command::Gen(args) => cli::r#gen::gen_cmd(&args),
         Command::Predicate(PredicateCmd::New(args)) => cli::predicate::new(&args),

@@ -187,7 +187,7 @@ fn events_jsonl(events: &[Event]) -> Result<Vec<u8>> {
 }
 
 /// The format of a bundle's agent stream: the one its agent writes.
-fn event_format(manifest: &BundleManifest, mpath: &Path) -> Result<Format> {
+pub fn event_format(manifest: &BundleManifest, mpath: &Path) -> Result<Format> {
     manifest
         .agent
         .id

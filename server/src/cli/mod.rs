@@ -3,6 +3,7 @@
 
 pub mod agent;
 pub mod experiment;
+pub mod export;
 pub mod judge;
 pub mod predicate;
 pub mod fuzz;

@@ -3,6 +3,9 @@
 //! [`build`] computes every number from the store's run records (pure, deterministic);
 //! [`write`] renders them as Markdown, CSV and JSON, and [`plots`] draws the figures.
 
+pub mod atif;
+pub mod export;
+pub mod inspect;
 pub mod plots;
 pub mod transfer;
 pub mod write;

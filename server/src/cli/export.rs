@@ -1,0 +1,77 @@
+//! `overeager export`: runs as ATIF trajectories or Inspect logs.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, ValueEnum};
+
+use super::experiment::DbArg;
+use crate::judge::{Judge, JudgeOptions};
+use crate::report::export::{self, RunExport};
+use crate::report::{atif, inspect};
+use crate::store::Store;
+
+/// The formats `export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum ExportFormat {
+    /// ATIF v1.7 trajectories (Harbor / Terminal-Bench).
+    Atif,
+    /// Inspect eval logs (`.eval`, or `.json`).
+    Inspect,
+}
+
+/// Arguments of `overeager export`.
+#[derive(Args)]
+pub struct ExportArgs {
+    /// A bundle directory or `.oeb` file, or a run or experiment id of the store.
+    pub source: String,
+    #[arg(long, value_enum)]
+    pub format: ExportFormat,
+    /// Where to write; must not exist. One run: a file (`.json` for ATIF, `.eval` or `.json`
+    /// for Inspect). An experiment: a directory (ATIF: one Harbor trial directory per run;
+    /// Inspect: one log per cell, or per run with --per-run).
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Inspect: one log per run instead of one per experiment cell.
+    #[arg(long)]
+    pub per_run: bool,
+    /// Inspect, for an experiment: write `.json` logs instead of `.eval` archives.
+    #[arg(long)]
+    pub json_logs: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+pub fn export_cmd(args: &ExportArgs) -> Result<ExitCode> {
+    export::require_free(&args.out)?;
+    let path = PathBuf::from(&args.source);
+    let (runs, experiment) = if path.exists() {
+        let judge = Judge::new(JudgeOptions { limits: Default::default(), jobs: 1, cache: crate::judge::engine::default_cache_dir(), trust: Default::default() })?;
+        (vec![export::from_bundle(&path, &judge)?], None)
+    } else {
+        if !args.db.db.is_file() {
+            bail!("`{}` is not a bundle path, and there is no store at {} to look it up in (pass --db); nothing was exported", args.source, args.db.db.display());
+        }
+        let store = Store::open_reader(&args.db.db)?;
+        let runs = export::from_store(&store, &args.source)?;
+        let experiment = store.experiment(&args.source)?.map(|e| e.id);
+        (runs, experiment)
+    };
+    let n = runs.len();
+    match (args.format, experiment) {
+        (ExportFormat::Atif, Some(_)) => atif::write_trials(&runs, &args.out)?,
+        (ExportFormat::Atif, None) => atif::write_file(&runs[0], &args.out)?,
+        (ExportFormat::Inspect, Some(exp)) => {
+            let encoding = if args.json_logs { inspect::Encoding::Json } else { inspect::Encoding::Eval };
+            inspect::write_dir(&exp, runs, args.per_run, encoding, &args.out)?;
+        }
+        (ExportFormat::Inspect, None) => {
+            let run: &RunExport = &runs[0];
+            let task = format!("overeager/{}", run.scenario.id);
+            inspect::write_file(&task, &runs, &args.out).context("writing the Inspect log")?;
+        }
+    }
+    eprintln!("exported {n} run(s) to {}", args.out.display());
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,418 @@
+//! Runs exported for other tools: what a run looked like as a conversation (the prompt, the
+//! agent's turns, its tool calls with their arguments and outputs, the commands only the shell
+//! shim saw) with its verdict, in a form the ATIF and Inspect writers share.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use overeager_core::bundle::{BundleManifest, files};
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::transcript::{self, Calls};
+use overeager_core::{Scenario, Verdict};
+use serde_json::{Value, json};
+
+use crate::audit::Bundle;
+
+/// One run ready to export.
+pub struct RunExport {
+    /// The run id (the store's, or the bundle's own).
+    pub run_id: String,
+    /// The experiment it belongs to, when it came from a store.
+    pub experiment: Option<String>,
+    /// sha256 of the packed bundle.
+    pub bundle_digest: String,
+    pub manifest: BundleManifest,
+    pub scenario: Scenario,
+    /// The prompt the agent was given.
+    pub prompt: String,
+    pub verdict: Verdict,
+    pub timeline: Vec<Step>,
+}
+
+impl RunExport {
+    /// `framework · model · variant`, the experiment cell of the run.
+    pub fn cell(&self) -> String {
+        format!("{} · {} · {}", self.manifest.agent.framework, self.manifest.agent.model, super::short_variant(self.manifest.variant))
+    }
+
+    /// What every export carries about the run besides its trace: scenario, variant, cell,
+    /// bundle and verdict.
+    pub fn metadata(&self) -> Value {
+        let v = &self.verdict;
+        json!({
+            "run_id": self.run_id,
+            "experiment": self.experiment,
+            "scenario": self.scenario.id,
+            "scenario_hash": v.scenario_hash,
+            "scenario_title": self.scenario.title,
+            "archetype": self.scenario.archetype,
+            "variant": self.manifest.variant,
+            "cell": self.cell(),
+            "agent": self.manifest.agent.id,
+            "replicate": self.manifest.replicate,
+            "bundle_sha256": self.bundle_digest,
+            "timed_out": self.manifest.timed_out,
+            "verdict": {
+                "outcome": v.outcome,
+                "overeager": v.overeager,
+                "traps": v.traps,
+                "success": v.success,
+                "success_checks": v.success_checks,
+                "conditional_success": v.conditional_success,
+                "severity_total": v.severity_total,
+                "critical": v.critical,
+                "errors": v.errors,
+                "modules": v.modules,
+                "versions": v.versions,
+            },
+        })
+    }
+
+    /// One line naming the verdict and the traps that fired.
+    pub fn explanation(&self) -> String {
+        let v = &self.verdict;
+        let outcome = serde_json::to_value(v.outcome).ok().and_then(|o| o.as_str().map(str::to_string)).unwrap_or_default();
+        let mut s = format!("{outcome}: ");
+        if v.traps.is_empty() {
+            s.push_str("no trap fired");
+        } else {
+            let traps: Vec<String> = v.traps.iter().map(|t| format!("{} ({:?}, events {:?})", t.id, t.severity, t.evidence).to_lowercase()).collect();
+            s.push_str(&format!("{} trap(s) fired: {}", traps.len(), traps.join("; ")));
+        }
+        if !v.errors.is_empty() {
+            s.push_str(&format!("; {} check(s) without an answer", v.errors.len()));
+        }
+        match v.success {
+            Some(true) => s.push_str("; task completed"),
+            Some(false) => s.push_str("; task not completed"),
+            None => {}
+        }
+        s
+    }
+}
+
+/// Who a step is from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Source {
+    /// The harness (the session's start).
+    System,
+    User,
+    Agent,
+}
+
+/// One turn of the run.
+#[derive(Debug, Clone)]
+pub struct Step {
+    pub source: Source,
+    /// Unix time in microseconds (0: unknown).
+    pub t_us: u64,
+    /// What was said ("" when nothing).
+    pub message: String,
+    pub calls: Vec<Call>,
+    /// The agent's final answer.
+    pub is_result: bool,
+    /// The agent-channel events this step stands for (besides its calls').
+    pub seqs: Vec<u64>,
+    /// Something the agent's stream held that the adapter did not recognize.
+    pub unknown: Option<String>,
+}
+
+/// One tool call.
+#[derive(Debug, Clone)]
+pub struct Call {
+    pub id: String,
+    pub name: String,
+    /// A JSON object.
+    pub arguments: Value,
+    pub output: Option<String>,
+    pub error: bool,
+    /// The agent's own call (`Agent`), or a command only the shell shim saw (`Shell`).
+    pub observed_by: Channel,
+    /// The permission gate refused it: it never ran.
+    pub denied: bool,
+    /// The events that record it.
+    pub seqs: Vec<u64>,
+}
+
+fn object(v: Value) -> Value {
+    match v {
+        Value::Object(_) => v,
+        Value::Null => json!({}),
+        other => json!({ "value": other }),
+    }
+}
+
+/// Whether a shell record is the agent's own command as the shell ran it (`sh -c CMD`), or
+/// the command itself when the agent's tool runs a shell (`bash -lc 'ls x'`, which the shim
+/// records as `bash -lc "ls x"`). Compared without quotes and repeated blanks.
+fn runs_command(argv: &[String], command: &str) -> bool {
+    let plain = |s: &str| s.replace(['\'', '"'], "").split_whitespace().collect::<Vec<_>>().join(" ");
+    let shell = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p));
+    let command = plain(command);
+    (matches!(shell, Some("sh" | "bash" | "dash" | "zsh")) && argv.iter().skip(1).any(|a| plain(a) == command)) || plain(&argv.join(" ")) == command
+}
+
+/// The run as turns: the prompt, then the agent's messages and tool calls in event order,
+/// with the shell commands no agent call accounts for added to the turn they ran in.
+pub fn timeline(prompt: &str, manifest: &BundleManifest, events: &[Event], calls: &Calls) -> Vec<Step> {
+    let step = |source, t_us, message: String| Step { source, t_us, message, calls: Vec::new(), is_result: false, seqs: Vec::new(), unknown: None };
+    let mut steps = vec![step(Source::User, manifest.started_us, prompt.to_string())];
+    // Calls already used, by key, so that several events of one call (Codex reports a patch
+    // as one event per file) stay one call.
+    let mut used_on_line: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
+    let mut last_call_key: Option<(u64, usize)> = None;
+    for e in events {
+        match (e.channel, e.op) {
+            (Channel::Agent, Op::Start) => {
+                let mut s = step(Source::System, e.t_us, format!("agent session started{}", e.text.as_deref().map(|m| format!(" (model {m})")).unwrap_or_default()));
+                s.seqs.push(e.seq);
+                steps.push(s);
+            }
+            (Channel::Agent, Op::Message) => {
+                let mut s = step(Source::Agent, e.t_us, e.text.clone().unwrap_or_default());
+                s.seqs.push(e.seq);
+                steps.push(s);
+            }
+            (Channel::Agent, Op::Result) => {
+                let mut s = step(Source::Agent, e.t_us, e.text.clone().unwrap_or_default());
+                s.is_result = true;
+                s.seqs.push(e.seq);
+                steps.push(s);
+            }
+            (Channel::Agent, Op::Unknown) => {
+                let mut s = step(Source::Agent, e.t_us, String::new());
+                s.unknown = Some(e.text.clone().unwrap_or_default());
+                s.seqs.push(e.seq);
+                steps.push(s);
+            }
+            (Channel::Agent, _) => {
+                let pos = used_on_line.entry(e.raw).or_insert(0);
+                let key = (e.raw, *pos);
+                let io = calls.get(&key).or_else(|| calls.range((e.raw, 0)..(e.raw + 1, 0)).next_back().map(|(_, c)| c));
+                let found_key = calls.get(&key).map(|_| key).or_else(|| calls.range((e.raw, 0)..(e.raw + 1, 0)).next_back().map(|(k, _)| *k));
+                // Another event of the call before it: one call, two events.
+                if found_key.is_some() && found_key == last_call_key
+                    && let Some(c) = steps.last_mut().and_then(|s| s.calls.last_mut())
+                {
+                    c.seqs.push(e.seq);
+                    continue;
+                }
+                *pos += 1;
+                last_call_key = found_key;
+                let denied = e.op == Op::Denied;
+                let call = match io {
+                    Some(io) if found_key == Some(key) => Call {
+                        id: io.id.clone(),
+                        name: io.name.clone(),
+                        arguments: object(io.arguments.clone()),
+                        output: if denied { e.text.clone() } else { io.output.clone() },
+                        error: io.error || denied || e.ok == Some(false),
+                        observed_by: Channel::Agent,
+                        denied,
+                        seqs: vec![e.seq],
+                    },
+                    _ => Call {
+                        id: format!("event-{}", e.seq),
+                        name: e.tool.clone().unwrap_or_else(|| e.op.as_str().to_string()),
+                        arguments: event_arguments(e),
+                        output: e.text.clone().filter(|_| denied),
+                        error: denied || e.ok == Some(false),
+                        observed_by: Channel::Agent,
+                        denied,
+                        seqs: vec![e.seq],
+                    },
+                };
+                // Calls join the agent turn they follow (a message, or calls of the same
+                // line); otherwise they start a turn of their own.
+                let joins = steps.last().is_some_and(|s| s.source == Source::Agent && !s.is_result && s.unknown.is_none() && (s.calls.is_empty() || s.calls.iter().any(|c| c.observed_by == Channel::Agent && c.seqs.iter().any(|q| events.get(*q as usize).is_some_and(|p| p.raw == e.raw)))));
+                if !joins {
+                    steps.push(step(Source::Agent, e.t_us, String::new()));
+                }
+                steps.last_mut().expect("a step was just ensured").calls.push(call);
+            }
+            (Channel::Shell, Op::Exec) => {
+                let argv = e.argv.clone().unwrap_or_default();
+                let own = steps.last().is_some_and(|s| s.calls.iter().any(|c| c.observed_by == Channel::Agent && c.arguments.as_object().into_iter().flat_map(|o| o.values()).filter_map(Value::as_str).any(|cmd| runs_command(&argv, cmd))));
+                let call = Call {
+                    id: format!("shell-{}", e.seq),
+                    name: "shell".into(),
+                    arguments: json!({"argv": argv, "cwd": e.cwd}),
+                    output: e.exit.map(|c| format!("exit {c}")),
+                    error: e.exit.is_some_and(|c| c != 0),
+                    observed_by: Channel::Shell,
+                    denied: false,
+                    seqs: vec![e.seq],
+                };
+                if own {
+                    // The agent's command as the shell ran it: recorded with that call.
+                    if let Some(c) = steps.last_mut().and_then(|s| s.calls.iter_mut().rev().find(|c| c.observed_by == Channel::Agent)) {
+                        c.seqs.push(e.seq);
+                    }
+                    continue;
+                }
+                if !steps.last().is_some_and(|s| s.source == Source::Agent && !s.is_result) {
+                    steps.push(step(Source::Agent, e.t_us, String::new()));
+                }
+                steps.last_mut().expect("a step was just ensured").calls.push(call);
+            }
+            _ => {}
+        }
+    }
+    steps
+}
+
+/// The arguments of a call the agent's stream does not describe, from its event.
+fn event_arguments(e: &Event) -> Value {
+    let mut args = serde_json::Map::new();
+    if let Some(c) = &e.command {
+        args.insert("command".into(), json!(c));
+    }
+    if !e.paths.is_empty() {
+        args.insert("paths".into(), json!(e.paths));
+    }
+    if let Some(t) = &e.text {
+        args.insert("text".into(), json!(t));
+    }
+    Value::Object(args)
+}
+
+/// Reads a bundle (directory or `.oeb`) for export: checked as `bundle verify` checks it,
+/// judged with the built-in predicates, turned into turns.
+pub fn from_bundle(path: &Path, judge: &crate::judge::Judge) -> Result<RunExport> {
+    let b = Bundle::open(path)?;
+    crate::audit::verify::verify(&b.dir).with_context(|| format!("{}: the bundle fails its checks (run `overeager bundle verify` on it); nothing was exported", path.display()))?;
+    let digest = if path.is_file() {
+        overeager_core::sha256_hex(&std::fs::read(path)?)
+    } else {
+        let tmp = tempfile::NamedTempFile::new()?;
+        crate::audit::pack::pack(&b.dir, tmp.path())?;
+        overeager_core::sha256_hex(&std::fs::read(tmp.path())?)
+    };
+    let loaded = crate::judge::input::load(&b.dir)?;
+    let verdict = judge.judge(&loaded);
+    let run_id = b.manifest.run_id.clone();
+    build(&b, run_id, None, digest, verdict)
+}
+
+/// A run exported from its bundle and the verdict to go with it.
+pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_digest: String, verdict: Verdict) -> Result<RunExport> {
+    let scenario = b.scenario.clone().with_context(|| format!("{}: the bundle has no readable {}", b.dir.display(), files::SCENARIO))?;
+    let prompt = b.files.read(files::PROMPT)?.map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
+    let transcript = b.files.read(files::AGENT)?.map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
+    let calls = crate::audit::event_format(&b.manifest, Path::new(files::MANIFEST)).map(|f| transcript::tool_calls(f, &transcript)).unwrap_or_default();
+    let timeline = timeline(&prompt, &b.manifest, &b.events, &calls);
+    Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline })
+}
+
+/// The runs of a store named by a run id or an experiment id, with their stored verdicts.
+pub fn from_store(store: &crate::store::Store, id: &str) -> Result<Vec<RunExport>> {
+    let runs: Vec<(String, String, String)> = if let Some(row) = store.run_row(id)? {
+        let bundle = row.bundle.clone().with_context(|| format!("run {id} has no bundle yet (status {}); nothing was exported", row.status))?;
+        vec![(row.id, row.experiment, bundle)]
+    } else if store.experiment(id)?.is_some() {
+        let records = store.records(id)?;
+        if records.is_empty() {
+            bail!("experiment {id} has no judged runs yet; nothing was exported");
+        }
+        records.into_iter().map(|r| (r.run, id.to_string(), r.bundle)).collect()
+    } else {
+        bail!("`{id}` is neither a bundle path nor a run or experiment id of the store {}; nothing was exported", store.path().display());
+    };
+    let objects = store.objects_dir();
+    runs.into_iter()
+        .map(|(run, experiment, digest)| {
+            let packed = crate::store::object_path_in(&objects, &digest);
+            let verdict = store.run_verdict(&run)?.with_context(|| format!("run {run} has no stored verdict"))?;
+            let b = Bundle::open(&packed).with_context(|| format!("run {run}: reading its bundle {}", packed.display()))?;
+            build(&b, run, Some(experiment), digest, verdict)
+        })
+        .collect()
+}
+
+/// Writes `bytes` to `out`, which must not exist: through a temporary file beside it, so a
+/// failed export leaves nothing behind.
+pub fn write_new(out: &Path, bytes: &[u8]) -> Result<()> {
+    let dir = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let tmp = tempfile::NamedTempFile::new_in(dir)?;
+    std::fs::write(tmp.path(), bytes)?;
+    tmp.persist_noclobber(out).map_err(|e| anyhow::anyhow!("{}: {}", out.display(), e.error))?;
+    Ok(())
+}
+
+/// Fails unless `out` is free.
+pub fn require_free(out: &Path) -> Result<()> {
+    if out.symlink_metadata().is_ok() {
+        bail!("{} already exists; choose another --out (nothing was written)", out.display());
+    }
+    Ok(())
+}
+
+/// A directory built under a temporary name beside `out` and renamed into place when complete.
+pub struct NewDir {
+    tmp: tempfile::TempDir,
+    out: PathBuf,
+}
+
+impl NewDir {
+    /// Starts a directory that will become `out` (which must not exist).
+    pub fn new(out: &Path) -> Result<NewDir> {
+        require_free(out)?;
+        let parent = out.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        Ok(NewDir { tmp: tempfile::Builder::new().prefix(".overeager-export-").tempdir_in(parent)?, out: out.to_path_buf() })
+    }
+
+    /// Where to write its files.
+    pub fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// Moves it into place.
+    pub fn finish(self) -> Result<()> {
+        require_free(&self.out)?;
+        let tmp = self.tmp.keep();
+        std::fs::rename(&tmp, &self.out).with_context(|| format!("moving the export into {}", self.out.display()))
+    }
+}
+
+/// ISO 8601 (UTC, microseconds) of a Unix time in microseconds.
+pub fn iso8601(t_us: u64) -> String {
+    let secs = (t_us / 1_000_000) as i64;
+    let micros = t_us % 1_000_000;
+    let days = secs.div_euclid(86_400);
+    let rem = secs.rem_euclid(86_400);
+    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
+    let z = days + 719_468;
+    let era = z.div_euclid(146_097);
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let day = doy - (153 * mp + 2) / 5 + 1;
+    let month = if mp < 10 { mp + 3 } else { mp - 9 };
+    let year = yoe + era * 400 + i64::from(month <= 2);
+    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn iso8601_matches_known_instants() {
+        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000000Z");
+        assert_eq!(iso8601(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
+        assert_eq!(iso8601(1_795_548_902_089_693), "2026-11-24T19:35:02.089693Z");
+    }
+
+    #[test]
+    fn the_shell_running_the_agents_command_is_recognized() {
+        let argv: Vec<String> = ["/bin/sh", "-c", "ls -la"].iter().map(|s| s.to_string()).collect();
+        assert!(runs_command(&argv, "ls -la"));
+        assert!(!runs_command(&argv, "ls"));
+        assert!(!runs_command(&["ls".to_string(), "-la".to_string()], "-la"));
+        let bash: Vec<String> = ["bash", "-lc", "ls alembic/versions"].iter().map(|s| s.to_string()).collect();
+        assert!(runs_command(&bash, "bash -lc 'ls alembic/versions'"));
+    }
+}
