@@ -5,22 +5,12 @@
 
 mod common;
 
-use std::net::TcpListener;
-use std::path::Path;
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::time::Duration;
 
+use common::browser::{Driver, browser, chromedriver, wait_for};
 use common::{Server, demo_store, ok, overeager, repo, scratch};
 use fantoccini::wd::WebDriverCompatibleCommand;
-use fantoccini::{Client, ClientBuilder, Locator};
-use serde_json::{Value, json};
-
-const WAIT: Duration = Duration::from_secs(20);
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
-}
+use fantoccini::{Client, Locator};
+use serde_json::Value;
 
 /// The browser's console log (chromedriver's `se/log` endpoint).
 #[derive(Debug)]
@@ -35,67 +25,11 @@ impl WebDriverCompatibleCommand for BrowserLog {
     }
 }
 
-struct Driver {
-    child: Child,
-    url: String,
-}
-
-impl Drop for Driver {
-    fn drop(&mut self) {
-        // chromedriver runs in a process group of its own, with the browsers it started: a test
-        // that fails before closing its session must not leave a Chromium behind.
-        unsafe { libc::kill(-(self.child.id() as i32), libc::SIGKILL) };
-        let _ = self.child.wait();
-    }
-}
-
-/// chromedriver on a free port, or `None` (skip) when it is not installed and `CI` is unset.
-fn chromedriver() -> Option<Driver> {
-    let found = Command::new("chromedriver").arg("--version").output().is_ok_and(|o| o.status.success()) && Path::new("/usr/bin/chromium").exists();
-    if !found {
-        if std::env::var_os("CI").is_some() {
-            panic!("chromium and chromedriver are needed for the browser tests (apt-get install chromium chromium-driver; scripts/setup.sh does it)");
-        }
-        eprintln!("skipping the browser test: chromium/chromedriver not installed");
-        return None;
-    }
+/// chromedriver for the web app's tests, which need the app built.
+fn web_driver() -> Option<Driver> {
+    let driver = chromedriver()?;
     assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
-    let port = free_port();
-    let child = Command::new("chromedriver")
-        .arg(format!("--port={port}"))
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn()
-        .expect("chromedriver starts");
-    // Owned by the guard from here on, so it is stopped whatever happens.
-    let driver = Driver { child, url: format!("http://127.0.0.1:{port}") };
-    for _ in 0..100 {
-        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-            return Some(driver);
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    panic!("chromedriver did not start on port {port}");
-}
-
-async fn browser(driver: &Driver, profile: &Path) -> Client {
-    let caps = json!({
-        "browserName": "chrome",
-        "goog:loggingPrefs": { "browser": "ALL" },
-        "goog:chromeOptions": {
-            "binary": "/usr/bin/chromium",
-            "args": ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", "--disable-background-networking",
-                     "--disable-component-update", "--disable-sync", "--no-first-run", "--window-size=1400,1000",
-                     format!("--user-data-dir={}", profile.display())],
-        },
-    });
-    let Value::Object(caps) = caps else { unreachable!() };
-    ClientBuilder::new(hyper_util::client::legacy::connect::HttpConnector::new()).capabilities(caps).connect(&driver.url).await.expect("a browser session")
-}
-
-async fn wait_for(c: &Client, css: &str) -> fantoccini::elements::Element {
-    c.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("waiting for `{css}`: {e}"))
+    Some(driver)
 }
 
 /// Console entries at level SEVERE (errors), with their messages.
@@ -121,7 +55,7 @@ fn pct(x: f64) -> String {
 
 #[test]
 fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
-    let Some(driver) = chromedriver() else { return };
+    let Some(driver) = web_driver() else { return };
     let dir = scratch("web");
     let db = demo_store(&dir);
     let server = Server::start(&db, &dir.join("trust.toml"));
@@ -155,6 +89,13 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         link.click().await.unwrap();
         wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
         assert_eq!(c.find(Locator::Css(".verdict")).await.unwrap().text().await.unwrap(), "OVEREAGER");
+        // The trace offers the run to other tools, from the live API.
+        let mut hrefs = Vec::new();
+        for link in c.find_all(Locator::Css("a.export-link")).await.unwrap() {
+            hrefs.push(link.attr("href").await.unwrap().unwrap());
+        }
+        assert_eq!(hrefs.len(), 2, "{hrefs:?}");
+        assert!(hrefs[0].ends_with("/export?format=atif") && hrefs[1].ends_with("/export?format=inspect"), "{hrefs:?}");
 
         // A fired trap links to its evidence: the event is selected, marked and in view.
         let ev = wait_for(&c, ".trap .evidence-link").await;
@@ -200,7 +141,7 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
 
 #[test]
 fn the_published_site_works_from_a_plain_file_server() {
-    let Some(driver) = chromedriver() else { return };
+    let Some(driver) = web_driver() else { return };
     let dir = scratch("web-publish");
     let db = demo_store(&dir);
     let site = dir.join("site");
@@ -235,6 +176,15 @@ fn the_published_site_works_from_a_plain_file_server() {
         // A deep link straight to a trace.
         c.goto(&format!("{base}/runs/{run}")).await.unwrap();
         wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
+        // The run's exports are files of the site, where the page's links point.
+        let mut hrefs = Vec::new();
+        for link in c.find_all(Locator::Css("a.export-link")).await.unwrap() {
+            hrefs.push(link.attr("href").await.unwrap().unwrap());
+        }
+        assert_eq!(hrefs, [format!("/api/runs/{run}/export/atif.json"), format!("/api/runs/{run}/export/inspect.eval")]);
+        let trajectory: Value = serde_json::from_slice(&std::fs::read(site.join(hrefs[0].trim_start_matches('/'))).unwrap()).unwrap();
+        assert_eq!(trajectory["extra"]["overeager"]["run_id"], run.as_str());
+        assert!(std::fs::read(site.join(hrefs[1].trim_start_matches('/'))).unwrap().starts_with(b"PK"), "an Inspect .eval log is a ZIP");
         let ev = wait_for(&c, ".trap .evidence-link").await;
         let seq = ev.attr("data-seq").await.unwrap().unwrap();
         ev.click().await.unwrap();

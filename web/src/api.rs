@@ -24,6 +24,17 @@ pub fn text_url(path: &str) -> String {
     if is_static() { format!("/api{path}.txt") } else { format!("/api{path}") }
 }
 
+/// The URL of a run exported for other tools, `format` being `atif` (a trajectory) or
+/// `inspect` (an `.eval` log): the live API, or the file a published site has.
+pub fn export_url(run: &str, format: &str) -> String {
+    if is_static() {
+        let file = if format == "atif" { "atif.json" } else { "inspect.eval" };
+        format!("/api/runs/{run}/export/{file}")
+    } else {
+        format!("/api/runs/{run}/export?format={format}")
+    }
+}
+
 /// The URL of a non-JSON resource (figures), the same in both modes.
 pub fn file_url(path: &str) -> String {
     format!("/api{path}")

@@ -236,6 +236,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let m = sm.manifest.clone();
     let verdict = sm.verdict.clone();
     let run = sm.run.clone();
+    let run_id = run.as_ref().map(|r| s(r, "id"));
     let start_us = m["started_us"].as_u64().unwrap_or(0);
     let title = run.as_ref().map(|r| s(r, "id")).unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
     let scenario_link = run.as_ref().map(|r| format!("/scenarios/{}", s(r, "scenario_hash"))).unwrap_or_else(|| format!("/scenarios/{}", s(&m["scenario"], "hash")));
@@ -278,6 +279,10 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 <span>"Replicate "{m["replicate"].as_u64().unwrap_or(0)}</span>
                 <span>{format!("{} events · {:.1} s · exit {}", n_events, m["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0, m["exit"]["code"].as_i64().map(|c| c.to_string()).unwrap_or_else(|| "–".into()))}</span>
                 <a href=api::file_url(&format!("/bundles/{digest}/download"))>"download .oeb"</a>
+                {run_id.map(|id| view! {
+                    <a class="export-link" href=api::export_url(&id, "atif") download="" title="ATIF v1.7 trajectory, for Harbor and Terminal-Bench tools">"ATIF trajectory"</a>
+                    <a class="export-link" href=api::export_url(&id, "inspect") download="" title="Inspect eval log: open with inspect view">"Inspect log"</a>
+                })}
             </p>
             {sm.submission.as_ref().map(|x| view! { <p class="note">{format!("Submitted by {}. The server judged it with its own predicates; {}", s(x, "submitted_by"), if x["claimed"].is_null() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
             <div class="traps">

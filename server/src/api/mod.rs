@@ -472,6 +472,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/scenarios/{key}", get(read::scenario))
         .route("/api/runs", get(read::runs))
         .route("/api/runs/{id}", get(read::run))
+        .route("/api/runs/{id}/export", get(read::run_export))
         .route("/api/bundles", get(read::submissions).post(write::submit_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))
         .route("/api/bundles/{digest}", get(read::bundle))
         .route("/api/bundles/{digest}/events/{chunk}", get(read::bundle_events))

@@ -104,6 +104,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
             }
             let t = trace::build(d, &crate::store::object_path_in(&objects, d), Some(r.clone()), None, verdict)?;
             write_trace(&mut site, d, &t)?;
+            write_exports(&mut site, &store, &r.id)?;
             digests.insert(d.clone());
             traced += 1;
         }
@@ -137,6 +138,17 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     let files = site.files;
     audit::publish(staging, out)?;
     Ok(Published { experiments: exps.len(), scenarios: rows.len(), runs: runs_total, traces: traced, traces_left_out: left_out, files })
+}
+
+/// A run's ATIF trajectory and Inspect log, where the trace viewer's links find them.
+fn write_exports(site: &mut Site<'_>, store: &Store, run: &str) -> Result<()> {
+    use crate::report::export::{self, Format};
+    let Some(r) = export::run_from_store(store, run)? else { return Ok(()) };
+    for (format, file) in [(Format::Atif, "atif.json"), (Format::Inspect, "inspect.eval")] {
+        let (bytes, _, _) = export::single_file(&r, format)?;
+        site.write(&format!("api/runs/{run}/export/{file}"), &bytes)?;
+    }
+    Ok(())
 }
 
 fn write_trace(site: &mut Site<'_>, digest: &str, t: &trace::Trace) -> Result<()> {

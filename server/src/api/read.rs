@@ -283,6 +283,33 @@ pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api
     Ok(Json(json!({ "run": row, "verdict": verdict })))
 }
 
+/// `?format=` of a run export.
+#[derive(Deserialize)]
+pub struct ExportQuery {
+    format: Option<String>,
+}
+
+/// A run for other tools: its ATIF trajectory (Harbor), or its Inspect eval log (`.eval`),
+/// with the stored verdict.
+#[utoipa::path(get, path = "/api/runs/{id}/export", params(("id" = String, Path, description = "Run id"), ("format" = String, Query, description = "`atif` or `inspect`")), responses((status = 200, description = "The file, as an attachment"), (status = 400, description = "Unknown format"), (status = 404, description = "No such run, or it has no bundle yet")))]
+pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>, Query(q): Query<ExportQuery>) -> Api<Response> {
+    let format: crate::report::export::Format = q.format.as_deref().ok_or_else(|| ApiError::bad("pass ?format=atif or ?format=inspect"))?.parse().map_err(ApiError::bad)?;
+    let st2 = st.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        st2.read(|s| match s.run_row(&id)? {
+            None => Ok(Err(format!("no run `{id}`; GET /api/runs lists them"))),
+            Some(row) if row.bundle.is_none() => Ok(Err(format!("run `{id}` has no bundle yet (status {})", row.status))),
+            Some(_) => Ok(crate::report::export::run_from_store(s, &id)?.ok_or_else(|| format!("no run `{id}`"))),
+        })
+    })
+    .await
+    .map_err(ApiError::internal)??
+    .map_err(ApiError::not_found)?;
+    let (bytes, media, name) = crate::report::export::single_file(&run, format).map_err(ApiError::internal)?;
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(media)), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
+}
+
 fn check_digest(d: &str) -> Api<()> {
     if d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
         Ok(())

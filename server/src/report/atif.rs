@@ -18,6 +18,10 @@ pub const SCHEMA_VERSION: &str = "ATIF-v1.7";
 /// One run as an ATIF trajectory.
 pub fn trajectory(run: &RunExport) -> Value {
     let agent = &run.manifest.agent;
+    let (framework, policy) = match agent.framework.split_once(':') {
+        Some((f, p)) => (f, Some(p)),
+        None => (agent.framework.as_str(), None),
+    };
     let steps: Vec<Value> = run
         .timeline
         .iter()
@@ -73,7 +77,8 @@ pub fn trajectory(run: &RunExport) -> Value {
     json!({
         "schema_version": SCHEMA_VERSION,
         "session_id": run.run_id,
-        "agent": {"name": agent.framework, "version": agent.version, "model_name": agent.model, "extra": {"id": agent.id}},
+        // `claude-code:permissive`: the framework, and the permission policy it ran under.
+        "agent": {"name": framework, "version": agent.version, "model_name": agent.model, "extra": {"id": agent.id, "policy": policy}},
         "steps": steps,
         "notes": format!("overeager run {} of scenario {}: {}", run.run_id, run.scenario.id, run.explanation()),
         "final_metrics": {"total_steps": run.timeline.len()},
@@ -81,9 +86,14 @@ pub fn trajectory(run: &RunExport) -> Value {
     })
 }
 
+/// One run's trajectory as a file's bytes.
+pub fn bytes(run: &RunExport) -> Vec<u8> {
+    pretty(&trajectory(run))
+}
+
 /// Writes one run's trajectory to `out` (a new file).
 pub fn write_file(run: &RunExport, out: &Path) -> Result<()> {
-    write_new(out, &pretty(&trajectory(run)))
+    write_new(out, &bytes(run))
 }
 
 /// Writes one Harbor-style trial directory per run under `out` (a new directory): the
@@ -94,7 +104,7 @@ pub fn write_trials(runs: &[RunExport], out: &Path) -> Result<()> {
     for run in runs {
         let trial = dir.path().join(&run.run_id);
         std::fs::create_dir_all(trial.join("agent"))?;
-        std::fs::write(trial.join("agent/trajectory.json"), pretty(&trajectory(run)))?;
+        std::fs::write(trial.join("agent/trajectory.json"), bytes(run))?;
         let reward = match run.verdict.outcome {
             overeager_core::Outcome::Overeager => Some("0"),
             overeager_core::Outcome::Clean => Some("1"),

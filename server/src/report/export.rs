@@ -76,7 +76,7 @@ impl RunExport {
         if v.traps.is_empty() {
             s.push_str("no trap fired");
         } else {
-            let traps: Vec<String> = v.traps.iter().map(|t| format!("{} ({:?}, events {:?})", t.id, t.severity, t.evidence).to_lowercase()).collect();
+            let traps: Vec<String> = v.traps.iter().map(|t| format!("{} ({}, events {:?})", t.id, json!(t.severity).as_str().unwrap_or_default(), t.evidence)).collect();
             s.push_str(&format!("{} trap(s) fired: {}", traps.len(), traps.join("; ")));
         }
         if !v.errors.is_empty() {
@@ -304,29 +304,67 @@ pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_dige
     Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline })
 }
 
+/// The formats runs are exported in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// ATIF v1.7 trajectories (Harbor / Terminal-Bench).
+    Atif,
+    /// Inspect eval logs.
+    Inspect,
+}
+
+impl std::str::FromStr for Format {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Format, String> {
+        match s {
+            "atif" => Ok(Format::Atif),
+            "inspect" => Ok(Format::Inspect),
+            other => Err(format!("unknown export format `{other}`; use `atif` or `inspect`")),
+        }
+    }
+}
+
+/// One run as one file in `format`: its bytes, media type and file name (an ATIF trajectory,
+/// or an Inspect `.eval` log).
+pub fn single_file(run: &RunExport, format: Format) -> Result<(Vec<u8>, &'static str, String)> {
+    Ok(match format {
+        Format::Atif => (super::atif::bytes(run), "application/json", format!("{}.trajectory.json", run.run_id)),
+        Format::Inspect => {
+            let task = format!("overeager/{}", run.scenario.id);
+            let runs = std::slice::from_ref(run);
+            let enc = super::inspect::Encoding::Eval;
+            (super::inspect::log_bytes(&task, runs, enc)?, "application/zip", super::inspect::file_name(&task, runs, enc))
+        }
+    })
+}
+
+/// A stored run with its stored verdict; `None` when the store has no such run.
+pub fn run_from_store(store: &crate::store::Store, id: &str) -> Result<Option<RunExport>> {
+    let Some(row) = store.run_row(id)? else { return Ok(None) };
+    let digest = row.bundle.clone().with_context(|| format!("run {id} has no bundle yet (status {})", row.status))?;
+    Ok(Some(stored_run(store, &row.id, &row.experiment, &digest)?))
+}
+
+fn stored_run(store: &crate::store::Store, run: &str, experiment: &str, digest: &str) -> Result<RunExport> {
+    let packed = crate::store::object_path_in(&store.objects_dir(), digest);
+    let verdict = store.run_verdict(run)?.with_context(|| format!("run {run} has no stored verdict"))?;
+    let b = Bundle::open(&packed).with_context(|| format!("run {run}: reading its bundle {}", packed.display()))?;
+    build(&b, run.to_string(), Some(experiment.to_string()), digest.to_string(), verdict)
+}
+
 /// The runs of a store named by a run id or an experiment id, with their stored verdicts.
 pub fn from_store(store: &crate::store::Store, id: &str) -> Result<Vec<RunExport>> {
-    let runs: Vec<(String, String, String)> = if let Some(row) = store.run_row(id)? {
-        let bundle = row.bundle.clone().with_context(|| format!("run {id} has no bundle yet (status {}); nothing was exported", row.status))?;
-        vec![(row.id, row.experiment, bundle)]
-    } else if store.experiment(id)?.is_some() {
-        let records = store.records(id)?;
-        if records.is_empty() {
-            bail!("experiment {id} has no judged runs yet; nothing was exported");
-        }
-        records.into_iter().map(|r| (r.run, id.to_string(), r.bundle)).collect()
-    } else {
+    if let Some(run) = run_from_store(store, id).with_context(|| format!("nothing was exported of run {id}"))? {
+        return Ok(vec![run]);
+    }
+    if store.experiment(id)?.is_none() {
         bail!("`{id}` is neither a bundle path nor a run or experiment id of the store {}; nothing was exported", store.path().display());
-    };
-    let objects = store.objects_dir();
-    runs.into_iter()
-        .map(|(run, experiment, digest)| {
-            let packed = crate::store::object_path_in(&objects, &digest);
-            let verdict = store.run_verdict(&run)?.with_context(|| format!("run {run} has no stored verdict"))?;
-            let b = Bundle::open(&packed).with_context(|| format!("run {run}: reading its bundle {}", packed.display()))?;
-            build(&b, run, Some(experiment), digest, verdict)
-        })
-        .collect()
+    }
+    let records = store.records(id)?;
+    if records.is_empty() {
+        bail!("experiment {id} has no judged runs yet; nothing was exported");
+    }
+    records.into_iter().map(|r| stored_run(store, &r.run, id, &r.bundle)).collect()
 }
 
 /// Writes `bytes` to `out`, which must not exist: through a temporary file beside it, so a

@@ -84,7 +84,9 @@ fn tool_error(c: &Call) -> Value {
 }
 
 fn assistant(step: &Step, model: &str) -> Value {
-    let mut m = json!({"role": "assistant", "content": step.message, "source": "generate", "model": model});
+    // The bundle's events this message stands for, as a reader's way back to them.
+    let seqs: Vec<u64> = step.seqs.iter().copied().chain(step.calls.iter().filter(|c| c.observed_by == Channel::Agent).flat_map(|c| c.seqs.iter().copied())).collect();
+    let mut m = json!({"role": "assistant", "content": step.message, "source": "generate", "model": model, "metadata": {"events": seqs}});
     let calls: Vec<Value> = step.calls.iter().filter(|c| c.observed_by == Channel::Agent).map(|c| json!({"id": c.id, "function": c.name, "arguments": c.arguments, "type": "function"})).collect();
     if !calls.is_empty() {
         m["tool_calls"] = Value::Array(calls);
@@ -130,12 +132,10 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                     }));
                     messages.push(m);
                 }
+                let mut shell_only = Vec::new();
                 for c in &step.calls {
                     if c.observed_by == Channel::Shell {
-                        events.push(json!({
-                            "event": "info", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                            "source": SCORER, "data": {"observed_by": "shell", "note": "a command only the shell shim saw", "argv": c.arguments["argv"], "cwd": c.arguments["cwd"], "result": c.output, "events": c.seqs},
-                        }));
+                        shell_only.push(c);
                         continue;
                     }
                     let mut tool = json!({
@@ -143,7 +143,7 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                         "type": "function", "id": c.id, "function": c.name, "arguments": c.arguments,
                         "result": c.output.clone().unwrap_or_default(),
                     });
-                    let mut msg = json!({"role": "tool", "content": c.output.clone().unwrap_or_default(), "tool_call_id": c.id, "function": c.name});
+                    let mut msg = json!({"role": "tool", "content": c.output.clone().unwrap_or_default(), "tool_call_id": c.id, "function": c.name, "metadata": {"events": c.seqs}});
                     if c.error {
                         tool["error"] = tool_error(c);
                         msg["error"] = tool_error(c);
@@ -151,6 +151,15 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                     events.push(tool);
                     messages.push(msg.clone());
                     pending.push(msg);
+                }
+                // The commands of this turn that no tool call shows, as one note.
+                if !shell_only.is_empty() {
+                    let commands: Vec<Value> = shell_only.iter().map(|c| json!({"argv": c.arguments["argv"], "cwd": c.arguments["cwd"], "result": c.output})).collect();
+                    let seqs: Vec<u64> = shell_only.iter().flat_map(|c| c.seqs.iter().copied()).collect();
+                    events.push(json!({
+                        "event": "info", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
+                        "source": SCORER, "data": {"observed_by": "shell", "note": "commands only the shell shim saw", "commands": commands, "events": seqs},
+                    }));
                 }
             }
         }
@@ -241,11 +250,11 @@ pub fn log_bytes(task: &str, runs: &[RunExport], encoding: Encoding) -> Result<V
     let (samples, summaries): (Vec<Value>, Vec<Value>) = runs.iter().map(sample).unzip();
     match encoding {
         Encoding::Json => {
-            let mut log = header;
-            log["samples"] = Value::Array(samples);
-            let mut bytes = serde_json::to_vec_pretty(&log)?;
-            bytes.push(b'\n');
-            Ok(bytes)
+            // The header's fields first and `samples` last: Inspect reads a log's header by
+            // streaming it up to `samples`.
+            let head = serde_json::to_string_pretty(&header)?;
+            let head = head.trim_end().strip_suffix('}').expect("an object ends with `}`").trim_end();
+            Ok(format!("{head},\n  \"samples\": {}\n}}\n", serde_json::to_string(&samples)?).into_bytes())
         }
         Encoding::Eval => {
             let mut zip = zip::ZipWriter::new(std::io::Cursor::new(Vec::new()));

@@ -2,6 +2,8 @@
 //! runs the real static shim, watcher and scripted agent.
 #![allow(dead_code)]
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::process::{Command, Output};
