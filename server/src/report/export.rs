@@ -8,6 +8,7 @@ use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::transcript::{self, Calls};
+pub use overeager_core::adapters::iso8601;
 use overeager_core::{Scenario, Verdict};
 use serde_json::{Value, json};
 
@@ -414,35 +415,9 @@ impl NewDir {
     }
 }
 
-/// ISO 8601 (UTC, microseconds) of a Unix time in microseconds.
-pub fn iso8601(t_us: u64) -> String {
-    let secs = (t_us / 1_000_000) as i64;
-    let micros = t_us % 1_000_000;
-    let days = secs.div_euclid(86_400);
-    let rem = secs.rem_euclid(86_400);
-    // Civil date from days since 1970-01-01 (Howard Hinnant's algorithm).
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn iso8601_matches_known_instants() {
-        assert_eq!(iso8601(0), "1970-01-01T00:00:00.000000Z");
-        assert_eq!(iso8601(951_782_400_000_001), "2000-02-29T00:00:00.000001Z");
-        assert_eq!(iso8601(1_795_548_902_089_693), "2026-11-24T19:35:02.089693Z");
-    }
 
     #[test]
     fn the_shell_running_the_agents_command_is_recognized() {
