@@ -321,15 +321,20 @@ fn python312() -> Option<PathBuf> {
 fn the_reference_readers_accept_the_exports() {
     let Some(venv) = readers() else { return };
     let dir = scratch("export-readers");
+    // The real agents' bundles, and a scripted run's.
+    let scripted = common::run(&common::seeds().join("cleanup-orphaned-envs"), "scripted:moderate", &dir.join("scripted"));
+    let mut sources: Vec<(&str, PathBuf)> = REAL.iter().map(|n| (*n, real(n))).collect();
+    sources.push(("scripted-moderate", scripted));
     let mut logs = Vec::new();
-    for name in REAL {
+    for (name, source) in &sources {
+        let name = *name;
         let atif = dir.join(format!("{name}.json"));
-        ok(&export(real(name).to_str().unwrap(), "atif", &atif, &[]));
+        ok(&export(source.to_str().unwrap(), "atif", &atif, &[]));
         let out = Command::new(venv.join("bin/python")).args(["-m", "harbor.utils.trajectory_validator"]).arg(&atif).output().unwrap();
         assert!(out.status.success(), "{name}: Harbor rejects the trajectory:\n{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
         for ext in ["eval", "json"] {
             let log = dir.join(format!("logs-{ext}")).join(format!("{name}.{ext}"));
-            ok(&export(real(name).to_str().unwrap(), "inspect", &log, &[]));
+            ok(&export(source.to_str().unwrap(), "inspect", &log, &[]));
             logs.push((name, log));
         }
     }
