@@ -155,9 +155,9 @@ fn runs_command(argv: &[String], command: &str) -> bool {
 
 /// The run as turns: the prompt, then the agent's messages and tool calls in event order,
 /// with the shell commands no agent call accounts for added to the turn they ran in.
-pub fn timeline(prompt: &str, manifest: &BundleManifest, events: &[Event], calls: &Calls) -> Vec<Step> {
+pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) -> Vec<Step> {
     let step = |source, t_us, message: String| Step { source, t_us, message, calls: Vec::new(), is_result: false, seqs: Vec::new(), unknown: None };
-    let mut steps = vec![step(Source::User, manifest.started_us, prompt.to_string())];
+    let mut steps = vec![step(Source::User, started_us, prompt.to_string())];
     // Calls already used, by key, so that several events of one call (Codex reports a patch
     // as one event per file) stay one call.
     let mut used_on_line: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
@@ -189,11 +189,12 @@ pub fn timeline(prompt: &str, manifest: &BundleManifest, events: &[Event], calls
             (Channel::Agent, _) => {
                 let pos = used_on_line.entry(e.raw).or_insert(0);
                 let key = (e.raw, *pos);
-                let io = calls.get(&key).or_else(|| calls.range((e.raw, 0)..(e.raw + 1, 0)).next_back().map(|(_, c)| c));
-                let found_key = calls.get(&key).map(|_| key).or_else(|| calls.range((e.raw, 0)..(e.raw + 1, 0)).next_back().map(|(k, _)| *k));
+                // This line's next call, or (more events than calls on the line) its last.
+                let found_key = if calls.contains_key(&key) { Some(key) } else { calls.range((e.raw, 0)..(e.raw + 1, 0)).next_back().map(|(k, _)| *k) };
+                let io = found_key.and_then(|k| calls.get(&k));
                 // Another event of the call before it: one call, two events.
                 if found_key.is_some() && found_key == last_call_key
-                    && let Some(c) = steps.last_mut().and_then(|s| s.calls.last_mut())
+                    && let Some(c) = steps.last_mut().and_then(|s| s.calls.iter_mut().rev().find(|c| c.observed_by == Channel::Agent))
                 {
                     c.seqs.push(e.seq);
                     continue;
@@ -301,7 +302,7 @@ pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_dige
     let prompt = b.files.read(files::PROMPT)?.map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
     let transcript = b.files.read(files::AGENT)?.map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
     let calls = crate::audit::event_format(&b.manifest, Path::new(files::MANIFEST)).map(|f| transcript::tool_calls(f, &transcript)).unwrap_or_default();
-    let timeline = timeline(&prompt, &b.manifest, &b.events, &calls);
+    let timeline = timeline(&prompt, b.manifest.started_us, &b.events, &calls);
     Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline })
 }
 
@@ -418,6 +419,39 @@ impl NewDir {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn event(seq: u64, channel: Channel, op: Op, raw: u64) -> Event {
+        let mut e = Event::new(channel, op, 0, raw);
+        e.seq = seq;
+        e
+    }
+
+    /// Codex reports one patch as an event per file: one call; the shell's record of the
+    /// agent's own command joins that call; other commands become calls of their own.
+    #[test]
+    fn events_of_one_call_stay_one_call_and_the_shells_own_record_joins_it() {
+        let mut calls = Calls::new();
+        let io = |id: &str, arguments: Value| overeager_core::transcript::ToolIo { id: id.into(), name: "x".into(), arguments, output: Some("out".into()), error: false };
+        calls.insert((1, 0), io("c1", json!({"command": "bash -lc 'make all'"})));
+        calls.insert((2, 0), io("c2", json!({"changes": []})));
+        let mut own = event(1, Channel::Shell, Op::Exec, 0);
+        own.argv = Some(vec!["bash".into(), "-lc".into(), "make all".into()]);
+        let mut child = event(2, Channel::Shell, Op::Exec, 1);
+        child.argv = Some(vec!["cc".into(), "-c".into(), "a.c".into()]);
+        let events = vec![event(0, Channel::Agent, Op::Exec, 1), own, child, event(3, Channel::Agent, Op::Write, 2), event(4, Channel::Shell, Op::Exec, 2), event(5, Channel::Agent, Op::Create, 2)];
+        let steps = timeline("do it", 0, &events, &calls);
+        let summary: Vec<Vec<(String, Vec<u64>)>> = steps.iter().map(|s| s.calls.iter().map(|c| (c.id.clone(), c.seqs.clone())).collect()).collect();
+        assert_eq!(
+            summary,
+            vec![
+                vec![],
+                vec![("c1".to_string(), vec![0, 1]), ("shell-2".to_string(), vec![2])],
+                vec![("c2".to_string(), vec![3, 5]), ("shell-4".to_string(), vec![4])],
+            ]
+        );
+        assert_eq!(steps[1].calls[0].output.as_deref(), Some("out"));
+        assert_eq!(steps[1].calls[1].observed_by, Channel::Shell);
+    }
 
     #[test]
     fn the_shell_running_the_agents_command_is_recognized() {
