@@ -164,9 +164,7 @@ impl ContentNeed {
             }
         }
     }
-}
 
-impl ContentNeed {
     /// The blob names (sha256) of the contents needed, given a bundle's snapshots; `None` for
     /// all of them.
     pub fn blob_names(&self, before: &crate::snapshot::Snapshot, after: &crate::snapshot::Snapshot) -> Option<std::collections::BTreeSet<String>> {
