@@ -238,17 +238,7 @@ fn compiled_code_comes_from_the_binary_or_a_sealed_cache_entry() {
 }
 
 fn walk_files(dir: &Path) -> Vec<PathBuf> {
-    let mut out = Vec::new();
-    for e in std::fs::read_dir(dir).into_iter().flatten().flatten() {
-        let p = e.path();
-        if p.is_dir() {
-            out.extend(walk_files(&p));
-        } else {
-            out.push(p);
-        }
-    }
-    out.sort();
-    out
+    walkdir::WalkDir::new(dir).sort_by_file_name().into_iter().filter_map(Result::ok).filter(|e| e.file_type().is_file()).map(walkdir::DirEntry::into_path).collect()
 }
 
 #[test]

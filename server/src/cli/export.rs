@@ -4,22 +4,13 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use super::experiment::DbArg;
 use crate::judge::{Judge, JudgeOptions};
-use crate::report::export::{self, RunExport};
+use crate::report::export::{self, Format};
 use crate::report::{atif, inspect};
 use crate::store::Store;
-
-/// The formats `export` writes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
-    /// ATIF v1.7 trajectories (Harbor / Terminal-Bench).
-    Atif,
-    /// Inspect eval logs (`.eval`, or `.json`).
-    Inspect,
-}
 
 /// Arguments of `overeager export`.
 #[derive(Args)]
@@ -27,7 +18,7 @@ pub struct ExportArgs {
     /// A bundle directory or `.oeb` file, or a run or experiment id of the store.
     pub source: String,
     #[arg(long, value_enum)]
-    pub format: ExportFormat,
+    pub format: Format,
     /// Where to write; must not exist. One run: a file (`.json` for ATIF, `.eval` or `.json`
     /// for Inspect). An experiment: a directory (ATIF: one Harbor trial directory per run;
     /// Inspect: one log per cell, or per run with --per-run).
@@ -60,17 +51,13 @@ pub fn export_cmd(args: &ExportArgs) -> Result<ExitCode> {
     };
     let n = runs.len();
     match (args.format, experiment) {
-        (ExportFormat::Atif, Some(_)) => atif::write_trials(&runs, &args.out)?,
-        (ExportFormat::Atif, None) => atif::write_file(&runs[0], &args.out)?,
-        (ExportFormat::Inspect, Some(exp)) => {
+        (Format::Atif, Some(_)) => atif::write_trials(&runs, &args.out)?,
+        (Format::Atif, None) => atif::write_file(&runs[0], &args.out)?,
+        (Format::Inspect, Some(exp)) => {
             let encoding = if args.json_logs { inspect::Encoding::Json } else { inspect::Encoding::Eval };
             inspect::write_dir(&exp, runs, args.per_run, encoding, &args.out)?;
         }
-        (ExportFormat::Inspect, None) => {
-            let run: &RunExport = &runs[0];
-            let task = format!("overeager/{}", run.scenario.id);
-            inspect::write_file(&task, &runs, &args.out).context("writing the Inspect log")?;
-        }
+        (Format::Inspect, None) => inspect::write_file(&runs[0].task(), &runs, &args.out).context("writing the Inspect log")?,
     }
     eprintln!("exported {n} run(s) to {}", args.out.display());
     Ok(ExitCode::SUCCESS)

@@ -137,15 +137,20 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
 fn read_blobs(files: &Files, dir: &Path) -> Result<BTreeMap<String, String>> {
     let mut out = BTreeMap::new();
     for (name, bytes) in files.in_dir(files::BLOBS).with_context(|| format!("reading {}", dir.display()))? {
-        if sha256_hex(&bytes) != name {
-            bail!("{}: the content does not match its name (sha256); the bundle is corrupt", dir.join(&name).display());
-        }
-        // Blobs are text by construction; anything else is not offered to predicates.
-        if let Ok(text) = String::from_utf8(bytes) {
+        if let Some(text) = checked_text(dir, &name, bytes)? {
             out.insert(name, text);
         }
     }
     Ok(out)
+}
+
+/// A blob's text, once its content is checked against its name; `None` for a blob that is not
+/// text (blobs are text by construction; anything else is not offered to predicates).
+fn checked_text(dir: &Path, name: &str, bytes: Vec<u8>) -> Result<Option<String>> {
+    if sha256_hex(&bytes) != name {
+        bail!("{}: the content does not match its name (sha256); the bundle is corrupt", dir.join(name).display());
+    }
+    Ok(String::from_utf8(bytes).ok())
 }
 
 /// The text blobs named `names` (those a bundle has), checked against their names.
@@ -158,10 +163,7 @@ fn read_named_blobs(files: &Files, dir: &Path, names: &BTreeSet<String>) -> Resu
         }
         let rel = format!("{}/{name}", files::BLOBS);
         let Some(bytes) = files.read(&rel).with_context(|| format!("reading {}", dir.join(name).display()))? else { continue };
-        if sha256_hex(&bytes) != *name {
-            bail!("{}: the content does not match its name (sha256); the bundle is corrupt", dir.join(name).display());
-        }
-        if let Ok(text) = String::from_utf8(bytes) {
+        if let Some(text) = checked_text(dir, name, bytes)? {
             out.insert(name.clone(), text);
         }
     }

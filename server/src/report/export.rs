@@ -36,6 +36,11 @@ impl RunExport {
         format!("{} · {} · {}", self.manifest.agent.framework, self.manifest.agent.model, super::short_variant(self.manifest.variant))
     }
 
+    /// The Inspect task a run stands alone under: `overeager/<scenario>`.
+    pub fn task(&self) -> String {
+        format!("overeager/{}", self.scenario.id)
+    }
+
     /// What every export carries about the run besides its trace: scenario, variant, cell,
     /// bundle and verdict.
     pub fn metadata(&self) -> Value {
@@ -307,7 +312,7 @@ pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_dige
 }
 
 /// The formats runs are exported in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     /// ATIF v1.7 trajectories (Harbor / Terminal-Bench).
     Atif,
@@ -332,7 +337,7 @@ pub fn single_file(run: &RunExport, format: Format) -> Result<(Vec<u8>, &'static
     Ok(match format {
         Format::Atif => (super::atif::bytes(run), "application/json", format!("{}.trajectory.json", run.run_id)),
         Format::Inspect => {
-            let task = format!("overeager/{}", run.scenario.id);
+            let task = run.task();
             let runs = std::slice::from_ref(run);
             let enc = super::inspect::Encoding::Eval;
             (super::inspect::log_bytes(&task, runs, enc)?, "application/zip", super::inspect::file_name(&task, runs, enc))

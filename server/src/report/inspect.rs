@@ -98,7 +98,13 @@ fn assistant(step: &Step, model: &str) -> Value {
 pub fn sample(run: &RunExport) -> (Value, Value) {
     let model = model_name(run);
     let start = run.manifest.started_us;
-    let ts = |t: u64| iso8601(t.max(start));
+    // Every event's time fields: when (never before the run started) and seconds into it.
+    let event = |kind: &str, t: u64, body: Value| {
+        let mut e = json!({"event": kind, "timestamp": iso8601(t.max(start)), "working_start": seconds_since(t, start)});
+        e.as_object_mut().expect("an object").extend(body.as_object().expect("an object").clone());
+        e
+    };
+    let info = |t: u64, data: Value| event("info", t, json!({"source": SCORER, "data": data}));
     let mut messages: Vec<Value> = Vec::new();
     let mut events: Vec<Value> = Vec::new();
     // Messages since the last model turn: the input of the next one.
@@ -110,26 +116,23 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                 messages.push(m.clone());
                 pending.push(m);
             }
-            Source::System => events.push(json!({
-                "event": "info", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                "source": SCORER, "data": {"session": step.message, "events": step.seqs},
-            })),
+            Source::System => events.push(info(step.t_us, json!({"session": step.message, "events": step.seqs}))),
             Source::Agent => {
                 if let Some(u) = &step.unknown {
-                    events.push(json!({
-                        "event": "info", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                        "source": SCORER, "data": {"unrecognized": u, "events": step.seqs},
-                    }));
+                    events.push(info(step.t_us, json!({"unrecognized": u, "events": step.seqs})));
                     continue;
                 }
                 let agent_calls = step.calls.iter().any(|c| c.observed_by == Channel::Agent);
                 if !step.message.is_empty() || agent_calls {
                     let m = assistant(step, &model);
-                    events.push(json!({
-                        "event": "model", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                        "model": model, "input": std::mem::take(&mut pending), "tools": [], "tool_choice": "auto", "config": {},
-                        "output": {"model": model, "choices": [{"message": m, "stop_reason": if agent_calls { "tool_calls" } else { "stop" }}], "completion": step.message},
-                    }));
+                    events.push(event(
+                        "model",
+                        step.t_us,
+                        json!({
+                            "model": model, "input": std::mem::take(&mut pending), "tools": [], "tool_choice": "auto", "config": {},
+                            "output": {"model": model, "choices": [{"message": m, "stop_reason": if agent_calls { "tool_calls" } else { "stop" }}], "completion": step.message},
+                        }),
+                    ));
                     messages.push(m);
                 }
                 let mut shell_only = Vec::new();
@@ -138,11 +141,7 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                         shell_only.push(c);
                         continue;
                     }
-                    let mut tool = json!({
-                        "event": "tool", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                        "type": "function", "id": c.id, "function": c.name, "arguments": c.arguments,
-                        "result": c.output.clone().unwrap_or_default(),
-                    });
+                    let mut tool = event("tool", step.t_us, json!({"type": "function", "id": c.id, "function": c.name, "arguments": c.arguments, "result": c.output.clone().unwrap_or_default()}));
                     let mut msg = json!({"role": "tool", "content": c.output.clone().unwrap_or_default(), "tool_call_id": c.id, "function": c.name, "metadata": {"events": c.seqs}});
                     if c.error {
                         tool["error"] = tool_error(c);
@@ -156,30 +155,21 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                 if !shell_only.is_empty() {
                     let commands: Vec<Value> = shell_only.iter().map(|c| json!({"argv": c.arguments["argv"], "cwd": c.arguments["cwd"], "result": c.output})).collect();
                     let seqs: Vec<u64> = shell_only.iter().flat_map(|c| c.seqs.iter().copied()).collect();
-                    events.push(json!({
-                        "event": "info", "timestamp": ts(step.t_us), "working_start": seconds_since(step.t_us, start),
-                        "source": SCORER, "data": {"observed_by": "shell", "note": "commands only the shell shim saw", "commands": commands, "events": seqs},
-                    }));
+                    events.push(info(step.t_us, json!({"observed_by": "shell", "note": "commands only the shell shim saw", "commands": commands, "events": seqs})));
                 }
             }
         }
     }
     let end = run.manifest.ended_us.max(start);
     for t in &run.verdict.traps {
-        events.push(json!({
-            "event": "info", "timestamp": iso8601(end), "working_start": seconds_since(end, start),
-            "source": SCORER, "data": {"finding": "trap fired", "trap": t.id, "severity": t.severity, "predicate": t.predicate, "evidence": t.evidence, "note": t.note},
-        }));
+        events.push(info(end, json!({"finding": "trap fired", "trap": t.id, "severity": t.severity, "predicate": t.predicate, "evidence": t.evidence, "note": t.note})));
     }
     for e in &run.verdict.errors {
-        events.push(json!({
-            "event": "info", "timestamp": iso8601(end), "working_start": seconds_since(end, start),
-            "source": SCORER, "data": {"finding": "check without an answer", "check": e},
-        }));
+        events.push(info(end, json!({"finding": "check without an answer", "check": e})));
     }
     let metadata = run.metadata();
     let score = json!({"value": score_value(run.verdict.outcome), "explanation": run.explanation(), "metadata": metadata["verdict"]});
-    events.push(json!({"event": "score", "timestamp": iso8601(end), "working_start": seconds_since(end, start), "score": score, "target": "", "intermediate": false, "scorer": SCORER}));
+    events.push(event("score", end, json!({"score": score, "target": "", "intermediate": false, "scorer": SCORER})));
     let last = messages.iter().rev().find(|m| m["role"] == "assistant").cloned();
     let total = seconds_since(end, start);
     let mut sample = json!({
