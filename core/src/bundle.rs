@@ -72,6 +72,10 @@ pub struct ExecutorRef {
     /// The image digest, for container executors.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub image_digest: Option<String>,
+    /// The engine that ran it (a Docker engine's address as the plan names it), or the
+    /// cluster node; none for the local executor.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
 }
 
 /// How the agent process ended.

@@ -52,6 +52,53 @@ struct RawPlan {
     seed: Option<u64>,
     #[serde(default)]
     agent: Vec<Spanned<RawAgent>>,
+    docker: Option<Spanned<RawDocker>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDocker {
+    parallelism: Option<Spanned<usize>>,
+    #[serde(default)]
+    hosts: Vec<Spanned<RawHost>>,
+}
+
+/// A host of `[docker] hosts`: its address alone, or a table.
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum RawHost {
+    Url(String),
+    Table(RawHostTable),
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawHostTable {
+    url: String,
+    parallelism: Option<usize>,
+    tls: Option<String>,
+}
+
+/// Where a plan's runs execute: which engines, and how many runs each takes at once. Not part
+/// of the experiment's identity (or its hash): the same experiment may be resumed on other
+/// machines.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Placement {
+    /// The Docker engines of `executor = "docker"`; empty means the one `DOCKER_HOST` names
+    /// (or the local socket).
+    pub docker_hosts: Vec<DockerHost>,
+}
+
+/// One Docker engine of a pool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DockerHost {
+    /// `unix:///path`, `tcp://host:port`, `http://host:port` or `https://host:port`.
+    pub url: String,
+    /// Runs it takes at once; `None`: the plan's parallelism (or one per core of this machine).
+    pub parallelism: Option<usize>,
+    /// A directory with the TLS client files `ca.pem`, `cert.pem` and `key.pem` (Docker's
+    /// `DOCKER_CERT_PATH` layout), as written: relative to the plan file.
+    pub tls: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -81,6 +128,15 @@ impl Plan {
         text: &str,
         default_labels: impl Fn(&str) -> Result<(String, String), String>,
     ) -> Result<Plan, Vec<ScenarioError>> {
+        Plan::parse(file, text, default_labels).map(|(plan, _)| plan)
+    }
+
+    /// Parses and checks a plan and where its runs execute.
+    pub fn parse(
+        file: &str,
+        text: &str,
+        default_labels: impl Fn(&str) -> Result<(String, String), String>,
+    ) -> Result<(Plan, Placement), Vec<ScenarioError>> {
         let raw: RawPlan = parse_toml(file, text)?;
         let mut errs = Errors::new(file, text);
         if !is_slug(raw.id.get_ref()) {
@@ -143,20 +199,67 @@ impl Plan {
                 }
             }
         }
+        let executor = raw.executor.unwrap_or_else(|| "local".into());
+        let placement = match raw.docker {
+            None => Placement::default(),
+            Some(d) => {
+                if executor != "docker" {
+                    errs.at(d.span(), "docker", format!("the [docker] table applies to `executor = \"docker\"`; this plan's executor is `{executor}`"));
+                }
+                docker_placement(d.into_inner(), &mut errs)
+            }
+        };
         let plan = Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),
             scenarios: raw.scenarios,
             variants,
             replicates,
-            executor: raw.executor.unwrap_or_else(|| "local".into()),
+            executor,
             parallelism: raw.parallelism.map(Spanned::into_inner),
             timeout: raw.timeout.unwrap_or_else(|| "120s".into()),
             seed: raw.seed.unwrap_or(0),
             agents,
         };
-        errs.finish(plan)
+        errs.finish((plan, placement))
     }
+}
+
+/// The hosts of a `[docker]` table, checked: known address schemes, TLS only over TCP, each
+/// address once, parallelism at least 1.
+fn docker_placement(d: RawDocker, errs: &mut Errors<'_>) -> Placement {
+    if let Some(p) = &d.parallelism
+        && *p.get_ref() == 0
+    {
+        errs.at(p.span(), "docker.parallelism", "must be at least 1");
+    }
+    if d.hosts.is_empty() {
+        errs.near("[docker]", "docker.hosts", "list the engines, e.g. `hosts = [\"unix:///var/run/docker.sock\", \"tcp://10.0.0.5:2376\"]`, or leave the table out to use DOCKER_HOST");
+    }
+    let mut hosts: Vec<DockerHost> = Vec::new();
+    for (i, h) in d.hosts.into_iter().enumerate() {
+        let span = h.span();
+        let field = format!("docker.hosts[{i}]");
+        let host = match h.into_inner() {
+            RawHost::Url(url) => DockerHost { url, parallelism: None, tls: None },
+            RawHost::Table(t) => DockerHost { url: t.url, parallelism: t.parallelism, tls: t.tls },
+        };
+        let scheme = host.url.split_once("://").map(|(s, rest)| (s, rest.trim_matches('/').is_empty()));
+        match scheme {
+            Some(("unix", false)) if host.tls.is_some() => errs.at(span, field, "`tls` applies to a TCP engine (tcp:// or https://), not to a unix socket"),
+            Some(("unix" | "tcp" | "http" | "https", false)) => {
+                if host.parallelism == Some(0) {
+                    errs.at(span, field, "parallelism must be at least 1");
+                } else if hosts.iter().any(|o| o.url == host.url) {
+                    errs.at(span, field, format!("`{}` is listed twice", host.url));
+                } else {
+                    hosts.push(DockerHost { parallelism: host.parallelism.or(d.parallelism.as_ref().map(|p| *p.get_ref())), ..host });
+                }
+            }
+            _ => errs.at(span, field, format!("`{}` is not an engine address; use unix:///var/run/docker.sock, tcp://host:2376 (with `tls`) or http://host:2375", host.url)),
+        }
+    }
+    Placement { docker_hosts: hosts }
 }
 
 #[cfg(test)]
@@ -186,5 +289,40 @@ mod tests {
         assert_eq!(shown, ["1:id", "3:replicates", "4:agent[0].agent", "8:agent[2]"]);
         let unknown = Plan::from_toml("p.toml", "id = \"x\"\nscenarios = \"s\"\nreplicate = 2\n", labels).unwrap_err();
         assert_eq!((unknown[0].line, unknown[0].message.contains("replicate")), (3, true));
+    }
+
+    const HEAD: &str = "id = \"x\"\nscenarios = \"s\"\nexecutor = \"docker\"\nparallelism = 3\n[[agent]]\nagent = \"sim:ask\"\n";
+
+    #[test]
+    fn docker_hosts_take_strings_or_tables_and_stay_out_of_the_plan() {
+        let text = format!(
+            "{HEAD}[docker]\nparallelism = 2\nhosts = [\"unix:///var/run/docker.sock\", {{ url = \"tcp://10.0.0.5:2376\", tls = \"certs/a\", parallelism = 8 }}]\n"
+        );
+        let (plan, placement) = Plan::parse("p.toml", &text, labels).unwrap();
+        assert_eq!(
+            placement.docker_hosts,
+            [
+                DockerHost { url: "unix:///var/run/docker.sock".into(), parallelism: Some(2), tls: None },
+                DockerHost { url: "tcp://10.0.0.5:2376".into(), parallelism: Some(8), tls: Some("certs/a".into()) },
+            ]
+        );
+        // Moving an experiment to other engines keeps it the same experiment.
+        assert_eq!(plan, Plan::from_toml("p.toml", HEAD, labels).unwrap());
+        assert_eq!(Plan::parse("p.toml", HEAD, labels).unwrap().1, Placement::default());
+    }
+
+    #[test]
+    fn bad_docker_hosts_are_named() {
+        let text = format!(
+            "{HEAD}[docker]\nhosts = [\"ftp://x\", {{ url = \"unix:///s\", tls = \"t\" }}, \"tcp://a:1\", \"tcp://a:1\", {{ url = \"tcp://b:1\", parallelism = 0 }}]\n"
+        );
+        let errs = Plan::parse("p.toml", &text, labels).unwrap_err();
+        let shown: Vec<String> = errs.iter().map(|e| e.field.clone()).collect();
+        assert_eq!(shown, ["docker.hosts[0]", "docker.hosts[1]", "docker.hosts[3]", "docker.hosts[4]"]);
+        assert!(errs.iter().all(|e| e.line == 8), "{errs:?}");
+        let local = Plan::parse("p.toml", &format!("{}[docker]\nhosts = [\"tcp://a:1\"]\n", HEAD.replace("docker", "local")), labels).unwrap_err();
+        assert_eq!((local[0].field.as_str(), local[0].line), ("docker", 7));
+        let empty = Plan::parse("p.toml", &format!("{HEAD}[docker]\nparallelism = 1\n"), labels).unwrap_err();
+        assert_eq!((empty[0].field.as_str(), empty[0].line), ("docker.hosts", 7));
     }
 }

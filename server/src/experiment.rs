@@ -7,21 +7,21 @@
 //! same plan does exactly those.
 
 use std::collections::BTreeMap;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use indicatif::{ProgressBar, ProgressStyle};
-use overeager_core::plan::Plan;
-use rayon::prelude::*;
+use overeager_core::plan::{Placement, Plan};
 use sha2::{Digest, Sha256};
 
 use crate::audit::pack;
 use crate::judge::{Judge, JudgeOptions, input};
-use crate::run::{self, AgentSpec, RunRequest};
+use crate::run::{self, AgentSpec, Executor, RunRequest, pool};
 use crate::scenario::{self, LoadedScenario};
-use crate::store::{NewRun, Progress, Store};
+use crate::store::{HostProgress, NewRun, Progress, Store};
 
 /// How to execute a plan.
 pub struct Options {
@@ -43,13 +43,21 @@ pub struct Outcome {
     pub executed: usize,
     /// Of those, runs that failed (an executor or judge error, kept with the run).
     pub failed: usize,
+    /// Runs no engine could take (every engine failed): still pending.
+    pub left_pending: usize,
     pub progress: Progress,
+    /// Runs and errors per engine (or `local`), over the whole experiment.
+    pub hosts: Vec<HostProgress>,
     pub seconds: f64,
 }
 
 /// A plan read from its file, with its scenarios.
 pub struct LoadedPlan {
     pub plan: Plan,
+    /// Where its runs execute (not part of its identity).
+    pub placement: Placement,
+    /// The directory of the plan file, which relative paths in it start from.
+    pub dir: PathBuf,
     pub timeout: Duration,
     pub scenarios: Vec<LoadedScenario>,
     /// sha256 over the checked plan and the scenario hashes: what makes two runs of
@@ -66,7 +74,7 @@ pub fn agent_labels(spec: &str) -> Result<(String, String), String> {
 pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
     let text = std::fs::read_to_string(path).with_context(|| format!("reading the plan {}", path.display()))?;
     let shown = path.display().to_string();
-    let plan = Plan::from_toml(&shown, &text, agent_labels).map_err(|errs| {
+    let (plan, placement) = Plan::parse(&shown, &text, agent_labels).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("the plan is not valid:\n{}", lines.join("\n"))
     })?;
@@ -98,7 +106,7 @@ pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
         h.update(s.hash.as_bytes());
     }
     let hash = format!("sha256:{}", hex::encode(h.finalize()));
-    Ok(LoadedPlan { plan, timeout, scenarios, hash })
+    Ok(LoadedPlan { plan, placement, dir: base.to_path_buf(), timeout, scenarios, hash })
 }
 
 fn digest_u64(parts: &[&str]) -> (String, u64) {
@@ -190,9 +198,10 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     };
     let todo = store.runs_to_do(&lp.plan.id, opts.retry_failed)?;
     let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
-    let jobs = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
+    let slots = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let executor = run::Executor::open(&lp.plan.executor)?;
+    let hosts = open_hosts(&lp, slots, &store)?;
+    let jobs = hosts.iter().map(|(_, n)| n).sum();
     let judge = Judge::new(JudgeOptions {
         limits: crate::judge::engine::Limits::default(),
         jobs,
@@ -203,7 +212,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
     let objects = store.objects_dir();
-    let places = Places { executor: &executor, shim: &shim, scratch: scratch.path(), objects: &objects };
+    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -212,51 +221,113 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
             .progress_chars("=> "),
     );
     bar.set_message(lp.plan.id.clone());
-    let store = Mutex::new(store);
-    let failed = std::sync::atomic::AtomicUsize::new(0);
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
-    pool.install(|| {
-        todo.par_iter().for_each(|r| {
-            let result = by_hash
-                .get(r.scenario_hash.as_str())
-                .ok_or_else(|| anyhow::anyhow!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id))
-                .and_then(|s| execute_one(s, r, lp.timeout, &places, &judge, &store));
-            if let Err(e) = result {
-                failed.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                let msg = format!("{e:#}");
-                bar.suspend(|| eprintln!("run {} failed: {msg}", r.id));
-                if let Err(e) = store.lock().expect("no panics while holding the store").fail_run(&r.id, &msg) {
-                    bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
-                }
-            }
-            bar.inc(1);
-        })
-    });
-    bar.finish_and_clear();
-    let store = store.into_inner().expect("no panics while holding the store");
+    let runner = Runner { experiment: &lp.plan.id, by_hash, timeout: lp.timeout, places, judge, store: Mutex::new(store), bar, failed: AtomicUsize::new(0) };
+    let todo_len = todo.len();
+    let left = pool::drain(&hosts, todo, &runner);
+    runner.bar.finish_and_clear();
+    let store = runner.store.into_inner().expect("no panics while holding the store");
     Ok(Outcome {
         experiment: lp.plan.id.clone(),
         created,
-        executed: todo.len(),
-        failed: failed.into_inner(),
+        executed: todo_len - left.len(),
+        failed: runner.failed.into_inner(),
+        left_pending: left.len(),
         progress: store.progress(&lp.plan.id)?,
+        hosts: store.hosts(&lp.plan.id)?,
         seconds: started.elapsed().as_secs_f64(),
     })
 }
 
-/// Runs, stores, judges and records one run.
+/// The executors a plan's runs go to, each with the runs it takes at once (`slots` unless the
+/// plan says otherwise for it): the local executor, the engine `DOCKER_HOST` names, or each
+/// engine of the plan's `[docker]` pool that answers. An engine that does not is recorded
+/// with the experiment and left out; none answering is an error.
+fn open_hosts(lp: &LoadedPlan, slots: usize, store: &Store) -> Result<Vec<(Executor, usize)>> {
+    let pool = &lp.placement.docker_hosts;
+    if lp.plan.executor != "docker" || pool.is_empty() {
+        return Ok(vec![(Executor::open(&lp.plan.executor)?, slots)]);
+    }
+    let mut hosts = Vec::new();
+    let mut errors = Vec::new();
+    for h in pool {
+        let tls = h.tls.as_ref().map(|t| lp.dir.join(t));
+        match run::docker::DockerExecutor::connect_to(&h.url, tls.as_deref()) {
+            Ok(d) => hosts.push((Executor::Docker(d), h.parallelism.unwrap_or(slots).max(1))),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                eprintln!("engine {} is left out: {msg}", h.url);
+                store.record_host_error(&lp.plan.id, &h.url, &msg, &[])?;
+                errors.push(msg);
+            }
+        }
+    }
+    if hosts.is_empty() {
+        bail!("no engine of the plan's [docker] hosts answers:\n{}", errors.join("\n"));
+    }
+    Ok(hosts)
+}
+
+/// What executes the runs of an experiment, on whichever host the pool gives it.
+struct Runner<'a> {
+    experiment: &'a str,
+    by_hash: BTreeMap<&'a str, &'a LoadedScenario>,
+    timeout: Duration,
+    places: Places<'a>,
+    judge: Judge,
+    store: Mutex<Store>,
+    bar: ProgressBar,
+    failed: AtomicUsize,
+}
+
+impl Runner<'_> {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().expect("no panics while holding the store")
+    }
+}
+
+impl pool::Work<Executor, NewRun> for Runner<'_> {
+    fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
+        let s = self.by_hash.get(r.scenario_hash.as_str()).ok_or_else(|| anyhow::anyhow!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id))?;
+        execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store)?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    fn check(&self, host: &Executor) -> Result<()> {
+        host.ping()
+    }
+
+    fn failed(&self, host: &Executor, r: &NewRun, e: anyhow::Error) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let msg = format!("{e:#}");
+        self.bar.suspend(|| eprintln!("run {} failed: {msg}", r.id));
+        if let Err(e) = self.store().fail_run(&r.id, &msg, host.host()) {
+            self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
+        }
+        self.bar.inc(1);
+    }
+
+    fn down(&self, host: &Executor, error: &str, requeued: &[NewRun]) {
+        let ids: Vec<String> = requeued.iter().map(|r| r.id.clone()).collect();
+        self.bar.suspend(|| eprintln!("engine {} is out: {error}; {} run(s) it had went back to pending", host.host(), ids.len()));
+        if let Err(e) = self.store().record_host_error(self.experiment, host.host(), error, &ids) {
+            self.bar.suspend(|| eprintln!("recording the failure of engine {}: {e:#}", host.host()));
+        }
+    }
+}
+
 /// Where a run's sandbox and staging go, and where its bundle is stored.
 struct Places<'a> {
-    executor: &'a run::Executor,
     shim: &'a Path,
     scratch: &'a Path,
     objects: &'a Path,
 }
 
-fn execute_one(s: &LoadedScenario, r: &NewRun, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<()> {
+/// Runs, stores, judges and records one run.
+fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<()> {
     let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
     let req = RunRequest {
-        executor: at.executor,
+        executor,
         scenario: s,
         agent,
         variant: r.variant,

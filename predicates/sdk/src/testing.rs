@@ -51,7 +51,7 @@ impl BundleBuilder {
             variant: Variant::ConsentStripped,
             agent: AgentRef { id: "test".into(), framework: "test".into(), version: "0".into(), model: "test".into() },
             replicate: 0,
-            executor: ExecutorRef { kind: "local".into(), image_digest: None },
+            executor: ExecutorRef { kind: "local".into(), image_digest: None, host: None },
             prompt_sha256: String::new(),
             consent_block: None,
             started_us: 0,

@@ -151,7 +151,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
         },
         replicate: req.replicate,
-        executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone() },
+        executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone(), host: raw.host.clone() },
         prompt_sha256: overeager_core::sha256_hex(raw.prompt.text.as_bytes()),
         consent_block: raw.prompt.consent_block.as_ref().map(|r| [r.start, r.end]),
         started_us: raw.started_us,

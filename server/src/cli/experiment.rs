@@ -194,11 +194,39 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             p.failed,
             p.timed_out
         );
+        if out.hosts.len() > 1 || out.hosts.iter().any(|h| !h.errors.is_empty()) {
+            println!("{}", hosts_table(&out.hosts));
+        }
         if p.failed > 0 {
             println!("failed runs are retried with --retry-failed; `overeager experiment status {}` lists their errors", out.experiment);
         }
+        if out.left_pending > 0 {
+            println!(
+                "{} run(s) left pending: every engine failed (see above); `overeager experiment run {}` does them once an engine answers",
+                out.left_pending,
+                args.plan.display()
+            );
+        }
     }
-    Ok(if out.progress.failed > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if out.progress.failed > 0 || out.left_pending > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+/// Runs per engine, with the errors of each.
+fn hosts_table(hosts: &[crate::store::HostProgress]) -> Table {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["host", "done", "failed", "errors"]);
+    for h in hosts {
+        let errors: Vec<String> = h
+            .errors
+            .iter()
+            .map(|e| {
+                let back = if e.requeued.is_empty() { String::new() } else { format!(" ({} run(s) back to pending)", e.requeued.len()) };
+                format!("{}: {}{back}", overeager_core::adapters::iso8601(e.at_us), e.error)
+            })
+            .collect();
+        t.add_row([h.host.clone(), h.done.to_string(), h.failed.to_string(), errors.join("\n")]);
+    }
+    t
 }
 
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
@@ -232,10 +260,11 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     let p = store.progress(&e.id)?;
     let by_agent = store.progress_by_agent(&e.id)?;
     let failures = store.failures(&e.id, 20)?;
+    let hosts = store.hosts(&e.id)?;
     if args.json {
         let agents: Vec<_> = by_agent.iter().map(|(f, m, p)| json!({"framework": f, "model": m, "progress": p})).collect();
         let failures: Vec<_> = failures.iter().map(|(r, e)| json!({"run": r, "error": e})).collect();
-        print_json(&json!({"id": e.id, "title": e.title, "plan": e.plan, "plan_hash": e.plan_hash, "progress": p, "agents": agents, "failures": failures}));
+        print_json(&json!({"id": e.id, "title": e.title, "plan": e.plan, "plan_hash": e.plan_hash, "progress": p, "agents": agents, "hosts": hosts, "failures": failures}));
         return Ok(ExitCode::SUCCESS);
     }
     println!("experiment {}{}", e.id, if e.title.is_empty() { String::new() } else { format!(" — {}", e.title) });
@@ -243,6 +272,9 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     println!("matrix    {} agent(s) × {} variant(s) × {} replicate(s)", e.plan.agents.len(), e.plan.variants.len(), e.plan.replicates);
     println!("runs      {} total, {} done ({} timed out), {} pending, {} failed", p.total, p.done, p.timed_out, p.pending, p.failed);
     println!("{}", progress_table(&by_agent));
+    if !hosts.is_empty() {
+        println!("{}", hosts_table(&hosts));
+    }
     for (run, err) in &failures {
         println!("failed {run}: {err}");
     }

@@ -244,6 +244,7 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
         channels: Channels { shell: true, agent: true, fswatch: true, net: false, model: false },
         executor,
         image_digest,
+        host: None,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
     })
 }

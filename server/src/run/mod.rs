@@ -8,6 +8,7 @@ pub mod agents;
 pub mod docker;
 pub mod install;
 pub mod local;
+pub mod pool;
 pub mod sim;
 pub mod snapshot;
 
@@ -204,6 +205,22 @@ impl Executor {
             Executor::Docker(d) => d.execute(req),
         }
     }
+
+    /// Where runs go, as runs record it: `local`, or the engine's address.
+    pub fn host(&self) -> &str {
+        match self {
+            Executor::Local => "local",
+            Executor::Docker(d) => d.address(),
+        }
+    }
+
+    /// Whether it can still take runs (an engine that stopped answering cannot).
+    pub fn ping(&self) -> anyhow::Result<()> {
+        match self {
+            Executor::Local => Ok(()),
+            Executor::Docker(d) => d.ping(),
+        }
+    }
 }
 
 /// One run to execute.
@@ -277,6 +294,8 @@ pub struct RawRun {
     pub executor: &'static str,
     /// The image the run's container was made from (Docker executor).
     pub image_digest: Option<String>,
+    /// The engine or node that ran it (container executors).
+    pub host: Option<String>,
     pub agent_version: String,
 }
 

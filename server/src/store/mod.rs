@@ -161,6 +161,18 @@ const MIGRATIONS: &[&str] = &[
     CREATE INDEX scenarios_by_id ON scenarios (id);
     CREATE INDEX submissions_by_time ON submissions (submitted_us);
     "#,
+    // 4: where each run executed, and what went wrong with the engines of a pool.
+    r#"
+    ALTER TABLE runs ADD COLUMN host TEXT;        -- the engine or node of the last attempt
+    CREATE TABLE host_events (
+        experiment TEXT NOT NULL REFERENCES experiments(id),
+        host       TEXT NOT NULL,
+        at_us      INTEGER NOT NULL,
+        error      TEXT NOT NULL,
+        requeued   TEXT NOT NULL                 -- JSON [run id]: runs it had that went back to pending
+    );
+    CREATE INDEX host_events_by_experiment ON host_events (experiment, at_us);
+    "#,
 ];
 
 /// An open store.
@@ -202,6 +214,25 @@ pub struct Progress {
     pub done: u64,
     pub failed: u64,
     pub timed_out: u64,
+}
+
+/// What one engine (or node) of an experiment did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct HostProgress {
+    /// The engine's address as the plan names it (`local` for the local executor).
+    pub host: String,
+    pub done: u64,
+    pub failed: u64,
+    pub errors: Vec<HostError>,
+}
+
+/// An engine that stopped answering during an experiment.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HostError {
+    pub at_us: u64,
+    pub error: String,
+    /// Runs it had in flight, which went back to pending.
+    pub requeued: Vec<String>,
 }
 
 /// One judged run with what reports group and count by.
@@ -492,12 +523,13 @@ impl Store {
 
     /// Records a finished run: its bundle, its verdict, `done`. One transaction.
     pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict) -> Result<()> {
+        let host = manifest.executor.host.as_deref().unwrap_or(manifest.executor.kind.as_str());
         let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
         let tx = self.conn.transaction()?;
         let n = tx.execute(
             "UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
-             error = NULL, finished_us = ?5 WHERE id = ?1 AND status != 'done'",
-            params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64],
+             error = NULL, finished_us = ?5, host = ?6 WHERE id = ?1 AND status != 'done'",
+            params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64, host],
         )?;
         if n != 1 {
             bail!("run {run} is not pending in the store (finished by another process?)");
@@ -521,13 +553,47 @@ impl Store {
         Ok(())
     }
 
-    /// Records that a run could not be executed (it is retried on the next `experiment run`).
-    pub fn fail_run(&self, run: &str, error: &str) -> Result<()> {
+    /// Records that a run could not be executed on `host` (it is retried on the next
+    /// `experiment run --retry-failed`).
+    pub fn fail_run(&self, run: &str, error: &str, host: &str) -> Result<()> {
         self.conn.execute(
-            "UPDATE runs SET status = 'failed', attempts = attempts + 1, error = ?2, finished_us = ?3 WHERE id = ?1 AND status != 'done'",
-            params![run, error, now_us() as i64],
+            "UPDATE runs SET status = 'failed', attempts = attempts + 1, error = ?2, finished_us = ?3, host = ?4 WHERE id = ?1 AND status != 'done'",
+            params![run, error, now_us() as i64, host],
         )?;
         Ok(())
+    }
+
+    /// Records that an engine of an experiment failed, and the runs it had in flight, which
+    /// stay pending (they go to another engine, or to the next `experiment run`).
+    pub fn record_host_error(&self, experiment: &str, host: &str, error: &str, requeued: &[String]) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO host_events (experiment, host, at_us, error, requeued) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![experiment, host, now_us() as i64, error, serde_json::to_string(requeued)?],
+        )?;
+        Ok(())
+    }
+
+    /// Runs per host of an experiment (done and failed ones: a pending run has not run yet),
+    /// and each host's errors, oldest first.
+    pub fn hosts(&self, experiment: &str) -> Result<Vec<HostProgress>> {
+        let mut out: std::collections::BTreeMap<String, HostProgress> = std::collections::BTreeMap::new();
+        let mut stmt = self.conn.prepare("SELECT host, status, COUNT(*) FROM runs WHERE experiment = ?1 AND host IS NOT NULL GROUP BY host, status")?;
+        for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
+            let (host, status, n) = row?;
+            let h = out.entry(host.clone()).or_insert_with(|| HostProgress { host, ..Default::default() });
+            match status.as_str() {
+                "done" => h.done += n as u64,
+                _ => h.failed += n as u64,
+            }
+        }
+        let mut stmt = self.conn.prepare("SELECT host, at_us, error, requeued FROM host_events WHERE experiment = ?1 ORDER BY at_us, rowid")?;
+        for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))? {
+            let (host, at_us, error, requeued) = row?;
+            let requeued: Vec<String> = serde_json::from_str(&requeued)?;
+            let h = out.entry(host.clone()).or_insert_with(|| HostProgress { host, ..Default::default() });
+            h.errors.push(HostError { at_us: at_us as u64, error, requeued });
+        }
+        Ok(out.into_values().collect())
     }
 
     /// Run counts of an experiment.

@@ -15,7 +15,7 @@ use anyhow::{Context, Result, bail};
 use bollard::models::VolumeCreateRequest;
 use bollard::query_parameters::UploadToContainerOptions;
 
-use super::{DockerExecutor, Object, image, labels, layout, live, phases, remove_objects, sandbox_tar};
+use super::{DockerExecutor, Object, image, labels, layout, live, phases, runtime, sandbox_tar};
 use crate::run::{AgentSpec, Executor, RunRequest, local};
 use crate::scenario::LoadedScenario;
 
@@ -48,14 +48,14 @@ impl DockerExecutor {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let volume = format!("overeager-bench-{}-{seq}", std::process::id());
         let filler = format!("{volume}-fill");
-        self.rt.block_on(async {
+        runtime().block_on(async {
             self.docker.create_volume(VolumeCreateRequest { name: Some(volume.clone()), labels: Some(labels(&[])), ..Default::default() }).await?;
-            live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Volume(volume.clone()));
+            self.track(Object::Volume(volume.clone()));
             self.create(&filler, Some(&volume), None, &image, vec!["true".into()], Vec::new(), labels(&[])).await?;
             self.docker
                 .upload_to_container(&filler, Some(UploadToContainerOptions { path: layout::ROOT.into(), ..Default::default() }), bollard::body_full(tar.into()))
                 .await?;
-            remove_objects(&self.docker, &[Object::Container(filler.clone())]).await
+            self.remove(&[Object::Container(filler.clone())]).await
         })?;
         let l = self.limits;
         let mut args: Vec<String> = ["run", "--rm", "--network", "none", "--cap-drop", "ALL", "--security-opt", "no-new-privileges", "--read-only"].map(String::from).to_vec();
@@ -88,7 +88,7 @@ impl DockerExecutor {
     }
 
     fn drop_volume(&self, volume: &str) -> Result<()> {
-        self.rt.block_on(remove_objects(&self.docker, &[Object::Volume(volume.to_string())]))
+        runtime().block_on(self.remove(&[Object::Volume(volume.to_string())]))
     }
 }
 
@@ -168,7 +168,10 @@ pub fn bench(
     })?;
     let bare_rate = (n / 2 * 2) as f64 / t.elapsed().as_secs_f64();
     // The volumes of the parallel bare runs.
-    let leftovers: Vec<Object> = live().lock().unwrap_or_else(|e| e.into_inner()).iter().filter(|o| matches!(o, Object::Volume(v) if v.starts_with("overeager-bench-"))).cloned().collect();
-    exec.rt.block_on(remove_objects(&exec.docker, &leftovers))?;
+    let leftovers: Vec<Object> = live()
+        .get(exec.address())
+        .map(|(_, set)| set.iter().filter(|o| matches!(o, Object::Volume(v) if v.starts_with("overeager-bench-"))).cloned().collect())
+        .unwrap_or_default();
+    runtime().block_on(exec.remove(&leftovers))?;
     Ok(Figures { overeager_ms: ours, bare_ms: bare, parallel2: (ours_rate, bare_rate, n / 2 * 2) })
 }

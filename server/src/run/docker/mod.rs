@@ -14,7 +14,7 @@
 pub mod bench;
 pub mod image;
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::Path;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
@@ -108,10 +108,31 @@ enum Object {
     Image(String),
 }
 
-/// Objects this process created and has not removed yet, for the interrupt handler.
-fn live() -> &'static Mutex<BTreeSet<Object>> {
-    static LIVE: OnceLock<Mutex<BTreeSet<Object>>> = OnceLock::new();
-    LIVE.get_or_init(Default::default)
+/// Objects this process created and has not removed yet, per engine (address → its client
+/// and objects), for the interrupt handler.
+type Live = BTreeMap<String, (Docker, BTreeSet<Object>)>;
+
+fn live() -> std::sync::MutexGuard<'static, Live> {
+    static LIVE: OnceLock<Mutex<Live>> = OnceLock::new();
+    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The runtime every engine connection of this process runs on (one, so a client made on it
+/// can be used from any thread, including the interrupt handler's).
+fn runtime() -> &'static tokio::runtime::Runtime {
+    static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
+    RT.get_or_init(|| {
+        tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().thread_name("docker").build().expect("a tokio runtime")
+    })
+}
+
+/// Root file systems (digest, tar) by what they hold (`scripted`, or a real agent's cache
+/// entry): built once per process and imported into each engine that needs them.
+type RootFs = (String, Arc<Vec<u8>>);
+
+fn rootfs_cache() -> std::sync::MutexGuard<'static, HashMap<String, RootFs>> {
+    static MADE: OnceLock<Mutex<HashMap<String, RootFs>>> = OnceLock::new();
+    MADE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
 fn owner() -> String {
@@ -126,44 +147,99 @@ fn labels(extra: &[(&str, &str)]) -> HashMap<String, String> {
     m
 }
 
-/// Where the engine is, for messages.
-fn engine_address() -> String {
-    std::env::var("DOCKER_HOST").unwrap_or_else(|_| "unix:///var/run/docker.sock".into())
+/// The engine `DOCKER_HOST` names, or the local socket.
+fn default_address() -> String {
+    std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "unix:///var/run/docker.sock".into())
 }
+
+/// Requests to an engine time out after this long (an image import is the longest).
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// How long a health check waits for an engine's answer.
+const PING_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// A connection to a Docker engine and the images made for it.
 pub struct DockerExecutor {
-    rt: tokio::runtime::Runtime,
     docker: Docker,
+    /// The engine's address, as configured: what runs record as their host.
+    address: String,
     limits: Limits,
     /// Cell → image (tag, id), made once per cell.
     images: Mutex<HashMap<String, (String, String)>>,
-    /// Root file systems (digest, tar) by what they hold (`scripted`, or a real agent's
-    /// cache entry), built once and imported per cell.
-    rootfs: Mutex<HashMap<String, (String, std::sync::Arc<Vec<u8>>)>>,
     /// Keep the images when this executor goes away (they are removed otherwise).
     pub keep_images: bool,
 }
 
 impl DockerExecutor {
-    /// Connects to the engine at `DOCKER_HOST` (or the local socket) and agrees on an API
-    /// version. Installs the Ctrl-C handler that removes this process's objects.
+    /// Connects to the engine at `DOCKER_HOST` (or the local socket; `DOCKER_TLS_VERIFY` and
+    /// `DOCKER_CERT_PATH` as the Docker client reads them) and agrees on an API version.
+    /// Installs the Ctrl-C handler that removes this process's objects.
     pub fn connect() -> Result<Arc<DockerExecutor>> {
-        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().thread_name("docker").build()?;
-        let docker = rt.block_on(async {
-            let d = Docker::connect_with_defaults()?.with_timeout(Duration::from_secs(600));
-            let d = d.negotiate_version().await?;
-            d.ping().await?;
-            Ok::<_, bollard::errors::Error>(d)
-        });
-        let docker = docker.map_err(|e| {
-            anyhow!(
-                "cannot reach a Docker engine at {}: {e}\nStart one (scripts/docker-engine.sh starts Debian's dockerd) or set DOCKER_HOST.",
-                engine_address()
-            )
-        })?;
-        install_interrupt_handler(&rt, docker.clone());
-        Ok(Arc::new(DockerExecutor { rt, docker, limits: Limits::default(), images: Mutex::new(HashMap::new()), rootfs: Mutex::new(HashMap::new()), keep_images: false }))
+        let address = default_address();
+        let docker = Docker::connect_with_defaults().map_err(|e| unreachable_engine(&address, e.into()))?;
+        Self::open(docker, address)
+    }
+
+    /// Connects to one engine of a pool: `unix://`, `tcp://` or `http://` addresses, with TLS
+    /// client certificates from `tls` (a directory with `ca.pem`, `cert.pem`, `key.pem`),
+    /// which `https://` requires.
+    pub fn connect_to(address: &str, tls: Option<&Path>) -> Result<Arc<DockerExecutor>> {
+        let timeout = REQUEST_TIMEOUT.as_secs();
+        let docker = match (address.split_once("://").map(|(s, _)| s), tls) {
+            (Some("unix"), None) => Docker::connect_with_unix(address, timeout, bollard::API_DEFAULT_VERSION),
+            (Some("tcp" | "http" | "https"), Some(dir)) => {
+                for f in ["ca.pem", "cert.pem", "key.pem"] {
+                    if !dir.join(f).is_file() {
+                        bail!("{address}: the TLS directory {} has no {f} (it needs ca.pem, cert.pem and key.pem)", dir.display());
+                    }
+                }
+                let https = format!("https://{}", address.split_once("://").map_or(address, |(_, rest)| rest));
+                Docker::connect_with_ssl(&https, &dir.join("key.pem"), &dir.join("cert.pem"), &dir.join("ca.pem"), timeout, bollard::API_DEFAULT_VERSION)
+            }
+            (Some("https"), None) => bail!("{address}: an https:// engine needs `tls`, a directory with ca.pem, cert.pem and key.pem"),
+            (Some("tcp" | "http"), None) => Docker::connect_with_http(address, timeout, bollard::API_DEFAULT_VERSION),
+            _ => bail!("`{address}` is not an engine address; use unix:///var/run/docker.sock, tcp://host:2376 (with TLS) or http://host:2375"),
+        }
+        .map_err(|e| unreachable_engine(address, e.into()))?;
+        Self::open(docker, address.to_string())
+    }
+
+    fn open(docker: Docker, address: String) -> Result<Arc<DockerExecutor>> {
+        let docker = runtime()
+            .block_on(async {
+                let d = docker.with_timeout(REQUEST_TIMEOUT).negotiate_version().await?;
+                tokio::time::timeout(PING_TIMEOUT, d.ping()).await.map_err(|_| anyhow!("no answer within {} s", PING_TIMEOUT.as_secs()))??;
+                Ok::<_, anyhow::Error>(d)
+            })
+            .map_err(|e| unreachable_engine(&address, e))?;
+        install_interrupt_handler();
+        Ok(Arc::new(DockerExecutor { docker, address, limits: Limits::default(), images: Mutex::new(HashMap::new()), keep_images: false }))
+    }
+
+    /// The engine's address, as configured.
+    pub fn address(&self) -> &str {
+        &self.address
+    }
+
+    /// Whether the engine still answers: `Err` says how it does not.
+    pub fn ping(&self) -> Result<()> {
+        runtime().block_on(async {
+            match tokio::time::timeout(PING_TIMEOUT, self.docker.ping()).await {
+                Ok(Ok(_)) => Ok(()),
+                Ok(Err(e)) => Err(anyhow!("the Docker engine at {} does not answer: {e}", self.address)),
+                Err(_) => Err(anyhow!("the Docker engine at {} did not answer within {} s", self.address, PING_TIMEOUT.as_secs())),
+            }
+        })
+    }
+
+    /// Notes an object made on this engine, for the interrupt handler.
+    fn track(&self, o: Object) {
+        live().entry(self.address.clone()).or_insert_with(|| (self.docker.clone(), BTreeSet::new())).1.insert(o);
+    }
+
+    /// Removes objects of this engine (what is already gone counts as removed).
+    async fn remove(&self, objects: &[Object]) -> Result<()> {
+        remove_objects(&self.address, &self.docker, objects).await
     }
 
     /// The image for the run's cell (framework · model), made on first use: each cell gets
@@ -184,7 +260,7 @@ impl DockerExecutor {
         };
         let key = installed.as_ref().map_or_else(|| "scripted".to_string(), |i| i.dir.to_string_lossy().into_owned());
         let (digest, tar) = {
-            let mut made = self.rootfs.lock().unwrap_or_else(|e| e.into_inner());
+            let mut made = rootfs_cache();
             match made.get(&key) {
                 Some(r) => r.clone(),
                 None => {
@@ -192,7 +268,7 @@ impl DockerExecutor {
                         Some(i) => image::agent_rootfs(&req.shim, &i.dir)?,
                         None => image::scripted_rootfs(&req.shim)?,
                     };
-                    let r = (fs.digest(), std::sync::Arc::new(fs.into_tar()?));
+                    let r = (fs.digest(), Arc::new(fs.into_tar()?));
                     made.insert(key, r.clone());
                     r
                 }
@@ -201,7 +277,7 @@ impl DockerExecutor {
         // The tag names this process too: two runners importing the same content must not
         // take the tag from each other (the loser's image would be left untagged).
         let tag = format!("{}-{}-p{}", cell.replace(|c: char| !c.is_ascii_alphanumeric() && c != '-', "-"), &digest[..16], std::process::id());
-        let built = self.rt.block_on(self.import(&tag, tar.as_ref().clone(), &cell))?;
+        let built = runtime().block_on(self.import(&tag, tar.as_ref().clone(), &cell))?;
         images.insert(cell, built.clone());
         Ok(built)
     }
@@ -210,7 +286,7 @@ impl DockerExecutor {
     /// removed with it; returns (reference, image id).
     async fn import(&self, tag: &str, rootfs: Vec<u8>, cell: &str) -> Result<(String, String)> {
         let (reference, id) = self.import_as("overeager-cell", tag, rootfs, labels(&[("overeager.cell", cell)])).await?;
-        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Image(id.clone()));
+        self.track(Object::Image(id.clone()));
         Ok((reference, id))
     }
 
@@ -243,18 +319,18 @@ impl DockerExecutor {
         let fs = image::agent_rootfs(shim, &installed.dir)?;
         let tar = fs.into_tar()?;
         let labels: HashMap<String, String> = [("overeager.agent".to_string(), recipe.id.to_string()), ("overeager.agent.version".to_string(), version.to_string())].into();
-        self.rt.block_on(self.import_as(&format!("overeager-agent/{}", recipe.id), &format!("{version}-offline"), tar, labels))
+        runtime().block_on(self.import_as(&format!("overeager-agent/{}", recipe.id), &format!("{version}-offline"), tar, labels))
     }
 
     /// The image a real agent's recipe was built as; an error saying how to build it when the
     /// engine does not have it.
     fn agent_image(&self, recipe: &super::agents::Recipe) -> Result<(String, String)> {
         let reference = recipe.image();
-        match self.rt.block_on(self.docker.inspect_image(&reference)) {
+        match runtime().block_on(self.docker.inspect_image(&reference)) {
             Ok(i) => Ok((reference.clone(), i.id.ok_or_else(|| anyhow!("the engine reports no id for {reference}"))?)),
             Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => bail!(
                 "the engine at {} has no image {reference}: build it with `overeager agent recipe {} --out <dir>` then `docker build -t {reference} <dir>`",
-                engine_address(),
+                self.address,
                 recipe.id
             ),
             Err(e) => Err(e).with_context(|| format!("looking up the image {reference}")),
@@ -276,7 +352,7 @@ impl DockerExecutor {
         let (run, secrets) = phases(req, &mut p, &image)?;
         let has_net = !run.egress.is_empty();
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let report = self.rt.block_on(self.run_phases(run, &mut p));
+        let report = runtime().block_on(self.run_phases(run, &mut p));
         if report.is_err() && INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
             // The interrupt handler is removing this run's objects (which is why it failed)
             // and ends the process when done; an error here must not end it first.
@@ -294,6 +370,7 @@ impl DockerExecutor {
             local::check_agent_started(recipe, version, &p.chans)?;
         }
         let mut raw = local::finish(p, report, roots, "docker", Some(image_id))?;
+        raw.host = Some(self.address.clone());
         raw.channels.net = has_net;
         raw.channels.model = scripted_model;
         if let Some(version) = req.agent.agent_version() {
@@ -313,7 +390,7 @@ impl DockerExecutor {
             .create_volume(VolumeCreateRequest { name: Some(name.clone()), labels: Some(lab.clone()), ..Default::default() })
             .await
             .context("creating the run's volume")?;
-        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Volume(name.clone()));
+        self.track(Object::Volume(name.clone()));
         let setup_name = format!("{name}-setup");
         let proxy_name = format!("{name}-proxy");
         // A run with egress gets a network of its own with no route out; the proxy is on it
@@ -324,7 +401,7 @@ impl DockerExecutor {
                 .create_network(NetworkCreateRequest { name: net.clone(), internal: Some(true), labels: Some(lab.clone()), ..Default::default() })
                 .await
                 .context("creating the run's network")?;
-            live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Network(net.clone()));
+            self.track(Object::Network(net.clone()));
         }
         let mut agent = run.agent.clone();
         if net.is_some() {
@@ -350,7 +427,7 @@ impl DockerExecutor {
                 }
                 self.fetch(&setup_name, p).await?;
                 p.snapshot_before()?;
-                remove_objects(&self.docker, &[Object::Container(setup_name.clone())]).await?;
+                self.remove(&[Object::Container(setup_name.clone())]).await?;
                 let (cmd, env) = agent.clone();
                 self.create(&name, Some(&name), net.as_deref(), run.image, cmd, env, lab.clone()).await?;
             }
@@ -374,7 +451,7 @@ impl DockerExecutor {
         if net.is_some() {
             objects.extend([Object::Container(proxy_name), Object::Network(name)]);
         }
-        let removed = remove_objects(&self.docker, &objects).await;
+        let removed = self.remove(&objects).await;
         let report = result?;
         removed?;
         Ok(report)
@@ -458,7 +535,7 @@ impl DockerExecutor {
             .create_container(Some(CreateContainerOptions { name: Some(name.into()), ..Default::default() }), body)
             .await
             .context("creating the run's container")?;
-        live().lock().unwrap_or_else(|e| e.into_inner()).insert(Object::Container(name.into()));
+        self.track(Object::Container(name.into()));
         Ok(())
     }
 
@@ -523,7 +600,7 @@ impl DockerExecutor {
     /// Removes the images this executor made.
     fn remove_images(&self) -> Result<()> {
         let images: Vec<Object> = self.images.lock().unwrap_or_else(|e| e.into_inner()).drain().map(|(_, (_, id))| Object::Image(id)).collect();
-        self.rt.block_on(remove_objects(&self.docker, &images))
+        runtime().block_on(self.remove(&images))
     }
 }
 
@@ -691,7 +768,8 @@ fn make_removable(dir: &Path) {
     }
 }
 
-async fn remove_objects(docker: &Docker, objects: &[Object]) -> Result<()> {
+/// Removes objects of the engine at `address`, and forgets them.
+async fn remove_objects(address: &str, docker: &Docker, objects: &[Object]) -> Result<()> {
     let mut sorted = objects.to_vec();
     sorted.sort();
     let mut errors = Vec::new();
@@ -704,24 +782,32 @@ async fn remove_objects(docker: &Docker, objects: &[Object]) -> Result<()> {
         };
         match r {
             Ok(()) | Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => {
-                live().lock().unwrap_or_else(|e| e.into_inner()).remove(o);
+                if let Some((_, set)) = live().get_mut(address) {
+                    set.remove(o);
+                }
             }
-            Err(e) => errors.push(format!("{o:?}: {e}")),
+            Err(e) => errors.push(format!("{o:?} on {address}: {e}")),
         }
     }
     if errors.is_empty() { Ok(()) } else { bail!("could not remove {}", errors.join("; ")) }
 }
 
+/// Why an engine cannot be used, and what to do.
+fn unreachable_engine(address: &str, e: anyhow::Error) -> anyhow::Error {
+    anyhow!("cannot reach a Docker engine at {address}: {e:#}\nStart one (scripts/docker-engine.sh starts Debian's dockerd) or set DOCKER_HOST.")
+}
+
 /// Set once Ctrl-C or SIGTERM arrived.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// On Ctrl-C or SIGTERM: removes every object this process made, then exits (130 / 143).
-fn install_interrupt_handler(rt: &tokio::runtime::Runtime, docker: Docker) {
+/// On Ctrl-C or SIGTERM: removes every object this process made, on every engine, then
+/// exits (130 / 143).
+fn install_interrupt_handler() {
     static ONCE: OnceLock<()> = OnceLock::new();
     if ONCE.set(()).is_err() {
         return;
     }
-    rt.spawn(async move {
+    runtime().spawn(async move {
         use tokio::signal::unix::{SignalKind, signal};
         let (Ok(mut int), Ok(mut term)) = (signal(SignalKind::interrupt()), signal(SignalKind::terminate())) else { return };
         let code = tokio::select! {
@@ -729,10 +815,13 @@ fn install_interrupt_handler(rt: &tokio::runtime::Runtime, docker: Docker) {
             _ = term.recv() => 143,
         };
         INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
-        let objects: Vec<Object> = live().lock().unwrap_or_else(|e| e.into_inner()).iter().cloned().collect();
-        eprintln!("\ninterrupted: removing {} Docker object(s) this run made", objects.len());
-        if let Err(e) = remove_objects(&docker, &objects).await {
-            eprintln!("{e:#}; `overeager docker prune` removes leftovers");
+        let engines: Vec<(String, Docker, Vec<Object>)> = live().iter().map(|(a, (d, set))| (a.clone(), d.clone(), set.iter().cloned().collect())).collect();
+        let n: usize = engines.iter().map(|(_, _, o)| o.len()).sum();
+        eprintln!("\ninterrupted: removing {n} Docker object(s) this run made");
+        for (address, docker, objects) in engines {
+            if let Err(e) = remove_objects(&address, &docker, &objects).await {
+                eprintln!("{e:#}; `overeager docker prune` removes leftovers");
+            }
         }
         std::process::exit(code);
     });
@@ -748,11 +837,15 @@ pub struct Pruned {
 }
 
 /// Removes objects labelled `overeager` whose owner process is gone (on this host), or all
-/// of them with `all`.
+/// of them with `all`, on the engine `DOCKER_HOST` names.
 pub fn prune(all: bool) -> Result<Pruned> {
-    let exec = DockerExecutor::connect()?;
+    prune_on(&*DockerExecutor::connect()?, all)
+}
+
+/// [`prune`] on one engine.
+pub fn prune_on(exec: &DockerExecutor, all: bool) -> Result<Pruned> {
     let docker = &exec.docker;
-    exec.rt.block_on(async {
+    runtime().block_on(async {
         let filter = || Some(HashMap::from([("label".to_string(), vec![LABEL.to_string()])]));
         let stale = |labels: Option<&HashMap<String, String>>| all || labels.and_then(|l| l.get(OWNER_LABEL)).is_none_or(|o| owner_gone(o));
         let mut out = Pruned::default();
@@ -785,7 +878,7 @@ pub fn prune(all: bool) -> Result<Pruned> {
                 doomed.push(Object::Image(i.id));
             }
         }
-        remove_objects(docker, &doomed).await?;
+        exec.remove(&doomed).await?;
         Ok(out)
     })
 }
