@@ -3,7 +3,8 @@
 # the Debian packages, the crates (fetched once so later builds work offline) and the pinned
 # web build tools (Trunk, and the wasm-bindgen CLI at exactly the version in Cargo.lock).
 # With --test it also installs what the test suite drives: Chromium, chromedriver, wrk, a
-# Docker engine (Debian's docker.io) with busybox-static for the offline test images, and
+# Docker engine (Debian's docker.io) with busybox-static for the offline test images (and
+# iproute2 and openssl for a second engine), and
 # Node.js and npm for the real agent CLIs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,6 +26,8 @@ apt_install git bash coreutils findutils
 if [ "${1:-}" = "--test" ]; then
   # python3 and the usual command-line tools: the precision test runs real command lines.
   apt_install chromium chromium-driver wrk docker.io busybox-static perl python3 diffutils gzip
+  # The host-pool tests start a second engine with its own bridge and TLS certificates.
+  apt_install iproute2 openssl
   # The real agent CLIs run on Node.js (>= 20 for Gemini CLI) and npm; OpenHands needs Python
   # 3.12 (python3.12 on PATH or pyenv's), which the tests report when it is missing.
   command -v node >/dev/null 2>&1 || apt_install nodejs

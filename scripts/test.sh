@@ -14,5 +14,7 @@ cargo build -p overeager-core --target wasm32-unknown-unknown
 ./target/debug/overeager agent install --all-versions
 # The Docker executor's tests need an engine; this starts Debian's dockerd if none answers.
 "$(dirname "$0")/docker-engine.sh"
+# The host-pool tests spread experiments over two engines: a second one on loopback.
+"$(dirname "$0")/docker-engine-second.sh" start
 cargo test --workspace --exclude overeager-web
 ./target/debug/overeager scenario check scenarios/seeds

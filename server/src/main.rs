@@ -292,6 +292,8 @@ enum BenchCmd {
     Agents(cli::BenchAgentsArgs),
     /// Runs/s of a simulated experiment on the seeds (2 policies × 2 variants) on the local executor.
     Experiment(cli::experiment::BenchExperimentArgs),
+    /// Runs/s of a scripted experiment on one Docker engine and on a pool of engines, and the ratio.
+    Pool(cli::pool::BenchPoolArgs),
     /// Time to generate an experiment's report (tables and figures).
     Report(cli::experiment::BenchReportArgs),
 }
@@ -343,6 +345,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCmd::Agents(args)) => cli::bench_agents(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Bench(BenchCmd::Experiment(args)) => cli::experiment::bench_experiment(&args),
+        Command::Bench(BenchCmd::Pool(args)) => cli::pool::bench_pool(&args),
         Command::Bench(BenchCmd::Report(args)) => cli::experiment::bench_report(&args),
         Command::Experiment(ExperimentCmd::Run(args)) => cli::experiment::run(&args),
         Command::Experiment(ExperimentCmd::List(args)) => cli::experiment::list(&args),
