@@ -53,6 +53,18 @@ struct RawPlan {
     #[serde(default)]
     agent: Vec<Spanned<RawAgent>>,
     docker: Option<Spanned<RawDocker>>,
+    kubernetes: Option<Spanned<RawKube>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawKube {
+    namespace: Option<Spanned<String>>,
+    context: Option<String>,
+    parallelism: Option<Spanned<usize>>,
+    #[serde(default)]
+    node_selector: std::collections::BTreeMap<String, String>,
+    registry: Option<Spanned<String>>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +99,24 @@ pub struct Placement {
     /// The Docker engines of `executor = "docker"`; empty means the one `DOCKER_HOST` names
     /// (or the local socket).
     pub docker_hosts: Vec<DockerHost>,
+    /// Where `executor = "kubernetes"` puts its pods.
+    pub kubernetes: Option<KubePlacement>,
+}
+
+/// The cluster side of `executor = "kubernetes"`: the `[kubernetes]` table.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct KubePlacement {
+    /// The namespace of the pods (default `default`).
+    pub namespace: String,
+    /// The kubeconfig context (default: the current one).
+    pub context: Option<String>,
+    /// Pods at once; `None`: the plan's parallelism.
+    pub parallelism: Option<usize>,
+    /// Labels a node must have to take a run's pod.
+    pub node_selector: std::collections::BTreeMap<String, String>,
+    /// The registry the images are pulled from (`registry.example.com/team`), where
+    /// `overeager agent image … --push` put them; `None`: preloaded on the nodes.
+    pub registry: Option<String>,
 }
 
 /// One Docker engine of a pool.
@@ -209,6 +239,17 @@ impl Plan {
                 docker_placement(d.into_inner(), &mut errs)
             }
         };
+        let mut placement = placement;
+        match raw.kubernetes {
+            Some(k) => {
+                if executor != "kubernetes" {
+                    errs.at(k.span(), "kubernetes", format!("the [kubernetes] table applies to `executor = \"kubernetes\"`; this plan's executor is `{executor}`"));
+                }
+                placement.kubernetes = Some(kube_placement(k.into_inner(), &mut errs));
+            }
+            None if executor == "kubernetes" => placement.kubernetes = Some(KubePlacement { namespace: "default".into(), ..Default::default() }),
+            None => {}
+        }
         let plan = Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),
@@ -222,6 +263,42 @@ impl Plan {
             agents,
         };
         errs.finish((plan, placement))
+    }
+}
+
+/// A `[kubernetes]` table, checked: a namespace Kubernetes accepts, parallelism at least 1, a
+/// registry without a scheme.
+fn kube_placement(k: RawKube, errs: &mut Errors<'_>) -> KubePlacement {
+    let namespace = match k.namespace {
+        Some(ns) => {
+            let ok = !ns.get_ref().is_empty()
+                && ns.get_ref().len() <= 63
+                && ns.get_ref().chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+                && !ns.get_ref().starts_with('-')
+                && !ns.get_ref().ends_with('-');
+            if !ok {
+                errs.at(ns.span(), "kubernetes.namespace", "a namespace is lowercase letters, digits and `-` (at most 63, not starting or ending with `-`)");
+            }
+            ns.into_inner()
+        }
+        None => "default".into(),
+    };
+    if let Some(p) = &k.parallelism
+        && *p.get_ref() == 0
+    {
+        errs.at(p.span(), "kubernetes.parallelism", "must be at least 1");
+    }
+    if let Some(r) = &k.registry
+        && (r.get_ref().contains("://") || r.get_ref().trim().is_empty())
+    {
+        errs.at(r.span(), "kubernetes.registry", "write the registry as host[:port][/path], e.g. registry.example.com/overeager (no scheme)");
+    }
+    KubePlacement {
+        namespace,
+        context: k.context,
+        parallelism: k.parallelism.map(Spanned::into_inner),
+        node_selector: k.node_selector,
+        registry: k.registry.map(|r| r.into_inner().trim_end_matches('/').to_string()),
     }
 }
 
@@ -259,7 +336,7 @@ fn docker_placement(d: RawDocker, errs: &mut Errors<'_>) -> Placement {
             _ => errs.at(span, field, format!("`{}` is not an engine address; use unix:///var/run/docker.sock, tcp://host:2376 (with `tls`) or http://host:2375", host.url)),
         }
     }
-    Placement { docker_hosts: hosts }
+    Placement { docker_hosts: hosts, kubernetes: None }
 }
 
 #[cfg(test)]
@@ -309,6 +386,20 @@ mod tests {
         // Moving an experiment to other engines keeps it the same experiment.
         assert_eq!(plan, Plan::from_toml("p.toml", HEAD, labels).unwrap());
         assert_eq!(Plan::parse("p.toml", HEAD, labels).unwrap().1, Placement::default());
+    }
+
+    #[test]
+    fn a_kubernetes_table_is_read_and_checked() {
+        let head = HEAD.replace("\"docker\"", "\"kubernetes\"");
+        let text = format!("{head}[kubernetes]\nnamespace = \"evals\"\ncontext = \"lab\"\nparallelism = 16\nregistry = \"registry.example.com/oe/\"\nnode_selector = {{ pool = \"agents\" }}\n");
+        let (_, placement) = Plan::parse("p.toml", &text, labels).unwrap();
+        let k = placement.kubernetes.unwrap();
+        assert_eq!((k.namespace.as_str(), k.context.as_deref(), k.parallelism, k.registry.as_deref()), ("evals", Some("lab"), Some(16), Some("registry.example.com/oe")));
+        assert_eq!(k.node_selector.get("pool").map(String::as_str), Some("agents"));
+        assert_eq!(Plan::parse("p.toml", &head, labels).unwrap().1.kubernetes.unwrap().namespace, "default");
+        let bad = format!("{head}[kubernetes]\nnamespace = \"Evals\"\nparallelism = 0\nregistry = \"https://r\"\n");
+        let fields: Vec<String> = Plan::parse("p.toml", &bad, labels).unwrap_err().iter().map(|e| format!("{}:{}", e.line, e.field)).collect();
+        assert_eq!(fields, ["8:kubernetes.namespace", "9:kubernetes.parallelism", "10:kubernetes.registry"]);
     }
 
     #[test]

@@ -81,8 +81,8 @@ pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
     let locate = |field: &str| overeager_core::scenario::line_col(&text, text.find(field).unwrap_or(0)).0;
     let timeout = run::parse_duration(&plan.timeout)
         .map_err(|m| anyhow::anyhow!("{shown}:{}: timeout: {m}", locate("timeout")))?;
-    if !["local", "docker"].contains(&plan.executor.as_str()) {
-        bail!("{shown}:{}: executor: `{}` is not an executor; use `local` or `docker`", locate("executor"), plan.executor);
+    if !["local", "docker", "kubernetes"].contains(&plan.executor.as_str()) {
+        bail!("{shown}:{}: executor: `{}` is not an executor; use `local`, `docker` or `kubernetes`", locate("executor"), plan.executor);
     }
     let base = path.parent().unwrap_or(Path::new("."));
     let set = base.join(&plan.scenarios);
@@ -243,6 +243,9 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
 /// engine of the plan's `[docker]` pool that answers. An engine that does not is recorded
 /// with the experiment and left out; none answering is an error.
 fn open_hosts(lp: &LoadedPlan, slots: usize, store: &Store) -> Result<Vec<(Executor, usize)>> {
+    if let Some(k) = lp.placement.kubernetes.as_ref().filter(|_| lp.plan.executor == "kubernetes") {
+        return Ok(vec![(Executor::Kubernetes(run::kubernetes::KubeExecutor::connect(k)?), k.parallelism.unwrap_or(slots).max(1))]);
+    }
     let pool = &lp.placement.docker_hosts;
     if lp.plan.executor != "docker" || pool.is_empty() {
         return Ok(vec![(Executor::open(&lp.plan.executor)?, slots)]);
@@ -301,7 +304,7 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
         self.failed.fetch_add(1, Ordering::Relaxed);
         let msg = format!("{e:#}");
         self.bar.suspend(|| eprintln!("run {} failed: {msg}", r.id));
-        if let Err(e) = self.store().fail_run(&r.id, &msg, host.host()) {
+        if let Err(e) = self.store().fail_run(&r.id, &msg, &host.host()) {
             self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
         }
         self.bar.inc(1);
@@ -310,7 +313,7 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
     fn down(&self, host: &Executor, error: &str, requeued: &[NewRun]) {
         let ids: Vec<String> = requeued.iter().map(|r| r.id.clone()).collect();
         self.bar.suspend(|| eprintln!("engine {} is out: {error}; {} run(s) it had went back to pending", host.host(), ids.len()));
-        if let Err(e) = self.store().record_host_error(self.experiment, host.host(), error, &ids) {
+        if let Err(e) = self.store().record_host_error(self.experiment, &host.host(), error, &ids) {
             self.bar.suspend(|| eprintln!("recording the failure of engine {}: {e:#}", host.host()));
         }
     }

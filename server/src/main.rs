@@ -48,6 +48,9 @@ enum Command {
     /// Docker objects the executor made.
     #[command(subcommand)]
     Docker(DockerCmd),
+    /// Kubernetes objects the executor makes.
+    #[command(subcommand)]
+    K8s(cli::k8s::K8sCmd),
     /// The real agents: their recipes, permission policies (cells) and images.
     #[command(subcommand)]
     Agent(AgentCmd),
@@ -330,6 +333,7 @@ fn main() -> ExitCode {
             }
             ExitCode::SUCCESS
         }),
+        Command::K8s(cmd) => cli::k8s::main(cmd),
         Command::Agent(AgentCmd::List(args)) => cli::agent::list(&args),
         Command::Agent(AgentCmd::Recipe(args)) => cli::agent::recipe(&args),
         Command::Agent(AgentCmd::Install(args)) => cli::agent::install(&args),

@@ -5,6 +5,7 @@ pub mod agent;
 pub mod experiment;
 pub mod export;
 pub mod judge;
+pub mod k8s;
 pub mod pool;
 pub mod predicate;
 pub mod fuzz;

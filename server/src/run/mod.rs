@@ -7,6 +7,7 @@
 pub mod agents;
 pub mod docker;
 pub mod install;
+pub mod kubernetes;
 pub mod local;
 pub mod pool;
 pub mod sim;
@@ -183,17 +184,24 @@ pub enum Executor {
     Local,
     /// A hardened container per run on a Docker engine.
     Docker(std::sync::Arc<docker::DockerExecutor>),
+    /// A hardened pod per run on a Kubernetes cluster.
+    Kubernetes(std::sync::Arc<kubernetes::KubeExecutor>),
 }
 
 impl Executor {
     /// The executors by name, for messages.
-    pub const KNOWN: &'static str = "local, docker";
+    pub const KNOWN: &'static str = "local, docker, kubernetes";
 
-    /// Opens the executor named `kind` (`local` or `docker`; Docker connects here).
+    /// Opens the executor named `kind` (`local`, `docker` or `kubernetes`; the last two
+    /// connect here, Kubernetes with the current kubeconfig context and namespace `default`).
     pub fn open(kind: &str) -> anyhow::Result<Executor> {
         match kind {
             "local" => Ok(Executor::Local),
             "docker" => Ok(Executor::Docker(docker::DockerExecutor::connect()?)),
+            "kubernetes" => {
+                let settings = overeager_core::plan::KubePlacement { namespace: "default".into(), ..Default::default() };
+                Ok(Executor::Kubernetes(kubernetes::KubeExecutor::connect(&settings)?))
+            }
             other => anyhow::bail!("unknown executor `{other}`; known executors: {}", Self::KNOWN),
         }
     }
@@ -203,14 +211,16 @@ impl Executor {
         match self {
             Executor::Local => local::execute(req),
             Executor::Docker(d) => d.execute(req),
+            Executor::Kubernetes(k) => k.execute(req),
         }
     }
 
     /// Where runs go, as runs record it: `local`, or the engine's address.
-    pub fn host(&self) -> &str {
+    pub fn host(&self) -> String {
         match self {
-            Executor::Local => "local",
-            Executor::Docker(d) => d.address(),
+            Executor::Local => "local".into(),
+            Executor::Docker(d) => d.address().into(),
+            Executor::Kubernetes(k) => k.address(),
         }
     }
 
@@ -219,6 +229,7 @@ impl Executor {
         match self {
             Executor::Local => Ok(()),
             Executor::Docker(d) => d.ping(),
+            Executor::Kubernetes(k) => k.ping(),
         }
     }
 }

@@ -64,22 +64,25 @@ impl Default for Limits {
 }
 
 /// Time the supervisor gets beyond the agent's limit before the container is killed.
-const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
+pub(in crate::run) const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
 /// Time a scenario's setup gets.
-const SETUP_LIMIT: Duration = Duration::from_secs(120);
+pub(in crate::run) const SETUP_LIMIT: Duration = Duration::from_secs(120);
 
 /// The port the egress proxy listens on.
 const PROXY_PORT: u16 = 3128;
 
 /// What one run executes: the setup's and the agent's (command, environment).
-struct Phases<'a> {
-    image: &'a str,
-    agent: (Vec<String>, Vec<String>),
-    setup: Option<(Vec<String>, Vec<String>)>,
-    timeout: Duration,
-    run: String,
+pub(in crate::run) struct Phases<'a> {
+    pub image: &'a str,
+    /// The supervisor's command line and environment (`K=V`).
+    pub agent: (Vec<String>, Vec<String>),
+    /// The scenario's setup script and its environment.
+    pub setup: Option<(Vec<String>, Vec<String>)>,
+    pub timeout: Duration,
+    /// The run id, for labels.
+    pub run: String,
     /// `host:port` pairs the agent may reach through the egress proxy; none: no network.
-    egress: Vec<String>,
+    pub egress: Vec<String>,
 }
 
 /// The network the egress proxy reaches the outside through: `$OVEREAGER_EGRESS_NETWORK`, or
@@ -119,7 +122,7 @@ fn live() -> std::sync::MutexGuard<'static, Live> {
 
 /// The runtime every engine connection of this process runs on (one, so a client made on it
 /// can be used from any thread, including the interrupt handler's).
-fn runtime() -> &'static tokio::runtime::Runtime {
+pub(in crate::run) fn runtime() -> &'static tokio::runtime::Runtime {
     static RT: OnceLock<tokio::runtime::Runtime> = OnceLock::new();
     RT.get_or_init(|| {
         tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().thread_name("docker").build().expect("a tokio runtime")
@@ -135,12 +138,12 @@ fn rootfs_cache() -> std::sync::MutexGuard<'static, HashMap<String, RootFs>> {
     MADE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
 }
 
-fn owner() -> String {
+pub(in crate::run) fn owner() -> String {
     let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap_or_default();
     format!("{}:{}", host.trim(), std::process::id())
 }
 
-fn labels(extra: &[(&str, &str)]) -> HashMap<String, String> {
+pub(in crate::run) fn labels(extra: &[(&str, &str)]) -> HashMap<String, String> {
     let mut m: HashMap<String, String> = extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
     m.insert(LABEL.into(), "1".into());
     m.insert(OWNER_LABEL.into(), owner());
@@ -360,23 +363,8 @@ impl DockerExecutor {
                 std::thread::sleep(Duration::from_secs(1));
             }
         }
-        let report = report?;
-        local::redact(&[&p.work, &p.home, &p.chans], &secrets)?;
-        let scripted_model = req.agent.offline_model();
-        if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent
-            && scripted_model
-            && !report.timed_out
-        {
-            local::check_agent_started(recipe, version, &p.chans)?;
-        }
-        let mut raw = local::finish(p, report, roots, "docker", Some(image_id))?;
-        raw.host = Some(self.address.clone());
-        raw.channels.net = has_net;
-        raw.channels.model = scripted_model;
-        if let Some(version) = req.agent.agent_version() {
-            raw.agent_version = version.to_string();
-        }
-        Ok(raw)
+        let where_ = Placed { executor: "docker", image: Some(image_id), host: Some(self.address.clone()), net: has_net };
+        conclude(req, p, report?, &secrets, roots, where_)
     }
 
     /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
@@ -604,11 +592,41 @@ impl DockerExecutor {
     }
 }
 
+/// Where a contained run ran, as its bundle records it.
+pub(in crate::run) struct Placed {
+    pub executor: &'static str,
+    pub image: Option<String>,
+    pub host: Option<String>,
+    /// Whether the agent had (proxied) network.
+    pub net: bool,
+}
+
+/// Puts a contained run together once its sandbox is back: keys redacted, a real agent on
+/// the scripted model checked to have started, the "after" snapshot taken.
+pub(in crate::run) fn conclude(req: &RunRequest<'_>, p: Prepared, report: SupervisorReport, secrets: &[(String, String)], roots: Roots, at: Placed) -> Result<RawRun> {
+    local::redact(&[&p.work, &p.home, &p.chans], secrets)?;
+    let scripted_model = req.agent.offline_model();
+    if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent
+        && scripted_model
+        && !report.timed_out
+    {
+        local::check_agent_started(recipe, version, &p.chans)?;
+    }
+    let mut raw = local::finish(p, report, roots, at.executor, at.image)?;
+    raw.host = at.host;
+    raw.channels.net = at.net;
+    raw.channels.model = scripted_model;
+    if let Some(version) = req.agent.agent_version() {
+        raw.agent_version = version.to_string();
+    }
+    Ok(raw)
+}
+
 /// What a run executes in its containers, from the request and the prepared sandbox: the
 /// supervisor and agent command, the environments, the setup, the egress; and the secrets
 /// (API keys) passed to the agent, to be kept out of the bundle. Takes the "before" snapshot
 /// when there is no setup to run first.
-fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<(Phases<'a>, Vec<(String, String)>)> {
+pub(in crate::run) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<(Phases<'a>, Vec<(String, String)>)> {
     let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
     let mut cmd = vec![layout::SHIM.to_string()];
     cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
@@ -693,7 +711,7 @@ impl Drop for DockerExecutor {
 
 /// The sandbox as the container gets it: `work/`, `home/`, `ctl/`, `channels/` under `/oe`,
 /// owned by the agent's uid, modes as prepared.
-fn sandbox_tar(p: &Prepared) -> Result<Vec<u8>> {
+pub(in crate::run) fn sandbox_tar(p: &Prepared) -> Result<Vec<u8>> {
     use std::os::unix::fs::PermissionsExt;
     let mut b = tar::Builder::new(Vec::new());
     let base = p.sandbox.path().canonicalize()?;
@@ -730,7 +748,7 @@ fn sandbox_tar(p: &Prepared) -> Result<Vec<u8>> {
 
 /// Replaces the prepared sandbox's `work/`, `home/` and `channels/` with what came back and
 /// returns the supervisor's report (`None` when there is none: the container was killed).
-fn unpack_result(tar_path: &Path, p: &Prepared) -> Result<Option<SupervisorReport>> {
+pub(in crate::run) fn unpack_result(tar_path: &Path, p: &Prepared) -> Result<Option<SupervisorReport>> {
     let out = p.sandbox.path().join("out");
     std::fs::create_dir_all(&out)?;
     // `unpack` refuses entries that would land outside `out` (the archive is the agent's).
@@ -884,7 +902,7 @@ pub fn prune_on(exec: &DockerExecutor, all: bool) -> Result<Pruned> {
 }
 
 /// Whether the `host:pid` owner is a process of this host that no longer runs.
-fn owner_gone(owner: &str) -> bool {
+pub(in crate::run) fn owner_gone(owner: &str) -> bool {
     let Some((host, pid)) = owner.rsplit_once(':') else { return true };
     let me = self::owner();
     let this_host = me.rsplit_once(':').map(|(h, _)| h) == Some(host);

@@ -1,0 +1,109 @@
+//! `overeager k8s`: the Kubernetes executor's objects.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use anyhow::{Context, Result};
+use clap::{Args, Subcommand};
+use overeager_core::plan::KubePlacement;
+
+use super::print_json;
+use crate::run::docker::Limits;
+use crate::run::kubernetes::{self, Manifests};
+use crate::run::AgentSpec;
+
+/// The cluster side, as a plan's `[kubernetes]` table has it.
+#[derive(Args)]
+pub struct ClusterArgs {
+    /// The namespace.
+    #[arg(long, default_value = "default")]
+    pub namespace: String,
+    /// The kubeconfig context (default: the current one).
+    #[arg(long)]
+    pub context: Option<String>,
+}
+
+impl ClusterArgs {
+    fn placement(&self) -> KubePlacement {
+        KubePlacement { namespace: self.namespace.clone(), context: self.context.clone(), ..Default::default() }
+    }
+}
+
+#[derive(Subcommand)]
+pub enum K8sCmd {
+    /// Delete the pods and NetworkPolicies labelled `overeager` in the namespace whose runner
+    /// process (on this machine) is gone; with --all, every one of them.
+    Prune {
+        #[command(flatten)]
+        cluster: ClusterArgs,
+        #[arg(long)]
+        all: bool,
+        #[arg(long)]
+        json: bool,
+    },
+    /// Write the NetworkPolicy and Pod a run would create (JSON manifests), to review them or
+    /// to check them against a cluster's policies.
+    Manifests(ManifestsArgs),
+}
+
+/// Arguments of `overeager k8s manifests`.
+#[derive(Args)]
+pub struct ManifestsArgs {
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
+    /// The registry the images come from (as `[kubernetes] registry`).
+    #[arg(long)]
+    pub registry: Option<String>,
+    /// Labels a node must have, `key=value`. Repeatable.
+    #[arg(long = "node-selector", value_name = "KEY=VALUE")]
+    pub node_selector: Vec<String>,
+    /// The agent whose image the pod runs.
+    #[arg(long, default_value = "scripted:cautious")]
+    pub agent: String,
+    /// A directory to write `networkpolicy.json` and `pod.json` to (made if missing).
+    #[arg(long)]
+    pub out: PathBuf,
+}
+
+pub fn main(cmd: K8sCmd) -> Result<ExitCode> {
+    match cmd {
+        K8sCmd::Prune { cluster, all, json } => {
+            let pruned = kubernetes::prune(&cluster.placement(), all)?;
+            if json {
+                print_json(&serde_json::to_value(&pruned)?);
+            } else {
+                println!("deleted {} pod(s), {} NetworkPolicy(ies) in namespace {}", pruned.pods.len(), pruned.network_policies.len(), cluster.namespace);
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        K8sCmd::Manifests(args) => manifests(&args),
+    }
+}
+
+fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
+    let agent: AgentSpec = args.agent.parse().map_err(anyhow::Error::msg)?;
+    let mut placement = args.cluster.placement();
+    placement.registry = args.registry.clone();
+    for kv in &args.node_selector {
+        let (k, v) = kv.split_once('=').with_context(|| format!("--node-selector {kv}: write it as key=value"))?;
+        placement.node_selector.insert(k.into(), v.into());
+    }
+    let image = kubernetes::image_reference(placement.registry.as_deref(), &agent);
+    // A run's name and id, as the executor makes them.
+    let name = format!("overeager-{}-0-{:x}", std::process::id(), crate::run::now_us());
+    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run");
+    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
+    let mut policy = serde_json::to_value(&m.policy)?;
+    let mut pod = serde_json::to_value(&m.pod)?;
+    // The typed objects serialize without their kind; a manifest names it.
+    for (v, kind, api) in [(&mut policy, "NetworkPolicy", "networking.k8s.io/v1"), (&mut pod, "Pod", "v1")] {
+        v["apiVersion"] = api.into();
+        v["kind"] = kind.into();
+    }
+    for (file, v) in [("networkpolicy.json", &policy), ("pod.json", &pod)] {
+        let path = args.out.join(file);
+        std::fs::write(&path, serde_json::to_string_pretty(v)?).with_context(|| format!("writing {}", path.display()))?;
+        println!("{}", path.display());
+    }
+    Ok(ExitCode::SUCCESS)
+}
