@@ -26,8 +26,10 @@ apt_install git bash coreutils findutils
 if [ "${1:-}" = "--test" ]; then
   # python3 and the usual command-line tools: the precision test runs real command lines.
   apt_install chromium chromium-driver wrk docker.io busybox-static perl python3 diffutils gzip
-  # The host-pool tests start a second engine with its own bridge and TLS certificates.
-  apt_install iproute2 openssl
+  # The host-pool tests start a second engine with its own bridge and TLS certificates; the
+  # Kubernetes tests push images to a registry on loopback and check manifests with a PyPI
+  # validator in a virtualenv.
+  apt_install iproute2 openssl docker-registry python3-venv
   # The real agent CLIs run on Node.js (>= 20 for Gemini CLI) and npm; OpenHands needs Python
   # 3.12 (python3.12 on PATH or pyenv's), which the tests report when it is missing.
   command -v node >/dev/null 2>&1 || apt_install nodejs

@@ -17,4 +17,11 @@ cargo build -p overeager-core --target wasm32-unknown-unknown
 # The host-pool tests spread experiments over two engines: a second one on loopback.
 "$(dirname "$0")/docker-engine-second.sh" start
 cargo test --workspace --exclude overeager-web
+# The Kubernetes executor on a real cluster, when there is one; otherwise it is reported as not
+# run (cargo lists it as ignored).
+if [ -n "${KUBECONFIG:-}" ]; then
+  cargo test -p overeager --test kube -- --ignored a_real_cluster_runs_an_experiment
+else
+  echo "test.sh: the Kubernetes end-to-end test was not run (set KUBECONFIG to a cluster to run it)"
+fi
 ./target/debug/overeager scenario check scenarios/seeds

@@ -112,20 +112,37 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
 /// Arguments of `overeager agent image`.
 #[derive(Args)]
 pub struct ImageArgs {
-    /// The agent (`<agent>` or `<agent>@<version>`).
+    /// The agent (`<agent>` or `<agent>@<version>`), or `scripted` for the image scripted and
+    /// simulated agents run in.
     agent: String,
+    /// Also push it to this registry (`host[:port][/path]`), where the Kubernetes executor
+    /// pulls it from (`[kubernetes] registry` in a plan).
+    #[arg(long, value_name = "REGISTRY")]
+    push: Option<String>,
 }
 
-/// Builds and keeps an agent's offline image on the Docker engine.
+/// Builds and keeps an agent's offline image (or the scripted test image) on the Docker
+/// engine, and pushes it.
 pub fn image(args: &ImageArgs) -> Result<ExitCode> {
-    let (r, version) = versioned(&args.agent)?;
-    if !matches!(r.package, agents::Package::Npm { .. }) {
-        anyhow::bail!("{} is a Python package; its offline image is not built here (use `overeager agent recipe {}` with a registry)", r.name, r.id);
-    }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let exec = run::docker::DockerExecutor::connect()?;
-    let (reference, id) = exec.build_agent_image(r, version, &shim)?;
-    println!("built {reference} ({id}) offline from {}", run::install::entry(r, version).display());
+    let (reference, id, from) = if args.agent == "scripted" {
+        let exec = run::docker::DockerExecutor::connect()?;
+        let (reference, id) = exec.build_scripted_image(&shim)?;
+        (reference, id, "this machine's programs and the shim".to_string())
+    } else {
+        let (r, version) = versioned(&args.agent)?;
+        if !matches!(r.package, agents::Package::Npm { .. }) {
+            anyhow::bail!("{} is a Python package; its offline image is not built here (use `overeager agent recipe {}` with a registry)", r.name, r.id);
+        }
+        let exec = run::docker::DockerExecutor::connect()?;
+        let (reference, id) = exec.build_agent_image(r, version, &shim)?;
+        (reference, id, run::install::entry(r, version).display().to_string())
+    };
+    println!("built {reference} ({id}) offline from {from}");
+    if let Some(registry) = &args.push {
+        let exec = run::docker::DockerExecutor::connect()?;
+        println!("pushed {}", exec.push(&reference, registry)?);
+    }
     Ok(ExitCode::SUCCESS)
 }
 

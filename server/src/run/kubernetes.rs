@@ -210,9 +210,22 @@ impl KubeExecutor {
                 stdin.flush().await?;
                 Ok::<_, std::io::Error>(())
             };
-            let (written, err, status) = tokio::join!(write, read_all(stderr, 1 << 20), status);
-            written.context("sending the sandbox")?;
-            check_status(status, &err?, "copying the sandbox into the pod")
+            // A command that ends before it has read everything (it failed) leaves the writer
+            // waiting for room: its status ends the copy.
+            let sent_then_status = async {
+                tokio::pin!(status);
+                tokio::select! {
+                    s = &mut status => Ok::<_, std::io::Error>(s),
+                    w = write => {
+                        w?;
+                        Ok(status.await)
+                    }
+                }
+            };
+            let (status, err) = tokio::join!(sent_then_status, read_all(stderr, 1 << 20));
+            let status = status.context("sending the sandbox")?;
+            let err: Vec<u8> = err?;
+            check_status(status, &err, "copying the sandbox into the pod")
         };
         tokio::time::timeout(COPY_LIMIT, work).await.map_err(|_| anyhow!("copying the sandbox into the pod took over {} s", COPY_LIMIT.as_secs()))?
     }
@@ -623,6 +636,7 @@ mod tests {
 
     /// The WebSocket side of exec, speaking v4.channel.k8s.io: plays the pod's commands on
     /// `fs/oe`.
+    #[allow(clippy::result_large_err)] // the handshake callback's type is tungstenite's
     async fn container(cluster: Arc<Cluster>, listener: tokio::net::TcpListener) {
         loop {
             let Ok((stream, _)) = listener.accept().await else { return };
@@ -780,6 +794,58 @@ mod tests {
         req.egress = vec!["api.example.com:443".into()];
         let e = cluster_free.execute(&req).err().unwrap().to_string();
         assert!(e.contains("without network"), "{e}");
+    }
+
+    #[test]
+    fn prune_deletes_only_what_dead_runners_left() {
+        let (svc, mut handle) = tower_test::mock::pair::<Request<kube::client::Body>, Response<Body>>();
+        let me = docker::owner();
+        let (host, _) = me.rsplit_once(':').unwrap();
+        let item = |kind: &str, name: &str, owner: Option<String>| {
+            let mut meta = serde_json::json!({"name": name, "namespace": "evals", "labels": {"overeager": "1"}});
+            if let Some(o) = owner {
+                meta["annotations"] = serde_json::json!({ OWNER_ANNOTATION: o });
+            }
+            serde_json::json!({"apiVersion": if kind == "Pod" { "v1" } else { "networking.k8s.io/v1" }, "kind": kind, "metadata": meta})
+        };
+        let dead = format!("{host}:{}", i32::MAX - 1);
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = log.clone();
+        let server = runtime().spawn(async move {
+            while let Some((req, reply)) = handle.next_request().await {
+                let line = format!("{} {}{}", req.method(), req.uri().path(), req.uri().query().filter(|q| !q.is_empty()).map(|q| format!("?{q}")).unwrap_or_default());
+                seen.lock().unwrap().push(line.clone());
+                let list = |kind: &str| {
+                    let items = vec![item(kind, "live", Some(me.clone())), item(kind, "dead", Some(dead.clone())), item(kind, "unowned", None)];
+                    json(StatusCode::OK, serde_json::json!({"apiVersion": "v1", "kind": format!("{kind}List"), "metadata": {}, "items": items}))
+                };
+                let resp = if req.method() == http::Method::GET && line.contains("/pods?") {
+                    list("Pod")
+                } else if req.method() == http::Method::GET {
+                    list("NetworkPolicy")
+                } else {
+                    json(StatusCode::OK, serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}))
+                };
+                reply.send_response(resp);
+            }
+        });
+        let client = runtime().block_on(async { kube::Client::new(svc, "evals") });
+        let exec = KubeExecutor::with_client(client, &KubePlacement { namespace: "evals".into(), ..Default::default() });
+        let pruned = prune_with(&exec, false).unwrap();
+        assert_eq!((pruned.pods.as_slice(), pruned.network_policies.as_slice()), (&["dead".to_string(), "unowned".into()][..], &["dead".to_string(), "unowned".into()][..]));
+        let deletes: Vec<String> = log.lock().unwrap().iter().filter(|l| l.starts_with("DELETE")).cloned().collect();
+        assert_eq!(
+            deletes,
+            [
+                format!("DELETE {PODS}/dead"),
+                format!("DELETE {PODS}/unowned"),
+                format!("DELETE {NP}/dead"),
+                format!("DELETE {NP}/unowned"),
+            ]
+        );
+        assert!(log.lock().unwrap()[0].ends_with("labelSelector=overeager"), "{:?}", log.lock().unwrap());
+        assert_eq!(prune_with(&exec, true).unwrap().pods.len(), 3, "--all takes the live runner's too");
+        server.abort();
     }
 
     #[test]

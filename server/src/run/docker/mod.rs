@@ -325,6 +325,43 @@ impl DockerExecutor {
         runtime().block_on(self.import_as(&format!("overeager-agent/{}", recipe.id), &format!("{version}-offline"), tar, labels))
     }
 
+    /// Builds the test image scripted and simulated agents run in (what the Kubernetes
+    /// executor pulls for their cells) and keeps it as `overeager-scripted:<version>`.
+    pub fn build_scripted_image(&self, shim: &Path) -> Result<(String, String)> {
+        let tar = image::scripted_rootfs(shim)?.into_tar()?;
+        let labels: HashMap<String, String> = [("overeager.image".to_string(), "scripted".to_string())].into();
+        runtime().block_on(self.import_as("overeager-scripted", env!("CARGO_PKG_VERSION"), tar, labels))
+    }
+
+    /// Tags a local image `repo:tag` as `<registry>/repo:tag` and pushes it there; returns the
+    /// pushed reference. Credentials come from `OVEREAGER_REGISTRY_USER` and
+    /// `OVEREAGER_REGISTRY_PASSWORD` when set.
+    pub fn push(&self, reference: &str, registry: &str) -> Result<String> {
+        use bollard::query_parameters::{PushImageOptions, TagImageOptions};
+        let registry = registry.trim_end_matches('/');
+        let (repo, tag) = reference.rsplit_once(':').ok_or_else(|| anyhow!("{reference}: an image reference is repo:tag"))?;
+        let target_repo = format!("{registry}/{repo}");
+        let pushed = format!("{target_repo}:{tag}");
+        let credentials = match (std::env::var("OVEREAGER_REGISTRY_USER"), std::env::var("OVEREAGER_REGISTRY_PASSWORD")) {
+            (Ok(username), Ok(password)) => Some(bollard::auth::DockerCredentials { username: Some(username), password: Some(password), serveraddress: Some(registry.split('/').next().unwrap_or(registry).to_string()), ..Default::default() }),
+            _ => None,
+        };
+        runtime().block_on(async {
+            self.docker
+                .tag_image(reference, Some(TagImageOptions { repo: Some(target_repo.clone()), tag: Some(tag.to_string()) }))
+                .await
+                .with_context(|| format!("tagging {reference} as {pushed}"))?;
+            let mut stream = self.docker.push_image(&target_repo, Some(PushImageOptions { tag: Some(tag.to_string()), ..Default::default() }), credentials);
+            while let Some(item) = stream.next().await {
+                let info = item.with_context(|| format!("pushing {pushed}"))?;
+                if let Some(e) = info.error_detail.and_then(|d| d.message) {
+                    bail!("pushing {pushed}: {e}");
+                }
+            }
+            Ok(pushed)
+        })
+    }
+
     /// The image a real agent's recipe was built as; an error saying how to build it when the
     /// engine does not have it.
     fn agent_image(&self, recipe: &super::agents::Recipe) -> Result<(String, String)> {
