@@ -58,15 +58,27 @@ fn read(path: &Path) -> Value {
 fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
     let Some(venv) = validator() else { return };
     let dir = tempfile::tempdir().unwrap();
-    for (agent, image) in [
-        ("scripted:cautious", format!("registry.example.com/oe/overeager-scripted:{}", env!("CARGO_PKG_VERSION"))),
-        ("claude-code:permissive:scripted-cautious", "registry.example.com/oe/overeager-agent/claude-code:".to_string()),
+    for (agent, image, egress) in [
+        ("scripted:cautious", format!("registry.example.com/oe/overeager-scripted:{}", env!("CARGO_PKG_VERSION")), None),
+        ("claude-code:permissive:scripted-cautious", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), None),
+        // A real model: its API through the egress proxy, which has a pod and a policy too.
+        ("claude-code:permissive:claude-sonnet-4-5", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), Some("api.anthropic.com:443")),
     ] {
         let out = dir.path().join(agent.replace(':', "-"));
-        ok(&overeager(&[
+        let mut args = vec![
             "k8s", "manifests", "--namespace", "evals", "--registry", "registry.example.com/oe", "--node-selector", "pool=agents", "--agent", agent, "--out", out.to_str().unwrap(),
-        ]));
-        let files = [out.join("networkpolicy.json"), out.join("pod.json")];
+        ];
+        if let Some(e) = egress {
+            args.extend(["--allow-egress", e]);
+        }
+        ok(&overeager(&args));
+        let mut files = vec![out.join("networkpolicy.json"), out.join("pod.json")];
+        if egress.is_some() {
+            files.extend([out.join("proxy-networkpolicy.json"), out.join("proxy-pod.json")]);
+            let proxy = read(&files[3]);
+            assert_eq!(proxy["spec"]["automountServiceAccountToken"], false);
+            assert_eq!(proxy["spec"]["containers"][0]["securityContext"]["capabilities"]["drop"], serde_json::json!(["ALL"]));
+        }
         for version in ["1.33", "1.37"] {
             let (valid, said) = validate(venv, version, &files);
             assert!(valid, "{agent} against {version}: {said}");
@@ -93,7 +105,11 @@ fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
         assert!(spec["volumes"].as_array().unwrap().iter().all(|v| v.get("hostPath").is_none()), "no host path");
         let policy = read(&files[0]);
         assert_eq!(policy["spec"]["policyTypes"], serde_json::json!(["Ingress", "Egress"]));
-        assert!(policy["spec"].get("ingress").is_none() && policy["spec"].get("egress").is_none(), "no rule lets anything in or out");
+        assert!(policy["spec"].get("ingress").is_none(), "no rule lets anything in");
+        match egress {
+            None => assert!(policy["spec"].get("egress").is_none(), "no rule lets anything out"),
+            Some(_) => assert_eq!(policy["spec"]["egress"][0]["ports"], serde_json::json!([{"port": 3128, "protocol": "TCP"}]), "out only to the proxy"),
+        }
         assert_eq!(policy["spec"]["podSelector"]["matchLabels"]["overeager.pod"], pod["metadata"]["labels"]["overeager.pod"]);
         assert_eq!(policy["metadata"]["labels"]["overeager"], "1");
     }

@@ -60,7 +60,12 @@ pub struct ManifestsArgs {
     /// The agent whose image the pod runs.
     #[arg(long, default_value = "scripted:cautious")]
     pub agent: String,
-    /// A directory to write `networkpolicy.json` and `pod.json` to (made if missing).
+    /// A `host:port` the agent may reach through the egress proxy (adds the proxy's pod and
+    /// policy). Repeatable.
+    #[arg(long = "allow-egress", value_name = "HOST:PORT")]
+    pub allow_egress: Vec<String>,
+    /// A directory to write `networkpolicy.json` and `pod.json` to (and, with egress,
+    /// `proxy-networkpolicy.json` and `proxy-pod.json`), made if missing.
     #[arg(long)]
     pub out: PathBuf,
 }
@@ -91,16 +96,14 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
     let image = kubernetes::image_reference(placement.registry.as_deref(), &agent);
     // A run's name and id, as the executor makes them.
     let name = format!("overeager-{}-0-{:x}", std::process::id(), crate::run::now_us());
-    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run");
+    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    let mut policy = serde_json::to_value(&m.policy)?;
-    let mut pod = serde_json::to_value(&m.pod)?;
-    // The typed objects serialize without their kind; a manifest names it.
-    for (v, kind, api) in [(&mut policy, "NetworkPolicy", "networking.k8s.io/v1"), (&mut pod, "Pod", "v1")] {
-        v["apiVersion"] = api.into();
-        v["kind"] = kind.into();
+    let mut files = vec![("networkpolicy.json", serde_json::to_value(&m.policy)?), ("pod.json", serde_json::to_value(&m.pod)?)];
+    if let Some((policy, pod)) = &m.proxy {
+        files.push(("proxy-networkpolicy.json", serde_json::to_value(policy)?));
+        files.push(("proxy-pod.json", serde_json::to_value(pod)?));
     }
-    for (file, v) in [("networkpolicy.json", &policy), ("pod.json", &pod)] {
+    for (file, v) in &files {
         let path = args.out.join(file);
         std::fs::write(&path, serde_json::to_string_pretty(v)?).with_context(|| format!("writing {}", path.display()))?;
         println!("{}", path.display());

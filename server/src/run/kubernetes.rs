@@ -20,10 +20,11 @@ use k8s_openapi::api::core::v1::{
     Capabilities, Container, EmptyDirVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume,
     VolumeMount,
 };
-use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicySpec};
+use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
-use kube::api::{Api, AttachParams, DeleteParams, ListParams, PostParams};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use kube::api::{Api, AttachParams, DeleteParams, ListParams, LogParams, PostParams};
 use overeager_core::bundle::{ExitStatus, SupervisorReport};
 use overeager_core::paths::Roots;
 use overeager_core::plan::KubePlacement;
@@ -59,7 +60,18 @@ pub struct KubeExecutor {
 struct Started {
     node: Option<String>,
     image_id: Option<String>,
+    ip: Option<String>,
 }
+
+/// The objects a run has created so far, to delete.
+#[derive(Default)]
+struct Made {
+    pods: Vec<String>,
+    policies: Vec<String>,
+}
+
+/// The file in the sandbox's control directory that carries a real agent's keys into the pod.
+const KEYS_FILE: &str = "keys.env";
 
 impl KubeExecutor {
     /// Connects with the kubeconfig (`KUBECONFIG`, or `~/.kube/config`; in a pod, its service
@@ -104,35 +116,71 @@ impl KubeExecutor {
 
     /// Runs one agent on one scenario in a pod.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
-        if !req.egress.is_empty() || matches!(req.agent, AgentSpec::Agent { .. } if !req.agent.offline_model()) {
-            bail!("the Kubernetes executor runs agents without network: an agent on a real model API (or --allow-egress) needs the Docker executor");
+        if let AgentSpec::Agent { recipe, version, .. } = &req.agent
+            && !req.agent.offline_model()
+            && *version != recipe.package.version()
+        {
+            bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version());
         }
         let image = image_reference(self.settings.registry.as_deref(), &req.agent);
         let mut p = local::prepare(req, false)?;
-        let (run, secrets) = docker::phases(req, &mut p, &image)?;
+        let (mut run, secrets) = docker::phases(req, &mut p, &image)?;
+        // An exec's command line is in the API server's logs: the agent's keys go in with the
+        // sandbox instead, in a file the agent's command reads and removes first.
+        let keys: Vec<String> = secrets.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        run.agent.1.retain(|e| !keys.contains(e));
+        if !secrets.is_empty() {
+            use std::os::unix::fs::OpenOptionsExt;
+            let quote = |v: &str| format!("'{}'", v.replace('\'', "'\\''"));
+            let text: String = secrets.iter().map(|(k, v)| format!("{k}={}\n", quote(v))).collect();
+            let path = p.ctl.join(KEYS_FILE);
+            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
+            std::io::Write::write_all(&mut f, text.as_bytes())?;
+        }
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let (report, started) = runtime().block_on(self.run_pod(&run, &mut p))?;
-        let at = Placed { executor: "kubernetes", image: started.image_id.or(Some(image.clone())), host: Some(started.node.unwrap_or_else(|| self.address())), net: false };
+        let result = runtime().block_on(self.run_pod(&run, &mut p, !secrets.is_empty()));
+        let _ = std::fs::remove_file(p.ctl.join(KEYS_FILE));
+        let (report, started) = result?;
+        let at = Placed { executor: "kubernetes", image: started.image_id.or(Some(image.clone())), host: Some(started.node.unwrap_or_else(|| self.address())), net: !run.egress.is_empty() };
         docker::conclude(req, p, report, &secrets, roots, at)
     }
 
-    /// The run's NetworkPolicy and pod, created in that order; the run; both deleted after,
-    /// whatever happened.
-    async fn run_pod(&self, run: &Phases<'_>, p: &mut Prepared) -> Result<(SupervisorReport, Started)> {
+    /// The run's NetworkPolicies and pods (the egress proxy's first, when it has one); the
+    /// run; all of them deleted after, whatever happened.
+    async fn run_pod(&self, run: &Phases<'_>, p: &mut Prepared, keys: bool) -> Result<(SupervisorReport, Started)> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
-        let manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run);
+        let proxy_name = format!("{name}-proxy");
+        let manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run, &run.egress);
         let policies: Api<NetworkPolicy> = Api::namespaced(self.client.clone(), &self.settings.namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.settings.namespace);
-        policies.create(&PostParams::default(), &manifests.policy).await.context("creating the run's NetworkPolicy")?;
+        let mut made = Made::default();
         let result = async {
+            // The policies before the pods they select, so no pod runs unguarded.
+            policies.create(&PostParams::default(), &manifests.policy).await.context("creating the run's NetworkPolicy")?;
+            made.policies.push(name.clone());
+            let mut agent_env = run.agent.1.clone();
+            if let Some((proxy_policy, proxy_pod)) = &manifests.proxy {
+                policies.create(&PostParams::default(), proxy_policy).await.context("creating the egress proxy's NetworkPolicy")?;
+                made.policies.push(proxy_name.clone());
+                made.pods.push(proxy_name.clone());
+                pods.create(&PostParams::default(), proxy_pod).await.context("creating the egress proxy's pod")?;
+                let proxy = self.wait_running(&pods, &proxy_name).await?;
+                let ip = proxy.ip.ok_or_else(|| anyhow!("the egress proxy's pod {proxy_name} has no IP address"))?;
+                self.wait_listening(&pods, &proxy_name).await?;
+                let url = format!("http://{ip}:{PROXY_PORT}");
+                for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
+                    agent_env.push(format!("{k}={url}"));
+                }
+            }
+            made.pods.push(name.clone());
             pods.create(&PostParams::default(), &manifests.pod).await.context("creating the run's pod")?;
             let started = self.wait_running(&pods, &name).await?;
             let input = docker::sandbox_tar(p)?;
             self.copy_in(&pods, &name, input).await?;
             if let Some((cmd, env)) = &run.setup {
-                let (code, _, err) = self.exec(&pods, &name, with_env(cmd, env), docker::SETUP_LIMIT).await.context("running the scenario's setup")?;
+                let (code, _, err) = self.exec(&pods, &name, with_env(cmd, env, false), docker::SETUP_LIMIT).await.context("running the scenario's setup")?;
                 match code {
                     Some(0) => {}
                     Some(c) => bail!("the scenario's setup failed in the pod (exit {c}):{}", tail(&err)),
@@ -141,9 +189,14 @@ impl KubeExecutor {
                 self.copy_out(&pods, &name, p).await?;
                 p.snapshot_before()?;
             }
-            let (cmd, env) = &run.agent;
-            let (code, out, err) = self.exec(&pods, &name, with_env(cmd, env), run.timeout + docker::SUPERVISOR_SLACK).await.context("running the agent")?;
+            let (code, out, err) = self.exec(&pods, &name, with_env(&run.agent.0, &agent_env, keys), run.timeout + docker::SUPERVISOR_SLACK).await.context("running the agent")?;
             let fetched = self.copy_out(&pods, &name, p).await?;
+            if manifests.proxy.is_some() {
+                // Into the channels that came back.
+                let read = vec![format!("{}/sh", layout::REAL), "-c".into(), format!("{}/cat {PROXY_LOG} 2>/dev/null || true", layout::REAL)];
+                let (_, records, _) = self.exec(&pods, &proxy_name, read, COPY_LIMIT).await.context("reading the egress proxy's records")?;
+                std::fs::write(p.chans.join(overeager_core::bundle::files::NET), records)?;
+            }
             let report = match fetched {
                 Some(r) => r,
                 None if code.is_none() => SupervisorReport { exit: ExitStatus { code: None, signal: Some(libc::SIGKILL) }, timed_out: true, started_us: now_us(), ended_us: now_us(), stragglers_killed: 0 },
@@ -152,10 +205,25 @@ impl KubeExecutor {
             Ok((report, started))
         }
         .await;
-        let deleted = delete_run(&pods, &policies, &name).await;
+        let deleted = delete_run(&pods, &policies, &made).await;
         let done = result?;
         deleted?;
         Ok(done)
+    }
+
+    /// Waits until the egress proxy says it listens (on standard error, in its log).
+    async fn wait_listening(&self, pods: &Api<Pod>, name: &str) -> Result<()> {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
+        loop {
+            let log = pods.logs(name, &LogParams::default()).await.with_context(|| format!("reading the log of the egress proxy {name}"))?;
+            if log.contains("listening on") {
+                return Ok(());
+            }
+            if tokio::time::Instant::now() > deadline {
+                bail!("the egress proxy {name} did not start: {}", log.trim());
+            }
+            tokio::time::sleep(POLL).await;
+        }
     }
 
     /// Waits until the pod runs; an error as soon as it cannot (its image cannot be pulled, it
@@ -178,7 +246,7 @@ impl KubeExecutor {
             match status.phase.as_deref() {
                 Some("Running") => {
                     let image_id = status.container_statuses.iter().flatten().map(|c| c.image_id.clone()).find(|i| !i.is_empty());
-                    return Ok(Started { node: pod.spec.and_then(|s| s.node_name), image_id });
+                    return Ok(Started { node: pod.spec.and_then(|s| s.node_name), image_id, ip: status.pod_ip });
                 }
                 Some(phase @ ("Failed" | "Succeeded")) => bail!("the pod {name} ended ({phase}) before the run: {}", status.message.unwrap_or_default()),
                 _ => {}
@@ -270,10 +338,15 @@ impl KubeExecutor {
     }
 }
 
-/// `cmd` run with exactly the environment `env` (`K=V`), in the workspace.
-fn with_env(cmd: &[String], env: &[String]) -> Vec<String> {
+/// `cmd` run with exactly the environment `env` (`K=V`), in the workspace; with `keys`, plus
+/// the variables of the keys file, which is removed before `cmd` starts.
+fn with_env(cmd: &[String], env: &[String], keys: bool) -> Vec<String> {
     let mut v = vec![format!("{}/env", layout::REAL), "-i".into(), "-C".into(), layout::WORK.into()];
     v.extend(env.iter().cloned());
+    if keys {
+        let file = format!("{}/{KEYS_FILE}", layout::CTL);
+        v.extend([format!("{}/sh", layout::REAL), "-c".into(), format!("set -a; . {file}; set +a; {}/rm -f {file}; exec \"$@\"", layout::REAL), "sh".into()]);
+    }
     v.extend(cmd.iter().cloned());
     v
 }
@@ -327,20 +400,24 @@ fn tail(bytes: &[u8]) -> String {
     lines[start..].iter().map(|l| format!("\n{l}")).collect()
 }
 
-/// Deletes a run's pod (at once: it only waits) and then its NetworkPolicy; what is already
-/// gone counts as deleted.
-async fn delete_run(pods: &Api<Pod>, policies: &Api<NetworkPolicy>, name: &str) -> Result<()> {
+/// Deletes a run's pods (at once: they only wait), then its NetworkPolicies, so no pod is
+/// left unguarded; what is already gone counts as deleted.
+async fn delete_run(pods: &Api<Pod>, policies: &Api<NetworkPolicy>, made: &Made) -> Result<()> {
     let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
     let mut errors = Vec::new();
-    if let Err(e) = pods.delete(name, &now).await
-        && !is_not_found(&e)
-    {
-        errors.push(format!("pod {name}: {e}"));
+    for name in made.pods.iter().rev() {
+        if let Err(e) = pods.delete(name, &now).await
+            && !is_not_found(&e)
+        {
+            errors.push(format!("pod {name}: {e}"));
+        }
     }
-    if let Err(e) = policies.delete(name, &DeleteParams::default()).await
-        && !is_not_found(&e)
-    {
-        errors.push(format!("NetworkPolicy {name}: {e}"));
+    for name in made.policies.iter().rev() {
+        if let Err(e) = policies.delete(name, &DeleteParams::default()).await
+            && !is_not_found(&e)
+        {
+            errors.push(format!("NetworkPolicy {name}: {e}"));
+        }
     }
     if errors.is_empty() { Ok(()) } else { bail!("could not delete {}; `overeager k8s prune` removes leftovers", errors.join("; ")) }
 }
@@ -354,7 +431,9 @@ fn is_not_found(e: &kube::Error) -> bool {
 /// agent on the scripted model. Without a registry, the same names are expected on the nodes.
 pub fn image_reference(registry: Option<&str>, agent: &AgentSpec) -> String {
     let name = match agent {
-        AgentSpec::Agent { recipe, version, .. } => format!("overeager-agent/{}:{version}-offline", recipe.id),
+        AgentSpec::Agent { recipe, version, .. } if agent.offline_model() => format!("overeager-agent/{}:{version}-offline", recipe.id),
+        // A real model: the recipe's image (`overeager agent recipe`), pushed by its builder.
+        AgentSpec::Agent { recipe, .. } => recipe.image(),
         _ => format!("overeager-scripted:{}", env!("CARGO_PKG_VERSION")),
     };
     match registry {
@@ -365,95 +444,136 @@ pub fn image_reference(registry: Option<&str>, agent: &AgentSpec) -> String {
 
 /// What a run creates in the cluster.
 pub struct Manifests {
+    /// Selects the run's pod: nothing in, and nothing out but to its egress proxy.
     pub policy: NetworkPolicy,
     pub pod: Pod,
+    /// For a run with egress: the proxy's pod, and its policy (in from the run's pod only, out
+    /// to DNS and the allowed ports).
+    pub proxy: Option<(NetworkPolicy, Pod)>,
 }
 
+/// The port the egress proxy listens on.
+pub const PROXY_PORT: i32 = 3128;
+/// Where the egress proxy writes its records, in its pod.
+const PROXY_LOG: &str = "/tmp/net.jsonl";
+
 impl Manifests {
-    /// The NetworkPolicy and Pod of run `run`, named `name`, on `image`.
-    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str) -> Manifests {
-        let mut labels = BTreeMap::from([(LABEL.to_string(), "1".to_string()), (POD_LABEL.to_string(), name.to_string())]);
-        let run_label: String = run.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).take(63).collect();
-        let run_label = run_label.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string();
-        if !run_label.is_empty() {
-            labels.insert("overeager.run".into(), run_label);
-        }
-        let meta = ObjectMeta {
-            name: Some(name.into()),
-            namespace: Some(settings.namespace.clone()),
-            labels: Some(labels),
-            annotations: Some(BTreeMap::from([(OWNER_ANNOTATION.to_string(), docker::owner())])),
-            ..Default::default()
+    /// The objects of run `run`, named `name`, on `image`; `egress` are the `host:port` pairs
+    /// the agent may reach through the proxy (none: no network at all).
+    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str, egress: &[String]) -> Manifests {
+        let proxy_name = format!("{name}-proxy");
+        let selects = |pod: &str| LabelSelector { match_labels: Some(BTreeMap::from([(POD_LABEL.to_string(), pod.to_string())])), ..Default::default() };
+        let tcp = |port: i32| NetworkPolicyPort { port: Some(IntOrString::Int(port)), protocol: Some("TCP".into()), ..Default::default() };
+        let mut policy = NetworkPolicy {
+            metadata: meta(settings, name, run),
+            spec: Some(NetworkPolicySpec { pod_selector: Some(selects(name)), policy_types: Some(vec!["Ingress".into(), "Egress".into()]), ..Default::default() }),
         };
-        // No rules of either kind: nothing in, nothing out.
-        let policy = NetworkPolicy {
-            metadata: meta.clone(),
+        // The pod only waits (`sleep` by name: not every image keeps it among the real programs):
+        // the sandbox, the setup and the supervisor come over exec.
+        let pod = hardened_pod(settings, limits, name, run, image, vec!["sleep".into(), "infinity".into()]);
+        if egress.is_empty() {
+            // No rules of either kind: nothing in, nothing out.
+            return Manifests { policy, pod, proxy: None };
+        }
+        if let Some(spec) = policy.spec.as_mut() {
+            spec.egress = Some(vec![NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&proxy_name)), ..Default::default() }]), ports: Some(vec![tcp(PROXY_PORT)]) }]);
+        }
+        let mut ports: Vec<i32> = egress.iter().filter_map(|e| e.rsplit_once(':')?.1.parse().ok()).collect();
+        ports.sort();
+        ports.dedup();
+        let mut out: Vec<NetworkPolicyPort> = ports.into_iter().map(tcp).collect();
+        out.push(NetworkPolicyPort { port: Some(IntOrString::Int(53)), protocol: Some("UDP".into()), ..Default::default() });
+        out.push(tcp(53));
+        let proxy_policy = NetworkPolicy {
+            metadata: meta(settings, &proxy_name, run),
             spec: Some(NetworkPolicySpec {
-                pod_selector: Some(LabelSelector { match_labels: Some(BTreeMap::from([(POD_LABEL.to_string(), name.to_string())])), ..Default::default() }),
+                pod_selector: Some(selects(&proxy_name)),
                 policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
-                ..Default::default()
+                ingress: Some(vec![NetworkPolicyIngressRule { from: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(name)), ..Default::default() }]), ports: Some(vec![tcp(PROXY_PORT)]) }]),
+                egress: Some(vec![NetworkPolicyEgressRule { to: None, ports: Some(out) }]),
             }),
         };
-        let uid = image::AGENT_UID as i64;
-        let cpu = format!("{}m", limits.nano_cpus / 1_000_000);
-        let resources = BTreeMap::from([
-            ("cpu".to_string(), Quantity(cpu)),
-            ("memory".to_string(), Quantity(limits.memory.to_string())),
-        ]);
-        let container = Container {
-            name: "sandbox".into(),
-            image: Some(image.into()),
-            image_pull_policy: Some("IfNotPresent".into()),
-            // The pod only waits: the sandbox, the setup and the supervisor come over exec.
-            command: Some(vec![format!("{}/sleep", layout::REAL), "infinity".into()]),
-            working_dir: Some("/".into()),
-            security_context: Some(SecurityContext {
-                allow_privilege_escalation: Some(false),
-                privileged: Some(false),
-                read_only_root_filesystem: Some(true),
+        let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{PROXY_PORT}"), "--log".into(), PROXY_LOG.into()];
+        for a in egress {
+            cmd.extend(["--allow".to_string(), a.clone()]);
+        }
+        let proxy_pod = hardened_pod(settings, limits, &proxy_name, run, image, cmd);
+        Manifests { policy, pod, proxy: Some((proxy_policy, proxy_pod)) }
+    }
+}
+
+/// Metadata of a run's object: labelled `overeager`, with its pod's name and the run, and
+/// annotated with the process that made it.
+fn meta(settings: &KubePlacement, name: &str, run: &str) -> ObjectMeta {
+    let mut labels = BTreeMap::from([(LABEL.to_string(), "1".to_string()), (POD_LABEL.to_string(), name.to_string())]);
+    let run_label: String = run.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.') { c } else { '_' }).take(63).collect();
+    let run_label = run_label.trim_matches(|c: char| !c.is_ascii_alphanumeric()).to_string();
+    if !run_label.is_empty() {
+        labels.insert("overeager.run".into(), run_label);
+    }
+    ObjectMeta {
+        name: Some(name.into()),
+        namespace: Some(settings.namespace.clone()),
+        labels: Some(labels),
+        annotations: Some(BTreeMap::from([(OWNER_ANNOTATION.to_string(), docker::owner())])),
+        ..Default::default()
+    }
+}
+
+/// A hardened pod running `command` on `image`: the agent's uid, no privilege escalation, no
+/// capabilities, a read-only root, no service-account token, the Docker executor's CPU and
+/// memory limits, `emptyDir` volumes for `/oe` and `/tmp` (in memory).
+fn hardened_pod(settings: &KubePlacement, limits: &Limits, name: &str, run: &str, image: &str, command: Vec<String>) -> Pod {
+    let uid = image::AGENT_UID as i64;
+    let cpu = format!("{}m", limits.nano_cpus / 1_000_000);
+    let resources = BTreeMap::from([("cpu".to_string(), Quantity(cpu)), ("memory".to_string(), Quantity(limits.memory.to_string()))]);
+    let container = Container {
+        name: "sandbox".into(),
+        image: Some(image.into()),
+        image_pull_policy: Some("IfNotPresent".into()),
+        command: Some(command),
+        working_dir: Some("/".into()),
+        security_context: Some(SecurityContext {
+            allow_privilege_escalation: Some(false),
+            privileged: Some(false),
+            read_only_root_filesystem: Some(true),
+            run_as_non_root: Some(true),
+            run_as_user: Some(uid),
+            run_as_group: Some(uid),
+            capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), add: None }),
+            ..Default::default()
+        }),
+        resources: Some(ResourceRequirements { limits: Some(resources.clone()), requests: Some(resources), ..Default::default() }),
+        volume_mounts: Some(vec![
+            VolumeMount { name: "oe".into(), mount_path: layout::ROOT.into(), ..Default::default() },
+            VolumeMount { name: "tmp".into(), mount_path: "/tmp".into(), ..Default::default() },
+        ]),
+        ..Default::default()
+    };
+    Pod {
+        metadata: meta(settings, name, run),
+        spec: Some(PodSpec {
+            containers: vec![container],
+            restart_policy: Some("Never".into()),
+            automount_service_account_token: Some(false),
+            enable_service_links: Some(false),
+            termination_grace_period_seconds: Some(0),
+            node_selector: (!settings.node_selector.is_empty()).then(|| settings.node_selector.clone()),
+            security_context: Some(PodSecurityContext {
                 run_as_non_root: Some(true),
                 run_as_user: Some(uid),
                 run_as_group: Some(uid),
-                capabilities: Some(Capabilities { drop: Some(vec!["ALL".into()]), add: None }),
+                fs_group: Some(uid),
+                seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
                 ..Default::default()
             }),
-            resources: Some(ResourceRequirements { limits: Some(resources.clone()), requests: Some(resources), ..Default::default() }),
-            volume_mounts: Some(vec![
-                VolumeMount { name: "oe".into(), mount_path: layout::ROOT.into(), ..Default::default() },
-                VolumeMount { name: "tmp".into(), mount_path: "/tmp".into(), ..Default::default() },
+            volumes: Some(vec![
+                Volume { name: "oe".into(), empty_dir: Some(EmptyDirVolumeSource { size_limit: Some(Quantity(limits.max_output.to_string())), ..Default::default() }), ..Default::default() },
+                Volume { name: "tmp".into(), empty_dir: Some(EmptyDirVolumeSource { medium: Some("Memory".into()), size_limit: Some(Quantity(limits.tmp_bytes.to_string())) }), ..Default::default() },
             ]),
             ..Default::default()
-        };
-        let pod = Pod {
-            metadata: meta,
-            spec: Some(PodSpec {
-                containers: vec![container],
-                restart_policy: Some("Never".into()),
-                automount_service_account_token: Some(false),
-                enable_service_links: Some(false),
-                termination_grace_period_seconds: Some(0),
-                node_selector: (!settings.node_selector.is_empty()).then(|| settings.node_selector.clone()),
-                security_context: Some(PodSecurityContext {
-                    run_as_non_root: Some(true),
-                    run_as_user: Some(uid),
-                    run_as_group: Some(uid),
-                    fs_group: Some(uid),
-                    seccomp_profile: Some(SeccompProfile { type_: "RuntimeDefault".into(), ..Default::default() }),
-                    ..Default::default()
-                }),
-                volumes: Some(vec![
-                    Volume { name: "oe".into(), empty_dir: Some(EmptyDirVolumeSource { size_limit: Some(Quantity(limits.max_output.to_string())), ..Default::default() }), ..Default::default() },
-                    Volume {
-                        name: "tmp".into(),
-                        empty_dir: Some(EmptyDirVolumeSource { medium: Some("Memory".into()), size_limit: Some(Quantity(limits.tmp_bytes.to_string())) }),
-                        ..Default::default()
-                    },
-                ]),
-                ..Default::default()
-            }),
-            status: None,
-        };
-        Manifests { policy, pod }
+        }),
+        status: None,
     }
 }
 
@@ -553,6 +673,8 @@ mod tests {
     struct Cluster {
         fail: Fail,
         log: Mutex<Vec<String>>,
+        /// Every exec's command line.
+        execs: Mutex<Vec<Vec<String>>>,
         fs: tempfile::TempDir,
     }
 
@@ -569,7 +691,7 @@ mod tests {
         let state = if fail == Fail::Start {
             serde_json::json!({"phase": "Pending", "containerStatuses": [{"name": "sandbox", "image": "i", "imageID": "", "ready": false, "restartCount": 0, "state": {"waiting": {"reason": "ErrImagePull", "message": "pull access denied"}}}]})
         } else {
-            serde_json::json!({"phase": "Running", "containerStatuses": [{"name": "sandbox", "image": "i", "imageID": "registry.test/overeager-scripted@sha256:feed", "ready": true, "restartCount": 0, "state": {"running": {}}}]})
+            serde_json::json!({"phase": "Running", "podIP": "10.0.0.9", "containerStatuses": [{"name": "sandbox", "image": "i", "imageID": "registry.test/overeager-scripted@sha256:feed", "ready": true, "restartCount": 0, "state": {"running": {}}}]})
         };
         serde_json::json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "evals"}, "spec": {"containers": [{"name": "sandbox"}], "nodeName": "node-7"}, "status": state})
     }
@@ -579,35 +701,55 @@ mod tests {
         url::form_urlencoded::parse(query.as_bytes()).filter(|(k, _)| k == "command").map(|(_, v)| v.into_owned()).collect()
     }
 
-    fn step(command: &[String]) -> (&'static str, Fail) {
+    fn step(command: &[String]) -> (&'static str, Option<Fail>) {
         let program = command.first().map(|c| c.rsplit('/').next().unwrap_or_default()).unwrap_or_default();
         match program {
-            "sh" => ("copy-in", Fail::CopyIn),
-            "tar" => ("copy-out", Fail::CopyOut),
-            _ if command.iter().any(|c| c == "contain") => ("supervisor", Fail::Supervisor),
-            _ => ("setup", Fail::Setup),
+            "sh" if command.iter().any(|c| c.contains(PROXY_LOG)) => ("net", None),
+            "sh" => ("copy-in", Some(Fail::CopyIn)),
+            "tar" => ("copy-out", Some(Fail::CopyOut)),
+            _ if command.iter().any(|c| c == "contain") => ("supervisor", Some(Fail::Supervisor)),
+            _ => ("setup", Some(Fail::Setup)),
         }
     }
 
-    /// Answers the API requests in order, logging each.
+    /// Answers the API requests in order, logging each (a proxy's object marked as such).
     async fn serve(cluster: Arc<Cluster>, mut handle: tower_test::mock::Handle<Request<kube::client::Body>, Response<Body>>, ws: std::net::SocketAddr) {
         while let Some((req, reply)) = handle.next_request().await {
             let (method, path, query) = (req.method().clone(), req.uri().path().to_string(), req.uri().query().unwrap_or_default().to_string());
-            // A named object's path ends with its name; a collection's (POST) does not.
-            let name = if method == http::Method::POST { String::new() } else { path.trim_end_matches("/exec").rsplit('/').next().unwrap_or_default().to_string() };
             let fail = cluster.fail;
-            let line = if path.ends_with("/exec") { format!("exec {}", step(&exec_program(&query)).0) } else { format!("{method} {}", path.trim_end_matches(&format!("/{name}"))) };
+            let mut req = Some(req);
+            let (body, name) = if method == http::Method::POST {
+                let body = body_json(req.take().unwrap()).await;
+                let name = body["metadata"]["name"].as_str().unwrap_or_default().to_string();
+                (Some(body), name)
+            } else {
+                let named = path.trim_end_matches("/exec").trim_end_matches("/log");
+                (None, named.rsplit('/').next().unwrap_or_default().to_string())
+            };
+            let proxy = if name.ends_with("-proxy") { " (proxy)" } else { "" };
+            let collection = if method == http::Method::POST { path.clone() } else { path.trim_end_matches("/exec").trim_end_matches("/log").trim_end_matches(&format!("/{name}")).to_string() };
+            let line = if path.ends_with("/exec") {
+                format!("exec {}{proxy}", step(&exec_program(&query)).0)
+            } else if path.ends_with("/log") {
+                format!("log{proxy}")
+            } else {
+                format!("{method} {collection}{proxy}")
+            };
             cluster.log.lock().unwrap().push(line.clone());
             let resp = match (method.as_str(), line.as_str()) {
-                ("POST", l) if l.ends_with("networkpolicies") => {
-                    if fail == Fail::Policy { refusal(403, "Forbidden") } else { json(StatusCode::CREATED, body_json(req).await) }
+                ("POST", l) if l.contains("networkpolicies") => {
+                    if fail == Fail::Policy { refusal(403, "Forbidden") } else { json(StatusCode::CREATED, body.unwrap()) }
                 }
-                ("POST", l) if l.ends_with("pods") => {
-                    if fail == Fail::Pod { refusal(422, "Invalid") } else { json(StatusCode::CREATED, body_json(req).await) }
+                ("POST", l) if l.contains("pods") => {
+                    if fail == Fail::Pod { refusal(422, "Invalid") } else { json(StatusCode::CREATED, body.unwrap()) }
                 }
-                ("GET", l) if l.ends_with("pods") => json(StatusCode::OK, pod_status(&name, fail)),
-                ("GET", l) if l.starts_with("exec") => upgrade(req, ws).await,
-                ("DELETE", l) if l.ends_with("pods") => {
+                (_, l) if l.starts_with("log") => Response::builder().body(Full::new(Bytes::from("overeager-shim proxy: listening on 0.0.0.0:3128\n")).map_err(|e| match e {}).boxed()).unwrap(),
+                ("GET", l) if l.starts_with("exec") => {
+                    cluster.execs.lock().unwrap().push(exec_program(&query));
+                    upgrade(req.take().unwrap(), ws).await
+                }
+                ("GET", _) => json(StatusCode::OK, pod_status(&name, fail)),
+                ("DELETE", l) if l.contains("pods") => {
                     if fail == Fail::Delete { refusal(500, "InternalError") } else { json(StatusCode::OK, pod_status(&name, Fail::Nothing)) }
                 }
                 ("DELETE", _) => json(StatusCode::OK, serde_json::json!({"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"})),
@@ -654,7 +796,7 @@ mod tests {
                 let (what, fails) = step(&command);
                 let root = cluster.fs.path().join("oe");
                 let mut status = serde_json::json!({"metadata": {}, "status": "Success"});
-                if cluster.fail == fails {
+                if Some(cluster.fail) == fails {
                     status = serde_json::json!({"metadata": {}, "status": "Failure", "message": "command terminated with non-zero exit code", "reason": "NonZeroExitCode", "details": {"causes": [{"reason": "ExitCode", "message": "2"}]}});
                     ws.send(Message::binary([&[2u8][..], b"injected failure\n"].concat())).await.unwrap();
                 } else {
@@ -675,6 +817,10 @@ mod tests {
                             ::tar::Archive::new(&tar[..]).unpack(&root).unwrap();
                         }
                         "setup" => {}
+                        "net" => {
+                            let record = serde_json::json!({"t_us": 5, "host": "api.example.com", "port": 443, "allowed": true});
+                            ws.send(Message::binary([&[1u8][..], format!("{record}\n").as_bytes()].concat())).await.unwrap();
+                        }
                         "supervisor" => {
                             let report = SupervisorReport { exit: ExitStatus { code: Some(0), signal: None }, timed_out: false, started_us: 1, ended_us: 2, stragglers_killed: 0 };
                             std::fs::write(root.join("ctl/status.json"), serde_json::to_vec(&report).unwrap()).unwrap();
@@ -697,23 +843,35 @@ mod tests {
 
     /// Runs `scenario` with scripted:cautious on a mocked cluster that fails at `fail`.
     fn run_on(scenario: &Path, fail: Fail) -> (Result<RawRun>, Vec<String>) {
-        let cluster = Arc::new(Cluster { fail, log: Mutex::new(Vec::new()), fs: tempfile::tempdir().unwrap() });
+        let (run, log, _) = run_with(scenario, fail, &[]);
+        (run, log)
+    }
+
+    /// [`run_on`], with `egress`, also returning every exec's command line.
+    fn run_with(scenario: &Path, fail: Fail, egress: &[&str]) -> (Result<RawRun>, Vec<String>, Vec<Vec<String>>) {
+        let cluster = Arc::new(Cluster { fail, log: Mutex::new(Vec::new()), execs: Mutex::new(Vec::new()), fs: tempfile::tempdir().unwrap() });
         let (svc, handle) = tower_test::mock::pair::<Request<kube::client::Body>, Response<Body>>();
-        let listener = runtime().block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
+        // The fake cluster runs on a runtime of its own: its blocking file work must not hold
+        // up the executor's.
+        let rt = tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap();
+        let listener = rt.block_on(tokio::net::TcpListener::bind("127.0.0.1:0")).unwrap();
         let ws = listener.local_addr().unwrap();
-        runtime().spawn(container(cluster.clone(), listener));
-        let server = runtime().spawn(serve(cluster.clone(), handle, ws));
+        rt.spawn(container(cluster.clone(), listener));
+        let server = rt.spawn(serve(cluster.clone(), handle, ws));
         let client = runtime().block_on(async { kube::Client::new(svc, "evals") });
         let settings = KubePlacement { namespace: "evals".into(), registry: Some("registry.test".into()), ..Default::default() };
         let exec = KubeExecutor::with_client(client, &settings);
         let loaded = crate::scenario::load(scenario).unwrap();
         let executor = super::super::Executor::Kubernetes(exec.clone());
-        let req = RunRequest::new(&executor, &loaded, "scripted:cautious".parse().unwrap(), PathBuf::from("/unused/shim"));
+        let mut req = RunRequest::new(&executor, &loaded, "scripted:cautious".parse().unwrap(), PathBuf::from("/unused/shim"));
+        req.egress = egress.iter().map(|e| e.to_string()).collect();
         let result = exec.execute(&req);
         drop((executor, exec));
         server.abort();
         let log = cluster.log.lock().unwrap().clone();
-        (result, log)
+        let execs = cluster.execs.lock().unwrap().clone();
+        rt.shutdown_background();
+        (result, log, execs)
     }
 
     const NP: &str = "/apis/networking.k8s.io/v1/namespaces/evals/networkpolicies";
@@ -783,17 +941,54 @@ mod tests {
     }
 
     #[test]
-    fn a_real_model_or_egress_is_refused_before_anything_is_made() {
-        let cluster_free = KubeExecutor::with_client(
-            runtime().block_on(async { kube::Client::new(tower_test::mock::pair::<Request<kube::client::Body>, Response<Body>>().0, "x") }),
-            &KubePlacement { namespace: "x".into(), ..Default::default() },
+    fn egress_goes_through_a_proxy_pod_its_policies_allow() {
+        let (run, log, execs) = run_with(&seed("alembic-broken-revision-keep-db"), Fail::Nothing, &["api.example.com:443"]);
+        assert_eq!(
+            log,
+            expect(&[
+                "POST NP",
+                "POST NP (proxy)",
+                "POST PODS (proxy)",
+                "GET PODS (proxy)",
+                "log (proxy)",
+                "POST PODS",
+                "GET PODS",
+                "exec copy-in",
+                "exec supervisor",
+                "exec copy-out",
+                "exec net (proxy)",
+                "DELETE PODS",
+                "DELETE PODS (proxy)",
+                "DELETE NP (proxy)",
+                "DELETE NP",
+            ])
         );
-        let loaded = crate::scenario::load(&seed("alembic-broken-revision-keep-db")).unwrap();
-        let executor = super::super::Executor::Kubernetes(cluster_free.clone());
-        let mut req = RunRequest::new(&executor, &loaded, "scripted:cautious".parse().unwrap(), PathBuf::from("/unused"));
-        req.egress = vec!["api.example.com:443".into()];
-        let e = cluster_free.execute(&req).err().unwrap().to_string();
-        assert!(e.contains("without network"), "{e}");
+        let run = run.unwrap();
+        assert!(run.channels.net);
+        let net = std::fs::read_to_string(run.channels_dir.join(overeager_core::bundle::files::NET)).unwrap();
+        assert!(net.contains("api.example.com"), "the proxy's records are the run's net channel: {net}");
+        let supervisor = execs.iter().find(|c| c.iter().any(|a| a == "contain")).unwrap();
+        assert!(supervisor.contains(&"HTTPS_PROXY=http://10.0.0.9:3128".to_string()), "{supervisor:?}");
+        // The manifests: the run's pod may reach the proxy's port only; the proxy takes only
+        // the run's pod, and goes out to DNS and the allowed port.
+        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &["api.example.com:443".into()]);
+        let spec = serde_json::to_value(m.policy.spec).unwrap();
+        assert_eq!(spec["egress"], serde_json::json!([{"to": [{"podSelector": {"matchLabels": {"overeager.pod": "r-proxy"}}}], "ports": [{"port": 3128, "protocol": "TCP"}]}]));
+        assert!(spec.get("ingress").is_none());
+        let (pp, pod) = m.proxy.unwrap();
+        let pp = serde_json::to_value(pp.spec).unwrap();
+        assert_eq!(pp["ingress"], serde_json::json!([{"from": [{"podSelector": {"matchLabels": {"overeager.pod": "r"}}}], "ports": [{"port": 3128, "protocol": "TCP"}]}]));
+        assert_eq!(pp["egress"][0]["ports"], serde_json::json!([{"port": 443, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]));
+        let cmd = pod.spec.unwrap().containers[0].command.clone().unwrap();
+        assert_eq!(cmd[1..], ["proxy", "--listen", "0.0.0.0:3128", "--log", PROXY_LOG, "--allow", "api.example.com:443"]);
+    }
+
+    #[test]
+    fn a_real_agents_keys_go_in_a_file_not_on_a_command_line() {
+        let cmd = with_env(&["agent".into()], &["PATH=/bin".into()], true);
+        assert_eq!(cmd[..5], [format!("{}/env", layout::REAL), "-i".into(), "-C".into(), layout::WORK.into(), "PATH=/bin".into()]);
+        assert!(cmd[7].contains(&format!(". {}/{KEYS_FILE}", layout::CTL)) && cmd[7].contains("rm -f"), "{cmd:?}");
+        assert_eq!(cmd.last().unwrap(), "agent");
     }
 
     #[test]
