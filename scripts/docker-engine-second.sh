@@ -7,12 +7,13 @@
 #   scripts/docker-engine-second.sh stop    # stops the engine this script started
 #   scripts/docker-engine-second.sh env     # DOCKER_HOST=… lines for the TLS endpoint
 #
-# Addresses: tcp://127.0.0.1:23760 (TLS; client certificates in target/docker2/tls:
-# ca.pem, cert.pem, key.pem) and unix:///run/overeager-docker2/docker.sock.
-# Log: target/docker2/dockerd.log. Needs root (or sudo), dockerd, ip and openssl.
+# Addresses: tcp://127.0.0.1:23760 (TLS; client certificates in
+# /var/lib/overeager-docker2/tls: ca.pem, cert.pem, key.pem) and
+# unix:///run/overeager-docker2/docker.sock. The engine belongs to the machine, not to a
+# checkout, so its certificates and log (/var/lib/overeager-docker2/dockerd.log) do too.
+# Needs root (or sudo), dockerd, ip and openssl.
 set -euo pipefail
-cd "$(dirname "$0")/.."
-state="$PWD/target/docker2"
+state=/var/lib/overeager-docker2
 tls="$state/tls"
 run=/run/overeager-docker2
 pidfile="$run/dockerd.pid"
@@ -31,7 +32,8 @@ answers() {
 
 make_certs() {
   [ -f "$tls/key.pem" ] && return 0
-  mkdir -p "$tls"
+  $sudo mkdir -p "$tls"
+  $sudo chown "$(id -u):$(id -g)" "$tls"
   local t; t=$(mktemp -d)
   openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=overeager test CA" \
     -keyout "$t/ca-key.pem" -out "$tls/ca.pem" 2>/dev/null
@@ -44,6 +46,9 @@ make_certs() {
   openssl x509 -req -in "$t/client.csr" -CA "$tls/ca.pem" -CAkey "$t/ca-key.pem" -CAcreateserial -days 3650 \
     -extfile "$t/client.ext" -out "$tls/cert.pem" 2>/dev/null
   rm -rf "$t"
+  # A loopback test engine: its client files are for whoever runs the tests.
+  chmod 0755 "$tls"
+  chmod 0644 "$tls"/*.pem
 }
 
 start() {
@@ -51,9 +56,11 @@ start() {
     return 0
   fi
   command -v dockerd >/dev/null || { echo "docker-engine-second: dockerd is not installed (scripts/setup.sh --test installs docker.io)" >&2; exit 1; }
-  mkdir -p "$state"
+  $sudo mkdir -p "$state/data" "$run"
+  $sudo chmod 0755 "$state"
+  $sudo touch "$state/dockerd.log"
+  $sudo chown "$(id -u):$(id -g)" "$state/dockerd.log"
   make_certs
-  $sudo mkdir -p "$run" /var/lib/overeager-docker2
   # Its own bridge and subnet, so the two engines do not fight over docker0.
   if ! ip link show "$bridge" >/dev/null 2>&1; then
     $sudo ip link add name "$bridge" type bridge
@@ -64,7 +71,7 @@ start() {
   # setsid: the engine outlives this script and is not in the caller's process group. No
   # iptables rules of its own: the first engine owns those, and runs here need no NAT.
   $sudo setsid dockerd \
-    --data-root /var/lib/overeager-docker2 --exec-root "$run/exec" --pidfile "$pidfile" \
+    --data-root "$state/data" --exec-root "$run/exec" --pidfile "$pidfile" \
     --host "$sock" --host "$tcp" \
     --tlsverify --tlscacert "$tls/ca.pem" --tlscert "$tls/server-cert.pem" --tlskey "$tls/server-key.pem" \
     --bridge "$bridge" --iptables=false --ip-masq=false --shutdown-timeout 2 \

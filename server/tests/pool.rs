@@ -17,6 +17,8 @@ use common::{ok, overeager, repo, seeds};
 const SECOND: &str = "tcp://127.0.0.1:23760";
 const SECOND_SOCKET: &str = "unix:///run/overeager-docker2/docker.sock";
 const FIRST: &str = "unix:///var/run/docker.sock";
+/// The second engine's client certificates (machine-wide, as the engine is).
+const SECOND_TLS: &str = "/var/lib/overeager-docker2/tls";
 
 /// The tests here stop and start the second engine: one at a time.
 static ENGINES: Mutex<()> = Mutex::new(());
@@ -47,7 +49,7 @@ fn plan(dir: &Path, id: &str, replicates: u32, pool: bool) -> PathBuf {
             common::copy_tree(&seeds().join(n), &set.join(n));
         }
     }
-    let tls = repo().join("target/docker2/tls");
+    let tls = Path::new(SECOND_TLS);
     let (executor, hosts) = if pool {
         ("docker", format!("\n[docker]\nhosts = [{{ url = \"{FIRST}\", parallelism = 2 }}, {{ url = \"{SECOND}\", tls = {:?}, parallelism = 2 }}]\n", tls.display().to_string()))
     } else {

@@ -21,7 +21,7 @@ pub struct BenchPoolArgs {
     #[arg(long = "host", value_name = "URL")]
     pub hosts: Vec<String>,
     /// TLS client files (ca.pem, cert.pem, key.pem) of an engine, as `URL=DIR`. Repeatable.
-    /// Default for the second engine of scripts/docker-engine-second.sh: target/docker2/tls.
+    /// Default for the second engine of scripts/docker-engine-second.sh: its certificates.
     #[arg(long = "tls", value_name = "URL=DIR")]
     pub tls: Vec<String>,
     /// Runs each engine takes at once.
@@ -42,8 +42,9 @@ pub struct BenchPoolArgs {
     pub json: bool,
 }
 
-/// The second engine scripts/docker-engine-second.sh starts.
+/// The second engine scripts/docker-engine-second.sh starts, and its client certificates.
 const SECOND_ENGINE: &str = "tcp://127.0.0.1:23760";
+const SECOND_ENGINE_TLS: &str = "/var/lib/overeager-docker2/tls";
 
 pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
     let mut hosts = args.hosts.clone();
@@ -56,7 +57,7 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
     if hosts.is_empty() {
         hosts = vec![std::env::var("DOCKER_HOST").ok().filter(|h| !h.is_empty()).unwrap_or_else(|| "unix:///var/run/docker.sock".into()), SECOND_ENGINE.into()];
         if !tls.iter().any(|(u, _)| u == SECOND_ENGINE) {
-            let dir = PathBuf::from("target/docker2/tls");
+            let dir = PathBuf::from(SECOND_ENGINE_TLS);
             let dir = dir.canonicalize().with_context(|| format!("{} does not exist: start the second engine with scripts/docker-engine-second.sh, or name the engines with --host", dir.display()))?;
             tls.push((SECOND_ENGINE.into(), dir));
         }
