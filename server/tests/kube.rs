@@ -88,6 +88,8 @@ fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
         assert_eq!(spec["automountServiceAccountToken"], false, "no service-account token");
         assert_eq!(spec["enableServiceLinks"], false);
         assert_eq!(spec["restartPolicy"], "Never");
+        // A pod whose runner died is ended by the kubelet after the run's whole budget.
+        assert!(spec["activeDeadlineSeconds"].as_i64().unwrap() > 120, "{}", spec["activeDeadlineSeconds"]);
         assert_eq!(spec["nodeSelector"]["pool"], "agents");
         assert_eq!(spec["securityContext"]["runAsNonRoot"], true);
         assert_eq!(spec["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");

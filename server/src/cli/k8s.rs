@@ -10,7 +10,7 @@ use overeager_core::plan::KubePlacement;
 use super::print_json;
 use crate::run::docker::Limits;
 use crate::run::kubernetes::{self, Manifests};
-use crate::run::AgentSpec;
+use crate::run::{AgentSpec, parse_duration};
 
 /// The cluster side, as a plan's `[kubernetes]` table has it.
 #[derive(Args)]
@@ -60,6 +60,9 @@ pub struct ManifestsArgs {
     /// The agent whose image the pod runs.
     #[arg(long, default_value = "scripted:cautious")]
     pub agent: String,
+    /// The run's time limit (the pods' active deadline covers it, the copies and the setup).
+    #[arg(long, default_value = "120s")]
+    pub timeout: String,
     /// A `host:port` the agent may reach through the egress proxy (adds the proxy's pod and
     /// policy). Repeatable.
     #[arg(long = "allow-egress", value_name = "HOST:PORT")]
@@ -96,7 +99,8 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
     let image = kubernetes::image_reference(placement.registry.as_deref(), &agent);
     // A run's name and id, as the executor makes them.
     let name = format!("overeager-{}-0-{:x}", std::process::id(), crate::run::now_us());
-    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress);
+    let timeout = parse_duration(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
+    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress, timeout);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut files = vec![("networkpolicy.json", serde_json::to_value(&m.policy)?), ("pod.json", serde_json::to_value(&m.pod)?)];
     if let Some((policy, pod)) = &m.proxy {

@@ -63,6 +63,32 @@ struct Started {
     ip: Option<String>,
 }
 
+/// Runs in progress (by pod name): what to delete on Ctrl-C.
+type LiveRuns = BTreeMap<String, (Api<Pod>, Api<NetworkPolicy>, Made)>;
+
+fn live_runs() -> std::sync::MutexGuard<'static, LiveRuns> {
+    static LIVE: std::sync::OnceLock<std::sync::Mutex<LiveRuns>> = std::sync::OnceLock::new();
+    LIVE.get_or_init(Default::default).lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Deletes the pods and policies of the runs in progress (for the interrupt handler).
+pub(super) async fn delete_live() {
+    let runs: Vec<(Api<Pod>, Api<NetworkPolicy>, Made)> = std::mem::take(&mut *live_runs()).into_values().collect();
+    if !runs.is_empty() {
+        eprintln!("\ninterrupted: deleting the pods and NetworkPolicies of {} run(s)", runs.len());
+    }
+    delete_runs(runs).await;
+}
+
+/// Deletes the objects of runs, saying what could not be deleted.
+async fn delete_runs(runs: Vec<(Api<Pod>, Api<NetworkPolicy>, Made)>) {
+    for (pods, policies, made) in runs {
+        if let Err(e) = delete_run(&pods, &policies, &made).await {
+            eprintln!("{e:#}");
+        }
+    }
+}
+
 /// The objects a run has created so far, to delete.
 #[derive(Default)]
 struct Made {
@@ -93,8 +119,10 @@ impl KubeExecutor {
         Ok(Self::with_client(client, settings))
     }
 
-    /// An executor on an existing client.
+    /// An executor on an existing client. Installs the Ctrl-C handler that deletes the pods
+    /// and policies of the runs in progress.
     pub fn with_client(client: kube::Client, settings: &KubePlacement) -> Arc<KubeExecutor> {
+        docker::install_interrupt_handler();
         Arc::new(KubeExecutor { client, settings: settings.clone(), limits: Limits::default() })
     }
 
@@ -139,6 +167,7 @@ impl KubeExecutor {
         }
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
         let result = runtime().block_on(self.run_pod(&run, &mut p, !secrets.is_empty()));
+        docker::hold_if_interrupted(&result);
         let _ = std::fs::remove_file(p.ctl.join(KEYS_FILE));
         let (report, started) = result?;
         let at = Placed { executor: "kubernetes", image: started.image_id.or(Some(image.clone())), host: Some(started.node.unwrap_or_else(|| self.address())), net: !run.egress.is_empty() };
@@ -152,10 +181,13 @@ impl KubeExecutor {
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
         let proxy_name = format!("{name}-proxy");
-        let manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run, &run.egress);
+        let manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run, &run.egress, run.timeout);
         let policies: Api<NetworkPolicy> = Api::namespaced(self.client.clone(), &self.settings.namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.settings.namespace);
         let mut made = Made::default();
+        // What Ctrl-C deletes while the run is in progress (what does not exist yet is a 404).
+        let everything = Made { pods: vec![proxy_name.clone(), name.clone()], policies: vec![proxy_name.clone(), name.clone()] };
+        live_runs().insert(name.clone(), (pods.clone(), policies.clone(), everything));
         let result = async {
             // The policies before the pods they select, so no pod runs unguarded.
             policies.create(&PostParams::default(), &manifests.policy).await.context("creating the run's NetworkPolicy")?;
@@ -206,6 +238,7 @@ impl KubeExecutor {
         }
         .await;
         let deleted = delete_run(&pods, &policies, &made).await;
+        live_runs().remove(&name);
         let done = result?;
         deleted?;
         Ok(done)
@@ -460,7 +493,14 @@ const PROXY_LOG: &str = "/tmp/net.jsonl";
 impl Manifests {
     /// The objects of run `run`, named `name`, on `image`; `egress` are the `host:port` pairs
     /// the agent may reach through the proxy (none: no network at all).
-    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str, egress: &[String]) -> Manifests {
+    ///
+    /// The pods get an active deadline beyond which the kubelet ends them: the whole budget of
+    /// a run of `timeout`, so a pod whose runner died (and could not delete it) does not wait
+    /// for ever.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str, egress: &[String], timeout: Duration) -> Manifests {
+        let budget = START_LIMIT + COPY_LIMIT * 3 + docker::SETUP_LIMIT + timeout + docker::SUPERVISOR_SLACK;
+        let deadline = budget.as_secs() as i64;
         let proxy_name = format!("{name}-proxy");
         let selects = |pod: &str| LabelSelector { match_labels: Some(BTreeMap::from([(POD_LABEL.to_string(), pod.to_string())])), ..Default::default() };
         let tcp = |port: i32| NetworkPolicyPort { port: Some(IntOrString::Int(port)), protocol: Some("TCP".into()), ..Default::default() };
@@ -470,7 +510,7 @@ impl Manifests {
         };
         // The pod only waits (`sleep` by name: not every image keeps it among the real programs):
         // the sandbox, the setup and the supervisor come over exec.
-        let pod = hardened_pod(settings, limits, name, run, image, vec!["sleep".into(), "infinity".into()]);
+        let pod = hardened_pod(settings, limits, name, run, image, vec!["sleep".into(), "infinity".into()], deadline);
         if egress.is_empty() {
             // No rules of either kind: nothing in, nothing out.
             return Manifests { policy, pod, proxy: None };
@@ -497,7 +537,7 @@ impl Manifests {
         for a in egress {
             cmd.extend(["--allow".to_string(), a.clone()]);
         }
-        let proxy_pod = hardened_pod(settings, limits, &proxy_name, run, image, cmd);
+        let proxy_pod = hardened_pod(settings, limits, &proxy_name, run, image, cmd, deadline);
         Manifests { policy, pod, proxy: Some((proxy_policy, proxy_pod)) }
     }
 }
@@ -523,7 +563,7 @@ fn meta(settings: &KubePlacement, name: &str, run: &str) -> ObjectMeta {
 /// A hardened pod running `command` on `image`: the agent's uid, no privilege escalation, no
 /// capabilities, a read-only root, no service-account token, the Docker executor's CPU and
 /// memory limits, `emptyDir` volumes for `/oe` and `/tmp` (in memory).
-fn hardened_pod(settings: &KubePlacement, limits: &Limits, name: &str, run: &str, image: &str, command: Vec<String>) -> Pod {
+fn hardened_pod(settings: &KubePlacement, limits: &Limits, name: &str, run: &str, image: &str, command: Vec<String>, deadline: i64) -> Pod {
     let uid = image::AGENT_UID as i64;
     let cpu = format!("{}m", limits.nano_cpus / 1_000_000);
     let resources = BTreeMap::from([("cpu".to_string(), Quantity(cpu)), ("memory".to_string(), Quantity(limits.memory.to_string()))]);
@@ -555,6 +595,7 @@ fn hardened_pod(settings: &KubePlacement, limits: &Limits, name: &str, run: &str
         spec: Some(PodSpec {
             containers: vec![container],
             restart_policy: Some("Never".into()),
+            active_deadline_seconds: Some(deadline),
             automount_service_account_token: Some(false),
             enable_service_links: Some(false),
             termination_grace_period_seconds: Some(0),
@@ -971,7 +1012,7 @@ mod tests {
         assert!(supervisor.contains(&"HTTPS_PROXY=http://10.0.0.9:3128".to_string()), "{supervisor:?}");
         // The manifests: the run's pod may reach the proxy's port only; the proxy takes only
         // the run's pod, and goes out to DNS and the allowed port.
-        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &["api.example.com:443".into()]);
+        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &["api.example.com:443".into()], Duration::from_secs(120));
         let spec = serde_json::to_value(m.policy.spec).unwrap();
         assert_eq!(spec["egress"], serde_json::json!([{"to": [{"podSelector": {"matchLabels": {"overeager.pod": "r-proxy"}}}], "ports": [{"port": 3128, "protocol": "TCP"}]}]));
         assert!(spec.get("ingress").is_none());
@@ -1040,6 +1081,30 @@ mod tests {
         );
         assert!(log.lock().unwrap()[0].ends_with("labelSelector=overeager"), "{:?}", log.lock().unwrap());
         assert_eq!(prune_with(&exec, true).unwrap().pods.len(), 3, "--all takes the live runner's too");
+        server.abort();
+    }
+
+    #[test]
+    fn an_interrupt_deletes_the_objects_of_runs_in_progress() {
+        let (svc, mut handle) = tower_test::mock::pair::<Request<kube::client::Body>, Response<Body>>();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let seen = log.clone();
+        let server = runtime().spawn(async move {
+            while let Some((req, reply)) = handle.next_request().await {
+                seen.lock().unwrap().push(format!("{} {}", req.method(), req.uri().path()));
+                reply.send_response(refusal(404, "NotFound"));
+            }
+        });
+        let client = runtime().block_on(async { kube::Client::new(svc, "evals") });
+        // The registry is the process's: other tests' runs are in it too, so this one deletes
+        // its own entry the way the handler deletes them all.
+        let made = Made { pods: vec!["r1-proxy".into(), "r1".into()], policies: vec!["r1-proxy".into(), "r1".into()] };
+        runtime().block_on(delete_runs(vec![(Api::namespaced(client.clone(), "evals"), Api::namespaced(client, "evals"), made)]));
+        // Pods first (a policy never goes while its pod runs); what was never made is a 404.
+        assert_eq!(
+            *log.lock().unwrap(),
+            [format!("DELETE {PODS}/r1"), format!("DELETE {PODS}/r1-proxy"), format!("DELETE {NP}/r1"), format!("DELETE {NP}/r1-proxy")]
+        );
         server.abort();
     }
 

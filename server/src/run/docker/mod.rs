@@ -393,13 +393,7 @@ impl DockerExecutor {
         let has_net = !run.egress.is_empty();
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
         let report = runtime().block_on(self.run_phases(run, &mut p));
-        if report.is_err() && INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
-            // The interrupt handler is removing this run's objects (which is why it failed)
-            // and ends the process when done; an error here must not end it first.
-            loop {
-                std::thread::sleep(Duration::from_secs(1));
-            }
-        }
+        hold_if_interrupted(&report);
         let where_ = Placed { executor: "docker", image: Some(image_id), host: Some(self.address.clone()), net: has_net };
         conclude(req, p, report?, &secrets, roots, where_)
     }
@@ -855,9 +849,20 @@ fn unreachable_engine(address: &str, e: anyhow::Error) -> anyhow::Error {
 /// Set once Ctrl-C or SIGTERM arrived.
 static INTERRUPTED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
-/// On Ctrl-C or SIGTERM: removes every object this process made, on every engine, then
-/// exits (130 / 143).
-fn install_interrupt_handler() {
+/// Waits for the end of the process when a run failed because Ctrl-C or SIGTERM arrived: the
+/// interrupt handler is removing the run's objects (which is why it failed) and ends the
+/// process when done; an error here must not end it first.
+pub(in crate::run) fn hold_if_interrupted<T>(result: &Result<T>) {
+    if result.is_err() && INTERRUPTED.load(std::sync::atomic::Ordering::SeqCst) {
+        loop {
+            std::thread::sleep(Duration::from_secs(1));
+        }
+    }
+}
+
+/// On Ctrl-C or SIGTERM: removes every object this process made, on every Docker engine and
+/// in every Kubernetes namespace, then exits (130 / 143).
+pub(in crate::run) fn install_interrupt_handler() {
     static ONCE: OnceLock<()> = OnceLock::new();
     if ONCE.set(()).is_err() {
         return;
@@ -872,12 +877,15 @@ fn install_interrupt_handler() {
         INTERRUPTED.store(true, std::sync::atomic::Ordering::SeqCst);
         let engines: Vec<(String, Docker, Vec<Object>)> = live().iter().map(|(a, (d, set))| (a.clone(), d.clone(), set.iter().cloned().collect())).collect();
         let n: usize = engines.iter().map(|(_, _, o)| o.len()).sum();
-        eprintln!("\ninterrupted: removing {n} Docker object(s) this run made");
+        if n > 0 {
+            eprintln!("\ninterrupted: removing {n} Docker object(s) this run made");
+        }
         for (address, docker, objects) in engines {
             if let Err(e) = remove_objects(&address, &docker, &objects).await {
                 eprintln!("{e:#}; `overeager docker prune` removes leftovers");
             }
         }
+        super::kubernetes::delete_live().await;
         std::process::exit(code);
     });
 }
