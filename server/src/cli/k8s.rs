@@ -96,6 +96,11 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
         let (k, v) = kv.split_once('=').with_context(|| format!("--node-selector {kv}: write it as key=value"))?;
         placement.node_selector.insert(k.into(), v.into());
     }
+    for e in &args.allow_egress {
+        if !e.rsplit_once(':').is_some_and(|(h, p)| !h.is_empty() && p.parse::<u16>().is_ok()) {
+            anyhow::bail!("--allow-egress {e}: write it as host:port, e.g. api.example.com:443");
+        }
+    }
     let image = kubernetes::image_reference(placement.registry.as_deref(), &agent);
     // A run's name and id, as the executor makes them.
     let name = format!("overeager-{}-0-{:x}", std::process::id(), crate::run::now_us());
