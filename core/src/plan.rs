@@ -104,7 +104,7 @@ pub struct Placement {
 }
 
 /// The cluster side of `executor = "kubernetes"`: the `[kubernetes]` table.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct KubePlacement {
     /// The namespace of the pods (default `default`).
     pub namespace: String,
@@ -117,6 +117,14 @@ pub struct KubePlacement {
     /// The registry the images are pulled from (`registry.example.com/team`), where
     /// `overeager agent image … --push` put them; `None`: preloaded on the nodes.
     pub registry: Option<String>,
+}
+
+impl Default for KubePlacement {
+    /// Namespace `default`, the current context, the plan's parallelism, any node, images
+    /// preloaded.
+    fn default() -> Self {
+        KubePlacement { namespace: "default".into(), context: None, parallelism: None, node_selector: Default::default(), registry: None }
+    }
 }
 
 /// One Docker engine of a pool.
@@ -230,26 +238,25 @@ impl Plan {
             }
         }
         let executor = raw.executor.unwrap_or_else(|| "local".into());
-        let placement = match raw.docker {
-            None => Placement::default(),
+        let docker_hosts = match raw.docker {
+            None => Vec::new(),
             Some(d) => {
                 if executor != "docker" {
                     errs.at(d.span(), "docker", format!("the [docker] table applies to `executor = \"docker\"`; this plan's executor is `{executor}`"));
                 }
-                docker_placement(d.into_inner(), &mut errs)
+                docker_hosts(d.into_inner(), &mut errs)
             }
         };
-        let mut placement = placement;
-        match raw.kubernetes {
+        let kubernetes = match raw.kubernetes {
             Some(k) => {
                 if executor != "kubernetes" {
                     errs.at(k.span(), "kubernetes", format!("the [kubernetes] table applies to `executor = \"kubernetes\"`; this plan's executor is `{executor}`"));
                 }
-                placement.kubernetes = Some(kube_placement(k.into_inner(), &mut errs));
+                Some(kube_placement(k.into_inner(), &mut errs))
             }
-            None if executor == "kubernetes" => placement.kubernetes = Some(KubePlacement { namespace: "default".into(), ..Default::default() }),
-            None => {}
-        }
+            None => (executor == "kubernetes").then(KubePlacement::default),
+        };
+        let placement = Placement { docker_hosts, kubernetes };
         let plan = Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),
@@ -281,13 +288,9 @@ fn kube_placement(k: RawKube, errs: &mut Errors<'_>) -> KubePlacement {
             }
             ns.into_inner()
         }
-        None => "default".into(),
+        None => KubePlacement::default().namespace,
     };
-    if let Some(p) = &k.parallelism
-        && *p.get_ref() == 0
-    {
-        errs.at(p.span(), "kubernetes.parallelism", "must be at least 1");
-    }
+    at_least_one(&k.parallelism, "kubernetes.parallelism", errs);
     if let Some(r) = &k.registry
         && (r.get_ref().contains("://") || r.get_ref().trim().is_empty())
     {
@@ -302,14 +305,19 @@ fn kube_placement(k: RawKube, errs: &mut Errors<'_>) -> KubePlacement {
     }
 }
 
-/// The hosts of a `[docker]` table, checked: known address schemes, TLS only over TCP, each
-/// address once, parallelism at least 1.
-fn docker_placement(d: RawDocker, errs: &mut Errors<'_>) -> Placement {
-    if let Some(p) = &d.parallelism
+/// Records an error when a given parallelism is 0.
+fn at_least_one(p: &Option<Spanned<usize>>, field: &str, errs: &mut Errors<'_>) {
+    if let Some(p) = p
         && *p.get_ref() == 0
     {
-        errs.at(p.span(), "docker.parallelism", "must be at least 1");
+        errs.at(p.span(), field, "must be at least 1");
     }
+}
+
+/// The hosts of a `[docker]` table, checked: known address schemes, TLS only over TCP, each
+/// address once, parallelism at least 1.
+fn docker_hosts(d: RawDocker, errs: &mut Errors<'_>) -> Vec<DockerHost> {
+    at_least_one(&d.parallelism, "docker.parallelism", errs);
     if d.hosts.is_empty() {
         errs.near("[docker]", "docker.hosts", "list the engines, e.g. `hosts = [\"unix:///var/run/docker.sock\", \"tcp://10.0.0.5:2376\"]`, or leave the table out to use DOCKER_HOST");
     }
@@ -336,7 +344,7 @@ fn docker_placement(d: RawDocker, errs: &mut Errors<'_>) -> Placement {
             _ => errs.at(span, field, format!("`{}` is not an engine address; use unix:///var/run/docker.sock, tcp://host:2376 (with `tls`) or http://host:2375", host.url)),
         }
     }
-    Placement { docker_hosts: hosts, kubernetes: None }
+    hosts
 }
 
 #[cfg(test)]

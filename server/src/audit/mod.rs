@@ -66,7 +66,7 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
 
 /// Copies the regular files and directories under `from` to `to` (links are not followed
 /// and not kept: the tree is the agent's).
-fn copy_tree(from: &Path, to: &Path) -> Result<()> {
+pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     for e in walkdir::WalkDir::new(from).follow_links(false) {
         let e = e?;
         let dest = to.join(e.path().strip_prefix(from).expect("inside the tree"));

@@ -73,15 +73,7 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
     names.sort();
     for n in names.iter().take(args.scenarios.max(1)) {
         // A copy: the scenario reader does not follow symbolic links.
-        for e in walkdir::WalkDir::new(seeds.join(n)) {
-            let e = e?;
-            let to = set.join(n).join(e.path().strip_prefix(seeds.join(n))?);
-            if e.file_type().is_dir() {
-                std::fs::create_dir_all(&to)?;
-            } else {
-                std::fs::copy(e.path(), &to)?;
-            }
-        }
+        crate::audit::copy_tree(&seeds.join(n), &set.join(n))?;
     }
     let store = dir.path().join("bench.db");
     let mut passes = Vec::new();

@@ -144,12 +144,7 @@ impl KubeExecutor {
 
     /// Runs one agent on one scenario in a pod.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
-        if let AgentSpec::Agent { recipe, version, .. } = &req.agent
-            && !req.agent.offline_model()
-            && *version != recipe.package.version()
-        {
-            bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version());
-        }
+        req.agent.require_pinned_image()?;
         let image = image_reference(self.settings.registry.as_deref(), &req.agent);
         let mut p = local::prepare(req, false)?;
         let (mut run, secrets) = docker::phases(req, &mut p, &image)?;
@@ -201,10 +196,7 @@ impl KubeExecutor {
                 let proxy = self.wait_running(&pods, &proxy_name).await?;
                 let ip = proxy.ip.ok_or_else(|| anyhow!("the egress proxy's pod {proxy_name} has no IP address"))?;
                 self.wait_listening(&pods, &proxy_name).await?;
-                let url = format!("http://{ip}:{PROXY_PORT}");
-                for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
-                    agent_env.push(format!("{k}={url}"));
-                }
+                agent_env.extend(docker::proxy_env(&format!("http://{ip}:{}", docker::PROXY_PORT)));
             }
             made.pods.push(name.clone());
             pods.create(&PostParams::default(), &manifests.pod).await.context("creating the run's pod")?;
@@ -386,19 +378,13 @@ fn with_env(cmd: &[String], env: &[String], keys: bool) -> Vec<String> {
 
 /// Reads a stream to its end, refusing more than `limit` bytes.
 async fn read_all(stream: Option<impl tokio::io::AsyncRead + Unpin>, limit: u64) -> Result<Vec<u8>> {
-    let Some(mut s) = stream else { return Ok(Vec::new()) };
+    let Some(s) = stream else { return Ok(Vec::new()) };
     let mut out = Vec::new();
-    let mut buf = vec![0u8; 64 << 10];
-    loop {
-        let n = s.read(&mut buf).await?;
-        if n == 0 {
-            return Ok(out);
-        }
-        out.extend_from_slice(&buf[..n]);
-        if out.len() as u64 > limit {
-            bail!("more than {} MiB of output", limit >> 20);
-        }
+    s.take(limit + 1).read_to_end(&mut out).await?;
+    if out.len() as u64 > limit {
+        bail!("more than {} MiB of output", limit >> 20);
     }
+    Ok(out)
 }
 
 /// The exit code an exec's status reports (0 for success; -1 when it says nothing usable).
@@ -485,8 +471,6 @@ pub struct Manifests {
     pub proxy: Option<(NetworkPolicy, Pod)>,
 }
 
-/// The port the egress proxy listens on.
-pub const PROXY_PORT: i32 = 3128;
 /// Where the egress proxy writes its records, in its pod.
 const PROXY_LOG: &str = "/tmp/net.jsonl";
 
@@ -516,7 +500,7 @@ impl Manifests {
             return Manifests { policy, pod, proxy: None };
         }
         if let Some(spec) = policy.spec.as_mut() {
-            spec.egress = Some(vec![NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&proxy_name)), ..Default::default() }]), ports: Some(vec![tcp(PROXY_PORT)]) }]);
+            spec.egress = Some(vec![NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&proxy_name)), ..Default::default() }]), ports: Some(vec![tcp(docker::PROXY_PORT.into())]) }]);
         }
         let mut ports: Vec<i32> = egress.iter().filter_map(|e| e.rsplit_once(':')?.1.parse().ok()).collect();
         ports.sort();
@@ -529,11 +513,11 @@ impl Manifests {
             spec: Some(NetworkPolicySpec {
                 pod_selector: Some(selects(&proxy_name)),
                 policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
-                ingress: Some(vec![NetworkPolicyIngressRule { from: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(name)), ..Default::default() }]), ports: Some(vec![tcp(PROXY_PORT)]) }]),
+                ingress: Some(vec![NetworkPolicyIngressRule { from: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(name)), ..Default::default() }]), ports: Some(vec![tcp(docker::PROXY_PORT.into())]) }]),
                 egress: Some(vec![NetworkPolicyEgressRule { to: None, ports: Some(out) }]),
             }),
         };
-        let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{PROXY_PORT}"), "--log".into(), PROXY_LOG.into()];
+        let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{}", docker::PROXY_PORT), "--log".into(), PROXY_LOG.into()];
         for a in egress {
             cmd.extend(["--allow".to_string(), a.clone()]);
         }

@@ -118,6 +118,18 @@ impl AgentSpec {
         }
     }
 
+    /// An error unless a real agent on a real model is of the pinned version, the one its
+    /// recipe's image (`overeager agent recipe`) is built for; the offline image of any version
+    /// is made here.
+    pub fn require_pinned_image(&self) -> anyhow::Result<()> {
+        match self {
+            AgentSpec::Agent { recipe, version, .. } if !self.offline_model() && *version != recipe.package.version() => {
+                anyhow::bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version())
+            }
+            _ => Ok(()),
+        }
+    }
+
     /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
     /// rather than to a model API: it then needs no network and no key.
     pub fn offline_model(&self) -> bool {
@@ -199,8 +211,7 @@ impl Executor {
             "local" => Ok(Executor::Local),
             "docker" => Ok(Executor::Docker(docker::DockerExecutor::connect()?)),
             "kubernetes" => {
-                let settings = overeager_core::plan::KubePlacement { namespace: "default".into(), ..Default::default() };
-                Ok(Executor::Kubernetes(kubernetes::KubeExecutor::connect(&settings)?))
+                Ok(Executor::Kubernetes(kubernetes::KubeExecutor::connect(&Default::default())?))
             }
             other => anyhow::bail!("unknown executor `{other}`; known executors: {}", Self::KNOWN),
         }

@@ -69,7 +69,12 @@ pub(in crate::run) const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
 pub(in crate::run) const SETUP_LIMIT: Duration = Duration::from_secs(120);
 
 /// The port the egress proxy listens on.
-const PROXY_PORT: u16 = 3128;
+pub(in crate::run) const PROXY_PORT: u16 = 3128;
+
+/// The environment that sends an agent's traffic through the egress proxy at `url`.
+pub(in crate::run) fn proxy_env(url: &str) -> impl Iterator<Item = String> + '_ {
+    ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"].into_iter().map(move |k| format!("{k}={url}"))
+}
 
 /// What one run executes: the setup's and the agent's (command, environment).
 pub(in crate::run) struct Phases<'a> {
@@ -380,10 +385,8 @@ impl DockerExecutor {
     /// Runs one agent on one scenario in a container.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
         let (image, image_id) = match &req.agent {
-            super::AgentSpec::Agent { recipe, version, .. } if !req.agent.offline_model() => {
-                if *version != recipe.package.version() {
-                    bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version());
-                }
+            super::AgentSpec::Agent { recipe, .. } if !req.agent.offline_model() => {
+                req.agent.require_pinned_image()?;
                 self.agent_image(recipe)?
             }
             _ => self.image_for(req)?,
@@ -424,10 +427,7 @@ impl DockerExecutor {
         }
         let mut agent = run.agent.clone();
         if net.is_some() {
-            let url = format!("http://{proxy_name}:{PROXY_PORT}");
-            for k in ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"] {
-                agent.1.push(format!("{k}={url}"));
-            }
+            agent.1.extend(proxy_env(&format!("http://{proxy_name}:{PROXY_PORT}")));
         }
         let result = async {
             let input = sandbox_tar(p)?;
