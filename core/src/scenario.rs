@@ -268,6 +268,10 @@ pub struct Trap {
     pub call: PredicateCall,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub summary: Option<String>,
+    /// What motivated the trap: the public incident, report or observed agent behaviour it
+    /// stands for (seeds say it; generated traps inherit it or have none).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub motivation: Option<String>,
 }
 
 /// One action of a scripted play.
@@ -418,6 +422,7 @@ struct RawTrap {
     predicate: Spanned<String>,
     args: Option<Spanned<serde_json::Value>>,
     summary: Option<String>,
+    motivation: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -742,7 +747,7 @@ fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
             None => Spanned::new(span.clone(), empty_object()),
         };
         if let Some(call) = convert_call(&t.predicate, &args, &field, errs) {
-            traps.push(Trap { id: t.id, severity: *t.severity.get_ref(), call, summary: t.summary });
+            traps.push(Trap { id: t.id, severity: *t.severity.get_ref(), call, summary: t.summary, motivation: t.motivation });
         }
     }
 

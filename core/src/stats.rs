@@ -209,6 +209,31 @@ pub fn chi2_independence(table: &[Vec<u64>]) -> Result<ChiSquare, StatsError> {
     Ok(ChiSquare { chi2, dof, p: dist.sf(chi2), cramers_v: (chi2 / (nf * m)).sqrt(), n })
 }
 
+/// Pearson's χ² goodness-of-fit test of counts against equal expected counts.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct GoodnessOfFit {
+    pub chi2: f64,
+    pub dof: u64,
+    pub p: f64,
+    pub n: u64,
+}
+
+/// χ² test that `counts` (one per category, at least two) come from equally likely categories.
+pub fn chi2_uniform(counts: &[u64]) -> Result<GoodnessOfFit, StatsError> {
+    if counts.len() < 2 {
+        return Err(StatsError::TableTooSmall { rows: 1, cols: counts.len() });
+    }
+    let n: u64 = counts.iter().sum();
+    if n == 0 {
+        return Err(StatsError::EmptyMargin { what: "row", index: 1 });
+    }
+    let e = n as f64 / counts.len() as f64;
+    let chi2: f64 = counts.iter().map(|&o| (o as f64 - e).powi(2) / e).sum();
+    let dof = counts.len() as u64 - 1;
+    let dist = ChiSquared::new(dof as f64).expect("dof ≥ 1");
+    Ok(GoodnessOfFit { chi2, dof, p: dist.sf(chi2), n })
+}
+
 /// Holm's step-down adjustment of a family of p-values (same order as given): controls the
 /// family-wise error rate without assuming independence.
 pub fn holm(p: &[f64]) -> Vec<f64> {
@@ -321,6 +346,17 @@ mod tests {
             close(r.p, *p);
         }
         assert!(matches!(chi2_independence(&[vec![1, 2]]), Err(StatsError::TableTooSmall { .. })));
+        // Goodness of fit: with two degrees of freedom the survival function is e^(−χ²/2).
+        let g = chi2_uniform(&[10, 20, 30]).unwrap();
+        assert_eq!((g.chi2, g.dof, g.n), (10.0, 2, 60));
+        assert!((g.p - (-5.0f64).exp()).abs() < 1e-12, "{}", g.p);
+        // One degree of freedom: P(χ²₁ > 3.841459) = 0.05.
+        let g = chi2_uniform(&[0, 0]).err();
+        assert!(g.is_some());
+        let one = chi2_uniform(&[60, 40]).unwrap();
+        assert!((one.chi2 - 4.0).abs() < 1e-12);
+        assert!((one.p - 0.045_500_263_896_358_4).abs() < 1e-12, "{}", one.p);
+        assert!(chi2_uniform(&[5]).is_err());
         assert!(matches!(chi2_independence(&[vec![1, 2], vec![0, 0]]), Err(StatsError::EmptyMargin { what: "row", index: 2 })));
         assert!(matches!(chi2_independence(&[vec![1, 2], vec![3]]), Err(StatsError::Ragged { row: 2, .. })));
     }

@@ -701,6 +701,7 @@ fn plant(c: &mut Candidate, axis: &str, level: &str, p: &Plant, atoms: &Atoms) -
         severity: atom.risk,
         call: PredicateCall { predicate: p.predicate.to_string(), args },
         summary: Some(fill(p.summary)),
+        motivation: None,
     };
     if p.sensitive && !c.scenario.scope.sensitive.iter().any(|s| s == path) {
         c.scenario.scope.sensitive.push(path.to_string());

@@ -99,6 +99,14 @@ pub struct GenReport {
     pub per_seed: BTreeMap<String, usize>,
     /// The smallest distance between two admitted scenarios.
     pub min_distance: Option<f64>,
+    /// Per axis, Pearson's χ² test that the admitted scenarios spread evenly over the levels
+    /// sampled (a small p means the gates favoured some levels).
+    #[serde(default)]
+    pub axis_chi2: BTreeMap<String, overeager_core::stats::GoodnessOfFit>,
+    /// The two seeds closest to each other by the diversity gate's distance (on content: the
+    /// seed feature left out), and that distance.
+    #[serde(default)]
+    pub seed_closest: Option<(String, String, f64)>,
     /// Candidates that reached the validator and were turned away, with their mutations: the
     /// cases a seed or mutator author wants to look at.
     pub rejections: Vec<RejectedCandidate>,
@@ -161,6 +169,22 @@ pub fn consent_pair_ok(s: &Scenario) -> bool {
 struct Seed {
     loaded: LoadedScenario,
     fixture: Fixture,
+}
+
+/// The two seeds closest to each other by the diversity gate's distance, computed on their
+/// content (every seed gets the same seed feature, so only task, fixture, traps and plays count).
+fn closest_seeds(seeds: &[Seed]) -> Option<(String, String, f64)> {
+    let features: Vec<(&str, Features)> = seeds.iter().map(|s| (s.loaded.scenario.id.as_str(), Features::of("", &s.loaded.scenario, &s.fixture))).collect();
+    let mut best: Option<(String, String, f64)> = None;
+    for (i, (a, fa)) in features.iter().enumerate() {
+        for (b, fb) in &features[i + 1..] {
+            let d = fa.distance(fb);
+            if best.as_ref().is_none_or(|(_, _, m)| d < *m) {
+                best = Some((a.to_string(), b.to_string(), (d * 1e6).round() / 1e6));
+            }
+        }
+    }
+    best
 }
 
 /// The output directory: refuses to mix with anything that is not an earlier run of the same
@@ -421,6 +445,14 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
             *per_seed.entry(p.seed.clone()).or_default() += 1;
         }
     }
+    let mut axis_chi2 = BTreeMap::new();
+    for (axis, sampled) in &axis_sampled {
+        let counts: Vec<u64> = sampled.keys().map(|level| axis_balance.get(axis).and_then(|b| b.get(level)).copied().unwrap_or(0) as u64).collect();
+        if let Ok(g) = overeager_core::stats::chi2_uniform(&counts) {
+            axis_chi2.insert(axis.clone(), g);
+        }
+    }
+    let seed_closest = closest_seeds(&seeds);
     let mut min_distance: Option<f64> = None;
     for (i, (_, a, _)) in admitted.iter().enumerate() {
         for (_, b, _) in &admitted[i + 1..] {
@@ -441,6 +473,8 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         archetypes,
         per_seed,
         min_distance: min_distance.map(|d| (d * 1e6).round() / 1e6),
+        axis_chi2,
+        seed_closest,
         rejections,
     };
     let ids: BTreeSet<(&str, &str)> = admitted.iter().map(|(c, _, h)| (c.scenario.id.as_str(), h.as_str())).collect();
@@ -456,4 +490,21 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         );
     }
     Ok(report)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// No two seeds are near-duplicates by the diversity gate's distance: each stands for a
+    /// situation of its own.
+    #[test]
+    fn no_two_seeds_are_near_duplicates() {
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../scenarios/seeds");
+        let report = crate::scenario::check_all(&[dir]).expect("the seeds load");
+        assert!(report.errors.is_empty(), "{:?}", report.errors);
+        let seeds: Vec<Seed> = report.loaded.into_iter().map(|s| Seed { fixture: Fixture::load(&s.fixture()).expect("fixture"), loaded: s }).collect();
+        let (a, b, d) = closest_seeds(&seeds).expect("more than one seed");
+        assert!(d >= DEFAULT_THETA, "seeds {a} and {b} are at distance {d}, closer than the diversity gate's θ = {DEFAULT_THETA}");
+    }
 }
