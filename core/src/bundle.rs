@@ -41,6 +41,9 @@ pub mod files {
     pub const BLOBS: &str = "blobs";
     /// The normalized merged view.
     pub const EVENTS: &str = "events.jsonl";
+    /// The runner's signature over every other file (optional; see the server's
+    /// `audit::signature`).
+    pub const RUNNER_SIGNATURE: &str = "runner-signature.json";
 }
 
 /// Which scenario a bundle ran.

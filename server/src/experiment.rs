@@ -31,6 +31,8 @@ pub struct Options {
     pub progress: bool,
     /// Run failed runs again as well as pending ones.
     pub retry_failed: bool,
+    /// Sign each bundle with this runner key (see [`crate::audit::signature`]).
+    pub runner_key: Option<ed25519_dalek::SigningKey>,
 }
 
 /// What an `experiment run` did.
@@ -212,7 +214,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
     let objects = store.objects_dir();
-    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects };
+    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref() };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -324,6 +326,8 @@ struct Places<'a> {
     shim: &'a Path,
     scratch: &'a Path,
     objects: &'a Path,
+    /// Signs each bundle before it is packed.
+    runner_key: Option<&'a ed25519_dalek::SigningKey>,
 }
 
 /// Runs, stores, judges and records one run.
@@ -347,6 +351,9 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
     let dir = work.path().join("bundle");
     let manifest = crate::audit::execute_to(&req, &dir)?;
+    if let Some(key) = at.runner_key {
+        crate::audit::signature::sign_dir(&dir, key)?;
+    }
     let packed = work.path().join("bundle.oeb");
     pack::pack(&dir, &packed)?;
     let mut loaded = input::load(&dir)?;

@@ -87,6 +87,19 @@ enum Command {
     Token(TokenCmd),
     /// Export the leaderboard, scenarios, runs and traces as a static site.
     Publish(cli::web::PublishArgs),
+    /// Submit a whole cell of an experiment to a public leaderboard server: every run's bundle
+    /// is uploaded (resumably), judged by the server, and the cell verified against the
+    /// server's benchmark. Exit 1 when the server refuses it, with a report naming the runs.
+    Submit(cli::submit::SubmitArgs),
+    /// Benchmarks a leaderboard server takes submissions for.
+    #[command(subcommand)]
+    Benchmark(cli::submit::BenchmarkCmd),
+    /// Runner keys: sign bundles where they are made; trust the keys of known runners.
+    #[command(subcommand)]
+    Runner(cli::submit::RunnerCmd),
+    /// Leaderboard submissions in the store: list them, re-judge the approved ones.
+    #[command(subcommand)]
+    Submissions(cli::submit::SubmissionsCmd),
     /// Judge bundles with the trap predicates of their scenarios and print verdicts.
     ///
     /// Exit status: 0 when every bundle was judged completely, 4 when a verdict is incomplete
@@ -341,6 +354,10 @@ fn main() -> ExitCode {
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),
+        Command::Submit(args) => cli::submit::submit(&args),
+        Command::Benchmark(cmd) => cli::submit::benchmark(&cmd),
+        Command::Runner(cmd) => cli::submit::runner(&cmd),
+        Command::Submissions(cmd) => cli::submit::submissions(&cmd),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Scale(args)) => cli::scale::bench_scale(&args),
         Command::Bench(BenchCmd::Fuzz(args)) => cli::fuzz::bench_fuzz(&args),

@@ -60,6 +60,26 @@ pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, String> {
     fetch(&url).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
 }
 
+/// POSTs a JSON body with a bearer token (live API only) and returns the JSON answer; an error
+/// answer becomes its `error` message.
+pub async fn post(path: &str, token: &str, body: &serde_json::Value) -> Result<serde_json::Value, String> {
+    let url = format!("/api{path}");
+    let resp = gloo_net::http::Request::post(&url)
+        .header("Authorization", &format!("Bearer {}", token.trim()))
+        .json(body)
+        .map_err(|e| format!("{url}: {e}"))?
+        .send()
+        .await
+        .map_err(|e| format!("{url}: {e}"))?;
+    let status = resp.status();
+    let v: serde_json::Value = resp.json().await.unwrap_or(serde_json::Value::Null);
+    if (200..300).contains(&status) {
+        Ok(v)
+    } else {
+        Err(v.get("error").and_then(|e| e.as_str()).map(str::to_string).unwrap_or_else(|| format!("{url}: {status}")))
+    }
+}
+
 /// GETs a raw text file.
 pub async fn get_text(path: &str) -> Result<String, String> {
     let url = text_url(path);

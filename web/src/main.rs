@@ -2,6 +2,7 @@
 //! predicate registry and transfer, over the server's JSON API (or a published static copy).
 
 mod api;
+mod board;
 mod pages;
 mod trace;
 mod ui;
@@ -52,6 +53,7 @@ fn App() -> impl IntoView {
                     <Route path=path!("/predicates") view=pages::Predicates/>
                     <Route path=path!("/transfer") view=pages::Transfer/>
                     <Route path=path!("/submissions") view=pages::Submissions/>
+                    <Route path=path!("/submissions/:id") view=board::SubmissionPage/>
                 </Routes>
             </main>
         </Router>

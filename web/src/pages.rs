@@ -46,7 +46,7 @@ pub fn Leaderboard() -> impl IntoView {
                 <h1>"Leaderboard"</h1>
                 <ExperimentPicker list=ex.list chosen=ex.chosen/>
             </div>
-            <p class="lede">"Share of runs in which the agent did something it was not asked to (at least one trap fired), with 95% Wilson intervals. Lower is better. Timed-out runs are excluded from n."</p>
+            <p class="lede">"Share of runs in which the agent did something it was not asked to (at least one trap fired), with 95% Wilson intervals. Lower is better. Timed-out runs are excluded from n. Rows marked "<span class="badge submitted">"submitted"</span>" were run by others on the published benchmark and re-judged here with this server's own predicates."</p>
             <div class="controls">
                 <span class="seg">{toggle("kept")}{toggle("stripped")}</span>
                 <label>"Sort "
@@ -61,7 +61,9 @@ pub fn Leaderboard() -> impl IntoView {
             {move || pending_or_error(report.get(), |r| {
                 let v = variant_name(variant.get().as_deref().unwrap_or("kept"));
                 let exp = s(&r, "experiment");
+                // The maintainer's cells and the approved submissions, ranked together.
                 let mut cells: Vec<Value> = r["cells"].as_array().cloned().unwrap_or_default().into_iter().filter(|c| c["variant"] == v).collect();
+                cells.extend(r["submitted"].as_array().cloned().unwrap_or_default().into_iter().filter(|c| c["variant"] == v));
                 match sort.get().as_deref() {
                     Some("-rate") => cells.sort_by(|a, b| f(b, "rate").total_cmp(&f(a, "rate"))),
                     Some("name") => cells.sort_by_key(|c| (s(c, "framework"), s(c, "model"))),
@@ -75,14 +77,21 @@ pub fn Leaderboard() -> impl IntoView {
                         <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th><th class="num" title="No trap fired but a check had no answer: left out of n, never counted as clean">"Incomplete"</th></tr></thead>
                         <tbody>
                         {cells.into_iter().enumerate().map(|(i, c)| {
-                            let href = format!("/runs?experiment={}&framework={}&model={}&variant={}", api::enc(&exp), api::enc(&s(&c, "framework")), api::enc(&s(&c, "model")), v);
+                            let prov = c.get("provenance").filter(|p| p.is_object()).cloned();
+                            let href = match &prov {
+                                Some(p) => format!("/submissions/{}", s(p, "submission")),
+                                None => format!("/runs?experiment={}&framework={}&model={}&variant={}", api::enc(&exp), api::enc(&s(&c, "framework")), api::enc(&s(&c, "model")), v),
+                            };
                             let label = format!("{} · {}", s(&c, "framework"), s(&c, "model"));
                             let sim = c["simulated"].as_bool().unwrap_or(false);
                             let agent_attr = label.clone();
+                            let submission = prov.as_ref().map(|p| s(p, "submission"));
+                            let is_submitted = prov.is_some();
                             view! {
-                                <tr class="cell" data-agent=agent_attr>
+                                <tr class="cell" class:submitted=is_submitted data-agent=agent_attr data-submission=submission>
                                     <td class="muted">{i + 1}</td>
-                                    <td><a href=href>{label}</a>{sim.then(|| view! { " " <span class="badge sim">"simulated"</span> })}</td>
+                                    <td><a href=href>{label}</a>{sim.then(|| view! { " " <span class="badge sim">"simulated"</span> })}
+                                        {prov.map(|p| view! { " " <crate::board::SubmittedBadges p=p/> })}</td>
                                     <td class="num rate">{pct(f(&c, "rate"))}</td>
                                     <td class="bar"><CiBar rate=f(&c, "rate") lo=f(&c["ci"], "lo") hi=f(&c["ci"], "hi")/></td>
                                     <td class="num">{f(&c, "n")}</td>
@@ -505,13 +514,16 @@ pub fn Transfer() -> impl IntoView {
     }
 }
 
-/// Bundles submitted by third parties, with the server's verdicts.
+/// Leaderboard submissions (whole cells), then single bundles submitted by third parties, with
+/// the server's verdicts.
 #[component]
 pub fn Submissions() -> impl IntoView {
     let data = LocalResource::new(|| api::get::<Value>("/bundles"));
     view! {
         <section>
             <h1>"Submissions"</h1>
+            <crate::board::CellSubmissions/>
+            <h2>"Single bundles"</h2>
             <p class="lede">"Bundles submitted through the API, judged by this server's own predicates against its own copy of the scenario. A verdict sent along is ignored."</p>
             {move || pending_or_error(data.get(), |d| {
                 let subs = d["submissions"].as_array().cloned().unwrap_or_default();

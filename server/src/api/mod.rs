@@ -4,6 +4,7 @@
 //! predicates; uploaded predicates are verified, self-tested and held until an admin approves
 //! them.
 
+pub mod board;
 mod openapi;
 pub mod publish;
 mod read;
@@ -36,6 +37,8 @@ use crate::store::web::{Role, TokenOwner};
 pub const MAX_BUNDLE_BYTES: usize = 64 << 20;
 /// Bundles received, checked and judged at once; more get 503 with `Retry-After`.
 pub const MAX_CONCURRENT_UPLOADS: usize = 2;
+/// Largest declaration of a cell's runs (`POST /api/submissions`).
+pub const MAX_DECLARATION_BYTES: usize = 32 << 20;
 /// Largest predicate component a client may upload.
 pub const MAX_MODULE_BYTES: usize = 8 << 20;
 /// Largest signature file.
@@ -274,7 +277,9 @@ impl AppState {
             let Some(e) = s.experiment(experiment)? else { return Ok((key, Some(None))) };
             let records = s.records(experiment)?;
             let labels = s.labelled(Some(experiment))?;
-            Ok((key, Some(Some(crate::report::build(&e.id, &e.title, &records, &labels)))))
+            let mut report = crate::report::build(&e.id, &e.title, &records, &labels);
+            report.submitted = crate::report::submitted_cells(s.approved_cells(&e.id)?);
+            Ok((key, Some(Some(report))))
         })?;
         let entry = match fresh {
             None => {
@@ -288,9 +293,11 @@ impl AppState {
                 let board = |v: overeager_core::Variant| -> Result<Bytes, ApiError> {
                     let mut cells: Vec<&crate::report::Cell> = report.cells.iter().filter(|c| c.variant == v).collect();
                     cells.sort_by(|a, b| a.rate.total_cmp(&b.rate).then_with(|| a.agent().cmp(&b.agent())));
+                    let mut submitted: Vec<&crate::report::SubmittedCell> = report.submitted.iter().filter(|c| c.cell.variant == v).collect();
+                    submitted.sort_by(|a, b| a.cell.rate.total_cmp(&b.cell.rate).then_with(|| a.provenance.submission.cmp(&b.provenance.submission)));
                     let body = serde_json::json!({
                         "experiment": report.experiment, "title": report.title, "variant": v, "simulated": report.simulated,
-                        "confidence": report.confidence, "cells": cells,
+                        "confidence": report.confidence, "cells": cells, "submitted": submitted,
                     });
                     Ok(Bytes::from(serde_json::to_vec(&body).map_err(ApiError::internal)?))
                 };
@@ -330,7 +337,7 @@ impl AppState {
 }
 
 /// The judge the server trusts: the built-in library and the approved uploads.
-fn build_judge(store: &Store, trust_path: &Path) -> Result<Judge> {
+pub(crate) fn build_judge(store: &Store, trust_path: &Path) -> Result<Judge> {
     let trust = load_trust(trust_path)?;
     let mut judge = Judge::new(JudgeOptions { limits: crate::judge::engine::Limits::default(), jobs: 2, cache: crate::judge::engine::default_cache_dir(), trust })?;
     let dir = store.predicates_dir();
@@ -481,6 +488,15 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/predicates", get(read::predicates).post(write::upload_predicate).layer(DefaultBodyLimit::max(MAX_MODULE_BYTES + MAX_SIGNATURE_BYTES + (1 << 20))))
         .route("/api/predicates/{digest}/approve", post(write::approve_predicate))
         .route("/api/predicates/{digest}/reject", post(write::reject_predicate))
+        .route("/api/benchmarks", get(board::benchmarks))
+        .route("/api/benchmarks/{name}", get(board::benchmark))
+        .route("/api/submissions", get(board::submissions).post(board::open_submission).layer(DefaultBodyLimit::max(MAX_DECLARATION_BYTES)))
+        .route("/api/submissions/rejudge", post(board::rejudge))
+        .route("/api/submissions/{id}", get(board::submission))
+        .route("/api/submissions/{id}/bundles/{digest}", axum::routing::put(board::upload_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))
+        .route("/api/submissions/{id}/verify", post(board::verify_submission))
+        .route("/api/submissions/{id}/approve", post(board::approve))
+        .route("/api/submissions/{id}/reject", post(board::reject))
         .route("/api/transfer", get(read::transfer))
         .route("/api/{*rest}", get(read::no_such_endpoint))
         .with_state(state.clone())

@@ -4,7 +4,7 @@ use axum::Json;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{read, write};
+use super::{board, read, write};
 
 struct Bearer;
 
@@ -23,8 +23,10 @@ impl Modify for Bearer {
         read::scenarios, read::scenario, read::runs, read::run, read::run_export, read::bundle, read::bundle_events, read::bundle_raw, read::bundle_download,
         read::submissions, read::predicates, read::transfer,
         write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
+        board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,
+        board::approve, board::reject, board::rejudge,
     ),
-    components(schemas(write::StartExperiment)),
+    components(schemas(write::StartExperiment, board::OpenSubmission, board::Decision, crate::store::board::DeclaredRun)),
     modifiers(&Bearer)
 )]
 struct ApiDoc;

@@ -81,7 +81,8 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     let mut left_out = 0;
     let mut digests = BTreeSet::new();
     for e in &exps {
-        let report = crate::report::build(&e.id, &e.title, &store.records(&e.id)?, &store.labelled(Some(&e.id))?);
+        let mut report = crate::report::build(&e.id, &e.title, &store.records(&e.id)?, &store.labelled(Some(&e.id))?);
+        report.submitted = crate::report::submitted_cells(store.approved_cells(&e.id)?);
         site.json(&format!("experiments/{}/report", e.id), &report)?;
         for (name, svg) in read::render_plots(&report)? {
             site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
@@ -118,6 +119,27 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
             let t = trace::build(&s.bundle, &path, None, Some(s.clone()), Some(s.verdict.clone()))?;
             write_trace(&mut site, &s.bundle, &t)?;
             traced += 1;
+        }
+    }
+
+    // Approved leaderboard submissions, their pages and traces (drafts and rejected ones are
+    // not public).
+    let approved = super::board::submission_list(&store, true)?;
+    site.json("submissions", &json!({ "submissions": approved }))?;
+    for row in &approved {
+        let id = row["id"].as_str().unwrap_or_default();
+        let Some(doc) = super::board::submission_json(&store, id)? else { continue };
+        site.json(&format!("submissions/{id}"), &doc)?;
+        site.page(&format!("submissions/{id}"))?;
+        for b in doc["runs"].as_array().into_iter().flatten() {
+            let Some(d) = b["bundle"].as_str().filter(|_| b["trace"].is_string()) else { continue };
+            if digests.insert(d.to_string()) {
+                let Some(sub) = store.cell_bundle_as_submission(d)? else { continue };
+                let path = crate::store::object_path_in(&store.objects_dir(), d);
+                let t = trace::build(d, &path, None, Some(sub.clone()), Some(sub.verdict.clone()))?;
+                write_trace(&mut site, d, &t)?;
+                traced += 1;
+            }
         }
     }
 

@@ -333,7 +333,10 @@ pub(crate) async fn load_trace(st: &Arc<AppState>, digest: &str) -> Api<Arc<trac
                 Some(id) => Some((s.run_row(&id)?, s.run_verdict(&id)?)),
                 None => None,
             };
-            let submission = s.submissions(Some(&d))?.into_iter().next();
+            let submission = match s.submissions(Some(&d))?.into_iter().next() {
+                Some(x) => Some(x),
+                None => s.cell_bundle_as_submission(&d)?,
+            };
             let (run, verdict) = match run {
                 Some((r, v)) => (r, v),
                 None => (None, submission.as_ref().map(|s| s.verdict.clone())),

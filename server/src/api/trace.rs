@@ -147,4 +147,9 @@ impl Cache {
     pub fn forget(&self, digest: &str) {
         self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|(d, _)| d != digest);
     }
+
+    /// Forgets every trace (after verdicts were re-judged).
+    pub fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
 }

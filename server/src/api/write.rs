@@ -66,11 +66,13 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     }
     st.changed();
     tracing::info!("{} started experiment {id} from {}", who.name, path.display());
+    // Runs this server executes are signed with its runner key, when it has one.
+    let runner_key = crate::audit::signature::key_from_env().map_err(|e| ApiError::internal(format!("{e:#}")))?;
     let st2 = st.clone();
     let id2 = id.clone();
     let db = st.config.db.clone();
     tokio::task::spawn_blocking(move || {
-        let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false }));
+        let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key }));
         let mut errors = st2.errors.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(o) => {
@@ -173,8 +175,7 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     };
     let result = async {
         let objects = st.with_store(|s| Ok(s.objects_dir()))?;
-        let incoming = objects.parent().expect("the object directory has a parent").join("incoming");
-        std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
+        let incoming = incoming_dir(&objects)?;
         let upload = receive_bundle(mp, &incoming).await?;
         let st2 = st.clone();
         tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who.name)).await.map_err(ApiError::internal)?
@@ -191,7 +192,7 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
 }
 
 /// A 503 that says when to come back.
-fn busy(message: String) -> Response {
+pub(super) fn busy(message: String) -> Response {
     let mut r = ApiError::new(StatusCode::SERVICE_UNAVAILABLE, message).into_response();
     r.headers_mut().insert(axum::http::header::RETRY_AFTER, axum::http::HeaderValue::from_static("5"));
     r
@@ -211,7 +212,6 @@ struct Upload {
 /// Streams the `bundle` field to a file in `incoming` (never more than [`MAX_BUNDLE_BYTES`]),
 /// hashing it as it arrives, and reads the small optional `verdict` field.
 async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Upload> {
-    use sha2::Digest;
     let limits = [("bundle", MAX_BUNDLE_BYTES), ("verdict", MAX_CLAIMED_VERDICT_BYTES)];
     let mut file: Option<(tempfile::NamedTempFile, String)> = None;
     let mut claimed = None;
@@ -221,20 +221,18 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Up
             Ok(None) => break,
             Err(e) => return Err(multipart_error(e, &limits)),
         };
-        match field.name().unwrap_or("") {
+        let name = field.name().unwrap_or("").to_string();
+        match name.as_str() {
             "bundle" if file.is_none() => {
-                let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(incoming).map_err(ApiError::internal)?;
-                let mut hash = sha2::Sha256::new();
-                let mut size = 0usize;
-                while let Some(chunk) = field.chunk().await.map_err(|e| multipart_error(e, &limits))? {
-                    size += chunk.len();
-                    if size > MAX_BUNDLE_BYTES {
-                        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("field `bundle` is larger than {MAX_BUNDLE_BYTES} bytes, the limit")));
+                let chunks = futures_util::stream::unfold(&mut field, |f| async move {
+                    match f.chunk().await {
+                        Ok(Some(c)) => Some((Ok(c), f)),
+                        Ok(None) => None,
+                        Err(e) => Some((Err(e), f)),
                     }
-                    hash.update(&chunk);
-                    std::io::Write::write_all(&mut tmp, &chunk).map_err(ApiError::internal)?;
-                }
-                file = Some((tmp, hex::encode(hash.finalize())));
+                });
+                let chunks = futures_util::StreamExt::map(chunks, |r| r.map_err(|e| multipart_error(e, &limits)));
+                file = Some(receive_stream(chunks, incoming, "field `bundle`").await?);
             }
             "verdict" if claimed.is_none() => {
                 let v = field.bytes().await.map_err(|e| multipart_error(e, &limits))?;
@@ -243,7 +241,7 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Up
                 }
                 claimed = Some(serde_json::from_slice::<Value>(&v).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&v).into_owned())));
             }
-            "bundle" | "verdict" => return Err(ApiError::bad(format!("the form has two `{}` fields; send one", field.name().unwrap_or("")))),
+            "bundle" | "verdict" => return Err(ApiError::bad(format!("the form has two `{name}` fields; send one"))),
             name => return Err(ApiError::bad(format!("unexpected form field `{name}`; this upload takes `bundle` and `verdict`"))),
         }
     }
@@ -251,37 +249,102 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Up
     Ok(Upload { file, digest, claimed })
 }
 
-fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &str) -> Api<Submission> {
-    let Upload { file: upload, digest, claimed } = upload;
-    let unpacked = tempfile::Builder::new().prefix("unpacked-").tempdir_in(upload.path().parent().expect("in incoming")).map_err(ApiError::internal)?;
+/// Where uploads are received: `incoming/` beside the object directory.
+pub(super) fn incoming_dir(objects: &std::path::Path) -> Api<std::path::PathBuf> {
+    let incoming = objects.parent().expect("the object directory has a parent").join("incoming");
+    std::fs::create_dir_all(&incoming).map_err(ApiError::internal)?;
+    Ok(incoming)
+}
+
+/// Streams a body to a file of its own in `incoming` (never more than [`MAX_BUNDLE_BYTES`]),
+/// hashing it as it arrives; returns the file and its sha256. A body that breaks off leaves
+/// nothing behind (the file is removed when dropped).
+pub(super) async fn receive_stream<S, E>(chunks: S, incoming: &std::path::Path, what: &str) -> Api<(tempfile::NamedTempFile, String)>
+where
+    S: futures_util::Stream<Item = Result<Bytes, E>>,
+    E: Into<ApiError>,
+{
+    use futures_util::StreamExt;
+    use sha2::Digest;
+    let mut chunks = std::pin::pin!(chunks);
+    let mut tmp = tempfile::Builder::new().suffix(".oeb").tempfile_in(incoming).map_err(ApiError::internal)?;
+    let mut hash = sha2::Sha256::new();
+    let mut size = 0usize;
+    while let Some(chunk) = chunks.next().await {
+        let chunk = chunk.map_err(Into::into)?;
+        size += chunk.len();
+        if size > MAX_BUNDLE_BYTES {
+            return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("{what} is larger than {MAX_BUNDLE_BYTES} bytes, the limit")));
+        }
+        hash.update(&chunk);
+        std::io::Write::write_all(&mut tmp, &chunk).map_err(ApiError::internal)?;
+    }
+    Ok((tmp, hex::encode(hash.finalize())))
+}
+
+/// An uploaded bundle that passed every check, ready to judge.
+pub(super) struct Checked {
+    pub loaded: input::LoadedBundle,
+    /// Key id of an intact runner signature.
+    pub runner_key: Option<String>,
+    /// Keeps the unpacked bundle while it is judged.
+    _unpacked: tempfile::TempDir,
+}
+
+/// Why an uploaded bundle is refused, with its manifest when it could be read.
+pub(super) struct Refusal {
+    pub manifest: Option<overeager_core::bundle::BundleManifest>,
+    pub message: String,
+}
+
+/// Unpacks an uploaded `.oeb` within the upload limits and checks it: derived files that follow
+/// from the raw channels, an intact runner signature if it has one, a scenario `scenario_ok`
+/// accepts, and the server's own copy of that scenario. Messages name the upload, never the
+/// server's paths.
+pub(super) fn check_upload(st: &AppState, upload: &std::path::Path, digest: &str, scenario_ok: impl Fn(&overeager_core::bundle::BundleManifest) -> Result<(), String>) -> Result<Checked, Refusal> {
+    let refuse = |manifest: Option<&overeager_core::bundle::BundleManifest>, message: String| Refusal { manifest: manifest.cloned(), message };
+    let unpacked = tempfile::Builder::new().prefix("unpacked-").tempdir_in(upload.parent().expect("in incoming")).map_err(|e| refuse(None, format!("the server could not unpack it: {e}")))?;
     let dir = unpacked.path().join("b");
-    // Messages name the upload, never the server's own paths.
-    let scrub = |e: anyhow::Error| format!("{e:#}").replace(&dir.display().to_string(), "the upload").replace(&upload.path().display().to_string(), "the upload");
-    crate::audit::pack::unpack(upload.path(), &dir, &crate::audit::pack::Limits::upload()).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
-    crate::audit::verify::verify(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle is refused: {}; a bundle's derived files must follow from its raw channels", scrub(e))))?;
-    let mut loaded = input::load(&dir).map_err(|e| ApiError::unprocessable(format!("the bundle cannot be read: {}", scrub(e))))?;
+    let scrub = |e: anyhow::Error| format!("{e:#}").replace(&dir.display().to_string(), "the upload").replace(&upload.display().to_string(), "the upload");
+    crate::audit::pack::unpack(upload, &dir, &crate::audit::pack::Limits::upload()).map_err(|e| refuse(None, format!("the bundle cannot be read: {}", scrub(e))))?;
+    let manifest: Option<overeager_core::bundle::BundleManifest> = std::fs::read(dir.join(overeager_core::bundle::files::MANIFEST)).ok().and_then(|b| serde_json::from_slice(&b).ok());
+    let m = manifest.as_ref();
+    if let Some(m) = m {
+        scenario_ok(m).map_err(|why| refuse(Some(m), why))?;
+    }
+    let runner_key = crate::audit::signature::check_dir(&dir).map_err(|e| refuse(m, format!("the bundle is refused: {e}; a runner-signed bundle must arrive exactly as signed")))?;
+    crate::audit::verify::verify(&dir).map_err(|e| refuse(m, format!("the bundle is refused: {}; a bundle's derived files must follow from its raw channels", scrub(e))))?;
+    let mut loaded = input::load(&dir).map_err(|e| refuse(m, format!("the bundle cannot be read: {}", scrub(e))))?;
     loaded.label = format!("upload:{digest}");
+    let m = Some(&loaded.manifest);
     let hash = loaded.manifest.scenario.hash.clone();
-    let stored = st.with_store(|s| s.scenario_json(&hash))?.ok_or_else(|| {
-        ApiError::unprocessable(format!(
+    let stored = st.with_store(|s| s.scenario_json(&hash)).map_err(|e| refuse(m, format!("the server could not read its scenarios: {e:#}")))?.ok_or_else(|| {
+        refuse(m, format!(
             "the bundle's scenario `{}` ({hash}) is not in this store; the server judges only against scenarios it holds (run an experiment that uses it first)",
             loaded.manifest.scenario.id
         ))
     })?;
-    let stored: Value = serde_json::from_str(&stored).map_err(ApiError::internal)?;
-    if serde_json::to_value(&loaded.scenario).map_err(ApiError::internal)? != stored {
-        return Err(ApiError::unprocessable(format!(
+    let same = serde_json::from_str::<Value>(&stored).ok().zip(serde_json::to_value(&loaded.scenario).ok()).is_some_and(|(a, b)| a == b);
+    if !same {
+        return Err(refuse(m, format!(
             "the bundle's copy of scenario `{}` differs from the server's copy with the same hash {hash}; traps are judged from the server's copy only",
             loaded.manifest.scenario.id
         )));
     }
-    let verdict = st.judge().judge(&loaded);
+    Ok(Checked { loaded, runner_key, _unpacked: unpacked })
+}
+
+fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &str) -> Api<Submission> {
+    let Upload { file: upload, digest, claimed } = upload;
+    let checked = check_upload(st, upload.path(), &digest, |_| Ok(())).map_err(|r| ApiError::unprocessable(r.message))?;
+    let loaded = &checked.loaded;
+    let verdict = st.judge().judge(loaded);
     put_object_in(objects, upload.path())?;
     let m = &loaded.manifest;
     let sub = Submission {
         bundle: digest,
         run_id: m.run_id.clone(),
-        scenario_hash: hash,
+        scenario_hash: m.scenario.hash.clone(),
         agent: m.agent.id.clone(),
         framework: m.agent.framework.clone(),
         model: m.agent.model.clone(),

@@ -2,6 +2,7 @@
 //! bundles back, and packing them as `.oeb` files.
 
 pub mod pack;
+pub mod signature;
 pub mod verify;
 
 use std::path::{Path, PathBuf};

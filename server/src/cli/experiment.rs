@@ -38,6 +38,10 @@ pub struct RunArgs {
     /// Also redo runs that failed (executor or judge errors) last time.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Sign every bundle with this runner key (a secret key file from `overeager runner
+    /// keygen`), so a server that trusts the key ranks the cell as run by a trusted runner.
+    #[arg(long, env = "OVEREAGER_RUNNER_KEY", value_name = "KEY")]
+    pub runner_key: Option<PathBuf>,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
@@ -175,7 +179,7 @@ fn progress_table(rows: &[(String, String, crate::store::Progress)]) -> Table {
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::sign::read_secret).transpose()? };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -524,7 +528,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
         ),
     )?;
     let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None };
     let out = experiment::run(store, &plan, &opts)?;
     let rate = out.executed as f64 / out.seconds;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs);

@@ -12,6 +12,7 @@ pub mod fuzz;
 pub mod r#gen;
 pub mod scale;
 pub mod stats;
+pub mod submit;
 pub mod validate;
 pub mod web;
 

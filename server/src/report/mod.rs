@@ -194,6 +194,32 @@ pub struct Report {
     pub axes: Vec<AxisTest>,
     pub own_transfer: Vec<OwnTransfer>,
     pub labels: Vec<LabelAgreement>,
+    /// Approved public submissions to benchmarks published from this experiment: each cell
+    /// computed from the server's own verdicts on the submitted bundles, with its provenance.
+    /// They stand beside `cells` and take part in none of the experiment's comparisons.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub submitted: Vec<SubmittedCell>,
+}
+
+/// A cell of an approved submission.
+#[derive(Debug, Clone, Serialize)]
+pub struct SubmittedCell {
+    #[serde(flatten)]
+    pub cell: Cell,
+    pub provenance: crate::store::board::Provenance,
+}
+
+/// The cells (one per variant) of each submission, from its records.
+pub fn submitted_cells(submissions: Vec<(crate::store::board::Provenance, Vec<RunRecord>)>) -> Vec<SubmittedCell> {
+    let mut out = Vec::new();
+    for (provenance, records) in submissions {
+        let mut groups: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
+        for r in &records {
+            groups.entry(key(r)).or_default().push(r);
+        }
+        out.extend(groups.iter().map(|((f, m, v), rs)| SubmittedCell { cell: cell(f, m, *v, rs), provenance: provenance.clone() }));
+    }
+    out
 }
 
 type CellKey = (String, String, Variant);
@@ -235,6 +261,7 @@ pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(St
         axes: axis_tests(&counted),
         own_transfer: own_transfer(&counted, &index),
         labels: label_agreement(labels),
+        submitted: Vec::new(),
         cells,
     }
 }

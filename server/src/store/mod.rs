@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use crate::scenario::LoadedScenario;
 
+pub mod board;
 pub mod web;
 
 /// Run counts of an experiment per (framework, model, status), with the timed-out ones.
@@ -172,6 +173,52 @@ const MIGRATIONS: &[&str] = &[
         requeued   TEXT NOT NULL                 -- JSON [run id]: runs it had that went back to pending
     );
     CREATE INDEX host_events_by_experiment ON host_events (experiment, at_us);
+    "#,
+    // 5: public leaderboard submissions: benchmarks, whole-cell submissions and their
+    // bundles, and the runner keys this server trusts.
+    r#"
+    CREATE TABLE benchmarks (
+        name       TEXT PRIMARY KEY,
+        experiment TEXT NOT NULL REFERENCES experiments(id),
+        manifest   TEXT NOT NULL,                 -- JSON Benchmark
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE cell_submissions (
+        id           TEXT PRIMARY KEY,
+        benchmark    TEXT NOT NULL REFERENCES benchmarks(name),
+        framework    TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('draft', 'verified', 'approved', 'rejected')),
+        submitted_by TEXT NOT NULL,
+        declared     TEXT NOT NULL,               -- JSON [DeclaredRun]
+        report       TEXT,                        -- JSON VerifyReport of the last verification
+        uploads      INTEGER NOT NULL DEFAULT 0,  -- bundle bodies received whole
+        created_us   INTEGER NOT NULL,
+        updated_us   INTEGER NOT NULL,
+        decided_by   TEXT,
+        decided_us   INTEGER,
+        note         TEXT,
+        rejudged     TEXT                         -- JSON Rejudged of the last re-judging
+    );
+    CREATE INDEX cell_submissions_by_benchmark ON cell_submissions (benchmark, status);
+    CREATE TABLE cell_bundles (
+        submission  TEXT NOT NULL REFERENCES cell_submissions(id),
+        bundle      TEXT NOT NULL,                -- sha256 of the packed bundle
+        received_us INTEGER NOT NULL,
+        manifest    TEXT,                         -- bundle.json; null when unreadable
+        verdict     TEXT,                         -- the server's verdict; null when refused
+        runner_key  TEXT,                         -- key id of an intact runner signature
+        problem     TEXT,                         -- why the bundle cannot count
+        PRIMARY KEY (submission, bundle)
+    );
+    CREATE INDEX cell_bundles_by_bundle ON cell_bundles (bundle);
+    CREATE TABLE runner_keys (
+        key_id     TEXT PRIMARY KEY,
+        public     TEXT NOT NULL,
+        owner      TEXT,
+        added_us   INTEGER NOT NULL,
+        revoked_us INTEGER
+    );
     "#,
 ];
 
