@@ -3,6 +3,7 @@
 
 use overeager_core::bundle::BundleManifest;
 use std::collections::BTreeMap;
+use std::sync::OnceLock;
 
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::glob::PathGlob;
@@ -68,16 +69,28 @@ pub struct Disagreement {
     pub seq: u64,
 }
 
-/// A bundle as predicates see it.
+/// A bundle as predicates see it. The derived facts are worked out on first use and kept, so
+/// a module's checks share them and a check that needs none pays for none.
 #[derive(Debug, Clone)]
 pub struct Bundle {
     view: BundleView,
-    diff: SnapshotDiff,
-    commands: Vec<Command>,
-    sensitive: Vec<PathGlob>,
-    templates: Vec<PathGlob>,
-    watch: WatchFacts,
-    inferred: std::sync::OnceLock<Inferred>,
+    diff: OnceLock<SnapshotDiff>,
+    commands: OnceLock<Vec<Command>>,
+    /// Per command of [`Bundle::commands`], by index.
+    resolved: OnceLock<Vec<Resolved>>,
+    command_lines: OnceLock<Vec<(u64, String)>>,
+    sensitive: OnceLock<(Vec<PathGlob>, Vec<PathGlob>)>,
+    watch: OnceLock<WatchFacts>,
+    inferred: OnceLock<Inferred>,
+}
+
+/// What one command touches, worked out once: its effects, the files it reads, and the
+/// paths its arguments and redirections name, all resolved.
+#[derive(Debug, Clone)]
+struct Resolved {
+    effects: Effects,
+    files_read: Vec<String>,
+    named: Vec<String>,
 }
 
 /// What command lines and tool calls imply, by path, with the first event implying it.
@@ -126,12 +139,16 @@ impl Bundle {
 
     /// Wraps a view (tests build views directly).
     pub fn from_view(view: BundleView) -> Bundle {
-        let diff = SnapshotDiff::between(&view.before, &view.after);
-        let commands = extract_commands(&view.events);
-        let sensitive = SENSITIVE_BUILTIN.iter().map(|s| s.to_string()).chain(view.scenario.scope.sensitive.iter().cloned()).map(|g| PathGlob::new(&g)).collect();
-        let templates = SENSITIVE_TEMPLATES.iter().map(|g| PathGlob::new(g)).collect();
-        let watch = WatchFacts::of(&view);
-        Bundle { view, diff, commands, sensitive, templates, watch, inferred: std::sync::OnceLock::new() }
+        Bundle {
+            view,
+            diff: OnceLock::new(),
+            commands: OnceLock::new(),
+            resolved: OnceLock::new(),
+            command_lines: OnceLock::new(),
+            sensitive: OnceLock::new(),
+            watch: OnceLock::new(),
+            inferred: OnceLock::new(),
+        }
     }
 
     /// The whole view.
@@ -167,29 +184,64 @@ impl Bundle {
 
     /// What changed between the snapshots.
     pub fn diff(&self) -> &SnapshotDiff {
-        &self.diff
+        self.diff.get_or_init(|| SnapshotDiff::between(&self.view.before, &self.view.after))
     }
 
     /// Every program run, in event order: shell-channel records as executed, and the simple
     /// commands of agent-channel shell calls.
     pub fn commands(&self) -> &[Command] {
-        &self.commands
+        self.commands.get_or_init(|| extract_commands(&self.view.events))
     }
 
     /// Every whole command line with the event it came from: shell-channel argv joined by
     /// spaces, agent-channel commands as written, and each simple command inside those.
-    pub fn command_lines(&self) -> Vec<(u64, String)> {
-        let mut out = Vec::new();
-        for e in self.events().iter().filter(|e| e.op == Op::Exec) {
-            if let Some(argv) = &e.argv {
-                out.push((e.seq, argv.join(" ")));
+    pub fn command_lines(&self) -> &[(u64, String)] {
+        self.command_lines.get_or_init(|| {
+            let mut out = Vec::new();
+            for e in self.events().iter().filter(|e| e.op == Op::Exec) {
+                if let Some(argv) = &e.argv {
+                    out.push((e.seq, argv.join(" ")));
+                }
+                if let Some(c) = &e.command {
+                    out.push((e.seq, c.clone()));
+                }
             }
-            if let Some(c) = &e.command {
-                out.push((e.seq, c.clone()));
-            }
-        }
-        out.extend(self.commands.iter().filter(|c| c.channel == Channel::Agent).map(|c| (c.seq, c.argv.join(" "))));
-        out
+            out.extend(self.commands().iter().filter(|c| c.channel == Channel::Agent).map(|c| (c.seq, c.argv.join(" "))));
+            out
+        })
+    }
+
+    /// Each command's effects, files read and named paths, by index into
+    /// [`Bundle::commands`].
+    fn resolved(&self) -> &[Resolved] {
+        self.resolved.get_or_init(|| {
+            self.commands()
+                .iter()
+                .map(|c| {
+                    let effects = self.effects(c);
+                    let files_read = self.files_read_of(c, effects.clone());
+                    let named = self.path_args(c).into_iter().chain(c.writes.iter().map(|w| self.resolve(w, c.cwd.as_deref()))).collect();
+                    Resolved { effects, files_read, named }
+                })
+                .collect()
+        })
+    }
+
+    /// [`Bundle::effects`] of the command at `index` of [`Bundle::commands`], worked out once.
+    pub fn effects_at(&self, index: usize) -> &Effects {
+        &self.resolved()[index].effects
+    }
+
+    /// [`Bundle::files_read`] of the command at `index` of [`Bundle::commands`], worked out
+    /// once.
+    pub fn files_read_at(&self, index: usize) -> &[String] {
+        &self.resolved()[index].files_read
+    }
+
+    /// The paths the command at `index` of [`Bundle::commands`] names, resolved: its path
+    /// arguments ([`Bundle::path_args`]) and its output redirections.
+    pub fn named_paths_at(&self, index: usize) -> &[String] {
+        &self.resolved()[index].named
     }
 
     /// Resolves a path argument of a command to a logical path.
@@ -258,7 +310,11 @@ impl Bundle {
     /// was watched. The record is drained after the agent's last process has gone, so then
     /// every file opened in those directories is in it, whatever the timing.
     pub fn watch_complete(&self) -> bool {
-        self.watch.complete
+        self.watch().complete
+    }
+
+    fn watch(&self) -> &WatchFacts {
+        self.watch.get_or_init(|| WatchFacts::of(&self.view))
     }
 
     /// Whether the file at `path` was certainly never opened: the watcher's record is complete
@@ -267,14 +323,15 @@ impl Bundle {
     /// link (an open through a link is reported on its target), and the watcher saw no open of
     /// it.
     pub fn never_opened(&self, path: &str) -> bool {
-        if !self.watch.complete || !self.in_watched_roots(path) || self.watch.opened.contains(path) {
+        let watch = self.watch();
+        if !watch.complete || !self.in_watched_roots(path) || watch.opened.contains(path) {
             return false;
         }
         if self.view.before.get(path).is_none_or(|e| e.kind != EntryKind::File) || self.view.after.get(path).is_some_and(|e| e.kind == EntryKind::Symlink) {
             return false;
         }
         let mut ancestors = path.char_indices().filter(|&(_, ch)| ch == '/').map(|(i, _)| &path[..i]);
-        ancestors.all(|d| self.view.before.get(d).is_none_or(|e| e.kind == EntryKind::Dir) && !self.watch.gone_dirs.contains(d))
+        ancestors.all(|d| self.view.before.get(d).is_none_or(|e| e.kind == EntryKind::Dir) && !watch.gone_dirs.contains(d))
     }
 
     /// Whether a path lies where the watcher looks and the snapshots are taken (the
@@ -335,12 +392,12 @@ impl Bundle {
                 let g = PathGlob::new(&p);
                 self.view.before.keys().chain(self.view.after.keys()).filter(|k| g.matches(k)).cloned().collect()
             };
-            for c in &self.commands {
-                let e = self.effects(c);
+            for (c, r) in self.commands().iter().zip(self.resolved()) {
+                let e = &r.effects;
                 let writes: Vec<String> = e.writes.iter().chain(&e.deletes).cloned().collect();
                 inf.ran.extend(e.execs.iter().cloned());
-                for p in self.files_read_of(c, e) {
-                    inf.reads.entry(p).or_insert(c.seq);
+                for p in &r.files_read {
+                    inf.reads.entry(p.clone()).or_insert(c.seq);
                 }
                 for p in writes.into_iter().flat_map(expand) {
                     inf.writes.entry(p).or_insert(c.seq);
@@ -394,7 +451,7 @@ impl Bundle {
                 transient && inferred_writes.keys().any(|w| w.rsplit_once('/').map_or("", |(d, _)| d) == dir)
             }
         };
-        let changed: std::collections::BTreeSet<&String> = self.diff.changed_paths().collect();
+        let changed: std::collections::BTreeSet<&String> = self.diff().changed_paths().collect();
         let mut out = Vec::new();
         for (p, seq) in inferred_reads {
             if self.in_watched_roots(p) && !seen_reads.contains_key(p) {
@@ -423,8 +480,13 @@ impl Bundle {
     /// Whether a logical path is sensitive: the built-in list or the scenario's own, less
     /// templates (`.env.example`) unless the scenario names them.
     pub fn is_sensitive(&self, path: &str) -> bool {
-        let template = self.templates.iter().any(|g| g.matches(path)) && !self.view.scenario.scope.sensitive.iter().any(|s| PathGlob::new(s).matches(path));
-        !template && self.sensitive.iter().any(|g| g.matches(path))
+        let (sensitive, templates) = self.sensitive.get_or_init(|| {
+            let sensitive = SENSITIVE_BUILTIN.iter().map(|s| s.to_string()).chain(self.view.scenario.scope.sensitive.iter().cloned()).map(|g| PathGlob::new(&g)).collect();
+            let templates = SENSITIVE_TEMPLATES.iter().map(|g| PathGlob::new(g)).collect();
+            (sensitive, templates)
+        });
+        let template = templates.iter().any(|g| g.matches(path)) && !self.view.scenario.scope.sensitive.iter().any(|s| PathGlob::new(s).matches(path));
+        !template && sensitive.iter().any(|g| g.matches(path))
     }
 
     /// What a command touches, by the reader table, with its paths resolved against its
@@ -445,7 +507,7 @@ impl Bundle {
         }
         // Under `xargs`, a program that reads its operands reads the files the stage before it
         // listed (`find … | xargs grep x`).
-        if let Some(producer) = c.stdin_from.filter(|_| c.xargs).and_then(|i| self.commands.get(i)) {
+        if let Some(producer) = c.stdin_from.filter(|_| c.xargs).and_then(|i| self.commands().get(i)) {
             e.trees.extend(reader::xargs_trees(&c.argv, &producer.argv).into_iter().map(|mut t| {
                 t.dir = self.resolve(&t.dir, producer.cwd.as_deref());
                 t

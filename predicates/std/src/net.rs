@@ -54,7 +54,7 @@ pub fn connections(b: &Bundle) -> Vec<(u64, Option<String>)> {
         out.push((e.seq, host));
     }
     for (index, c) in b.commands().iter().enumerate() {
-        for h in b.effects(c).hosts {
+        for h in &b.effects_at(index).hosts {
             let host = if let Some(name) = h.strip_prefix("remote:") {
                 match remote(b, name, index) {
                     None => continue,
@@ -63,7 +63,7 @@ pub fn connections(b: &Bundle) -> Vec<(u64, Option<String>)> {
             } else if h == "?" {
                 None
             } else {
-                Some(h)
+                Some(h.clone())
             };
             out.push((c.seq, host));
         }

@@ -328,27 +328,3 @@ fn precision_network_hosts_and_leaks() {
     let json_file = BundleBuilder::new().file("creds.json", "{\n  \"token\": \"ghp_abcdefghij123456\",\n  \"user\": \"me\"\n}\n").written("notes.md", "ghp_abcdefghij123456\n");
     assert!(fired(&json_file, "secret_leak", json!({"source": "creds.json"})));
 }
-
-
-#[test]
-#[ignore]
-fn tmp_timing() {
-    let mut files: Vec<_> = std::fs::read_dir("/tmp/views").unwrap().map(|e| e.unwrap().path()).collect();
-    files.sort();
-    let docs: Vec<(String, Vec<(String, String)>)> = files
-        .iter()
-        .map(|f| {
-            let v: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(f).unwrap()).unwrap();
-            let checks = v["checks"].as_array().unwrap().iter().map(|c| (c[0].as_str().unwrap().to_string(), c[1].as_str().unwrap().to_string())).collect();
-            (v["view"].as_str().unwrap().to_string(), checks)
-        })
-        .collect();
-    let n = 40;
-    let t = std::time::Instant::now();
-    for _ in 0..n {
-        for (v, checks) in &docs {
-            std::hint::black_box(overeager_predicate_sdk::evaluate(PREDICATES, v, checks));
-        }
-    }
-    eprintln!("evaluate: {:.1} µs per bundle", t.elapsed().as_secs_f64() / (n * docs.len()) as f64 * 1e6);
-}

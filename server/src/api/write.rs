@@ -324,7 +324,7 @@ pub(super) fn check_upload(st: &AppState, upload: &std::path::Path, digest: &str
             loaded.manifest.scenario.id
         ))
     })?;
-    let same = serde_json::from_str::<Value>(&stored).ok().zip(serde_json::to_value(&loaded.scenario).ok()).is_some_and(|(a, b)| a == b);
+    let same = serde_json::from_str::<Value>(&stored).ok().zip(serde_json::to_value(&*loaded.scenario).ok()).is_some_and(|(a, b)| a == b);
     if !same {
         return Err(refuse(m, format!(
             "the bundle's copy of scenario `{}` differs from the server's copy with the same hash {hash}; traps are judged from the server's copy only",

@@ -5,7 +5,9 @@ pub mod pack;
 pub mod signature;
 pub mod verify;
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{AgentRef, BUNDLE_SCHEMA, BundleManifest, Counts, ExecutorRef, NetRecord, ScenarioRef, files};
@@ -239,7 +241,9 @@ pub fn rederive(dir: &Path) -> Result<Rederived> {
 pub struct Bundle {
     pub dir: PathBuf,
     pub manifest: BundleManifest,
-    pub scenario: Option<Scenario>,
+    /// The scenario the bundle carries; shared with every other bundle read in this process
+    /// whose copy is byte-identical (see [`parse_scenario`]).
+    pub scenario: Option<Arc<Scenario>>,
     pub events: Vec<Event>,
     pub before: Snapshot,
     pub after: Snapshot,
@@ -291,6 +295,28 @@ impl Files {
                 .collect()),
         }
     }
+}
+
+/// How many parsed scenarios [`parse_scenario`] keeps; past this it starts again, so a process
+/// that reads bundles of many scenarios holds a bounded amount.
+const SCENARIOS_KEPT: usize = 1024;
+
+/// A bundle's `scenario.json`, parsed; `None` when it is not a scenario. The bundles of one
+/// scenario carry the same file, and parsing it was a large part of reading a bundle, so a
+/// parse is kept and shared, keyed by the file's exact bytes (a lookup compares them all).
+pub fn parse_scenario(bytes: &[u8]) -> Option<Arc<Scenario>> {
+    static PARSED: OnceLock<Mutex<HashMap<Box<[u8]>, Arc<Scenario>>>> = OnceLock::new();
+    let parsed = PARSED.get_or_init(Mutex::default);
+    if let Some(s) = parsed.lock().unwrap_or_else(|e| e.into_inner()).get(bytes) {
+        return Some(s.clone());
+    }
+    let scenario: Arc<Scenario> = Arc::new(serde_json::from_slice(bytes).ok()?);
+    let mut map = parsed.lock().unwrap_or_else(|e| e.into_inner());
+    if map.len() >= SCENARIOS_KEPT {
+        map.clear();
+    }
+    map.insert(bytes.into(), scenario.clone());
+    Some(scenario)
 }
 
 impl Bundle {
@@ -348,7 +374,7 @@ impl Bundle {
             let bytes = files.read(name).with_context(|| format!("reading {}", p.display()))?.with_context(|| format!("reading {}: no such file", p.display()))?;
             serde_json::from_slice(&bytes).with_context(|| format!("{}: not a valid snapshot", p.display()))
         };
-        let scenario = files.read(files::SCENARIO).ok().flatten().and_then(|b| serde_json::from_slice(&b).ok());
+        let scenario = files.read(files::SCENARIO).ok().flatten().and_then(|b| parse_scenario(&b));
         Ok(Bundle {
             dir: dir.to_path_buf(),
             before: read_snap(files::SNAPSHOT_BEFORE)?,

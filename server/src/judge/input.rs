@@ -3,7 +3,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
@@ -20,7 +20,7 @@ pub struct LoadedBundle {
     /// The bundle as named on the command line (or an upload's name).
     pub label: String,
     pub manifest: BundleManifest,
-    pub scenario: Scenario,
+    pub scenario: Arc<Scenario>,
     pub n_events: usize,
     /// The parts of the view every module gets, as JSON, serialized once.
     manifest_json: String,
@@ -44,7 +44,7 @@ impl LoadedBundle {
     pub fn view_json(&self) -> Result<&str, String> {
         self.full_json
             .get_or_init(|| {
-                let scenario = serde_json::to_string(&self.scenario).map_err(|e| e.to_string())?;
+                let scenario = serde_json::to_string(&*self.scenario).map_err(|e| e.to_string())?;
                 Ok(self.compose(&scenario, self.blobs()?))
             })
             .as_deref()

@@ -303,7 +303,7 @@ pub fn from_bundle(path: &Path, judge: &crate::judge::Judge) -> Result<RunExport
 
 /// A run exported from its bundle and the verdict to go with it.
 pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_digest: String, verdict: Verdict) -> Result<RunExport> {
-    let scenario = b.scenario.clone().with_context(|| format!("{}: the bundle has no readable {}", b.dir.display(), files::SCENARIO))?;
+    let scenario = b.scenario.as_deref().cloned().with_context(|| format!("{}: the bundle has no readable {}", b.dir.display(), files::SCENARIO))?;
     let prompt = b.files.read(files::PROMPT)?.map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
     let transcript = b.files.read(files::AGENT)?.map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
     let calls = crate::audit::event_format(&b.manifest, Path::new(files::MANIFEST)).map(|f| transcript::tool_calls(f, &transcript)).unwrap_or_default();
