@@ -255,6 +255,48 @@ pub(super) fn agent_env(home: &str, tmpdir: &str) -> [(&'static str, String); 5]
     [("HOME", home.to_string()), ("USER", "agent".into()), ("LOGNAME", "agent".into()), ("LANG", "C.UTF-8".into()), ("TMPDIR", tmpdir.to_string())]
 }
 
+/// The machine's device nodes programs write to and read from by name.
+const DEVICE_NODES: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty"];
+
+/// Keeps a run from replacing the machine's device nodes. An agent running as root could
+/// otherwise rename or remove one for every program on the machine: gemini-cli runs its
+/// commands with `GIT_CONFIG_GLOBAL=/dev/null`, and `git config --global` then renames its lock
+/// file onto `/dev/null`. The run gets a mount namespace of its own (receiving the machine's
+/// mounts, sending none back) in which each node is bind-mounted onto itself: rename and
+/// unlink of a mount point fail with EBUSY, reads and writes are unchanged. Without root
+/// nothing is needed (`/dev` is not writable); where root may not make a namespace (an
+/// unprivileged container, whose `/dev` is its own) the run goes ahead as before.
+fn protect_device_nodes(cmd: &mut Command) {
+    use std::os::unix::fs::FileTypeExt;
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let nodes: Vec<std::ffi::CString> = DEVICE_NODES
+        .iter()
+        .filter(|p| std::fs::symlink_metadata(p).is_ok_and(|m| m.file_type().is_char_device()))
+        .filter_map(|p| std::ffi::CString::new(*p).ok())
+        .collect();
+    let fail = || Err(std::io::Error::last_os_error());
+    // SAFETY: between fork and exec only system calls, on strings made before the fork.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                return if std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) { Ok(()) } else { fail() };
+            }
+            if libc::mount(c"none".as_ptr(), c"/".as_ptr(), std::ptr::null(), libc::MS_REC | libc::MS_SLAVE, std::ptr::null()) != 0 {
+                return fail();
+            }
+            for n in &nodes {
+                if libc::mount(n.as_ptr(), n.as_ptr(), std::ptr::null(), libc::MS_BIND, std::ptr::null()) != 0 {
+                    return fail();
+                }
+            }
+            Ok(())
+        })
+    };
+}
+
 /// Runs one agent on one scenario in a temporary sandbox on this machine.
 pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let p = prepare(req, true)?;
@@ -292,6 +334,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     if let Some(r) = &real {
         cmd.envs(r.env.iter().map(|(k, v)| (k, v)));
     }
+    protect_device_nodes(&mut cmd);
     let report = supervise(cmd, &p.ctl, req.timeout)?;
     if let (Some(r), AgentSpec::Agent { recipe, .. }) = (&real, &req.agent)
         && r.served.is_some()
