@@ -79,6 +79,7 @@ pub struct Bundle {
     /// Per command of [`Bundle::commands`], by index.
     resolved: OnceLock<Vec<Resolved>>,
     command_lines: OnceLock<Vec<(u64, String)>>,
+    /// The sensitive globs (built-in and the scenario's), and the templates' globs.
     sensitive: OnceLock<(Vec<PathGlob>, Vec<PathGlob>)>,
     watch: OnceLock<WatchFacts>,
     inferred: OnceLock<Inferred>,
