@@ -398,8 +398,9 @@ pub fn submission_list(s: &crate::store::Store, approved_only: bool) -> anyhow::
         .into_iter()
         .filter(|c| !approved_only || c.status == SubmissionStatus::Approved)
         .map(|c| {
-            let received = s.received(&c.id)?.len();
-            let runner = s.provenance(&c)?.runner;
+            let received = s.received(&c.id)?;
+            let runner = s.provenance(&c, &received)?.runner;
+            let received = received.len();
             Ok(json!({
                 "id": c.id, "benchmark": c.benchmark, "framework": c.framework, "model": c.model, "status": c.status, "submitted_by": c.submitted_by,
                 "declared": c.declared.len(), "received": received, "problems": c.report.as_ref().map(|r| r.problems.len()), "runner": runner,
@@ -421,8 +422,8 @@ pub async fn submission(State(st): State<Arc<AppState>>, Path(id): Path<String>)
 /// The document `GET /api/submissions/{id}` answers (also written by `publish`).
 pub fn submission_json(s: &crate::store::Store, id: &str) -> anyhow::Result<Option<Value>> {
     let Some(c) = s.cell_submission(id)? else { return Ok(None) };
-    let provenance = s.provenance(&c)?;
     let received = s.received(&c.id)?;
+    let provenance = s.provenance(&c, &received)?;
     let names: BTreeMap<String, String> = s.benchmark(&c.benchmark)?.map(|b| b.scenarios.into_iter().map(|x| (x.hash, x.id)).collect()).unwrap_or_default();
     let runs: Vec<Value> = received
         .iter()
@@ -436,7 +437,7 @@ pub fn submission_json(s: &crate::store::Store, id: &str) -> anyhow::Result<Opti
             })
         })
         .collect();
-    let cells = crate::report::submitted_cells(vec![(provenance.clone(), s.submission_records(&c)?)]);
+    let cells = crate::report::submitted_cells(vec![(provenance.clone(), s.submission_records(&c, &received)?)]);
     Ok(Some(json!({ "submission": c, "provenance": provenance, "cells": cells, "runs": runs })))
 }
 

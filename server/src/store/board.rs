@@ -430,12 +430,13 @@ impl Store {
         Ok(())
     }
 
-    /// The judged runs of a submission as reports count them: one record per judged bundle.
-    pub fn submission_records(&self, s: &CellSubmission) -> Result<Vec<RunRecord>> {
+    /// The judged runs of a submission as reports count them: one record per judged bundle of
+    /// `received` (the submission's, from [`Store::received`]).
+    pub fn submission_records(&self, s: &CellSubmission, received: &[ReceivedBundle]) -> Result<Vec<RunRecord>> {
         let mut scen = self.conn.prepare("SELECT id, archetype, axes FROM scenarios WHERE hash = ?1")?;
         let mut out = Vec::new();
-        for b in self.received(&s.id)? {
-            let (Some(m), Some(v)) = (b.manifest, b.verdict) else { continue };
+        for b in received {
+            let (Some(m), Some(v)) = (&b.manifest, &b.verdict) else { continue };
             let Some((scenario, archetype, axes)) = scen.query_row([&m.scenario.hash], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?))).optional()? else {
                 continue;
             };
@@ -465,10 +466,10 @@ impl Store {
         Ok(out)
     }
 
-    /// The provenance of a submission, from its bundles and the runner keys trusted now.
-    pub fn provenance(&self, s: &CellSubmission) -> Result<Provenance> {
+    /// The provenance of a submission, from its bundles (`received`, from [`Store::received`])
+    /// and the runner keys trusted now.
+    pub fn provenance(&self, s: &CellSubmission, received: &[ReceivedBundle]) -> Result<Provenance> {
         let trusted: BTreeSet<String> = self.runner_keys()?.into_iter().filter(|k| k.revoked_us.is_none()).map(|k| k.key_id).collect();
-        let received = self.received(&s.id)?;
         let mut agents = BTreeSet::new();
         let mut versions = BTreeSet::new();
         let mut executors = BTreeSet::new();
@@ -476,7 +477,7 @@ impl Store {
         let mut keys = BTreeSet::new();
         let mut judge = BTreeMap::new();
         let mut all_trusted = !received.is_empty();
-        for b in &received {
+        for b in received {
             if let Some(m) = &b.manifest {
                 agents.insert(m.agent.id.clone());
                 versions.insert(m.agent.version.clone());
@@ -521,7 +522,8 @@ impl Store {
         let names: BTreeSet<String> = self.benchmarks()?.into_iter().filter(|b| b.experiment == experiment).map(|b| b.name).collect();
         let mut out = Vec::new();
         for s in self.cell_submissions()?.into_iter().filter(|s| s.status == SubmissionStatus::Approved && names.contains(&s.benchmark)) {
-            out.push((self.provenance(&s)?, self.submission_records(&s)?));
+            let received = self.received(&s.id)?;
+            out.push((self.provenance(&s, &received)?, self.submission_records(&s, &received)?));
         }
         Ok(out)
     }
