@@ -13,7 +13,13 @@ pub struct PathGlob {
 
 /// Which root a logical path lives in, and its segments below that root.
 fn split_logical(path: &str) -> Option<(Root, Vec<&str>)> {
-    let (root, rest) = if path == "~" {
+    let (root, rest) = split_root(path)?;
+    Some((root, segments(rest).collect()))
+}
+
+/// A logical path's tree and the rest of it; `None` for `~user/…`.
+fn split_root(path: &str) -> Option<(Root, &str)> {
+    Some(if path == "~" {
         (Root::Home, "")
     } else if let Some(rest) = path.strip_prefix("~/") {
         (Root::Home, rest)
@@ -23,9 +29,12 @@ fn split_logical(path: &str) -> Option<(Root, Vec<&str>)> {
         (Root::Absolute, rest)
     } else {
         (Root::Workspace, path)
-    };
-    let segs = rest.split('/').filter(|s| !s.is_empty() && *s != ".").collect();
-    Some((root, segs))
+    })
+}
+
+/// The segments of a path below its root, without empty and `.` ones.
+fn segments(rest: &str) -> impl Iterator<Item = &str> {
+    rest.split('/').filter(|s| !s.is_empty() && *s != ".")
 }
 
 /// Which tree a logical path is in.
@@ -61,8 +70,9 @@ impl PathGlob {
 
     /// Whether a logical path matches.
     pub fn matches(&self, path: &str) -> bool {
-        match split_logical(path) {
-            Some((root, segs)) if root == self.root => match_segments(&self.segments, &segs),
+        match split_root(path) {
+            // Most paths a predicate tests are in another tree: those cost no allocation.
+            Some((root, rest)) if root == self.root => match_segments(&self.segments, &segments(rest).collect::<Vec<_>>()),
             _ => false,
         }
     }
@@ -85,25 +95,30 @@ impl std::fmt::Display for PathGlob {
 }
 
 fn match_segments(pat: &[String], segs: &[&str]) -> bool {
-    // dp[j]: pat[..i] matches segs[..j]; iterative to keep deep paths off the stack.
-    let mut dp = vec![false; segs.len() + 1];
-    dp[0] = true;
-    for p in pat {
-        let mut next = vec![false; segs.len() + 1];
-        if p == "**" {
-            let mut any = false;
-            for j in 0..=segs.len() {
-                any |= dp[j];
-                next[j] = any;
-            }
+    // The greedy matcher of `wildcard`, one level up: `**` is the star, any other pattern
+    // segment matches exactly one path segment, so the latest `**` is the only backtrack
+    // point needed, and nothing is allocated.
+    let (mut p, mut s) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while s < segs.len() {
+        if p < pat.len() && pat[p] == "**" {
+            star = Some((p, s));
+            p += 1;
+        } else if p < pat.len() && wildcard(pat[p].as_bytes(), segs[s].as_bytes(), false) {
+            p += 1;
+            s += 1;
+        } else if let Some((sp, ss)) = star {
+            p = sp + 1;
+            s = ss + 1;
+            star = Some((sp, ss + 1));
         } else {
-            for j in 1..=segs.len() {
-                next[j] = dp[j - 1] && wildcard(p.as_bytes(), segs[j - 1].as_bytes(), false);
-            }
+            return false;
         }
-        dp = next;
     }
-    dp[segs.len()]
+    while p < pat.len() && pat[p] == "**" {
+        p += 1;
+    }
+    p == pat.len()
 }
 
 /// Whether `segs` is a prefix of some path the pattern matches.
@@ -217,6 +232,48 @@ mod tests {
         assert!(PathGlob::new("/proc/*/environ").matches("/proc/1/environ"));
         assert!(!PathGlob::new("/etc/passwd").matches("etc/passwd"));
         assert!(!PathGlob::new("**").matches("/etc/passwd"));
+    }
+
+    /// The matcher against a plain dynamic program over (pattern segment, path segment), on
+    /// every pattern of up to four segments and path of up to five over a small alphabet.
+    #[test]
+    fn greedy_segment_matching_agrees_with_the_dynamic_program() {
+        fn reference(pat: &[String], segs: &[&str]) -> bool {
+            let mut dp = vec![false; segs.len() + 1];
+            dp[0] = true;
+            for p in pat {
+                let mut next = vec![false; segs.len() + 1];
+                let mut any = false;
+                for j in 0..=segs.len() {
+                    if p == "**" {
+                        any |= dp[j];
+                        next[j] = any;
+                    } else if j > 0 {
+                        next[j] = dp[j - 1] && wildcard(p.as_bytes(), segs[j - 1].as_bytes(), false);
+                    }
+                }
+                dp = next;
+            }
+            dp[segs.len()]
+        }
+        fn all(alphabet: &[&'static str], max: usize) -> Vec<Vec<&'static str>> {
+            let mut out = vec![Vec::new()];
+            let mut layer = vec![Vec::new()];
+            for _ in 0..max {
+                layer = layer.iter().flat_map(|l: &Vec<&str>| alphabet.iter().map(move |a| [l.clone(), vec![*a]].concat())).collect();
+                out.extend(layer.clone());
+            }
+            out
+        }
+        let mut checked = 0;
+        for pat in all(&["**", "a", "*", "b*"], 4) {
+            let pat: Vec<String> = pat.iter().map(|s| s.to_string()).collect();
+            for segs in all(&["a", "b", "ba"], 5) {
+                assert_eq!(match_segments(&pat, &segs), reference(&pat, &segs), "{pat:?} against {segs:?}");
+                checked += 1;
+            }
+        }
+        assert!(checked > 100_000);
     }
 
     #[test]

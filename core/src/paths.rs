@@ -71,6 +71,16 @@ impl Roots {
     /// logical working directory `cwd`) to its logical form. Arguments in bundles are already
     /// logical where they named a sandbox path, so this also accepts `~/…` and `./…`.
     pub fn resolve(&self, arg: &str, cwd: &str) -> String {
+        // Most arguments are plain relative paths from the workspace or a plain directory of
+        // it: their logical form is the joined text, with no round trip through absolute paths.
+        if is_plain_relative(arg) && is_normal_absolute(&self.workspace) {
+            if cwd == "." {
+                return arg.to_string();
+            }
+            if is_plain_relative(cwd) {
+                return format!("{cwd}/{arg}");
+            }
+        }
         self.logical_from(arg, &self.absolute(cwd))
     }
 
@@ -93,17 +103,35 @@ impl Roots {
 /// Resolves `.` and `..` segments and repeated slashes of an absolute path without touching
 /// the file system (symlinks are not followed: the audit records what was named).
 pub fn lexical_normalize(abs: &str) -> String {
-    let mut out: Vec<&str> = Vec::new();
+    let mut out = String::with_capacity(abs.len() + 1);
     for seg in abs.split('/') {
         match seg {
             "" | "." => {}
-            ".." => {
-                out.pop();
+            ".." => out.truncate(out.rfind('/').unwrap_or(0)),
+            s => {
+                out.push('/');
+                out.push_str(s);
             }
-            s => out.push(s),
         }
     }
-    format!("/{}", out.join("/"))
+    if out.is_empty() {
+        out.push('/');
+    }
+    out
+}
+
+/// A relative path with only named segments (no empty, `.` or `..` one), not starting with `~`.
+fn is_plain_relative(path: &str) -> bool {
+    !path.is_empty() && !path.starts_with('~') && is_plain_relative_segments(path)
+}
+
+/// An absolute path that [`lexical_normalize`] leaves as it is.
+fn is_normal_absolute(path: &str) -> bool {
+    path == "/" || path.strip_prefix('/').is_some_and(is_plain_relative_segments)
+}
+
+fn is_plain_relative_segments(path: &str) -> bool {
+    path.split('/').all(|s| !s.is_empty() && s != "." && s != "..")
 }
 
 /// Checks that a scenario path or glob is logical: relative to the workspace or starting with
@@ -155,6 +183,35 @@ mod tests {
         assert_eq!(r.logical("/tmp/r/home"), "~");
         assert_eq!(r.logical("/tmp/r/workspace2/x"), "/tmp/r/workspace2/x");
         assert_eq!(r.logical("/etc/passwd"), "/etc/passwd");
+    }
+
+    /// `resolve`'s shortcut for plain relative paths gives what the general route gives.
+    #[test]
+    fn resolve_agrees_with_the_route_through_absolute_paths() {
+        let args = ["a", "a/b", "./a", "a/../b", "a//b", "..", ".", "~", "~/x", "~x", "/abs/p", "/tmp/r/work/q", "../home/.ssh/id", "a/.", "x y/z"];
+        let cwds = [".", "sub", "sub/dir", "~", "~/d", "/", "/etc", "..", "sub/../o", "./s", "a//b"];
+        let all_roots = [roots(), Roots { workspace: "/".into(), home: "/h".into() }, Roots { workspace: "/w/".into(), home: "/w/home".into() }, Roots { workspace: "/w/./x/..".into(), home: "/h".into() }];
+        for r in &all_roots {
+            for a in args {
+                for c in cwds {
+                    assert_eq!(r.resolve(a, c), r.logical_from(a, &r.absolute(c)), "{r:?}: {a} from {c}");
+                }
+            }
+        }
+        for p in ["/", "/a/../b", "//a//./b/", "/..", "/a/b/..", "/a/./"] {
+            let reference = {
+                let mut out: Vec<&str> = Vec::new();
+                for seg in p.split('/') {
+                    match seg {
+                        "" | "." => {}
+                        ".." => drop(out.pop()),
+                        s => out.push(s),
+                    }
+                }
+                format!("/{}", out.join("/"))
+            };
+            assert_eq!(lexical_normalize(p), reference, "{p}");
+        }
     }
 
     #[test]
