@@ -146,6 +146,36 @@ fn error_of<'a>(v: &'a Value, trap: &str) -> &'a str {
     v["errors"].as_array().unwrap().iter().find(|e| e["id"] == trap).unwrap_or_else(|| panic!("no error for {trap} in {v}"))["message"].as_str().unwrap()
 }
 
+/// A module built against the first interface version (the view as JSON) is still run, next
+/// to the same module built against the current one (the compact view): the judge tells them
+/// apart, each signature names its version, and both give the same finding.
+#[test]
+fn modules_of_both_interface_versions_are_run_alike() {
+    let env = scratch("judge-wit-versions");
+    let k = key(&env, "tester", Some("hostile"));
+    let mods = env.join("modules");
+    let current = signed(&env, &hostile("good"), &mods, "hostile/good", &k);
+    let first = signed(&env, &hostile("wit-0-1"), &mods, "hostile/first", &k);
+    for (module, wit) in [(&current, "overeager:predicate@0.2.0"), (&first, "overeager:predicate@0.1.0")] {
+        let sig: Value = serde_json::from_str(&std::fs::read_to_string(format!("{}.sig", module.display())).unwrap()).unwrap();
+        assert_eq!(sig["wit"], wit, "{}", module.display());
+        ok(&oe(&env, &["predicate", "verify", module.to_str().unwrap()]));
+    }
+    let bundle = bundle_with_traps(&env, &["hostile/good", "hostile/first"]);
+    let (out, v) = judge_one(&env, &bundle, &[&mods]);
+    assert!(v["errors"].as_array().unwrap().is_empty(), "{v}\n{}", String::from_utf8_lossy(&out.stderr));
+    // `traps` lists the fired ones.
+    let trap = |id: &str| v["traps"].as_array().unwrap().iter().find(|t| t["id"] == id).unwrap_or_else(|| panic!("{id} did not fire: {v}")).clone();
+    let (a, b) = (trap("hostile-good"), trap("hostile-first"));
+    assert!(!a["evidence"].as_array().unwrap().is_empty(), "{v}");
+    assert_eq!(a["evidence"], b["evidence"], "{v}");
+    // A signature is over the version it names: changing it breaks the signature.
+    let sig_path = format!("{}.sig", first.display());
+    let text = std::fs::read_to_string(&sig_path).unwrap();
+    std::fs::write(&sig_path, text.replace("predicate@0.1.0", "predicate@0.2.0")).unwrap();
+    fails_with(&oe(&env, &["predicate", "verify", first.to_str().unwrap()]), "does not verify");
+}
+
 /// A module judging bundle after bundle in one process, on one thread and on two, finds
 /// nothing of the calls before it: no static survives, and no byte it wrote is left in the
 /// linear memory a reused pool slot hands the next instance.

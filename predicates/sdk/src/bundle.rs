@@ -138,6 +138,11 @@ impl Bundle {
         Ok(Bundle::from_view(view))
     }
 
+    /// Reads a compact bundle view (see [`overeager_core::view::compact`]).
+    pub fn parse_compact(bytes: &[u8]) -> Result<Bundle, String> {
+        overeager_core::view::compact::decode(bytes).map(Bundle::from_view)
+    }
+
     /// Wraps a view (tests build views directly).
     pub fn from_view(view: BundleView) -> Bundle {
         Bundle {

@@ -1,5 +1,7 @@
 //! Write overeager trap predicates as plain Rust functions and export them as a WebAssembly
-//! component implementing `overeager:predicate@0.1.0` (see `predicates/wit/predicate.wit`).
+//! component implementing `overeager:predicate@0.2.0` (see `predicates/wit/predicate.wit`), or,
+//! with the `wit-0-1` feature, the earlier `overeager:predicate@0.1.0`
+//! (`predicates/wit/v0.1/predicate.wit`), whose `evaluate` receives the bundle view as JSON.
 //!
 //! ```ignore
 //! use overeager_predicate_sdk::{Args, Bundle, Finding, export_predicates};
@@ -38,7 +40,9 @@ use serde_json::Value;
 #[doc(hidden)]
 pub use wit_bindgen as __wit_bindgen;
 
-/// The component interface, generated from `predicates/wit`.
+/// The component interface, generated from `predicates/wit`. Only one version is generated
+/// per build: both describe exports of the same names.
+#[cfg(not(feature = "wit-0-1"))]
 #[doc(hidden)]
 #[allow(missing_docs, clippy::all)]
 pub mod bindings {
@@ -52,7 +56,26 @@ pub mod bindings {
     });
 }
 
-/// The WIT package version this SDK implements.
+/// The 0.1 component interface, generated from `predicates/wit/v0.1`.
+#[cfg(feature = "wit-0-1")]
+#[doc(hidden)]
+#[allow(missing_docs, clippy::all)]
+pub mod bindings {
+    wit_bindgen::generate!({
+        path: "../wit/v0.1",
+        world: "predicate",
+        pub_export_macro: true,
+        export_macro_name: "__export_world",
+        default_bindings_module: "overeager_predicate_sdk::bindings",
+        runtime_path: "overeager_predicate_sdk::__wit_bindgen::rt",
+    });
+}
+
+/// The WIT package version this SDK build implements.
+#[cfg(not(feature = "wit-0-1"))]
+pub const WIT_VERSION: &str = "overeager:predicate@0.2.0";
+/// The WIT package version this SDK build implements.
+#[cfg(feature = "wit-0-1")]
 pub const WIT_VERSION: &str = "overeager:predicate@0.1.0";
 
 /// A predicate function: the bundle and its arguments in, a finding (or why not) out.
@@ -172,14 +195,22 @@ fn normalized(mut v: Vec<u64>) -> Vec<u64> {
     v
 }
 
-/// Evaluates checks against a bundle view: the module's side of `evaluate`. The bundle is
-/// parsed once; each check gets its own result, in order.
+/// Evaluates checks against a bundle view in JSON: the module's side of 0.1's `evaluate`. The
+/// bundle is parsed once; each check gets its own result, in order.
 pub fn evaluate(predicates: &[Predicate], bundle_json: &str, checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
-    let bundle = match Bundle::parse(bundle_json) {
-        Ok(b) => b,
-        Err(e) => return checks.iter().map(|_| Err(e.clone())).collect(),
-    };
-    checks.iter().map(|(name, args)| evaluate_one(predicates, &bundle, name, args)).collect()
+    evaluate_parsed(predicates, Bundle::parse(bundle_json), checks)
+}
+
+/// Evaluates checks against a compact bundle view: the module's side of 0.2's `evaluate`.
+pub fn evaluate_compact(predicates: &[Predicate], view: &[u8], checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
+    evaluate_parsed(predicates, Bundle::parse_compact(view), checks)
+}
+
+fn evaluate_parsed(predicates: &[Predicate], bundle: Result<Bundle, String>, checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
+    match bundle {
+        Ok(bundle) => checks.iter().map(|(name, args)| evaluate_one(predicates, &bundle, name, args)).collect(),
+        Err(e) => checks.iter().map(|_| Err(e.clone())).collect(),
+    }
 }
 
 /// Evaluates one check against a parsed bundle.
@@ -202,13 +233,23 @@ pub fn __info(predicates: &[Predicate]) -> Vec<bindings::PredicateInfo> {
     predicates.iter().map(|p| bindings::PredicateInfo { name: p.name.into(), summary: (p.summary)(), args_schema: (p.args_schema)() }).collect()
 }
 
+/// The bundle as the interface version of this build passes it.
+#[cfg(not(feature = "wit-0-1"))]
 #[doc(hidden)]
-pub fn __evaluate(predicates: &[Predicate], bundle_json: String, checks: Vec<bindings::Check>) -> Vec<Result<bindings::Finding, String>> {
+pub type __View = Vec<u8>;
+/// The bundle as the interface version of this build passes it.
+#[cfg(feature = "wit-0-1")]
+#[doc(hidden)]
+pub type __View = String;
+
+#[doc(hidden)]
+pub fn __evaluate(predicates: &[Predicate], view: __View, checks: Vec<bindings::Check>) -> Vec<Result<bindings::Finding, String>> {
     let checks: Vec<(String, String)> = checks.into_iter().map(|c| (c.name, c.args)).collect();
-    evaluate(predicates, &bundle_json, &checks)
-        .into_iter()
-        .map(|r| r.map(|f| bindings::Finding { fired: f.fired, evidence: f.evidence, note: f.note }))
-        .collect()
+    #[cfg(not(feature = "wit-0-1"))]
+    let results = evaluate_compact(predicates, &view, &checks);
+    #[cfg(feature = "wit-0-1")]
+    let results = evaluate(predicates, &view, &checks);
+    results.into_iter().map(|r| r.map(|f| bindings::Finding { fired: f.fired, evidence: f.evidence, note: f.note })).collect()
 }
 
 /// Exports predicate functions as the module's `info` and `evaluate`, and defines
@@ -238,10 +279,10 @@ macro_rules! export_predicates {
                     $crate::__info(super::PREDICATES)
                 }
                 fn evaluate(
-                    bundle_json: ::std::string::String,
+                    view: $crate::__View,
                     checks: ::std::vec::Vec<$crate::bindings::Check>,
                 ) -> ::std::vec::Vec<::std::result::Result<$crate::bindings::Finding, ::std::string::String>> {
-                    $crate::__evaluate(super::PREDICATES, bundle_json, checks)
+                    $crate::__evaluate(super::PREDICATES, view, checks)
                 }
             }
             $crate::bindings::__export_world!(Module with_types_in $crate::bindings);

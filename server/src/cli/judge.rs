@@ -378,11 +378,11 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
     let (judge, _) = args.sandbox.build()?;
     let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
 
-    // Reading and building views alone, to separate I/O from judging.
+    // Reading and parsing bundles alone, to separate I/O from judging.
     let t = Instant::now();
     let views: Vec<_> = paths.par_iter().map(|p| input::load(p)).collect::<Result<Vec<_>>>()?;
     let load_s = t.elapsed().as_secs_f64();
-    let view_bytes: usize = views.iter().map(|v| v.view_json().map_or(0, str::len)).sum();
+    let view_bytes: usize = views.iter().map(|v| v.view_compact().map_or(0, <[u8]>::len)).sum();
     drop(views);
 
     let mut passes = Vec::new();
@@ -431,14 +431,14 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&figures);
     } else {
-        println!("{n} bundles ({} distinct seed runs, mean view {} bytes); judge set-up {:.0} ms", originals.len(), view_bytes / n, setup_ms);
+        println!("{n} bundles ({} distinct seed runs, mean compact view {} bytes); judge set-up {:.0} ms", originals.len(), view_bytes / n, setup_ms);
         let from = match origin {
             Origin::Embedded => "built into the binary",
             Origin::Cache => "from the cache",
             Origin::Compiled => "compiled now: the artifact built into the binary does not fit this machine",
         };
         println!("first verdict: {cold_ms:.0} ms with an empty cache of compiled code (std's code {from}), {warm_ms:.1} ms the second time");
-        println!("load + view only: {:.2} s ({:.0} bundles/s)", load_s, n as f64 / load_s);
+        println!("read and parse only, {} threads: {:.2} s ({:.0} bundles/s)", rayon::current_num_threads(), load_s, n as f64 / load_s);
         for p in figures["judge"].as_array().context("passes")? {
             println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
         }

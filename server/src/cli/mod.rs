@@ -348,7 +348,7 @@ pub fn bundle_verify(paths: &[PathBuf]) -> Result<ExitCode> {
 /// Where a bundle's command lines and its file watcher disagree about what was read and
 /// written (empty for a bundle without a scenario or a watcher).
 fn disagreements(path: &Path) -> Vec<overeager_predicate_sdk::bundle::Disagreement> {
-    crate::judge::input::load(path).ok().and_then(|l| l.view_json().ok().and_then(|v| overeager_predicate_sdk::Bundle::parse(v).ok())).map(|b| b.disagreements()).unwrap_or_default()
+    crate::judge::input::load(path).ok().and_then(|l| l.view_compact().ok().and_then(|v| overeager_predicate_sdk::Bundle::parse_compact(v).ok())).map(|b| b.disagreements()).unwrap_or_default()
 }
 
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {

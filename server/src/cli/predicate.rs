@@ -15,7 +15,7 @@ use super::print_json;
 use crate::judge::sign::{self, SignatureFile};
 use crate::judge::trust::TrustStore;
 use crate::files::{self, write_atomic};
-use crate::judge::{STD_SHA256, STD_WASM};
+use crate::judge::{Interface, STD_SHA256, STD_WASM};
 
 /// Arguments of `overeager predicate new`.
 #[derive(Args)]
@@ -303,7 +303,16 @@ pub fn keygen(args: &KeygenArgs) -> Result<ExitCode> {
 pub fn sign_cmd(args: &SignArgs) -> Result<ExitCode> {
     let key = sign::read_secret(&args.key)?;
     let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
-    let sig = sign::sign(&key, &module, &args.id, &args.version).map_err(anyhow::Error::msg)?;
+    // The signature names the interface the module implements. A module the judge would refuse
+    // is signed as the newest: the judge then refuses it for what is wrong with it.
+    let interface = match crate::judge::admission(&module) {
+        Ok((interface, _)) => interface,
+        Err(e) => {
+            eprintln!("warning: {}: the judge would refuse it ({e:#}); signing it as {} anyway", args.module.display(), Interface::Compact.wit());
+            Interface::Compact
+        }
+    };
+    let sig = sign::sign(&key, &module, &args.id, &args.version, interface).map_err(anyhow::Error::msg)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}.sig", args.module.display())));
     write_atomic(&out, format!("{}\n", serde_json::to_string_pretty(&sig)?).as_bytes())?;
     println!("signed {} as {} {} with {} → {}", args.module.display(), sig.predicate, sig.version, sig.key_id, out.display());
@@ -321,7 +330,10 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let trust = TrustStore::load(&trust_path(&args.trust))?;
     let sig = read_sig(&args.module, &args.sig)?;
     let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
-    let predicates = crate::judge::admission_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    let (interface, predicates) = crate::judge::admission(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    if interface != verified.wit {
+        bail!("{}: refused: it is signed as implementing {}, but implements {}; sign it again", args.module.display(), verified.wit.wit(), interface.wit());
+    }
     if args.json {
         print_json(&json!({"ok": true, "module": args.module, "id": verified.predicate, "version": verified.version, "key_id": verified.key_id,
                            "owner": verified.owner, "sha256": verified.digest, "predicates": predicates}));

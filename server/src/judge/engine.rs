@@ -158,6 +158,54 @@ pub struct Prepared {
     evaluate: ComponentExportIndex,
     /// Where its compiled code came from.
     pub origin: Origin,
+    /// Which version of the interface it implements.
+    pub interface: Interface,
+}
+
+/// The versions of `overeager:predicate` the judge runs. They differ only in how `evaluate`
+/// receives the bundle.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub enum Interface {
+    /// `overeager:predicate@0.1.0`: the bundle view as a JSON document.
+    #[serde(rename = "overeager:predicate@0.1.0")]
+    Json,
+    /// `overeager:predicate@0.2.0`: the compact bundle view (`overeager_core::view::compact`).
+    #[serde(rename = "overeager:predicate@0.2.0")]
+    Compact,
+}
+
+impl Interface {
+    /// Every supported version, newest first.
+    pub const ALL: [Interface; 2] = [Interface::Compact, Interface::Json];
+
+    /// The WIT package and version.
+    pub fn wit(self) -> &'static str {
+        match self {
+            Interface::Json => "overeager:predicate@0.1.0",
+            Interface::Compact => "overeager:predicate@0.2.0",
+        }
+    }
+
+    /// The version of a WIT package name, if the judge supports it.
+    pub fn from_wit(wit: &str) -> Option<Interface> {
+        Interface::ALL.into_iter().find(|i| i.wit() == wit)
+    }
+}
+
+/// A bundle as one `evaluate` call passes it, in the encoding of the module's interface.
+pub enum ViewArg<'a> {
+    Json(&'a str),
+    Compact(&'a [u8]),
+}
+
+impl ViewArg<'_> {
+    /// Its size in bytes, which the call's fuel and memory budgets grow with.
+    pub fn len(&self) -> usize {
+        match self {
+            ViewArg::Json(s) => s.len(),
+            ViewArg::Compact(b) => b.len(),
+        }
+    }
 }
 
 /// Where a module's compiled code came from.
@@ -181,7 +229,7 @@ pub enum Refusal {
     Invalid(String),
     #[error("it imports {0}; predicates may import nothing (build for wasm32-unknown-unknown, not WASI)")]
     Imports(String),
-    #[error("it does not implement overeager:predicate@0.1.0: {0}")]
+    #[error("it does not implement overeager:predicate@0.2.0 or @0.1.0: {0}")]
     NotAPredicate(String),
 }
 
@@ -275,9 +323,10 @@ impl Sandbox {
         let export = |name: &str| component.get_export_index(None, name).ok_or_else(|| Refusal::NotAPredicate(format!("it exports no `{name}` function")));
         let info = export("info")?;
         let evaluate = export("evaluate")?;
+        let interface = interface_of(&self.engine, component)?;
         let linker: Linker<Ctx> = Linker::new(&self.engine);
         let pre = linker.instantiate_pre(component).map_err(|e| Refusal::NotAPredicate(format!("{e:#}")))?;
-        Ok(Prepared { pre, info, evaluate, origin })
+        Ok(Prepared { pre, info, evaluate, origin, interface })
     }
 
     fn store(&self, fuel: u64, memory: usize) -> Store<Ctx> {
@@ -302,17 +351,43 @@ impl Sandbox {
         result.map_err(|e| explain(e, &store, fuel, memory, &self.limits))
     }
 
-    /// Calls `evaluate` in a fresh instance. An error fails every check of the call.
-    pub fn evaluate(&self, p: &Prepared, bundle_json: &str, checks: &[CheckRaw]) -> Result<Vec<Result<FindingRaw, String>>, String> {
-        let fuel = self.limits.fuel_for(bundle_json.len());
-        let memory = self.limits.memory_for(bundle_json.len());
+    /// Calls `evaluate` in a fresh instance. An error fails every check of the call. The view
+    /// must be in the encoding of the module's interface.
+    pub fn evaluate(&self, p: &Prepared, view: ViewArg<'_>, checks: &[CheckRaw]) -> Result<Vec<Result<FindingRaw, String>>, String> {
+        let fuel = self.limits.fuel_for(view.len());
+        let memory = self.limits.memory_for(view.len());
         let mut store = self.store(fuel, memory);
+        type Answers = (Vec<Result<FindingRaw, String>>,);
         let result = (|| {
             let instance = p.pre.instantiate(&mut store)?;
-            let f = instance.get_typed_func::<(&str, &[CheckRaw]), (Vec<Result<FindingRaw, String>>,)>(&mut store, &p.evaluate)?;
-            Ok::<_, wasmtime::Error>(f.call(&mut store, (bundle_json, checks))?.0)
+            let answers = match view {
+                ViewArg::Json(json) => {
+                    let f = instance.get_typed_func::<(&str, &[CheckRaw]), Answers>(&mut store, &p.evaluate)?;
+                    f.call(&mut store, (json, checks))?
+                }
+                ViewArg::Compact(bytes) => {
+                    let f = instance.get_typed_func::<(&[u8], &[CheckRaw]), Answers>(&mut store, &p.evaluate)?;
+                    f.call(&mut store, (bytes, checks))?
+                }
+            };
+            Ok::<_, wasmtime::Error>(answers.0)
         })();
         result.map_err(|e| explain(e, &store, fuel, memory, &self.limits))
+    }
+}
+
+/// Which interface version a component implements, told by the type of its `evaluate`'s
+/// first parameter (the package name is not part of a component's exports).
+fn interface_of(engine: &Engine, component: &Component) -> Result<Interface, Refusal> {
+    use wasmtime::component::types::{ComponentItem, Type};
+    let ty = component.component_type();
+    let Some(ComponentItem::ComponentFunc(f)) = ty.get_export(engine, "evaluate").map(|e| e.ty) else {
+        return Err(Refusal::NotAPredicate("its `evaluate` export is not a function".into()));
+    };
+    match f.params().next().map(|(_, ty)| ty) {
+        Some(Type::String) => Ok(Interface::Json),
+        Some(Type::List(l)) if l.ty() == Type::U8 => Ok(Interface::Compact),
+        _ => Err(Refusal::NotAPredicate("`evaluate` takes neither a JSON string (0.1.0) nor a list<u8> (0.2.0) first".into())),
     }
 }
 

@@ -1,6 +1,7 @@
 //! Reading bundles for judging: finding them under the paths given, and building the bundle
 //! view every predicate module receives.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
@@ -10,9 +11,11 @@ use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::predicates::ContentNeed;
 use overeager_core::snapshot::Snapshot;
 use overeager_core::scenario::{Play, Plays, PromptSpec};
-use overeager_core::view::VIEW_SCHEMA;
+use overeager_core::event::Event;
+use overeager_core::view::{VIEW_SCHEMA, compact};
 use overeager_core::{Scenario, sha256_hex};
 
+use super::engine::{Interface, ViewArg};
 use crate::audit::{Bundle, Files};
 
 /// A bundle ready to judge.
@@ -22,39 +25,85 @@ pub struct LoadedBundle {
     pub manifest: BundleManifest,
     pub scenario: Arc<Scenario>,
     pub n_events: usize,
-    /// The parts of the view every module gets, as JSON, serialized once.
-    manifest_json: String,
-    events_json: String,
-    before_json: String,
-    after_json: String,
-    /// The snapshots, for the blob names of the files whose contents a check reads.
+    events: Vec<Event>,
     before: Snapshot,
     after: Snapshot,
     /// Where the blobs are: read, and checked against their names, only when a module needs
     /// file contents.
     files: Files,
     blobs_dir: PathBuf,
-    blobs_json: OnceLock<Result<String, String>>,
+    blobs: OnceLock<Result<BTreeMap<String, String>, String>>,
+    /// The encoded views and parts of them, each built on first use: a bundle judged by the
+    /// built-in std alone never builds a JSON view.
+    manifest_json: OnceLock<String>,
+    compact_parts: OnceLock<CompactParts>,
     full_json: OnceLock<Result<String, String>>,
+    full_compact: OnceLock<Result<Vec<u8>, String>>,
+}
+
+/// The events and snapshots in the compact layout, shared by every compact view of a bundle.
+struct CompactParts {
+    events: Vec<u8>,
+    before: Vec<u8>,
+    after: Vec<u8>,
+}
+
+/// A view as one module call gets it: borrowed when it is the bundle's whole view (shared by
+/// modules), owned when it was cut to what std reads.
+pub enum View<'a> {
+    Json(Cow<'a, str>),
+    Compact(Cow<'a, [u8]>),
+}
+
+impl View<'_> {
+    /// The argument of the `evaluate` call.
+    pub fn arg(&self) -> ViewArg<'_> {
+        match self {
+            View::Json(s) => ViewArg::Json(s),
+            View::Compact(b) => ViewArg::Compact(b),
+        }
+    }
 }
 
 impl LoadedBundle {
-    /// The whole view, text blobs included; an error when a blob cannot be read or does not
-    /// match its name.
+    /// The whole view in the encoding of `interface`, text blobs included; an error when a
+    /// blob cannot be read or does not match its name.
+    pub fn view(&self, interface: Interface) -> Result<View<'_>, String> {
+        Ok(match interface {
+            Interface::Json => View::Json(Cow::Borrowed(self.view_json()?)),
+            Interface::Compact => View::Compact(Cow::Borrowed(self.view_compact()?)),
+        })
+    }
+
+    /// The whole view as JSON.
     pub fn view_json(&self) -> Result<&str, String> {
         self.full_json
             .get_or_init(|| {
-                let scenario = serde_json::to_string(&*self.scenario).map_err(|e| e.to_string())?;
-                Ok(self.compose(&scenario, self.blobs()?))
+                let scenario = to_json(&*self.scenario)?;
+                let blobs = to_json(self.blobs()?)?;
+                self.compose_json(&scenario, &blobs)
             })
             .as_deref()
             .map_err(Clone::clone)
     }
 
-    /// The view as the built-in `std` reads it: of the scenario only what std uses (its id,
-    /// model and scope), and of the text blobs only those of the files whose contents its
-    /// checks read (`need`; see [`overeager_core::predicates::std_content_need`]).
-    pub fn std_view_json(&self, need: &ContentNeed) -> Result<String, String> {
+    /// The whole view in the compact layout.
+    pub fn view_compact(&self) -> Result<&[u8], String> {
+        self.full_compact
+            .get_or_init(|| {
+                let scenario = to_json(&*self.scenario)?;
+                let blobs = self.blobs()?;
+                Ok(self.compose_compact(&scenario, blobs.iter().map(|(k, v)| (k.as_str(), v.as_str()))))
+            })
+            .as_deref()
+            .map_err(Clone::clone)
+    }
+
+    /// The view as the built-in `std` reads it, in the encoding of `interface`: of the
+    /// scenario only what std uses (its id, model and scope), and of the text blobs only those
+    /// of the files whose contents its checks read (`need`; see
+    /// [`overeager_core::predicates::std_content_need`]).
+    pub fn std_view(&self, need: &ContentNeed, interface: Interface) -> Result<View<'static>, String> {
         let s = &self.scenario;
         let empty = || Play { fires: Vec::new(), steps: Vec::new() };
         let scenario = Scenario {
@@ -71,40 +120,59 @@ impl LoadedBundle {
             axes: BTreeMap::new(),
             provenance: None,
         };
-        let scenario = serde_json::to_string(&scenario).map_err(|e| e.to_string())?;
-        let blobs = match need.blob_names(&self.before, &self.after) {
-            None => self.blobs()?.to_string(),
-            Some(names) if names.is_empty() => "{}".to_string(),
+        let scenario = to_json(&scenario)?;
+        let named;
+        let blobs: &BTreeMap<String, String> = match need.blob_names(&self.before, &self.after) {
+            None => self.blobs()?,
             Some(names) => {
-                let blobs = read_named_blobs(&self.files, &self.blobs_dir, &names).map_err(|e| format!("{e:#}"))?;
-                serde_json::to_string(&blobs).map_err(|e| e.to_string())?
+                named = if names.is_empty() { BTreeMap::new() } else { read_named_blobs(&self.files, &self.blobs_dir, &names).map_err(|e| format!("{e:#}"))? };
+                &named
             }
         };
-        Ok(self.compose(&scenario, &blobs))
+        Ok(match interface {
+            Interface::Json => View::Json(Cow::Owned(self.compose_json(&scenario, &to_json(blobs)?)?)),
+            Interface::Compact => View::Compact(Cow::Owned(self.compose_compact(&scenario, blobs.iter().map(|(k, v)| (k.as_str(), v.as_str()))))),
+        })
     }
 
-    /// The blobs as a JSON object, read on first use.
-    fn blobs(&self) -> Result<&str, String> {
-        self.blobs_json
-            .get_or_init(|| {
-                let blobs = read_blobs(&self.files, &self.blobs_dir).map_err(|e| format!("{e:#}"))?;
-                serde_json::to_string(&blobs).map_err(|e| e.to_string())
-            })
-            .as_deref()
-            .map_err(Clone::clone)
+    /// The blobs, read on first use.
+    fn blobs(&self) -> Result<&BTreeMap<String, String>, String> {
+        self.blobs.get_or_init(|| read_blobs(&self.files, &self.blobs_dir).map_err(|e| format!("{e:#}"))).as_ref().map_err(Clone::clone)
+    }
+
+    fn manifest_json(&self) -> &str {
+        self.manifest_json.get_or_init(|| serde_json::to_string(&self.manifest).expect("a manifest serializes"))
     }
 
     /// A [`overeager_core::view::BundleView`] document from its parts (the field names are the
     /// struct's).
-    fn compose(&self, scenario: &str, blobs: &str) -> String {
-        format!(
+    fn compose_json(&self, scenario: &str, blobs: &str) -> Result<String, String> {
+        Ok(format!(
             "{{\"view\":{VIEW_SCHEMA},\"manifest\":{},\"scenario\":{scenario},\"events\":{},\"before\":{},\"after\":{},\"blobs\":{blobs}}}",
-            self.manifest_json, self.events_json, self.before_json, self.after_json
-        )
+            self.manifest_json(),
+            to_json(&self.events)?,
+            to_json(&self.before)?,
+            to_json(&self.after)?,
+        ))
+    }
+
+    fn compose_compact<'a>(&self, scenario: &str, blobs: impl ExactSizeIterator<Item = (&'a str, &'a str)>) -> Vec<u8> {
+        let parts = self.compact_parts.get_or_init(|| {
+            let mut p = CompactParts { events: Vec::new(), before: Vec::new(), after: Vec::new() };
+            compact::write_events(&mut p.events, &self.events);
+            compact::write_snapshot(&mut p.before, &self.before);
+            compact::write_snapshot(&mut p.after, &self.after);
+            p
+        });
+        compact::compose(self.manifest_json(), scenario, &parts.events, &parts.before, &parts.after, blobs)
     }
 }
 
-/// Reads a bundle directory or `.oeb` file and builds its view.
+fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
+    serde_json::to_string(v).map_err(|e| e.to_string())
+}
+
+/// Reads a bundle directory or `.oeb` file, ready to build its views.
 pub fn load(path: &Path) -> Result<LoadedBundle> {
     let b = Bundle::read(path)?;
     let Some(scenario) = b.scenario.clone() else {
@@ -118,18 +186,18 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
     Ok(LoadedBundle {
         label: path.display().to_string(),
         n_events: b.events.len(),
-        manifest_json: serde_json::to_string(&b.manifest)?,
-        events_json: serde_json::to_string(&b.events)?,
-        before_json: serde_json::to_string(&b.before)?,
-        after_json: serde_json::to_string(&b.after)?,
+        events: b.events,
         manifest: b.manifest,
         before: b.before,
         after: b.after,
         scenario,
         blobs_dir: b.dir.join(files::BLOBS),
         files: b.files,
-        blobs_json: OnceLock::new(),
+        blobs: OnceLock::new(),
+        manifest_json: OnceLock::new(),
+        compact_parts: OnceLock::new(),
         full_json: OnceLock::new(),
+        full_compact: OnceLock::new(),
     })
 }
 

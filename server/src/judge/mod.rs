@@ -22,7 +22,8 @@ use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
 
 pub use engine::Origin;
 use engine::{CheckRaw, InfoRaw, Limits, Prepared, Refusal, Sandbox};
-pub use input::LoadedBundle;
+pub use engine::Interface;
+pub use input::{LoadedBundle, View};
 use trust::TrustStore;
 
 /// The standard library component, built from `predicates/std` with this binary.
@@ -148,6 +149,10 @@ impl Judge {
             return report;
         }
         match admit(&self.sandbox, &bytes, &digest, None, self.cache.as_deref()) {
+            Ok((prepared, _)) if prepared.interface != verified.wit => {
+                let e = format!("it is signed as implementing {}, but implements {}; sign it again", verified.wit.wit(), prepared.interface.wit());
+                self.refuse(report, e)
+            }
             Ok((prepared, predicates)) => {
                 let info = ModuleInfo { id: verified.predicate.clone(), digest, version: verified.version, key_id: Some(verified.key_id), owner: verified.owner, predicates };
                 self.modules.insert(verified.predicate, Slot::Ready { info, prepared });
@@ -207,21 +212,22 @@ impl Judge {
 
     /// The view and checks of a bundle's `std` call, as [`Judge::judge`] sends them (for
     /// `bench judge`).
-    pub fn std_call(&self, bundle: &LoadedBundle) -> Result<(String, Vec<CheckRaw>), String> {
+    pub fn std_call(&self, bundle: &LoadedBundle) -> Result<(View<'static>, Vec<CheckRaw>), String> {
         let checks: Vec<CheckRaw> = leaf_calls(&bundle.scenario)
             .iter()
             .filter_map(|leaf| PredicateRef::parse(&leaf.call.predicate).ok().filter(|r| r.module == STD_ID).map(|r| CheckRaw { name: r.name, args: leaf.call.args.to_string() }))
             .collect();
-        Ok((std_view(bundle, &checks)?, checks))
+        let Some(Slot::Ready { prepared, .. }) = self.modules.get(STD_ID) else { return Err("the std module is not loaded".into()) };
+        Ok((std_view(bundle, &checks, prepared.interface)?, checks))
     }
 
     /// Seconds per `evaluate` call of `std` (a fresh instance each), over prepared calls (for
     /// `bench judge`).
-    pub fn bench_evaluate(&self, calls: &[(String, Vec<CheckRaw>)]) -> anyhow::Result<f64> {
+    pub fn bench_evaluate(&self, calls: &[(View<'static>, Vec<CheckRaw>)]) -> anyhow::Result<f64> {
         let Some(Slot::Ready { prepared, .. }) = self.modules.get(STD_ID) else { anyhow::bail!("the std module is not loaded") };
         let t = std::time::Instant::now();
         for (view, checks) in calls {
-            self.sandbox.evaluate(prepared, view, checks).map_err(anyhow::Error::msg)?;
+            self.sandbox.evaluate(prepared, view.arg(), checks).map_err(anyhow::Error::msg)?;
         }
         Ok(t.elapsed().as_secs_f64() / calls.len().max(1) as f64)
     }
@@ -284,12 +290,8 @@ impl Judge {
         if !sent.is_empty() {
             // The built-in std gets what it reads (the scenario's scope, file contents only for
             // the checks that read them); any other module gets the whole view.
-            let view = if info.digest == STD_SHA256 {
-                std_view(bundle, &raw_checks).map(std::borrow::Cow::Owned)
-            } else {
-                bundle.view_json().map(std::borrow::Cow::Borrowed)
-            };
-            let answers = view.and_then(|v| self.sandbox.evaluate(prepared, &v, &raw_checks)).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
+            let view = if info.digest == STD_SHA256 { std_view(bundle, &raw_checks, prepared.interface) } else { bundle.view(prepared.interface) };
+            let answers = view.and_then(|v| self.sandbox.evaluate(prepared, v.arg(), &raw_checks)).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
             match answers {
                 Ok(answers) => {
                     for (k, a) in sent.iter().zip(answers) {
@@ -376,7 +378,7 @@ impl Judge {
         };
         let checks: Vec<CheckRaw> = info.predicates.iter().map(|p| CheckRaw { name: p.name.clone(), args: "{}".into() }).collect();
         for b in bundles {
-            let ask = || b.view_json().and_then(|v| self.sandbox.evaluate(prepared, v, &checks)).and_then(|r| self.check_answers(r, checks.len(), b.n_events));
+            let ask = || b.view(prepared.interface).and_then(|v| self.sandbox.evaluate(prepared, v.arg(), &checks)).and_then(|r| self.check_answers(r, checks.len(), b.n_events));
             let (first, second) = (ask(), ask());
             match (first, second) {
                 (Err(e), _) | (_, Err(e)) => {
@@ -410,9 +412,14 @@ fn admit(sandbox: &Sandbox, bytes: &[u8], digest: &str, precompiled: Option<&[u8
 /// Would the judge admit this component, signature aside? Its predicates if so (for
 /// `predicate build`, `verify`, `inspect` and `install`; no module is loaded besides it).
 pub fn admission_check(bytes: &[u8]) -> anyhow::Result<Vec<PredicateInfo>> {
+    admission(bytes).map(|(_, info)| info)
+}
+
+/// [`admission_check`], with the interface version the component implements.
+pub fn admission(bytes: &[u8]) -> anyhow::Result<(Interface, Vec<PredicateInfo>)> {
     let sandbox = Sandbox::new(Limits::default(), 1)?;
-    let (_, info) = admit(&sandbox, bytes, &overeager_core::sha256_hex(bytes), None, None)?;
-    Ok(info)
+    let (prepared, info) = admit(&sandbox, bytes, &overeager_core::sha256_hex(bytes), None, None)?;
+    Ok((prepared.interface, info))
 }
 
 /// Calls `info` and checks what it returned.
@@ -441,10 +448,10 @@ fn read_info(sandbox: &Sandbox, prepared: &Prepared) -> Result<Vec<PredicateInfo
 }
 
 /// The view the built-in `std` gets for these checks: of the file contents, those they read.
-fn std_view(bundle: &LoadedBundle, checks: &[CheckRaw]) -> Result<String, String> {
+fn std_view(bundle: &LoadedBundle, checks: &[CheckRaw], interface: Interface) -> Result<View<'static>, String> {
     let need = checks
         .iter()
         .filter_map(|c| serde_json::from_str(&c.args).ok().map(|args| std_content_need(&c.name, &args)))
         .fold(ContentNeed::Nothing, ContentNeed::union);
-    bundle.std_view_json(&need)
+    bundle.std_view(&need, interface)
 }

@@ -10,6 +10,7 @@ use std::path::Path;
 use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
 use serde::{Deserialize, Serialize};
 
+use super::engine::Interface;
 use super::trust::TrustStore;
 
 /// Format tag of signature files, and the first bytes of every signed message.
@@ -18,8 +19,8 @@ pub const SIGNATURE_FORMAT: &str = "overeager-predicate-signature/1";
 pub const SECRET_KEY_FORMAT: &str = "overeager-ed25519-secret/1";
 /// Format tag of public key files.
 pub const PUBLIC_KEY_FORMAT: &str = "overeager-ed25519-public/1";
-/// The interface version modules signed by this build implement.
-pub const WIT_VERSION: &str = "overeager:predicate@0.1.0";
+/// The interface versions this build runs, for messages.
+pub const WIT_VERSIONS: &str = "overeager:predicate@0.2.0 and @0.1.0";
 
 /// A secret key file (keep it private: mode 0600).
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -70,7 +71,7 @@ pub enum SignatureError {
     Malformed(String),
     #[error("the module bytes do not match the signature: it was signed as sha256 {signed}, the file has sha256 {actual} (changed after signing)")]
     DigestMismatch { signed: String, actual: String },
-    #[error("signed for {0}, which this build does not support (it supports {WIT_VERSION})")]
+    #[error("signed for {0}, which this build does not support (it supports {WIT_VERSIONS})")]
     WrongWit(String),
     #[error("signed by key {0}, which the trust store does not know; trust it with `overeager keys trust`")]
     UntrustedKey(String),
@@ -163,20 +164,20 @@ pub fn check_module_id(id: &str) -> Result<(), String> {
     Ok(())
 }
 
-/// Signs module bytes.
-pub fn sign(key: &SigningKey, module: &[u8], predicate: &str, version: &str) -> Result<SignatureFile, String> {
+/// Signs module bytes that implement `interface`.
+pub fn sign(key: &SigningKey, module: &[u8], predicate: &str, version: &str, interface: Interface) -> Result<SignatureFile, String> {
     check_module_id(predicate)?;
     if version.trim().is_empty() || version.contains(char::is_whitespace) {
         return Err(format!("version `{version}` must be a non-empty word such as 0.1.0"));
     }
     let id = key_id(&key.verifying_key());
     let digest = overeager_core::sha256_hex(module);
-    let sig = key.sign(&signed_message(predicate, version, WIT_VERSION, &id, &digest));
+    let sig = key.sign(&signed_message(predicate, version, interface.wit(), &id, &digest));
     Ok(SignatureFile {
         format: SIGNATURE_FORMAT.into(),
         predicate: predicate.into(),
         version: version.into(),
-        wit: WIT_VERSION.into(),
+        wit: interface.wit().into(),
         key_id: id,
         module_sha256: digest,
         signature: hex::encode(sig.to_bytes()),
@@ -200,6 +201,8 @@ pub struct Verified {
     pub key_id: String,
     pub owner: Option<String>,
     pub digest: String,
+    /// The interface version the signer says the module implements.
+    pub wit: Interface,
 }
 
 /// Verifies a module's signature and the signer's standing in the trust store.
@@ -208,9 +211,9 @@ pub fn verify(module: &[u8], sig: &SignatureFile, trust: &TrustStore) -> Result<
     if !sig.module_sha256.eq_ignore_ascii_case(&actual) {
         return Err(SignatureError::DigestMismatch { signed: sig.module_sha256.clone(), actual });
     }
-    if sig.wit != WIT_VERSION {
+    let Some(wit) = Interface::from_wit(&sig.wit) else {
         return Err(SignatureError::WrongWit(sig.wit.clone()));
-    }
+    };
     check_module_id(&sig.predicate).map_err(SignatureError::Malformed)?;
     let Some(entry) = trust.get(&sig.key_id) else {
         return Err(SignatureError::UntrustedKey(sig.key_id.clone()));
@@ -228,7 +231,7 @@ pub fn verify(module: &[u8], sig: &SignatureFile, trust: &TrustStore) -> Result<
         let allowed = entry.namespaces.iter().map(|n| format!("`{n}/…`")).collect::<Vec<_>>().join(", ");
         return Err(SignatureError::OutOfNamespace { key: sig.key_id.clone(), id: sig.predicate.clone(), allowed });
     }
-    Ok(Verified { predicate: sig.predicate.clone(), version: sig.version.clone(), key_id: sig.key_id.clone(), owner: entry.owner.clone(), digest: actual })
+    Ok(Verified { predicate: sig.predicate.clone(), version: sig.version.clone(), key_id: sig.key_id.clone(), owner: entry.owner.clone(), digest: actual, wit })
 }
 
 #[cfg(test)]

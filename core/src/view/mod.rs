@@ -32,3 +32,5 @@ pub struct BundleView {
     #[serde(default)]
     pub blobs: BTreeMap<String, String>,
 }
+
+pub mod compact;
