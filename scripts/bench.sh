@@ -32,3 +32,5 @@ echo "== the experiment runner, one and two jobs"
 
 echo "== judging"
 "$OE" bench judge
+echo "== the bundle views and one std evaluate call (criterion)"
+cargo bench -p overeager --bench judge
