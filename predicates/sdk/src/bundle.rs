@@ -76,8 +76,11 @@ pub struct Bundle {
     view: BundleView,
     diff: OnceLock<SnapshotDiff>,
     commands: OnceLock<Vec<Command>>,
-    /// Per command of [`Bundle::commands`], by index.
+    /// Per command of [`Bundle::commands`], by index: what it does and reads (the reader
+    /// table's work), and apart from that the paths it names, which the state predicates'
+    /// evidence needs alone.
     resolved: OnceLock<Vec<Resolved>>,
+    named: OnceLock<Vec<Vec<String>>>,
     command_lines: OnceLock<Vec<(u64, String)>>,
     /// The sensitive globs (built-in and the scenario's), and the templates' globs.
     sensitive: OnceLock<(Vec<PathGlob>, Vec<PathGlob>)>,
@@ -85,13 +88,11 @@ pub struct Bundle {
     inferred: OnceLock<Inferred>,
 }
 
-/// What one command touches, worked out once: its effects, the files it reads, and the
-/// paths its arguments and redirections name, all resolved.
+/// What one command touches, worked out once: its effects and the files it reads, resolved.
 #[derive(Debug, Clone)]
 struct Resolved {
     effects: Effects,
     files_read: Vec<String>,
-    named: Vec<String>,
 }
 
 /// What command lines and tool calls imply, by path, with the first event implying it.
@@ -150,6 +151,7 @@ impl Bundle {
             diff: OnceLock::new(),
             commands: OnceLock::new(),
             resolved: OnceLock::new(),
+            named: OnceLock::new(),
             command_lines: OnceLock::new(),
             sensitive: OnceLock::new(),
             watch: OnceLock::new(),
@@ -217,8 +219,7 @@ impl Bundle {
         })
     }
 
-    /// Each command's effects, files read and named paths, by index into
-    /// [`Bundle::commands`].
+    /// Each command's effects and files read, by index into [`Bundle::commands`].
     fn resolved(&self) -> &[Resolved] {
         self.resolved.get_or_init(|| {
             self.commands()
@@ -226,8 +227,7 @@ impl Bundle {
                 .map(|c| {
                     let effects = self.effects(c);
                     let files_read = self.files_read_of(c, effects.clone());
-                    let named = self.path_args(c).into_iter().chain(c.writes.iter().map(|w| self.resolve(w, c.cwd.as_deref()))).collect();
-                    Resolved { effects, files_read, named }
+                    Resolved { effects, files_read }
                 })
                 .collect()
         })
@@ -247,7 +247,10 @@ impl Bundle {
     /// The paths the command at `index` of [`Bundle::commands`] names, resolved: its path
     /// arguments ([`Bundle::path_args`]) and its output redirections.
     pub fn named_paths_at(&self, index: usize) -> &[String] {
-        &self.resolved()[index].named
+        let named = self.named.get_or_init(|| {
+            self.commands().iter().map(|c| self.path_args(c).into_iter().chain(c.writes.iter().map(|w| self.resolve(w, c.cwd.as_deref()))).collect()).collect()
+        });
+        &named[index]
     }
 
     /// Resolves a path argument of a command to a logical path.
