@@ -175,7 +175,7 @@ pub fn decode(bytes: &[u8]) -> Result<BundleView, String> {
         return Err(format!("the compact bundle view has layout {}; this module reads layout {LAYOUT}", bytes[3]));
     }
     r.at = 4;
-    let view = r.uint("view")? as u32;
+    let view = u32::try_from(r.uint("view")?).map_err(|_| r.fail("view"))?;
     let manifest = serde_json::from_str(r.str("manifest")?).map_err(|e| format!("the compact bundle view's manifest: {e}"))?;
     let scenario = serde_json::from_str(r.str("scenario")?).map_err(|e| format!("the compact bundle view's scenario: {e}"))?;
     let events = r.events()?;

@@ -164,13 +164,11 @@ pub struct Prepared {
 
 /// The versions of `overeager:predicate` the judge runs. They differ only in how `evaluate`
 /// receives the bundle.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Interface {
     /// `overeager:predicate@0.1.0`: the bundle view as a JSON document.
-    #[serde(rename = "overeager:predicate@0.1.0")]
     Json,
     /// `overeager:predicate@0.2.0`: the compact bundle view (`overeager_core::view::compact`).
-    #[serde(rename = "overeager:predicate@0.2.0")]
     Compact,
 }
 
