@@ -198,22 +198,23 @@ fn normalized(mut v: Vec<u64>) -> Vec<u64> {
 /// Evaluates checks against a bundle view in JSON: the module's side of 0.1's `evaluate`. The
 /// bundle is parsed once; each check gets its own result, in order.
 pub fn evaluate(predicates: &[Predicate], bundle_json: &str, checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
-    evaluate_parsed(predicates, Bundle::parse(bundle_json), checks)
+    evaluate_parsed(predicates, Bundle::parse(bundle_json), checks, false)
 }
 
 /// Evaluates checks against a compact bundle view: the module's side of 0.2's `evaluate`.
 pub fn evaluate_compact(predicates: &[Predicate], view: &[u8], checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
-    evaluate_parsed(predicates, Bundle::parse_compact(view), checks)
+    evaluate_parsed(predicates, Bundle::parse_compact(view), checks, false)
 }
 
-fn evaluate_parsed(predicates: &[Predicate], bundle: Result<Bundle, String>, checks: &[(String, String)]) -> Vec<Result<Finding, String>> {
+/// `instance_ends`: the call is a component export, after which the judge resets the
+/// instance, so the bundle is left unfreed (freeing it piece by piece would be wasted work).
+fn evaluate_parsed(predicates: &[Predicate], bundle: Result<Bundle, String>, checks: &[(String, String)], instance_ends: bool) -> Vec<Result<Finding, String>> {
     match bundle {
         Ok(bundle) => {
             let results = checks.iter().map(|(name, args)| evaluate_one(predicates, &bundle, name, args)).collect();
-            // The judge runs every call in an instance of its own, whose memory is reset when
-            // the call returns: freeing the bundle piece by piece first is wasted work.
-            #[cfg(target_family = "wasm")]
-            std::mem::forget(bundle);
+            if instance_ends {
+                std::mem::forget(bundle);
+            }
             results
         }
         Err(e) => checks.iter().map(|_| Err(e.clone())).collect(),
@@ -253,9 +254,10 @@ pub type __View = String;
 pub fn __evaluate(predicates: &[Predicate], view: __View, checks: Vec<bindings::Check>) -> Vec<Result<bindings::Finding, String>> {
     let checks: Vec<(String, String)> = checks.into_iter().map(|c| (c.name, c.args)).collect();
     #[cfg(not(feature = "wit-0-1"))]
-    let results = evaluate_compact(predicates, &view, &checks);
+    let bundle = Bundle::parse_compact(&view);
     #[cfg(feature = "wit-0-1")]
-    let results = evaluate(predicates, &view, &checks);
+    let bundle = Bundle::parse(&view);
+    let results = evaluate_parsed(predicates, bundle, &checks, true);
     results.into_iter().map(|r| r.map(|f| bindings::Finding { fired: f.fired, evidence: f.evidence, note: f.note })).collect()
 }
 
