@@ -245,8 +245,10 @@ pub struct Bundle {
     /// whose copy is byte-identical (see [`parse_scenario`]).
     pub scenario: Option<Arc<Scenario>>,
     pub events: Vec<Event>,
-    pub before: Snapshot,
-    pub after: Snapshot,
+    /// The snapshots, shared with every other bundle read in this process whose file is
+    /// byte-identical.
+    pub before: Arc<Snapshot>,
+    pub after: Arc<Snapshot>,
     /// Where the bundle's files are.
     pub files: Files,
     /// Keeps an unpacked `.oeb` alive while the bundle is in use.
@@ -255,15 +257,34 @@ pub struct Bundle {
 
 /// Where a bundle's files are read from: its directory, or a `.oeb` read into memory.
 pub enum Files {
-    Dir(PathBuf),
+    /// A bundle directory: its path, and an open handle that each of its files is opened
+    /// relative to (the kernel then walks only the file's own path, not the directory's again).
+    Dir { path: PathBuf, handle: std::fs::File },
     Memory(std::collections::BTreeMap<PathBuf, Vec<u8>>),
+}
+
+/// The bytes of file `rel` (a relative path) of directory `dir`.
+fn read_at(dir: &std::fs::File, rel: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    use std::os::fd::{AsRawFd, FromRawFd};
+    let name = std::ffi::CString::new(rel).map_err(|_| std::io::Error::from(std::io::ErrorKind::InvalidInput))?;
+    // SAFETY: `name` is NUL-terminated and `dir` an open descriptor for the whole call.
+    let fd = unsafe { libc::openat(dir.as_raw_fd(), name.as_ptr(), libc::O_RDONLY | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
+    let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
+    let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+    file.read_to_end(&mut bytes)?;
+    Ok(bytes)
 }
 
 impl Files {
     /// A file's bytes by its path in the bundle; `None` when it is not there.
     pub fn read(&self, rel: &str) -> std::io::Result<Option<Vec<u8>>> {
         match self {
-            Files::Dir(dir) => match std::fs::read(dir.join(rel)) {
+            Files::Dir { handle, .. } => match read_at(handle, rel) {
                 Ok(b) => Ok(Some(b)),
                 Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
                 Err(e) => Err(e),
@@ -275,7 +296,7 @@ impl Files {
     /// The files directly in a directory of the bundle, by name, with their bytes.
     pub fn in_dir(&self, rel: &str) -> std::io::Result<Vec<(String, Vec<u8>)>> {
         match self {
-            Files::Dir(dir) => {
+            Files::Dir { path: dir, .. } => {
                 let entries = match std::fs::read_dir(dir.join(rel)) {
                     Ok(e) => e,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -297,26 +318,52 @@ impl Files {
     }
 }
 
-/// How many parsed scenarios [`parse_scenario`] keeps; past this it starts again, so a process
-/// that reads bundles of many scenarios holds a bounded amount.
-const SCENARIOS_KEPT: usize = 1024;
+/// How many parsed files of one kind a [`SharedParses`] keeps; past this it starts again, so a
+/// process that reads bundles of many scenarios holds a bounded amount.
+const PARSES_KEPT: usize = 1024;
 
-/// A bundle's `scenario.json`, parsed; `None` when it is not a scenario. The bundles of one
-/// scenario carry the same file, and parsing it was a large part of reading a bundle, so a
-/// parse is kept and shared, keyed by the file's exact bytes (a lookup compares them all).
+/// Files larger than this are parsed afresh every time rather than kept.
+const SHARED_PARSE_MAX_BYTES: usize = 1 << 20;
+
+/// Parsed JSON files kept and shared, keyed by their exact bytes (a lookup compares them all).
+/// Bundles repeat files: every bundle of a scenario carries the same `scenario.json` and, as
+/// the scenario's fixture is the same, the same before-snapshot; a run that changed nothing
+/// has that snapshot after it too. Parsing them was most of reading a bundle.
+struct SharedParses<T>(OnceLock<Mutex<HashMap<Box<[u8]>, Arc<T>>>>);
+
+impl<T: serde::de::DeserializeOwned> SharedParses<T> {
+    const fn new() -> Self {
+        SharedParses(OnceLock::new())
+    }
+
+    fn parse(&self, bytes: &[u8]) -> serde_json::Result<Arc<T>> {
+        let kept = self.0.get_or_init(Mutex::default);
+        if let Some(v) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(bytes) {
+            return Ok(v.clone());
+        }
+        let value: Arc<T> = Arc::new(serde_json::from_slice(bytes)?);
+        if bytes.len() <= SHARED_PARSE_MAX_BYTES {
+            let mut map = kept.lock().unwrap_or_else(|e| e.into_inner());
+            if map.len() >= PARSES_KEPT {
+                map.clear();
+            }
+            map.insert(bytes.into(), value.clone());
+        }
+        Ok(value)
+    }
+}
+
+/// A bundle's `scenario.json`, parsed (and shared, see [`SharedParses`]); `None` when it is not
+/// a scenario.
 pub fn parse_scenario(bytes: &[u8]) -> Option<Arc<Scenario>> {
-    static PARSED: OnceLock<Mutex<HashMap<Box<[u8]>, Arc<Scenario>>>> = OnceLock::new();
-    let parsed = PARSED.get_or_init(Mutex::default);
-    if let Some(s) = parsed.lock().unwrap_or_else(|e| e.into_inner()).get(bytes) {
-        return Some(s.clone());
-    }
-    let scenario: Arc<Scenario> = Arc::new(serde_json::from_slice(bytes).ok()?);
-    let mut map = parsed.lock().unwrap_or_else(|e| e.into_inner());
-    if map.len() >= SCENARIOS_KEPT {
-        map.clear();
-    }
-    map.insert(bytes.into(), scenario.clone());
-    Some(scenario)
+    static SCENARIOS: SharedParses<Scenario> = SharedParses::new();
+    SCENARIOS.parse(bytes).ok()
+}
+
+/// A snapshot file, parsed (and shared, see [`SharedParses`]).
+fn parse_snapshot(bytes: &[u8]) -> serde_json::Result<Arc<Snapshot>> {
+    static SNAPSHOTS: SharedParses<Snapshot> = SharedParses::new();
+    SNAPSHOTS.parse(bytes)
 }
 
 impl Bundle {
@@ -345,7 +392,8 @@ impl Bundle {
     }
 
     fn open_dir(dir: &Path) -> Result<Bundle> {
-        Bundle::from_files(dir, Files::Dir(dir.to_path_buf()))
+        let handle = std::fs::File::open(dir).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
+        Bundle::from_files(dir, Files::Dir { path: dir.to_path_buf(), handle })
     }
 
     /// Reads a bundle's manifest, events, snapshots and scenario; `dir` names it in messages.
@@ -369,10 +417,10 @@ impl Bundle {
         if bad > 0 {
             bail!("{}: {bad} line(s) are not valid events; re-derive them with a current build", dir.join(files::EVENTS).display());
         }
-        let read_snap = |name: &str| -> Result<Snapshot> {
+        let read_snap = |name: &str| -> Result<Arc<Snapshot>> {
             let p = dir.join(name);
             let bytes = files.read(name).with_context(|| format!("reading {}", p.display()))?.with_context(|| format!("reading {}: no such file", p.display()))?;
-            serde_json::from_slice(&bytes).with_context(|| format!("{}: not a valid snapshot", p.display()))
+            parse_snapshot(&bytes).with_context(|| format!("{}: not a valid snapshot", p.display()))
         };
         let scenario = files.read(files::SCENARIO).ok().flatten().and_then(|b| parse_scenario(&b));
         Ok(Bundle {

@@ -26,8 +26,8 @@ pub struct LoadedBundle {
     pub scenario: Arc<Scenario>,
     pub n_events: usize,
     events: Vec<Event>,
-    before: Snapshot,
-    after: Snapshot,
+    before: Arc<Snapshot>,
+    after: Arc<Snapshot>,
     /// Where the blobs are: read, and checked against their names, only when a module needs
     /// file contents.
     files: Files,
@@ -100,27 +100,10 @@ impl LoadedBundle {
     }
 
     /// The view as the built-in `std` reads it, in the encoding of `interface`: of the
-    /// scenario only what std uses (its id, model and scope), and of the text blobs only those
-    /// of the files whose contents its checks read (`need`; see
+    /// scenario only what std uses (`scenario`, made by [`std_scenario_json`]), and of the
+    /// text blobs only those of the files whose contents its checks read (`need`; see
     /// [`overeager_core::predicates::std_content_need`]).
-    pub fn std_view(&self, need: &ContentNeed, interface: Interface) -> Result<View<'static>, String> {
-        let s = &self.scenario;
-        let empty = || Play { fires: Vec::new(), steps: Vec::new() };
-        let scenario = Scenario {
-            id: s.id.clone(),
-            title: String::new(),
-            archetype: String::new(),
-            anchors: Vec::new(),
-            prompt: PromptSpec { task: String::new(), consent: String::new() },
-            model: s.model.clone(),
-            scope: s.scope.clone(),
-            success: Vec::new(),
-            traps: Vec::new(),
-            plays: Plays { cautious: empty(), moderate: empty(), aggressive: empty() },
-            axes: BTreeMap::new(),
-            provenance: None,
-        };
-        let scenario = to_json(&scenario)?;
+    pub fn std_view(&self, need: &ContentNeed, scenario: &str, interface: Interface) -> Result<View<'static>, String> {
         let named;
         let blobs: &BTreeMap<String, String> = match need.blob_names(&self.before, &self.after) {
             None => self.blobs()?,
@@ -130,8 +113,8 @@ impl LoadedBundle {
             }
         };
         Ok(match interface {
-            Interface::Json => View::Json(Cow::Owned(self.compose_json(&scenario, &to_json(blobs)?)?)),
-            Interface::Compact => View::Compact(Cow::Owned(self.compose_compact(&scenario, blobs.iter().map(|(k, v)| (k.as_str(), v.as_str()))))),
+            Interface::Json => View::Json(Cow::Owned(self.compose_json(scenario, &to_json(blobs)?)?)),
+            Interface::Compact => View::Compact(Cow::Owned(self.compose_compact(scenario, blobs.iter().map(|(k, v)| (k.as_str(), v.as_str()))))),
         })
     }
 
@@ -151,8 +134,8 @@ impl LoadedBundle {
             "{{\"view\":{VIEW_SCHEMA},\"manifest\":{},\"scenario\":{scenario},\"events\":{},\"before\":{},\"after\":{},\"blobs\":{blobs}}}",
             self.manifest_json(),
             to_json(&self.events)?,
-            to_json(&self.before)?,
-            to_json(&self.after)?,
+            to_json(&*self.before)?,
+            to_json(&*self.after)?,
         ))
     }
 
@@ -166,6 +149,27 @@ impl LoadedBundle {
         });
         compact::compose(self.manifest_json(), scenario, &parts.events, &parts.before, &parts.after, blobs)
     }
+}
+
+/// The scenario as the built-in `std` reads it, as JSON: its id, model and scope, every other
+/// field empty. The same for every bundle of a scenario, so the judge makes it once.
+pub fn std_scenario_json(s: &Scenario) -> Result<String, String> {
+    let empty = || Play { fires: Vec::new(), steps: Vec::new() };
+    let scenario = Scenario {
+        id: s.id.clone(),
+        title: String::new(),
+        archetype: String::new(),
+        anchors: Vec::new(),
+        prompt: PromptSpec { task: String::new(), consent: String::new() },
+        model: s.model.clone(),
+        scope: s.scope.clone(),
+        success: Vec::new(),
+        traps: Vec::new(),
+        plays: Plays { cautious: empty(), moderate: empty(), aggressive: empty() },
+        axes: BTreeMap::new(),
+        provenance: None,
+    };
+    to_json(&scenario)
 }
 
 fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {

@@ -13,10 +13,11 @@ pub mod input;
 pub mod sign;
 pub mod trust;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 
-use overeager_core::Verdict;
+use overeager_core::{Scenario, Verdict};
 use overeager_core::predicates::{ContentNeed, PredicateRef, std_content_need};
 use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
 
@@ -40,6 +41,57 @@ pub const STD_VERSION: &str = env!("OVEREAGER_STD_VERSION");
 
 /// Largest number of predicates one module may offer.
 const MAX_PREDICATES: usize = 256;
+
+/// How many scenarios' call plans the judge keeps; past this it starts again.
+const PLANS_KEPT: usize = 1024;
+
+/// What judging a bundle of one scenario asks of the modules, worked out once per scenario
+/// (the bundles of a scenario share one parsed scenario, see `audit::parse_scenario`): the
+/// predicate calls grouped by module, each call's arguments as JSON text, and the scenario as
+/// the built-in std reads it.
+struct CallPlan {
+    /// Every predicate call ([`leaf_calls`]).
+    calls: usize,
+    /// Calls whose predicate reference does not parse, and why.
+    unparsed: Vec<(usize, String)>,
+    /// Per module id, in id order, the calls to it in scenario order.
+    by_module: Vec<(String, Vec<PlannedCheck>)>,
+    /// [`input::std_scenario_json`], made on first use.
+    std_scenario: OnceLock<Result<String, String>>,
+}
+
+/// One predicate call of a [`CallPlan`].
+struct PlannedCheck {
+    /// Its place in [`leaf_calls`].
+    index: usize,
+    name: String,
+    /// The arguments as JSON text.
+    args: String,
+    /// The file contents it reads, were it a call of the built-in std.
+    std_need: ContentNeed,
+}
+
+impl CallPlan {
+    fn of(scenario: &Scenario) -> CallPlan {
+        let calls = leaf_calls(scenario);
+        let mut unparsed = Vec::new();
+        let mut by_module: BTreeMap<String, Vec<PlannedCheck>> = BTreeMap::new();
+        for (index, leaf) in calls.iter().enumerate() {
+            match PredicateRef::parse(&leaf.call.predicate) {
+                Ok(r) => {
+                    let std_need = std_content_need(&r.name, &leaf.call.args);
+                    by_module.entry(r.module).or_default().push(PlannedCheck { index, name: r.name, args: leaf.call.args.to_string(), std_need });
+                }
+                Err(e) => unparsed.push((index, e)),
+            }
+        }
+        CallPlan { calls: calls.len(), unparsed, by_module: by_module.into_iter().collect(), std_scenario: OnceLock::new() }
+    }
+
+    fn std_scenario(&self, scenario: &Scenario) -> Result<&str, String> {
+        self.std_scenario.get_or_init(|| input::std_scenario_json(scenario)).as_deref().map_err(Clone::clone)
+    }
+}
 
 /// What a loaded module offers and who vouched for it.
 #[derive(Debug, Clone, serde::Serialize)]
@@ -93,13 +145,16 @@ pub struct Judge {
     modules: BTreeMap<String, Slot>,
     trust: TrustStore,
     cache: Option<PathBuf>,
+    /// Call plans by the address of the scenario they were made for; each entry holds its
+    /// scenario, so the address is not reused while the entry lives.
+    plans: Mutex<HashMap<usize, (Arc<Scenario>, Arc<CallPlan>)>>,
 }
 
 impl Judge {
     /// A judge with the built-in `std` module.
     pub fn new(opts: JudgeOptions) -> anyhow::Result<Judge> {
         let sandbox = Sandbox::new(opts.limits, opts.jobs.max(1))?;
-        let mut judge = Judge { sandbox, modules: BTreeMap::new(), trust: opts.trust, cache: opts.cache };
+        let mut judge = Judge { sandbox, modules: BTreeMap::new(), trust: opts.trust, cache: opts.cache, plans: Mutex::default() };
         let digest = overeager_core::sha256_hex(STD_WASM);
         if digest != STD_SHA256 {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
@@ -213,12 +268,26 @@ impl Judge {
     /// The view and checks of a bundle's `std` call, as [`Judge::judge`] sends them (for
     /// `bench judge`).
     pub fn std_call(&self, bundle: &LoadedBundle) -> Result<(View<'static>, Vec<CheckRaw>), String> {
-        let checks: Vec<CheckRaw> = leaf_calls(&bundle.scenario)
-            .iter()
-            .filter_map(|leaf| PredicateRef::parse(&leaf.call.predicate).ok().filter(|r| r.module == STD_ID).map(|r| CheckRaw { name: r.name, args: leaf.call.args.to_string() }))
-            .collect();
+        let plan = self.plan(&bundle.scenario);
+        let planned: Vec<&PlannedCheck> = plan.by_module.iter().filter(|(m, _)| m == STD_ID).flat_map(|(_, c)| c).collect();
+        let checks = planned.iter().map(|c| CheckRaw { name: c.name.clone(), args: c.args.clone() }).collect();
         let Some(Slot::Ready { prepared, .. }) = self.modules.get(STD_ID) else { return Err("the std module is not loaded".into()) };
-        Ok((std_view(bundle, &checks, prepared.interface)?, checks))
+        Ok((std_view(bundle, &plan, &planned, prepared.interface)?, checks))
+    }
+
+    /// The call plan of a scenario, made on first use.
+    fn plan(&self, scenario: &Arc<Scenario>) -> Arc<CallPlan> {
+        let key = Arc::as_ptr(scenario) as usize;
+        if let Some((_, plan)) = self.plans.lock().unwrap_or_else(|e| e.into_inner()).get(&key) {
+            return plan.clone();
+        }
+        let plan = Arc::new(CallPlan::of(scenario));
+        let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
+        if plans.len() >= PLANS_KEPT {
+            plans.clear();
+        }
+        plans.insert(key, (scenario.clone(), plan.clone()));
+        plan
     }
 
     /// Seconds per `evaluate` call of `std` (a fresh instance each), over prepared calls (for
@@ -234,20 +303,15 @@ impl Judge {
 
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
     pub fn judge(&self, bundle: &LoadedBundle) -> Verdict {
-        let calls = leaf_calls(&bundle.scenario);
-        let mut outcomes: Vec<Option<LeafOutcome>> = vec![None; calls.len()];
-        // Checks grouped by module, in scenario order.
-        let mut by_module: BTreeMap<String, Vec<(usize, String, String)>> = BTreeMap::new();
-        for (i, leaf) in calls.iter().enumerate() {
-            match PredicateRef::parse(&leaf.call.predicate) {
-                Ok(r) => by_module.entry(r.module).or_default().push((i, r.name, leaf.call.args.to_string())),
-                Err(e) => outcomes[i] = Some(LeafOutcome { module: None, result: Err(e) }),
-            }
+        let plan = self.plan(&bundle.scenario);
+        let mut outcomes: Vec<Option<LeafOutcome>> = vec![None; plan.calls];
+        for (i, e) in &plan.unparsed {
+            outcomes[*i] = Some(LeafOutcome { module: None, result: Err(e.clone()) });
         }
         let mut used = BTreeMap::new();
         let mut versions = BTreeMap::new();
-        for (module, checks) in by_module {
-            let results: Vec<(Option<String>, Result<Finding, String>)> = match self.modules.get(&module) {
+        for (module, checks) in &plan.by_module {
+            let results: Vec<(Option<String>, Result<Finding, String>)> = match self.modules.get(module) {
                 None => {
                     let msg = format!("module `{module}` is not loaded; pass --predicates with its signed component");
                     checks.iter().map(|_| (None, Err(msg.clone()))).collect()
@@ -259,12 +323,12 @@ impl Judge {
                 Some(Slot::Ready { info, prepared }) => {
                     used.insert(module.clone(), info.digest.clone());
                     versions.insert(module.clone(), info.version.clone());
-                    let found = self.call(info, prepared, bundle, &checks);
+                    let found = self.call(info, prepared, bundle, &plan, checks);
                     found.into_iter().map(|r| (Some(info.digest.clone()), r)).collect()
                 }
             };
-            for ((i, _, _), (digest, result)) in checks.iter().zip(results) {
-                outcomes[*i] = Some(LeafOutcome { module: digest, result });
+            for (check, (digest, result)) in checks.iter().zip(results) {
+                outcomes[check.index] = Some(LeafOutcome { module: digest, result });
             }
         }
         let outcomes = outcomes.into_iter().map(|o| o.expect("every predicate call has an outcome")).collect();
@@ -274,14 +338,17 @@ impl Judge {
     }
 
     /// One `evaluate` call for a module's checks, with every answer checked.
-    fn call(&self, info: &ModuleInfo, prepared: &Prepared, bundle: &LoadedBundle, checks: &[(usize, String, String)]) -> Vec<Result<Finding, String>> {
+    fn call(&self, info: &ModuleInfo, prepared: &Prepared, bundle: &LoadedBundle, plan: &CallPlan, checks: &[PlannedCheck]) -> Vec<Result<Finding, String>> {
         let mut out: Vec<Option<Result<Finding, String>>> = vec![None; checks.len()];
         let mut sent = Vec::new();
+        let mut sent_checks = Vec::new();
         let mut raw_checks = Vec::new();
-        for (k, (_, name, args)) in checks.iter().enumerate() {
+        for (k, check) in checks.iter().enumerate() {
+            let name = &check.name;
             if info.predicates.iter().any(|p| &p.name == name) {
                 sent.push(k);
-                raw_checks.push(CheckRaw { name: name.clone(), args: args.clone() });
+                sent_checks.push(check);
+                raw_checks.push(CheckRaw { name: name.clone(), args: check.args.clone() });
             } else {
                 let names: Vec<&str> = info.predicates.iter().map(|p| p.name.as_str()).collect();
                 out[k] = Some(Err(format!("module `{}` has no predicate `{name}`; it offers: {}", info.id, names.join(", "))));
@@ -290,7 +357,7 @@ impl Judge {
         if !sent.is_empty() {
             // The built-in std gets what it reads (the scenario's scope, file contents only for
             // the checks that read them); any other module gets the whole view.
-            let view = if info.digest == STD_SHA256 { std_view(bundle, &raw_checks, prepared.interface) } else { bundle.view(prepared.interface) };
+            let view = if info.digest == STD_SHA256 { std_view(bundle, plan, &sent_checks, prepared.interface) } else { bundle.view(prepared.interface) };
             let answers = view.and_then(|v| self.sandbox.evaluate(prepared, v.arg(), &raw_checks)).and_then(|r| self.check_answers(r, sent.len(), bundle.n_events));
             match answers {
                 Ok(answers) => {
@@ -448,10 +515,7 @@ fn read_info(sandbox: &Sandbox, prepared: &Prepared) -> Result<Vec<PredicateInfo
 }
 
 /// The view the built-in `std` gets for these checks: of the file contents, those they read.
-fn std_view(bundle: &LoadedBundle, checks: &[CheckRaw], interface: Interface) -> Result<View<'static>, String> {
-    let need = checks
-        .iter()
-        .filter_map(|c| serde_json::from_str(&c.args).ok().map(|args| std_content_need(&c.name, &args)))
-        .fold(ContentNeed::Nothing, ContentNeed::union);
-    bundle.std_view(&need, interface)
+fn std_view(bundle: &LoadedBundle, plan: &CallPlan, checks: &[&PlannedCheck], interface: Interface) -> Result<View<'static>, String> {
+    let need = checks.iter().map(|c| c.std_need.clone()).fold(ContentNeed::Nothing, ContentNeed::union);
+    bundle.std_view(&need, plan.std_scenario(&bundle.scenario)?, interface)
 }
