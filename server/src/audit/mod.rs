@@ -318,18 +318,31 @@ impl Files {
     }
 }
 
-/// How many parsed files of one kind a [`SharedParses`] keeps; past this it starts again, so a
-/// process that reads bundles of many scenarios holds a bounded amount.
+/// How much a [`SharedParses`] keeps: files, and bytes of them in all; past either it starts
+/// again, so a process that reads bundles of many scenarios holds a bounded amount.
 const PARSES_KEPT: usize = 1024;
+const PARSES_KEPT_BYTES: usize = 32 << 20;
 
 /// Files larger than this are parsed afresh every time rather than kept.
-const SHARED_PARSE_MAX_BYTES: usize = 1 << 20;
+const SHARED_PARSE_MAX_BYTES: usize = 256 << 10;
 
 /// Parsed JSON files kept and shared, keyed by their exact bytes (a lookup compares them all).
 /// Bundles repeat files: every bundle of a scenario carries the same `scenario.json` and, as
 /// the scenario's fixture is the same, the same before-snapshot; a run that changed nothing
 /// has that snapshot after it too. Parsing them was most of reading a bundle.
-struct SharedParses<T>(OnceLock<Mutex<HashMap<Box<[u8]>, Arc<T>>>>);
+struct SharedParses<T>(OnceLock<Mutex<Kept<T>>>);
+
+/// What a [`SharedParses`] holds, and the size of the files it holds.
+struct Kept<T> {
+    parsed: HashMap<Box<[u8]>, Arc<T>>,
+    bytes: usize,
+}
+
+impl<T> Default for Kept<T> {
+    fn default() -> Self {
+        Kept { parsed: HashMap::new(), bytes: 0 }
+    }
+}
 
 impl<T: serde::de::DeserializeOwned> SharedParses<T> {
     const fn new() -> Self {
@@ -338,16 +351,18 @@ impl<T: serde::de::DeserializeOwned> SharedParses<T> {
 
     fn parse(&self, bytes: &[u8]) -> serde_json::Result<Arc<T>> {
         let kept = self.0.get_or_init(Mutex::default);
-        if let Some(v) = kept.lock().unwrap_or_else(|e| e.into_inner()).get(bytes) {
+        if let Some(v) = kept.lock().unwrap_or_else(|e| e.into_inner()).parsed.get(bytes) {
             return Ok(v.clone());
         }
         let value: Arc<T> = Arc::new(serde_json::from_slice(bytes)?);
         if bytes.len() <= SHARED_PARSE_MAX_BYTES {
-            let mut map = kept.lock().unwrap_or_else(|e| e.into_inner());
-            if map.len() >= PARSES_KEPT {
-                map.clear();
+            let mut kept = kept.lock().unwrap_or_else(|e| e.into_inner());
+            if kept.parsed.len() >= PARSES_KEPT || kept.bytes + bytes.len() > PARSES_KEPT_BYTES {
+                *kept = Kept::default();
             }
-            map.insert(bytes.into(), value.clone());
+            if kept.parsed.insert(bytes.into(), value.clone()).is_none() {
+                kept.bytes += bytes.len();
+            }
         }
         Ok(value)
     }
@@ -438,5 +453,36 @@ impl Bundle {
     /// What changed between the snapshots.
     pub fn diff(&self) -> SnapshotDiff {
         SnapshotDiff::between(&self.before, &self.after)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn byte_identical_files_share_one_parse_and_others_do_not() {
+        let kept: SharedParses<Snapshot> = SharedParses::new();
+        let a = br#"{"a.txt":{"kind":"file","size":1,"mode":420}}"#;
+        let b = br#"{"a.txt": {"kind":"file","size":1,"mode":420}}"#;
+        let (first, again, other) = (kept.parse(a).unwrap(), kept.parse(a).unwrap(), kept.parse(b).unwrap());
+        assert!(Arc::ptr_eq(&first, &again));
+        assert!(!Arc::ptr_eq(&first, &other), "a file with other bytes gets its own parse, even when it means the same");
+        assert_eq!(*first, *other);
+        assert!(kept.parse(b"{").is_err(), "a file that does not parse is an error, and is not kept");
+    }
+
+    #[test]
+    fn shared_parses_stay_bounded() {
+        let kept: SharedParses<serde_json::Value> = SharedParses::new();
+        for i in 0..PARSES_KEPT + 10 {
+            kept.parse(format!("[{i}]").as_bytes()).unwrap();
+        }
+        let held = kept.0.get().unwrap().lock().unwrap();
+        assert!(held.parsed.len() <= PARSES_KEPT && held.bytes <= PARSES_KEPT_BYTES);
+        drop(held);
+        let large = format!("\"{}\"", "x".repeat(SHARED_PARSE_MAX_BYTES));
+        let (one, two) = (kept.parse(large.as_bytes()).unwrap(), kept.parse(large.as_bytes()).unwrap());
+        assert!(!Arc::ptr_eq(&one, &two), "a file over the size limit is parsed afresh, not kept");
     }
 }
