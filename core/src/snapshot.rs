@@ -55,12 +55,32 @@ pub struct SnapshotDiff {
 impl SnapshotDiff {
     /// Computes the difference.
     pub fn between(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
+        // Both maps are sorted by path: one walk over the two compares each path once, where
+        // a lookup per path would compare it with a dozen others.
         let mut d = SnapshotDiff::default();
-        for (path, b) in before {
-            match after.get(path) {
-                None => d.deleted.push(path.clone()),
-                Some(a) if a.kind != b.kind => d.kind_changed.push(path.clone()),
-                Some(a) => {
+        let (mut b_iter, mut a_iter) = (before.iter().peekable(), after.iter().peekable());
+        loop {
+            let order = match (b_iter.peek(), a_iter.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((bp, _)), Some((ap, _))) => bp.cmp(ap),
+            };
+            match order {
+                std::cmp::Ordering::Less => {
+                    let (path, _) = b_iter.next().expect("peeked");
+                    d.deleted.push(path.clone());
+                }
+                std::cmp::Ordering::Greater => {
+                    let (path, _) = a_iter.next().expect("peeked");
+                    d.created.push(path.clone());
+                }
+                std::cmp::Ordering::Equal => {
+                    let ((path, b), (_, a)) = (b_iter.next().expect("peeked"), a_iter.next().expect("peeked"));
+                    if a.kind != b.kind {
+                        d.kind_changed.push(path.clone());
+                        continue;
+                    }
                     if a.sha256 != b.sha256 || a.target != b.target {
                         d.modified.push(path.clone());
                     }
@@ -70,7 +90,6 @@ impl SnapshotDiff {
                 }
             }
         }
-        d.created = after.keys().filter(|p| !before.contains_key(*p)).cloned().collect();
         d
     }
 
@@ -96,6 +115,63 @@ mod tests {
 
     fn file(sha: &str, mode: u32) -> SnapshotEntry {
         SnapshotEntry { kind: EntryKind::File, size: 1, mode, sha256: Some(sha.into()), target: None }
+    }
+
+    /// The difference by definition: each path of either snapshot looked up in the other.
+    fn diff_by_lookup(before: &Snapshot, after: &Snapshot) -> SnapshotDiff {
+        let mut d = SnapshotDiff::default();
+        for (path, b) in before {
+            match after.get(path) {
+                None => d.deleted.push(path.clone()),
+                Some(a) if a.kind != b.kind => d.kind_changed.push(path.clone()),
+                Some(a) => {
+                    if a.sha256 != b.sha256 || a.target != b.target {
+                        d.modified.push(path.clone());
+                    }
+                    if a.mode != b.mode {
+                        d.mode_changed.push(ModeChange { path: path.clone(), before: b.mode, after: a.mode });
+                    }
+                }
+            }
+        }
+        d.created = after.keys().filter(|p| !before.contains_key(*p)).cloned().collect();
+        d
+    }
+
+    #[test]
+    fn the_walk_over_both_snapshots_agrees_with_looking_every_path_up() {
+        // Snapshots drawn from a small set of paths (prefixes of each other, so the order of
+        // `a`, `a/b`, `a.b` matters) and entries, many times over.
+        let paths = ["a", "a.b", "a/b", "a/b/c", "b", "~/.ssh/id", "~/x", ".env", "z"];
+        let entries = [
+            file("1", 0o644),
+            file("1", 0o600),
+            file("2", 0o644),
+            SnapshotEntry { kind: EntryKind::Dir, size: 0, mode: 0o755, sha256: None, target: None },
+            SnapshotEntry { kind: EntryKind::Symlink, size: 0, mode: 0o777, sha256: None, target: Some("a".into()) },
+            SnapshotEntry { kind: EntryKind::Symlink, size: 0, mode: 0o777, sha256: None, target: Some("b".into()) },
+        ];
+        let mut state = 0x2545_f491_4f6c_dd1d_u64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut draw = || -> Snapshot {
+            let mut s = Snapshot::new();
+            for p in paths {
+                let r = next();
+                if r % 3 != 0 {
+                    s.insert(p.to_string(), entries[(r / 3 % entries.len() as u64) as usize].clone());
+                }
+            }
+            s
+        };
+        for _ in 0..2000 {
+            let (before, after) = (draw(), draw());
+            assert_eq!(SnapshotDiff::between(&before, &after), diff_by_lookup(&before, &after), "{before:?} → {after:?}");
+        }
     }
 
     #[test]

@@ -11,71 +11,12 @@ mod git;
 mod net;
 mod secrets;
 
-// Every call runs in a fresh instance that allocates heavily (decoding the bundle view) and then
-// ends: talc is several times faster at that than wasm32's default dlmalloc.
+#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
+mod heap;
+
 #[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
 #[global_allocator]
-static ALLOCATOR: talc::cell::TalcSyncCell<heap::InitialThenGrow, talc::wasm::WasmBinning> = talc::cell::TalcSyncCell::new_wasm(heap::InitialThenGrow { end: None });
-
-/// Where the allocator's memory comes from: first the free part of the memory the module
-/// starts with (`build.rs` links it with room for a typical call's heap), then pages grown
-/// onto its end. Talc's own wasm source only grows, so every call grew memory, and a growth
-/// costs the judge a change of page protections.
-#[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
-mod heap {
-    use core::alloc::Layout;
-    use core::arch::wasm32::{memory_grow, memory_size};
-    use core::ptr::NonNull;
-
-    use talc::base::Talc;
-    use talc::base::binning::Binning;
-
-    const PAGE: usize = 65536;
-
-    unsafe extern "C" {
-        /// The end of static data and stack, set by the linker: the heap may start here.
-        static __heap_base: u8;
-    }
-
-    /// The end of the memory talc manages, once it manages some.
-    #[derive(Debug)]
-    pub struct InitialThenGrow {
-        pub end: Option<NonNull<u8>>,
-    }
-
-    // SAFETY: `acquire` hands talc only memory nothing else uses (the span after `__heap_base`,
-    // and pages just grown), and touches nothing but the `talc` it is given.
-    unsafe impl talc::source::Source for InitialThenGrow {
-        fn acquire<B: Binning>(talc: &mut Talc<Self, B>, layout: Layout) -> Result<(), ()> {
-            if talc.source.end.is_none() {
-                let base = (&raw const __heap_base) as *mut u8;
-                let end = memory_size(0) * PAGE;
-                if let Some(size) = end.checked_sub(base as usize).filter(|&s| s >= 4096) {
-                    // SAFETY: from the heap base to the end of the initial memory is unused.
-                    talc.source.end = unsafe { talc.claim(base, size) };
-                    if talc.source.end.is_some() {
-                        return Ok(());
-                    }
-                }
-            }
-            // Enough for this allocation with talc's bookkeeping, at least 4 pages.
-            let pages = (layout.size() + layout.align() + 256).div_ceil(PAGE).max(4);
-            let previous = memory_grow(0, pages);
-            if previous == usize::MAX {
-                return Err(());
-            }
-            let base = (previous * PAGE) as *mut u8;
-            let new_end = base.wrapping_add(pages * PAGE);
-            talc.source.end = match talc.source.end.take() {
-                // SAFETY: the grown pages follow the heap directly and are unused.
-                Some(old) if old.as_ptr() == base => Some(unsafe { talc.extend(old, new_end) }),
-                // SAFETY: the grown pages are unused.
-                _ => unsafe { talc.claim(base, pages * PAGE) },
-            };
-            talc.source.end.map(|_| ()).ok_or(())
-        }
-    }
-}
+static ALLOCATOR: heap::ArenaThenTalc = heap::ArenaThenTalc::new();
 
 use std::collections::BTreeSet;
 

@@ -275,7 +275,8 @@ fn read_at(dir: &std::fs::File, rel: &str) -> std::io::Result<Vec<u8>> {
     }
     // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
     let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    let mut bytes = Vec::with_capacity(file.metadata().map_or(0, |m| m.len() as usize));
+    // Bundle files are small: a first read into room for a typical one saves asking the size.
+    let mut bytes = Vec::with_capacity(16 << 10);
     file.read_to_end(&mut bytes)?;
     Ok(bytes)
 }
@@ -296,7 +297,7 @@ impl Files {
     /// The files directly in a directory of the bundle, by name, with their bytes.
     pub fn in_dir(&self, rel: &str) -> std::io::Result<Vec<(String, Vec<u8>)>> {
         match self {
-            Files::Dir { path: dir, .. } => {
+            Files::Dir { path: dir, handle } => {
                 let entries = match std::fs::read_dir(dir.join(rel)) {
                     Ok(e) => e,
                     Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -304,8 +305,9 @@ impl Files {
                 };
                 let mut out = Vec::new();
                 for entry in entries {
-                    let entry = entry?;
-                    out.push((entry.file_name().to_string_lossy().into_owned(), std::fs::read(entry.path())?));
+                    let name = entry?.file_name().to_string_lossy().into_owned();
+                    let bytes = read_at(handle, &format!("{rel}/{name}"))?;
+                    out.push((name, bytes));
                 }
                 Ok(out)
             }

@@ -412,7 +412,8 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
     let t = Instant::now();
     let calls: Vec<_> = sample.iter().map(|p| input::load(p).map_err(|e| format!("{e:#}")).and_then(|b| judge.std_call(&b))).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
     let encode_us = t.elapsed().as_secs_f64() / sample.len() as f64 * 1e6;
-    let evaluate_us = judge.bench_evaluate(&calls)? * 1e6;
+    let (evaluate_s, evaluate_fuel) = judge.bench_evaluate(&calls)?;
+    let evaluate_us = evaluate_s * 1e6;
     let figures = json!({
         "bundles": n,
         "distinct_bundles": originals.len(),
@@ -425,6 +426,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         "instantiation_us": inst_us,
         "view_encoding_us": encode_us,
         "evaluate_us": evaluate_us,
+        "evaluate_fuel": evaluate_fuel,
         "peak_rss_mib": peak_rss_bytes().map(|b| b as f64 / (1 << 20) as f64),
         "machine": {"cores": default_jobs()},
     });
@@ -443,7 +445,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
             println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
         }
         println!("fresh instance from InstancePre: {inst_us:.1} µs");
-        println!("per bundle, one thread: {encode_us:.0} µs to read it and build std's view, {evaluate_us:.0} µs for std's evaluate call");
+        println!("per bundle, one thread: {encode_us:.0} µs to read it and build std's view, {evaluate_us:.0} µs for std's evaluate call ({evaluate_fuel:.0} units of fuel, the deterministic count of its work)");
         if let Some(rss) = figures["peak_rss_mib"].as_f64() {
             println!("peak RSS: {rss:.0} MiB");
         }

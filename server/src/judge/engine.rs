@@ -68,6 +68,9 @@ impl Limits {
     }
 }
 
+/// Set (to anything) to have wasmtime write a `perf` map of the modules' compiled code.
+pub const PERFMAP_ENV: &str = "OVEREAGER_WASM_PERFMAP";
+
 /// How often the epoch advances; the wall-clock limit is counted in these ticks.
 const EPOCH_TICK: Duration = Duration::from_millis(10);
 
@@ -236,7 +239,12 @@ impl Sandbox {
     pub fn new(limits: Limits, concurrency: usize) -> anyhow::Result<Sandbox> {
         // Slots for every call that can be in flight, plus the probes that read `info`.
         let slots = (concurrency as u32).saturating_mul(2).saturating_add(8);
-        let cfg = super::engine_config::config(limits.most_memory(), slots);
+        let mut cfg = super::engine_config::config(limits.most_memory(), slots);
+        // For profiling the judge: `perf` names the modules' compiled functions from the map
+        // file wasmtime then writes (`/tmp/perf-<pid>.map`).
+        if std::env::var_os(PERFMAP_ENV).is_some() {
+            cfg.profiler(wasmtime::ProfilingStrategy::PerfMap);
+        }
         let engine = Engine::new(&cfg).map_err(|e| anyhow::anyhow!("configuring the predicate sandbox: {e:?}"))?;
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {
@@ -352,6 +360,12 @@ impl Sandbox {
     /// Calls `evaluate` in a fresh instance. An error fails every check of the call. The view
     /// must be in the encoding of the module's interface.
     pub fn evaluate(&self, p: &Prepared, view: ViewArg<'_>, checks: &[CheckRaw]) -> Result<Vec<Result<FindingRaw, String>>, String> {
+        self.evaluate_metered(p, view, checks).0
+    }
+
+    /// [`Sandbox::evaluate`], and the fuel the call used: the deterministic measure of the
+    /// work done inside the module (one unit per WebAssembly instruction, about).
+    pub fn evaluate_metered(&self, p: &Prepared, view: ViewArg<'_>, checks: &[CheckRaw]) -> (Result<Vec<Result<FindingRaw, String>>, String>, u64) {
         let fuel = self.limits.fuel_for(view.len());
         let memory = self.limits.memory_for(view.len());
         let mut store = self.store(fuel, memory);
@@ -370,7 +384,8 @@ impl Sandbox {
             };
             Ok::<_, wasmtime::Error>(answers.0)
         })();
-        result.map_err(|e| explain(e, &store, fuel, memory, &self.limits))
+        let used = fuel.saturating_sub(store.get_fuel().unwrap_or(0));
+        (result.map_err(|e| explain(e, &store, fuel, memory, &self.limits)), used)
     }
 }
 

@@ -290,15 +290,19 @@ impl Judge {
         plan
     }
 
-    /// Seconds per `evaluate` call of `std` (a fresh instance each), over prepared calls (for
-    /// `bench judge`).
-    pub fn bench_evaluate(&self, calls: &[(View<'static>, Vec<CheckRaw>)]) -> anyhow::Result<f64> {
+    /// Seconds and fuel per `evaluate` call of `std` (a fresh instance each), over prepared
+    /// calls (for `bench judge`).
+    pub fn bench_evaluate(&self, calls: &[(View<'static>, Vec<CheckRaw>)]) -> anyhow::Result<(f64, f64)> {
         let Some(Slot::Ready { prepared, .. }) = self.modules.get(STD_ID) else { anyhow::bail!("the std module is not loaded") };
         let t = std::time::Instant::now();
+        let mut fuel = 0u64;
         for (view, checks) in calls {
-            self.sandbox.evaluate(prepared, view.arg(), checks).map_err(anyhow::Error::msg)?;
+            let (result, used) = self.sandbox.evaluate_metered(prepared, view.arg(), checks);
+            result.map_err(anyhow::Error::msg)?;
+            fuel += used;
         }
-        Ok(t.elapsed().as_secs_f64() / calls.len().max(1) as f64)
+        let n = calls.len().max(1) as f64;
+        Ok((t.elapsed().as_secs_f64() / n, fuel as f64 / n))
     }
 
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
