@@ -263,6 +263,11 @@ pub enum Files {
     Memory(std::collections::BTreeMap<PathBuf, Vec<u8>>),
 }
 
+/// Opens a bundle directory or `.oeb` file.
+fn open_bundle_path(path: &Path) -> Result<std::fs::File> {
+    std::fs::File::open(path).with_context(|| format!("{} is not a bundle: cannot read {}", path.display(), files::MANIFEST))
+}
+
 /// The bytes of file `rel` (a relative path) of directory `dir`.
 fn read_at(dir: &std::fs::File, rel: &str) -> std::io::Result<Vec<u8>> {
     use std::io::Read;
@@ -275,9 +280,11 @@ fn read_at(dir: &std::fs::File, rel: &str) -> std::io::Result<Vec<u8>> {
     }
     // SAFETY: `openat` just returned this descriptor, and nothing else owns it.
     let mut file = unsafe { std::fs::File::from_raw_fd(fd) };
-    // Bundle files are small: a first read into room for a typical one saves asking the size.
+    // Bundle files are small: a first read into room for a typical one saves asking the size,
+    // and what is left over is given back (callers keep some files' bytes, blobs as text).
     let mut bytes = Vec::with_capacity(16 << 10);
     file.read_to_end(&mut bytes)?;
+    bytes.shrink_to_fit();
     Ok(bytes)
 }
 
@@ -401,16 +408,18 @@ impl Bundle {
     /// Reads a bundle directory in place, or a `.oeb` file into memory with the same checks as
     /// unpacking it: what judging needs, without temporary files.
     pub fn read(path: &Path) -> Result<Bundle> {
-        if path.is_file() {
+        // One open tells a directory from a `.oeb` file: asking first would walk the path twice.
+        let handle = open_bundle_path(path)?;
+        if handle.metadata().is_ok_and(|m| m.is_file()) {
+            drop(handle);
             let files = pack::read_into_memory(path, &pack::Limits::default())?;
             return Bundle::from_files(path, Files::Memory(files));
         }
-        Bundle::open_dir(path)
+        Bundle::from_files(path, Files::Dir { path: path.to_path_buf(), handle })
     }
 
     fn open_dir(dir: &Path) -> Result<Bundle> {
-        let handle = std::fs::File::open(dir).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?;
-        Bundle::from_files(dir, Files::Dir { path: dir.to_path_buf(), handle })
+        Bundle::from_files(dir, Files::Dir { path: dir.to_path_buf(), handle: open_bundle_path(dir)? })
     }
 
     /// Reads a bundle's manifest, events, snapshots and scenario; `dir` names it in messages.
