@@ -209,6 +209,11 @@ impl<'a> Reader<'a> {
     }
 
     fn uint(&mut self, what: &str) -> Result<u64, String> {
+        // Most numbers of a view (lengths, kinds, small counts) fit one byte.
+        if let Some(&b) = self.bytes.get(self.at).filter(|&&b| b < 0x80) {
+            self.at += 1;
+            return Ok(u64::from(b));
+        }
         let mut v = 0u64;
         for shift in (0..64).step_by(7) {
             let b = self.byte(what)?;

@@ -202,3 +202,4 @@ unsafe impl GlobalAlloc for ArenaThenTalc {
         new
     }
 }
+

@@ -13,6 +13,7 @@ mod secrets;
 
 #[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
 mod heap;
+mod mem;
 
 #[cfg(all(not(target_feature = "atomics"), target_family = "wasm"))]
 #[global_allocator]
