@@ -282,6 +282,11 @@ impl Judge {
             return plan.clone();
         }
         let plan = Arc::new(CallPlan::of(scenario));
+        // A scenario no other bundle shares (its file was too large to keep parsed) would be
+        // kept alive by its plan for nothing: no later bundle looks it up.
+        if Arc::strong_count(scenario) < 2 {
+            return plan;
+        }
         let mut plans = self.plans.lock().unwrap_or_else(|e| e.into_inner());
         if plans.len() >= PLANS_KEPT {
             plans.clear();
