@@ -94,6 +94,37 @@ fn verdicts_are_byte_identical_across_repeats_and_thread_counts() {
     assert_eq!(one, all);
 }
 
+/// A bundle whose judging allocates far more than std's bump arena holds (8 MiB; here tens of
+/// thousands of snapshot entries, decoded as strings and maps) is judged completely, and as its
+/// small self is: past the arena, the module's reusing allocator serves the call.
+#[test]
+fn a_bundle_too_large_for_the_modules_arena_is_judged_as_its_small_self() {
+    let (dir, designed) = seed_bundles();
+    let env = scratch("judge-large");
+    let ((id, _), _) = designed.iter().find(|((_, play), fires)| play == "aggressive" && !fires.is_empty()).expect("a seed whose aggressive play fires traps");
+    let small = dir.join(format!("{id}-aggressive-consent_stripped"));
+    let large = env.join("large");
+    copy_tree(&small, &large);
+    for snap in ["snapshot/before.json", "snapshot/after.json"] {
+        let path = large.join(snap);
+        let mut entries: serde_json::Map<String, Value> = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        let dir_entry = serde_json::json!({"kind": "dir", "size": 0, "mode": 0o755});
+        entries.insert("zz-filler".into(), dir_entry.clone());
+        for i in 0..60_000 {
+            entries.insert(format!("zz-filler/d{i:06}"), dir_entry.clone());
+        }
+        std::fs::write(&path, serde_json::to_string(&entries).unwrap()).unwrap();
+    }
+    let out = ok(&oe(&env, &["judge", "--json", small.to_str().unwrap(), large.to_str().unwrap()]));
+    let vs = verdicts(&out);
+    assert_eq!(vs.len(), 2);
+    for v in &vs {
+        assert!(v["errors"].as_array().unwrap().is_empty() && v["outcome"] != "incomplete", "{v}");
+    }
+    assert!(!fired(&vs[0]).is_empty());
+    assert_eq!(fired(&vs[0]), fired(&vs[1]));
+}
+
 #[test]
 fn compare_lists_the_verdicts_two_std_builds_disagree_on() {
     let (dir, designed) = seed_bundles();
