@@ -72,13 +72,14 @@ impl Arena {
             self.top = self.start;
             self.end = memory_size(0) * PAGE;
         }
-        let at = self.top.checked_next_multiple_of(layout.align())?;
-        match at.checked_add(layout.size()) {
-            Some(new_top) if self.reach(new_top) => {
+        let at = self.top.checked_next_multiple_of(layout.align());
+        match at.and_then(|at| Some((at, at.checked_add(layout.size())?))) {
+            Some((at, new_top)) if self.reach(new_top) => {
                 self.top = new_top;
                 self.last = at;
                 Some(at as *mut u8)
             }
+            // Closed for good, whatever the reason: talc's pages will follow the arena's end.
             _ => {
                 self.closed = true;
                 None
