@@ -132,6 +132,7 @@ pub struct ArenaThenTalc {
 unsafe impl Sync for ArenaThenTalc {}
 
 impl ArenaThenTalc {
+    /// An allocator that has handed out nothing yet; the arena finds its start on first use.
     pub const fn new() -> Self {
         ArenaThenTalc {
             arena: UnsafeCell::new(Arena { start: 0, top: 0, end: 0, last: usize::MAX, closed: false }),
