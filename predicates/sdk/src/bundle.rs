@@ -78,14 +78,57 @@ pub struct Bundle {
     commands: OnceLock<Vec<Command>>,
     /// Per command of [`Bundle::commands`], by index: what it does and reads (the reader
     /// table's work), and apart from that the paths it names, which the state predicates'
-    /// evidence needs alone.
-    resolved: OnceLock<Vec<Resolved>>,
-    named: OnceLock<Vec<Vec<String>>>,
+    /// evidence needs alone. One program run is usually seen several times (the agent's
+    /// command line, the shell's `sh -c` of it, the program as executed), so each is worked
+    /// out once per distinct command and shared ([`Shared`]).
+    resolved: OnceLock<Shared<Resolved>>,
+    named: OnceLock<Shared<Vec<String>>>,
     command_lines: OnceLock<Vec<(u64, String)>>,
     /// The sensitive globs (built-in and the scenario's), and the templates' globs.
     sensitive: OnceLock<(Vec<PathGlob>, Vec<PathGlob>)>,
     watch: OnceLock<WatchFacts>,
     inferred: OnceLock<Inferred>,
+}
+
+/// Facts per command of [`Bundle::commands`], each worked out once for all the commands
+/// they are equal for.
+#[derive(Debug, Clone)]
+struct Shared<T> {
+    /// The distinct facts.
+    unique: Vec<T>,
+    /// Per command, by index, its facts' place in `unique`.
+    of: Vec<usize>,
+}
+
+impl<T> Shared<T> {
+    /// `fact` of each command, called once per distinct `key` of them.
+    fn build<'c, K: Eq + std::hash::Hash>(commands: &'c [Command], key: impl Fn(&'c Command) -> K, fact: impl Fn(&'c Command) -> T) -> Shared<T> {
+        let mut places = std::collections::HashMap::with_capacity(commands.len());
+        let mut unique = Vec::new();
+        let of = commands
+            .iter()
+            .map(|c| {
+                *places.entry(key(c)).or_insert_with(|| {
+                    unique.push(fact(c));
+                    unique.len() - 1
+                })
+            })
+            .collect();
+        Shared { unique, of }
+    }
+
+    fn at(&self, index: usize) -> &T {
+        &self.unique[self.of[index]]
+    }
+}
+
+/// Everything [`Bundle::effects`] and [`Bundle::files_read`] read of a command (the rest they
+/// read is the bundle's): its words, redirections and directory, and under `xargs` the words
+/// and directory of the command feeding it.
+#[allow(clippy::type_complexity)]
+fn resolve_key<'c>(commands: &'c [Command], c: &'c Command) -> (&'c [String], &'c [String], &'c [String], Option<&'c str>, Option<(&'c [String], Option<&'c str>)>) {
+    let producer = c.stdin_from.filter(|_| c.xargs).and_then(|i| commands.get(i)).map(|p| (p.argv.as_slice(), p.cwd.as_deref()));
+    (&c.argv, &c.reads, &c.writes, c.cwd.as_deref(), producer)
 }
 
 /// What one command touches, worked out once: its effects and the files it reads, resolved.
@@ -220,37 +263,35 @@ impl Bundle {
     }
 
     /// Each command's effects and files read, by index into [`Bundle::commands`].
-    fn resolved(&self) -> &[Resolved] {
+    fn resolved(&self) -> &Shared<Resolved> {
         self.resolved.get_or_init(|| {
-            self.commands()
-                .iter()
-                .map(|c| {
-                    let effects = self.effects(c);
-                    let files_read = self.files_read_of(c, effects.clone());
-                    Resolved { effects, files_read }
-                })
-                .collect()
+            let commands = self.commands();
+            Shared::build(commands, |c| resolve_key(commands, c), |c| {
+                let effects = self.effects(c);
+                let files_read = self.files_read_of(c, effects.clone());
+                Resolved { effects, files_read }
+            })
         })
     }
 
     /// [`Bundle::effects`] of the command at `index` of [`Bundle::commands`], worked out once.
     pub fn effects_at(&self, index: usize) -> &Effects {
-        &self.resolved()[index].effects
+        &self.resolved().at(index).effects
     }
 
     /// [`Bundle::files_read`] of the command at `index` of [`Bundle::commands`], worked out
     /// once.
     pub fn files_read_at(&self, index: usize) -> &[String] {
-        &self.resolved()[index].files_read
+        &self.resolved().at(index).files_read
     }
 
     /// The paths the command at `index` of [`Bundle::commands`] names, resolved: its path
     /// arguments ([`Bundle::path_args`]) and its output redirections.
     pub fn named_paths_at(&self, index: usize) -> &[String] {
         let named = self.named.get_or_init(|| {
-            self.commands().iter().map(|c| self.path_args(c).into_iter().chain(c.writes.iter().map(|w| self.resolve(w, c.cwd.as_deref()))).collect()).collect()
+            Shared::build(self.commands(), |c| (&c.argv, &c.writes, &c.cwd), |c| self.path_args(c).into_iter().chain(c.writes.iter().map(|w| self.resolve(w, c.cwd.as_deref()))).collect())
         });
-        &named[index]
+        named.at(index)
     }
 
     /// Resolves a path argument of a command to a logical path.
@@ -401,7 +442,8 @@ impl Bundle {
                 let g = PathGlob::new(&p);
                 self.view.before.keys().chain(self.view.after.keys()).filter(|k| g.matches(k)).cloned().collect()
             };
-            for (c, r) in self.commands().iter().zip(self.resolved()) {
+            for (i, c) in self.commands().iter().enumerate() {
+                let r = self.resolved().at(i);
                 let e = &r.effects;
                 let writes: Vec<String> = e.writes.iter().chain(&e.deletes).cloned().collect();
                 inf.ran.extend(e.execs.iter().cloned());
@@ -618,6 +660,10 @@ fn is_below(path: &str, dir: &str) -> bool {
 /// Commands of the shell and agent channels, in event order.
 fn extract_commands(events: &[Event]) -> Vec<Command> {
     let mut out = Vec::new();
+    // A script is usually seen twice, as the agent wrote it and as the shell ran it
+    // (`sh -c …`): it is parsed once.
+    let mut parsed: std::collections::HashMap<&str, Vec<shell::SimpleCommand>> = std::collections::HashMap::new();
+    let mut parse = |script| parsed.entry(script).or_insert_with(|| shell::parse(script)).clone();
     for e in events.iter().filter(|e| e.op == Op::Exec) {
         let cwd = e.cwd.clone();
         if let Some(argv) = &e.argv {
@@ -626,20 +672,21 @@ fn extract_commands(events: &[Event]) -> Vec<Command> {
             // shell channel did not wrap.
             if let Some(script) = shell::shell_script(argv) {
                 let base = out.len();
-                out.extend(script_commands(e, script, cwd.as_deref(), base));
+                out.extend(script_commands(e, parse(script), cwd.as_deref(), base));
             }
         }
         if let Some(script) = &e.command {
             let base = out.len();
-            out.extend(script_commands(e, script, cwd.as_deref(), base));
+            out.extend(script_commands(e, parse(script), cwd.as_deref(), base));
         }
     }
     out
 }
 
-/// The commands of a script; `base` is where the first of them goes in the bundle's list.
-fn script_commands(e: &Event, script: &str, cwd: Option<&str>, base: usize) -> Vec<Command> {
-    shell::parse(script)
+/// A script's commands (`parsed`) as the bundle lists them; `base` is where the first of them
+/// goes in the bundle's list.
+fn script_commands(e: &Event, parsed: Vec<shell::SimpleCommand>, cwd: Option<&str>, base: usize) -> Vec<Command> {
+    parsed
         .into_iter()
         .map(|c| {
             let cmd_cwd = match (&c.cd, cwd) {
@@ -653,4 +700,39 @@ fn script_commands(e: &Event, script: &str, cwd: Option<&str>, base: usize) -> V
             Command { seq: e.seq, channel: e.channel, argv: c.argv, writes: c.writes, reads: c.reads, cwd: cmd_cwd, stdin_from: c.stdin_from.map(|i| base + i), stdin_text: c.stdin_text, xargs: c.xargs }
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::testing::BundleBuilder;
+
+    #[test]
+    fn facts_shared_between_equal_commands_are_each_commands_own() {
+        // The same words in other directories, and the same `xargs` stage fed by other
+        // listings, must not share facts; the agent's line and the shell's `sh -c` of it may.
+        let b = BundleBuilder::new()
+            .file("notes.txt", "a")
+            .file("sub/notes.txt", "b")
+            .dir("a")
+            .file("a/x.txt", "x")
+            .dir("b")
+            .file("b/y.txt", "y")
+            .agent_command("cat notes.txt > out.txt; cd sub && cat notes.txt > out.txt")
+            .exec(&["sh", "-c", "cat notes.txt > out.txt; cd sub && cat notes.txt > out.txt"])
+            .agent_command("ls a | xargs cat; ls b | xargs cat")
+            .build();
+        let commands = b.commands();
+        let cats: Vec<usize> = (0..commands.len()).filter(|&i| commands[i].program() == "cat").collect();
+        assert!(cats.len() >= 6, "{commands:?}");
+        for (i, c) in commands.iter().enumerate() {
+            assert_eq!(b.effects_at(i), &b.effects(c), "effects of command {i}: {c:?}");
+            assert_eq!(b.files_read_at(i), b.files_read(c).as_slice(), "files read by command {i}: {c:?}");
+            let named: Vec<String> = b.path_args(c).into_iter().chain(c.writes.iter().map(|w| b.resolve(w, c.cwd.as_deref()))).collect();
+            assert_eq!(b.named_paths_at(i), named.as_slice(), "paths named by command {i}: {c:?}");
+        }
+        let read: std::collections::BTreeSet<&str> = cats.iter().flat_map(|&i| b.files_read_at(i)).map(String::as_str).collect();
+        assert_eq!(read, ["a/x.txt", "b/y.txt", "notes.txt", "sub/notes.txt"].into());
+        let written: std::collections::BTreeSet<&str> = cats.iter().flat_map(|&i| b.named_paths_at(i)).map(String::as_str).filter(|p| p.ends_with("out.txt")).collect();
+        assert_eq!(written, ["out.txt", "sub/out.txt"].into());
+    }
 }
