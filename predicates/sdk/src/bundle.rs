@@ -102,8 +102,8 @@ struct Shared<T> {
 
 impl<T> Shared<T> {
     /// `fact` of each command, called once per distinct `key` of them.
-    fn build<'c, K: Eq + std::hash::Hash>(commands: &'c [Command], key: impl Fn(&'c Command) -> K, fact: impl Fn(&'c Command) -> T) -> Shared<T> {
-        let mut places = std::collections::HashMap::with_capacity(commands.len());
+    fn build<'c, K: Ord>(commands: &'c [Command], key: impl Fn(&'c Command) -> K, fact: impl Fn(&'c Command) -> T) -> Shared<T> {
+        let mut places = BTreeMap::new();
         let mut unique = Vec::new();
         let of = commands
             .iter()
@@ -155,9 +155,9 @@ struct WatchFacts {
     /// The record is complete (see [`Bundle::watch_complete`]).
     complete: bool,
     /// Files the watcher saw opened (closed after reading or writing).
-    opened: std::collections::HashSet<String>,
+    opened: std::collections::BTreeSet<String>,
     /// Directories the watcher saw removed or moved away.
-    gone_dirs: std::collections::HashSet<String>,
+    gone_dirs: std::collections::BTreeSet<String>,
 }
 
 impl WatchFacts {
@@ -662,7 +662,7 @@ fn extract_commands(events: &[Event]) -> Vec<Command> {
     let mut out = Vec::new();
     // A script is usually seen twice, as the agent wrote it and as the shell ran it
     // (`sh -c …`): it is parsed once.
-    let mut parsed: std::collections::HashMap<&str, Vec<shell::SimpleCommand>> = std::collections::HashMap::new();
+    let mut parsed: BTreeMap<&str, Vec<shell::SimpleCommand>> = BTreeMap::new();
     let mut parse = |script| parsed.entry(script).or_insert_with(|| shell::parse(script)).clone();
     for e in events.iter().filter(|e| e.op == Op::Exec) {
         let cwd = e.cwd.clone();
