@@ -120,6 +120,11 @@ impl<T> Shared<T> {
     fn at(&self, index: usize) -> &T {
         &self.unique[self.of[index]]
     }
+
+    /// The facts of each command, in command order.
+    fn iter(&self) -> impl Iterator<Item = &T> {
+        self.of.iter().map(|&k| &self.unique[k])
+    }
 }
 
 /// Everything [`Bundle::effects`] and [`Bundle::files_read`] read of a command (the rest they
@@ -442,8 +447,7 @@ impl Bundle {
                 let g = PathGlob::new(&p);
                 self.view.before.keys().chain(self.view.after.keys()).filter(|k| g.matches(k)).cloned().collect()
             };
-            for (i, c) in self.commands().iter().enumerate() {
-                let r = self.resolved().at(i);
+            for (c, r) in self.commands().iter().zip(self.resolved().iter()) {
                 let e = &r.effects;
                 let writes: Vec<String> = e.writes.iter().chain(&e.deletes).cloned().collect();
                 inf.ran.extend(e.execs.iter().cloned());

@@ -204,4 +204,3 @@ unsafe impl GlobalAlloc for ArenaThenTalc {
         new
     }
 }
-
