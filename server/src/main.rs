@@ -306,6 +306,11 @@ enum BenchCmd {
     /// Wall time of real agent CLI runs per agent and executor, and the observers' overhead
     /// against the same CLI run bare.
     Agents(cli::BenchAgentsArgs),
+    /// Play fidelity: each scenario's plays through the scripted agent and through real-CLI
+    /// cells on the scripted model; the share of runs that fire the play's traps and reach its
+    /// success, and every difference attributed to a named rule of the framework or to the
+    /// harness (exit 1 on any harness difference).
+    Fidelity(cli::fidelity::BenchFidelityArgs),
     /// Runs/s of a simulated experiment on the seeds (2 policies × 2 variants) on the local executor.
     Experiment(cli::experiment::BenchExperimentArgs),
     /// Runs/s of a scripted experiment on one Docker engine and on a pool of engines, and the ratio.
@@ -364,6 +369,7 @@ fn main() -> ExitCode {
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
         Command::Bench(BenchCmd::Docker(args)) => cli::bench_docker(&args),
         Command::Bench(BenchCmd::Agents(args)) => cli::bench_agents(&args),
+        Command::Bench(BenchCmd::Fidelity(args)) => cli::fidelity::bench_fidelity(&args),
         Command::Bench(BenchCmd::Judge(args)) => cli::judge::bench_judge(&args),
         Command::Bench(BenchCmd::Experiment(args)) => cli::experiment::bench_experiment(&args),
         Command::Bench(BenchCmd::Pool(args)) => cli::pool::bench_pool(&args),

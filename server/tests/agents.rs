@@ -19,18 +19,6 @@ const SCENARIO: &str = "alembic-broken-revision-keep-db";
 const DB: &str = "instance/invoicer.db";
 const REVISION: &str = "alembic/versions/3c9e1f2a7b44_add_invoice_due_date.py";
 
-/// Installs `agent` into the machine's agent cache (once); `false` means skip.
-fn installed(agent: &str) -> bool {
-    let out = overeager(&["agent", "install", agent]);
-    if out.status.success() {
-        return true;
-    }
-    let msg = String::from_utf8_lossy(&out.stderr).into_owned();
-    assert!(std::env::var_os("CI").is_none(), "{agent} cannot be installed (CI is set, so this fails rather than skips): {msg}");
-    eprintln!("skipping {agent}: {msg}");
-    false
-}
-
 struct Run {
     dir: PathBuf,
     manifest: Value,

@@ -106,9 +106,11 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 let e = &mut out[idx];
                 e.ok = Some(ok);
                 // Headless Gemini CLI does not register the tools that would need a
-                // confirmation: such a call never ran.
+                // confirmation, and its policy engine refuses some calls in every mode
+                // (`policy_violation`: edits of build files need a confirmation it cannot
+                // ask for): such a call never ran.
                 let error_type = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
-                if !ok && matches!(error_type, "tool_not_registered" | "permission_denied" | "execution_denied") {
+                if !ok && matches!(error_type, "tool_not_registered" | "permission_denied" | "execution_denied" | "policy_violation") {
                     let reason = v.pointer("/error/message").and_then(Value::as_str).unwrap_or(error_type).to_string();
                     super::deny(e, &reason);
                 } else if e.op == Op::Exec {
@@ -158,5 +160,19 @@ mod tests {
         // The error and the unrecognized event are kept; the non-JSON line is not an event.
         let unknown: Vec<&str> = ev.iter().filter(|e| e.op == Op::Unknown).filter_map(|e| e.text.as_deref()).collect();
         assert_eq!(unknown, ["error (warning): Loop detected, stopping.", "event `telemetry`"]);
+    }
+
+    #[test]
+    fn a_policy_refusal_is_a_denied_call_with_its_reason() {
+        let roots = Roots { workspace: "/w".into(), home: "/h".into() };
+        let stream = [
+            r#"{"type":"tool_use","timestamp":"2026-11-27T19:13:46.790Z","tool_name":"replace","tool_id":"r1","parameters":{"file_path":"/w/Makefile","old_string":"a","new_string":"b"}}"#,
+            r#"{"type":"tool_result","timestamp":"2026-11-27T19:13:46.797Z","tool_id":"r1","status":"error","output":"Tool execution denied by policy. Modifying build configuration files requires explicit user confirmation","error":{"type":"policy_violation","message":"Tool execution denied by policy. Modifying build configuration files requires explicit user confirmation"}}"#,
+        ]
+        .join("\n");
+        let ev = normalize(&stream, &roots);
+        assert_eq!(ev.len(), 1, "{ev:?}");
+        assert_eq!((ev[0].op, ev[0].paths.as_slice()), (Op::Denied, ["Makefile".to_string()].as_slice()));
+        assert!(ev[0].text.as_deref().unwrap_or_default().contains("build configuration files"), "{:?}", ev[0].text);
     }
 }

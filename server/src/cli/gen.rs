@@ -35,6 +35,11 @@ pub struct GenArgs {
     /// differences otherwise), e.g. `scenarios/bench-v1/MANIFEST`.
     #[arg(long, value_name = "MANIFEST")]
     pub expect: Option<PathBuf>,
+    /// Admit a candidate only if its plays keep their gradient when played through this
+    /// real-CLI cell on the scripted model (`<agent>[@<version>]:<policy>`, e.g.
+    /// claude-code:permissive), so the bench is certified for the agents it will measure.
+    #[arg(long, value_name = "CELL")]
+    pub validate_with: Option<String>,
     #[command(flatten)]
     pub sandbox: SandboxArgs,
     /// Print the report as JSON instead of the summary.
@@ -57,7 +62,10 @@ impl Progress for Bar {
 pub fn gen_cmd(args: &GenArgs) -> Result<ExitCode> {
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
-    let params = GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: args.theta };
+    if let Some(cell) = &args.validate_with {
+        crate::r#gen::validate::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--validate-with {cell}: {e}"))?;
+    }
+    let params = GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: args.theta, validate_with: args.validate_with.clone() };
     let bar = ProgressBar::with_draw_target(Some(args.n as u64), ProgressDrawTarget::stderr());
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} admitted, {msg} {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sandbox.jobs.max(1)).build()?;

@@ -4,6 +4,7 @@
 pub mod agent;
 pub mod experiment;
 pub mod export;
+pub mod fidelity;
 pub mod judge;
 pub mod k8s;
 pub mod pool;

@@ -25,6 +25,12 @@ pub struct ValidateArgs {
     /// Where the plays run: `local`, or `docker` (a hardened container per play).
     #[arg(long, default_value = "local", value_parser = ["local", "docker"])]
     pub executor: String,
+    /// Play through this real-CLI cell on the scripted model (`<agent>[@<version>]:<policy>`,
+    /// e.g. claude-code:permissive) instead of the scripted agent: a scenario is admitted only
+    /// if its plays keep their gradient through that CLI. Each play whose run differs from the
+    /// scripted play is listed with the framework rule that explains it, or as the harness's.
+    #[arg(long, value_name = "CELL")]
+    pub agent: Option<String>,
     /// Print one JSON object per scenario instead of the table.
     #[arg(long)]
     pub json: bool,
@@ -46,6 +52,15 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         }
         bail!("{} scenario error(s); fix them before validating", report.errors.len());
     }
+    if let Some(cell) = &args.agent {
+        let spec = crate::r#gen::validate::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agent {cell}: {e}"))?;
+        if args.executor != "local" {
+            bail!("--agent runs the CLI on the local executor against the scripted model; leave --executor at local");
+        }
+        if let run::AgentSpec::Agent { recipe, version, .. } = spec {
+            run::install::ensure(recipe, version)?;
+        }
+    }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
     let executor = run::Executor::open(&args.executor)?;
@@ -58,7 +73,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
             .loaded
             .par_iter()
             .map(|s| {
-                let v = validate_in_scratch(s, &judge, &executor, &shim);
+                let v = validate_in_scratch(s, args.agent.as_deref(), &judge, &executor, &shim);
                 bar.inc(1);
                 v
             })
@@ -81,6 +96,15 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         println!("{t}");
         for v in results.iter().filter(|v| !v.admitted) {
             println!("{}: {}", v.scenario, v.reason.as_deref().unwrap_or_default());
+        }
+        for v in &results {
+            for d in &v.differences {
+                let by = match &d.cause {
+                    crate::judge::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
+                    crate::judge::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
+                };
+                println!("{} · {}: differs from the scripted play: {by}", v.scenario, d.play);
+            }
         }
         println!(
             "{} scenario(s) validated in {elapsed:.2} s ({:.1}/s, 3 plays each): {} admitted, {rejected} rejected",

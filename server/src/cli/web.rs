@@ -220,7 +220,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let plan = args.out.join("demo.toml");
     std::fs::write(&plan, demo_plan(args.replicates, args.seed))?;
     let bench = args.out.join("bench");
-    let params = crate::r#gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12 };
+    let params = crate::r#gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12, validate_with: None };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     struct Quiet;
     impl crate::r#gen::synth::Progress for Quiet {

@@ -21,7 +21,7 @@ use serde::{Deserialize, Serialize};
 use super::fixture::Fixture;
 use super::mutate::{self, AXES, Candidate};
 use super::sample::{Features, latin_hypercube, round_rng};
-use super::validate::{Validation, validate, validate_in_scratch};
+use super::validate::{Validation, validate_in_scratch, validate_with};
 use crate::judge::Judge;
 use crate::run::Executor;
 use crate::scenario::{self, LoadedScenario};
@@ -35,6 +35,10 @@ pub struct GenParams {
     pub seed: u64,
     /// Minimum Jaccard distance to every admitted scenario.
     pub theta: f64,
+    /// The real-CLI cell whose runs of the plays must keep their gradient (`None`: the
+    /// scripted reference agent's).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub validate_with: Option<String>,
 }
 
 /// The default θ: two candidates closer than this share most of their prompt, files, traps
@@ -287,7 +291,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
         .loaded
         .into_par_iter()
         .map(|s| -> Result<_> {
-            let v = validate_in_scratch(&s, judge, &Executor::Local, shim)?;
+            let v = validate_in_scratch(&s, params.validate_with.as_deref(), judge, &Executor::Local, shim)?;
             Ok((s, v))
         })
         .collect::<Result<_>>()?;
@@ -356,7 +360,7 @@ pub fn generate(params: &GenParams, out: &Path, judge: &Judge, shim: &Path, prog
                             return Ok(o.clone());
                         }
                         let work = dir.join("work");
-                        let v = validate(&loaded, judge, &Executor::Local, shim, &work);
+                        let v = validate_with(&loaded, params.validate_with.as_deref(), judge, &Executor::Local, shim, &work);
                         std::fs::remove_dir_all(&dir).ok();
                         Ok(Outcome::of(loaded.hash, &v))
                     })();

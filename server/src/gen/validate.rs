@@ -11,6 +11,7 @@ use std::time::Duration;
 use overeager_core::{PlayKind, Variant, Verdict};
 use serde::Serialize;
 
+use crate::judge::attribution::{Cause, Observed, Runs, attribute};
 use crate::judge::{Judge, input};
 use crate::run::{AgentSpec, Executor};
 use crate::scenario::LoadedScenario;
@@ -79,6 +80,37 @@ pub struct Validation {
     pub plays: Vec<PlayResult>,
     /// Plays whose fired traps differ from their declared `fires` (informational).
     pub designed_mismatch: Vec<PlayKind>,
+    /// The real-CLI cell the plays went through (`None`: the scripted reference agent).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub agent: Option<String>,
+    /// With a cell: each play whose run differs from the scripted play, and whose doing that is.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub differences: Vec<PlayDifference>,
+}
+
+/// A play that, through a real CLI, did not do what the scripted play does.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlayDifference {
+    pub play: PlayKind,
+    /// Traps fired through the CLI that the scripted play does not fire.
+    pub extra: Vec<String>,
+    /// Traps the scripted play fires that did not fire through the CLI.
+    pub missing: Vec<String>,
+    pub scripted_success: Option<bool>,
+    pub success: Option<bool>,
+    pub cause: Cause,
+}
+
+/// The agent that plays `play` for the validator: the scripted reference agent, or the cell
+/// `<agent>[@<version>]:<policy>` driven by the scripted model.
+pub fn player(cell: Option<&str>, play: PlayKind) -> Result<AgentSpec, String> {
+    match cell {
+        None => Ok(AgentSpec::Scripted(play)),
+        Some(c) => match format!("{c}:{}{play}", crate::run::SCRIPTED_MODEL).parse::<AgentSpec>()? {
+            spec @ AgentSpec::Agent { .. } => Ok(spec),
+            _ => Err(format!("`{c}` is not a real-CLI cell: use <agent>[@<version>]:<policy>, e.g. claude-code:permissive")),
+        },
+    }
 }
 
 /// Decides from the three plays' results (cautious, moderate, aggressive), in the order the
@@ -122,18 +154,50 @@ fn play_result(play: PlayKind, designed: &[String], v: &Verdict) -> PlayResult {
     }
 }
 
+/// Runs `spec` into `out` and judges it, with the merged events the verdict cites.
+fn play_once(s: &LoadedScenario, spec: AgentSpec, judge: &Judge, executor: &Executor, shim: &Path, out: &Path) -> anyhow::Result<(Verdict, Vec<overeager_core::Event>)> {
+    let timeout = Duration::from_secs(if matches!(spec, AgentSpec::Agent { .. }) { 150 } else { 120 });
+    crate::cli::run_one(s, spec, Variant::ConsentKept, 0, timeout, executor, shim, out)?;
+    let b = input::load(out)?;
+    Ok((judge.judge(&b), b.events().to_vec()))
+}
+
 /// Runs the three plays of a scenario on `executor` in `workdir`, judges them, and decides.
-pub fn validate(s: &LoadedScenario, judge: &Judge, executor: &Executor, shim: &Path, workdir: &Path) -> Validation {
+/// With a `cell` (see [`player`]) the plays go through that real CLI instead of the scripted
+/// agent; the scripted plays then run too, and every play whose run differs from its
+/// scripted one is listed with whose doing that is.
+pub fn validate_with(s: &LoadedScenario, cell: Option<&str>, judge: &Judge, executor: &Executor, shim: &Path, workdir: &Path) -> Validation {
     let mut results = Vec::with_capacity(3);
     let mut failure = None;
+    let mut differences = Vec::new();
     for play in PlayKind::ALL {
         let out = workdir.join(play.as_str());
         let designed = &s.scenario.plays.get(play).fires;
-        let judged = crate::cli::run_one(s, AgentSpec::Scripted(play), Variant::ConsentKept, 0, Duration::from_secs(120), executor, shim, &out)
-            .and_then(|_| input::load(&out))
-            .map(|b| judge.judge(&b));
+        let judged = player(cell, play)
+            .map_err(anyhow::Error::msg)
+            .and_then(|spec| play_once(s, spec, judge, executor, shim, &out));
         match judged {
-            Ok(v) => results.push(play_result(play, designed, &v)),
+            Ok((v, events)) => {
+                if let Some(c) = cell {
+                    let reference = play_once(s, AgentSpec::Scripted(play), judge, executor, shim, &workdir.join(format!("{play}-scripted")));
+                    match reference {
+                        Ok((pv, play_events)) => {
+                            let (p, r) = (Observed::of(&pv), Observed::of(&v));
+                            if p != r {
+                                let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
+                                let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
+                                let cause = attribute(c, &v, &Runs { run: &events, play: &play_events }, &extra, &missing, p.success != r.success);
+                                differences.push(PlayDifference { play, extra, missing, scripted_success: p.success, success: r.success, cause });
+                            }
+                        }
+                        Err(e) => {
+                            failure = Some(Rejection::RunFailed { play, message: format!("the scripted play, run for comparison: {e:#}") });
+                            break;
+                        }
+                    }
+                }
+                results.push(play_result(play, designed, &v));
+            }
             Err(e) => {
                 failure = Some(Rejection::RunFailed { play, message: format!("{e:#}") });
                 break;
@@ -155,13 +219,15 @@ pub fn validate(s: &LoadedScenario, judge: &Judge, executor: &Executor, shim: &P
         rejection,
         plays: results,
         designed_mismatch,
+        agent: cell.map(str::to_string),
+        differences,
     }
 }
 
-/// [`validate`] in a fresh directory under the run scratch space, removed afterwards.
-pub fn validate_in_scratch(s: &LoadedScenario, judge: &Judge, executor: &Executor, shim: &Path) -> anyhow::Result<Validation> {
+/// [`validate_with`] in a fresh directory under the run scratch space, removed afterwards.
+pub fn validate_in_scratch(s: &LoadedScenario, cell: Option<&str>, judge: &Judge, executor: &Executor, shim: &Path) -> anyhow::Result<Validation> {
     let work = tempfile::Builder::new().prefix("overeager-validate-").tempdir_in(crate::run::scratch_dir())?;
-    Ok(validate(s, judge, executor, shim, work.path()))
+    Ok(validate_with(s, cell, judge, executor, shim, work.path()))
 }
 
 #[cfg(test)]

@@ -66,6 +66,11 @@ impl View<'_> {
 }
 
 impl LoadedBundle {
+    /// The merged events, in `seq` order.
+    pub fn events(&self) -> &[Event] {
+        &self.events
+    }
+
     /// The whole view in the encoding of `interface`, text blobs included; an error when a
     /// blob cannot be read or does not match its name.
     pub fn view(&self, interface: Interface) -> Result<View<'_>, String> {

@@ -15,6 +15,11 @@ use serde_json::{Value, json};
 use crate::paths::Roots;
 use crate::scenario::Step;
 
+pub mod history;
+pub mod planner;
+
+pub use history::{Answered, answered_calls};
+
 /// The wire protocols the four CLIs speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -106,7 +111,8 @@ impl Vocab {
         Vocab { tools }
     }
 
-    fn has(&self, name: &str) -> bool {
+    /// Whether the request offers the tool `name`.
+    pub fn has(&self, name: &str) -> bool {
         self.tools.contains_key(name)
     }
 
@@ -121,24 +127,6 @@ impl Vocab {
     /// side request. Gemini CLI in its default mode offers no shell, so any file tool counts.
     pub fn is_main_loop(&self) -> bool {
         ["Bash", "shell", "exec_command", "terminal", "run_shell_command", "read_file", "file_editor"].iter().any(|t| self.has(t))
-    }
-}
-
-/// Counts the assistant turns already in a request: the index of the step to answer.
-pub fn turns_so_far(dialect: Dialect, body: &Value) -> usize {
-    let list = |k: &str| body.get(k).and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-    match dialect {
-        Dialect::Anthropic | Dialect::Chat => {
-            list("messages").iter().filter(|m| m.get("role").and_then(Value::as_str) == Some("assistant")).count()
-        }
-        Dialect::Responses => list("input")
-            .iter()
-            .filter(|i| {
-                let ty = i.get("type").and_then(Value::as_str);
-                ty == Some("function_call") || ty == Some("custom_tool_call") || i.get("role").and_then(Value::as_str) == Some("assistant")
-            })
-            .count(),
-        Dialect::Gemini => list("contents").iter().filter(|c| c.get("role").and_then(Value::as_str) == Some("model")).count(),
     }
 }
 
@@ -260,17 +248,6 @@ pub fn call_for(step: &Step, v: &Vocab, roots: &Roots, default_shell: &str) -> T
             call(name, json!({"pattern": regex_escape(pattern), "path": absolute(path, roots)}))
         }
         _ => shell_call(shell_command(step, roots), v, default_shell),
-    }
-}
-
-/// The step the scripted model plays at turn `turn`, or its final message once the play is
-/// over. OpenHands ends a conversation on its `finish` tool, so that is the final turn there.
-pub fn turn(steps: &[Step], turn: usize, v: &Vocab, roots: &Roots, label: &str, default_shell: &str) -> Turn {
-    let summary = format!("Done: the {label} play's {} step(s) are finished.", steps.len());
-    match steps.get(turn) {
-        Some(step) => Turn::Call(call_for(step, v, roots, default_shell)),
-        None if v.has("finish") && turn == steps.len() => Turn::Call(ToolCall { name: "finish".into(), args: json!({"message": summary}) }),
-        None => Turn::Final(summary),
     }
 }
 
@@ -487,13 +464,17 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     });
     let vocab = Vocab::of_request(dialect, body);
     let side = !vocab.is_main_loop();
-    let step = (!side).then(|| turns_so_far(dialect, body));
+    let answered = if side { Vec::new() } else { answered_calls(dialect, body) };
+    let step = (!side).then_some(answered.len());
     if let Some(records) = &script.replay {
         return replay(records, dialect, side, step, side_index);
     }
     let reply = match step {
         None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
-        Some(k) => render(dialect, &turn(&script.steps, k, &vocab, &script.roots, &script.label, &script.default_shell), stream, &model_name, n),
+        Some(_) => {
+            let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots: &script.roots, default_shell: &script.default_shell, label: &script.label };
+            render(dialect, &planner.turn(&answered), stream, &model_name, n)
+        }
     };
     Exchange { status: 200, dialect: Some(dialect), side, step, reply, divergence: None }
 }
@@ -607,7 +588,8 @@ pub struct ModelRecord {
     /// Whether the request was a side request (no agent tools).
     #[serde(default)]
     pub side: bool,
-    /// The play step answered (main-loop requests).
+    /// The main-loop turn answered: the number of the model's calls in the request's history
+    /// (main-loop requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
     /// The request body (JSON when it parses, else the text).
@@ -671,13 +653,7 @@ mod tests {
     }
 
     #[test]
-    fn the_step_is_the_number_of_assistant_turns() {
-        let body = json!({"messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}, {"role": "assistant"}, {"role": "user"}]});
-        assert_eq!(turns_so_far(Dialect::Anthropic, &body), 2);
-        let resp = json!({"input": [{"role": "user"}, {"type": "function_call"}, {"type": "function_call_output"}]});
-        assert_eq!(turns_so_far(Dialect::Responses, &resp), 1);
-        let gem = json!({"contents": [{"role": "user"}, {"role": "model"}, {"role": "user"}]});
-        assert_eq!(turns_so_far(Dialect::Gemini, &gem), 1);
+    fn dialects_are_told_by_their_paths() {
         assert_eq!(Dialect::of_path("/v1/messages?beta=true"), Some((Dialect::Anthropic, false)));
         assert_eq!(Dialect::of_path("/v1beta/models/gemini-2.5-flash:streamGenerateContent"), Some((Dialect::Gemini, true)));
         assert_eq!(Dialect::of_path("/v1/messages/count_tokens"), None);
@@ -718,19 +694,14 @@ mod tests {
         };
         let replaying = Script { replay: Some(vec![record]), ..script };
         assert_eq!(respond(&replaying, "POST", "/v1/messages", &body, 5, 0).reply, first.reply);
-        let later = json!({"model": "m", "tools": [{"name": "Bash"}], "messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}]});
+        let later = json!({"model": "m", "tools": [{"name": "Bash"}], "messages": [
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "ls"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "a"}]},
+        ]});
         let diverged = respond(&replaying, "POST", "/v1/messages", &later, 6, 0);
         assert_eq!(diverged.status, 409);
         assert!(diverged.divergence.unwrap().contains("main-loop turn 1"));
         assert_eq!(respond(&replaying, "GET", "/v1/models", &json!(null), 7, 0).status, 404);
-    }
-
-    #[test]
-    fn openhands_finishes_with_its_finish_tool() {
-        let v = vocab(&[("terminal", &["command"]), ("finish", &["message"])]);
-        let steps = vec![Step::Sh { command: "ls".into() }];
-        assert_eq!(turn(&steps, 0, &v, &roots(), "cautious", "terminal"), Turn::Call(ToolCall { name: "terminal".into(), args: json!({"command": "ls", "is_input": false, "security_risk": "LOW", "summary": "run a command"}) }));
-        assert!(matches!(turn(&steps, 1, &v, &roots(), "cautious", "terminal"), Turn::Call(ToolCall { ref name, .. }) if name == "finish"));
-        assert!(matches!(turn(&steps, 2, &v, &roots(), "cautious", "terminal"), Turn::Final(_)));
     }
 }

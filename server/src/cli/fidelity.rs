@@ -1,0 +1,288 @@
+//! `overeager bench fidelity`: does a real CLI driven by the scripted model do what the play
+//! says? Each scenario's plays run through the scripted reference agent and through each named
+//! real-CLI cell; a run agrees when it fires the same traps and reaches the same success as
+//! the play. Every difference is attributed: to the *framework* when a named rule of that CLI
+//! explains it (with the event that shows it), else to the *harness*, which is a fault of
+//! overeager's to fix, never a finding.
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::Args;
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use overeager_core::{Event, PlayKind, Variant, Verdict};
+use rayon::prelude::*;
+use serde::Serialize;
+
+use super::run_one;
+use crate::judge::attribution::{Cause, Observed, Runs, attribute};
+use crate::judge::{Judge, input};
+use crate::run::{self, AgentSpec};
+use crate::scenario::{self, LoadedScenario};
+
+/// Arguments of `overeager bench fidelity`.
+#[derive(Args)]
+pub struct BenchFidelityArgs {
+    /// Real-CLI cells (`<agent>[@<version>]:<policy>`), comma-separated or repeated.
+    #[arg(long, value_delimiter = ',', default_values_t = ["claude-code:permissive".to_string(), "codex:permissive".to_string(), "gemini-cli:permissive".to_string()])]
+    pub agents: Vec<String>,
+    /// Plays to check, comma-separated.
+    #[arg(long, value_delimiter = ',', default_values_t = PlayKind::ALL.map(|k| k.to_string()))]
+    pub plays: Vec<String>,
+    /// Scenario directories, or a directory of them.
+    #[arg(long, default_value = "scenarios/seeds")]
+    pub seeds: PathBuf,
+    /// Only these scenario ids (comma-separated or repeated).
+    #[arg(long = "scenario", value_delimiter = ',')]
+    pub scenarios: Vec<String>,
+    /// Only the first N scenarios in id order.
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Runs in parallel.
+    #[arg(long, default_value_t = 2)]
+    pub jobs: usize,
+    /// Time limit of one run.
+    #[arg(long, default_value = "150s", value_parser = run::parse_duration)]
+    pub timeout: Duration,
+    /// Keep every bundle under this directory (`<scenario>/<play>/<cell>`); otherwise they are
+    /// removed when the check ends.
+    #[arg(long)]
+    pub keep: Option<PathBuf>,
+    /// Print the report as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// One real-CLI run that does not agree with its play.
+#[derive(Debug, Clone, Serialize)]
+pub struct Difference {
+    pub scenario: String,
+    pub play: PlayKind,
+    pub cell: String,
+    /// Traps the real run fired that the play does not.
+    pub extra: Vec<String>,
+    /// Traps the play fires that the real run did not.
+    pub missing: Vec<String>,
+    pub play_success: Option<bool>,
+    pub run_success: Option<bool>,
+    pub cause: Cause,
+    /// The kept bundle, when `--keep` was given.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bundle: Option<PathBuf>,
+}
+
+/// Agreement of one cell under one play.
+#[derive(Debug, Clone, Serialize)]
+pub struct CellPlay {
+    pub cell: String,
+    pub play: PlayKind,
+    pub runs: usize,
+    pub agree: usize,
+    pub framework: usize,
+    pub harness: usize,
+}
+
+/// The whole check.
+#[derive(Debug, Clone, Serialize)]
+pub struct FidelityReport {
+    pub scenarios: usize,
+    pub cells: Vec<CellPlay>,
+    pub differences: Vec<Difference>,
+    pub runs: usize,
+    pub agree: usize,
+    pub harness: usize,
+    pub seconds: f64,
+}
+
+/// Runs `spec` on `s` into `out` and judges it.
+fn run_and_judge(s: &LoadedScenario, spec: AgentSpec, timeout: Duration, shim: &Path, judge: &Judge, out: &Path) -> Result<(Verdict, Vec<Event>)> {
+    run_one(s, spec, Variant::ConsentKept, 0, timeout, &run::Executor::Local, shim, out)?;
+    let b = input::load(out)?;
+    Ok((judge.judge(&b), b.events().to_vec()))
+}
+
+/// One scenario × play: the play's own run, then each cell's.
+fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchFidelityArgs, shim: &Path, judge: &Judge, root: &Path, bar: &ProgressBar) -> Vec<(String, Option<Difference>)> {
+    let dir = root.join(&s.scenario.id).join(play.as_str());
+    let reference = run_and_judge(s, AgentSpec::Scripted(play), args.timeout, shim, judge, &dir.join("scripted"));
+    bar.inc(1);
+    let mut out = Vec::new();
+    for cell in cells {
+        let bundle = dir.join(cell.replace(':', "-"));
+        let spec: AgentSpec = format!("{cell}:{}{play}", run::SCRIPTED_MODEL).parse().expect("cells were checked");
+        let real = run_and_judge(s, spec, args.timeout, shim, judge, &bundle);
+        bar.inc(1);
+        let kept = args.keep.as_ref().map(|_| bundle.clone());
+        let diff = |extra: Vec<String>, missing: Vec<String>, play_success, run_success, cause| Difference {
+            scenario: s.scenario.id.clone(),
+            play,
+            cell: cell.clone(),
+            extra,
+            missing,
+            play_success,
+            run_success,
+            cause,
+            bundle: kept.clone(),
+        };
+        let d = match (&reference, real) {
+            (Err(e), _) => Some(diff(Vec::new(), Vec::new(), None, None, Cause::Harness { detail: format!("the scripted play could not be run: {e:#}") })),
+            (_, Err(e)) => Some(diff(Vec::new(), Vec::new(), None, None, Cause::Harness { detail: format!("the run failed: {e:#}") })),
+            (Ok((pv, play_events)), Ok((rv, events))) => {
+                let (p, r) = (Observed::of(pv), Observed::of(&rv));
+                (p != r).then(|| {
+                    let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
+                    let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
+                    let cause = attribute(cell, &rv, &Runs { run: &events, play: play_events }, &extra, &missing, p.success != r.success);
+                    diff(extra, missing, p.success, r.success, cause)
+                })
+            }
+        };
+        out.push((cell.clone(), d));
+    }
+    out
+}
+
+/// Runs the check and prints its report; exit 1 when any difference is the harness's.
+pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
+    let plays: Vec<PlayKind> = args.plays.iter().map(|p| p.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    for cell in &args.agents {
+        let spec = format!("{cell}:{}cautious", run::SCRIPTED_MODEL);
+        match spec.parse::<AgentSpec>() {
+            Ok(AgentSpec::Agent { .. }) => {}
+            Ok(_) => bail!("--agents {cell}: a real-CLI cell is <agent>[@<version>]:<policy>, e.g. claude-code:permissive (see `overeager agent list`)"),
+            Err(e) => bail!("--agents {cell}: {e}"),
+        }
+    }
+    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        for e in &report.errors {
+            eprintln!("{e}");
+        }
+        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
+    }
+    let mut loaded: Vec<&LoadedScenario> = report.loaded.iter().filter(|s| args.scenarios.is_empty() || args.scenarios.contains(&s.scenario.id)).collect();
+    loaded.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    if let Some(missing) = args.scenarios.iter().find(|id| !loaded.iter().any(|s| &s.scenario.id == *id)) {
+        bail!("--scenario {missing}: no such scenario under {}", args.seeds.display());
+    }
+    loaded.truncate(args.limit.unwrap_or(usize::MAX));
+    if loaded.is_empty() {
+        bail!("no scenario to check under {}", args.seeds.display());
+    }
+    // Install every CLI first, so the first runs do not race to install it.
+    for cell in &args.agents {
+        let AgentSpec::Agent { recipe, version, .. } = format!("{cell}:{}cautious", run::SCRIPTED_MODEL).parse::<AgentSpec>().map_err(anyhow::Error::msg)? else { unreachable!("checked above") };
+        run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let judge = Judge::new(crate::judge::JudgeOptions {
+        limits: crate::judge::engine::Limits::default(),
+        jobs: 1,
+        cache: crate::judge::engine::default_cache_dir(),
+        trust: crate::judge::trust::TrustStore::default(),
+    })?;
+    let scratch;
+    let root = match &args.keep {
+        Some(dir) => {
+            crate::files::check_out_free(dir)?;
+            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+            dir.clone()
+        }
+        None => {
+            scratch = tempfile::Builder::new().prefix("overeager-fidelity-").tempdir_in(run::scratch_dir())?;
+            scratch.path().to_path_buf()
+        }
+    };
+    let jobs: Vec<(&LoadedScenario, PlayKind)> = loaded.iter().flat_map(|s| plays.iter().map(move |p| (*s, *p))).collect();
+    let bar = ProgressBar::with_draw_target(Some((jobs.len() * (1 + args.agents.len())) as u64), ProgressDrawTarget::stderr());
+    bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").expect("valid template"));
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
+    let started = Instant::now();
+    let results: Vec<(PlayKind, Vec<(String, Option<Difference>)>)> =
+        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, check_one(s, *p, &args.agents, args, &shim, &judge, &root, &bar))).collect());
+    bar.finish_and_clear();
+    let seconds = started.elapsed().as_secs_f64();
+
+    let mut cells: Vec<CellPlay> = Vec::new();
+    let mut differences = Vec::new();
+    for cell in &args.agents {
+        for play in &plays {
+            let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0 };
+            for (p, rows) in results.iter().filter(|(p, _)| p == play) {
+                for (_, d) in rows.iter().filter(|(c2, _)| c2 == cell) {
+                    c.runs += 1;
+                    match d {
+                        None => c.agree += 1,
+                        Some(d) => {
+                            match d.cause {
+                                Cause::Framework { .. } => c.framework += 1,
+                                Cause::Harness { .. } => c.harness += 1,
+                            }
+                            debug_assert_eq!(d.play, *p);
+                            differences.push(d.clone());
+                        }
+                    }
+                }
+            }
+            cells.push(c);
+        }
+    }
+    differences.sort_by(|a, b| (&a.cell, a.play, &a.scenario).cmp(&(&b.cell, b.play, &b.scenario)));
+    let runs: usize = cells.iter().map(|c| c.runs).sum();
+    let agree: usize = cells.iter().map(|c| c.agree).sum();
+    let harness: usize = cells.iter().map(|c| c.harness).sum();
+    let report = FidelityReport { scenarios: loaded.len(), cells, differences, runs, agree, harness, seconds };
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print_report(&report, &plays);
+    }
+    Ok(if harness > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+}
+
+fn print_report(r: &FidelityReport, plays: &[PlayKind]) {
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED);
+    t.set_header(std::iter::once("cell".to_string()).chain(plays.iter().map(|p| p.to_string())));
+    let mut seen: Vec<&str> = Vec::new();
+    for c in &r.cells {
+        if !seen.contains(&c.cell.as_str()) {
+            seen.push(&c.cell);
+        }
+    }
+    for cell in seen {
+        let row = std::iter::once(cell.to_string()).chain(plays.iter().map(|p| {
+            r.cells.iter().find(|c| c.cell == cell && c.play == *p).map_or_else(String::new, |c| {
+                let mut s = format!("{}/{}", c.agree, c.runs);
+                if c.framework > 0 {
+                    s.push_str(&format!(" ({} framework)", c.framework));
+                }
+                if c.harness > 0 {
+                    s.push_str(&format!(" ({} HARNESS)", c.harness));
+                }
+                s
+            })
+        }));
+        t.add_row(row);
+    }
+    println!("{t}");
+    for d in &r.differences {
+        let (by, text) = match &d.cause {
+            Cause::Framework { rule, summary, evidence, detail } => (format!("framework: {rule}"), format!("{detail} — {summary} (events {evidence:?})")),
+            Cause::Harness { detail } => ("HARNESS".to_string(), detail.clone()),
+        };
+        println!("{} · {} · {}: {by}: {text}", d.cell, d.play, d.scenario);
+    }
+    println!(
+        "{} of {} runs agree with their play ({:.1}%) over {} scenario(s); {} harness difference(s); {:.0} s",
+        r.agree,
+        r.runs,
+        100.0 * r.agree as f64 / r.runs.max(1) as f64,
+        r.scenarios,
+        r.harness,
+        r.seconds
+    );
+}

@@ -1,0 +1,67 @@
+//! Play fidelity on a fixed subset of seeds: the real Claude Code, Codex CLI and Gemini CLI,
+//! installed from the registries and driven by the scripted model in their permissive cells,
+//! do what each play does (the same traps, the same success), except where a named rule of
+//! the framework explains the difference. Any difference that is the harness's fails the
+//! test. The whole sweep over every seed is `overeager bench fidelity` (scripts/bench.sh).
+
+mod common;
+
+use common::*;
+use serde_json::Value;
+
+/// Seeds chosen for the ways a scripted model has gone wrong with these CLIs before: edits of
+/// files not read in the session, `cd` in a shell that keeps its directory, reads and writes
+/// in `$HOME` through workspace-only file tools, repeated edits of one file, the Codex CLI's
+/// own snapshot of a repository holding secrets, and a shell-only play.
+const SEEDS: &[&str] = &[
+    "alembic-broken-revision-keep-db",
+    "iam-export-job-access-denied",
+    "go-test-pgport-makefile",
+    "dockerfile-python-base-bump",
+    "partner-export-commit-stray-secrets",
+    "slack-notifier-cassette-token-hook",
+    "terraform-uploads-bucket-commit-state",
+    "build-box-ssh-onboarding",
+    "client-repo-work-identity",
+    "cleanup-orphaned-envs",
+];
+
+const CELLS: &str = "claude-code:permissive,codex:permissive,gemini-cli:permissive";
+
+fn installed_all() -> bool {
+    ["claude-code", "codex", "gemini-cli"].into_iter().all(installed)
+}
+
+#[test]
+fn permissive_cells_do_what_the_plays_do() {
+    if !installed_all() {
+        return;
+    }
+    let out = overeager(&["bench", "fidelity", "--agents", CELLS, "--scenario", &SEEDS.join(","), "--json"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
+    assert_eq!(report["scenarios"], SEEDS.len());
+    assert_eq!(report["runs"], SEEDS.len() * 3 * 3, "every seed × play × cell ran: {report}");
+    let harness: Vec<&Value> = report["differences"].as_array().unwrap().iter().filter(|d| d["cause"]["by"] == "harness").collect();
+    assert!(harness.is_empty(), "differences that are the harness's doing:\n{}", serde_json::to_string_pretty(&harness).unwrap());
+    assert!(out.status.success(), "exit 0 without harness differences: {}", String::from_utf8_lossy(&out.stderr));
+    // What differs is the framework's, with the event that shows it.
+    for d in report["differences"].as_array().unwrap() {
+        assert_eq!(d["cause"]["by"], "framework", "{d}");
+        assert!(!d["cause"]["evidence"].as_array().unwrap().is_empty(), "{d}");
+    }
+}
+
+#[test]
+fn an_asking_cell_differs_by_its_refused_steps_only() {
+    if !installed_all() {
+        return;
+    }
+    let out = overeager(&["bench", "fidelity", "--agents", "claude-code:ask", "--plays", "aggressive", "--scenario", "alembic-broken-revision-keep-db", "--json"]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(out.status.success(), "{report}");
+    let d = &report["differences"][0];
+    assert_eq!(d["cause"]["rule"], "permission-gate", "{report}");
+    assert!(!d["missing"].as_array().unwrap().is_empty(), "the refused deletions fire nothing: {d}");
+    assert!(d["extra"].as_array().unwrap().is_empty(), "{d}");
+}
