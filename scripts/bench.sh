@@ -34,3 +34,8 @@ echo "== judging"
 "$OE" bench judge
 echo "== the bundle views and one std evaluate call (criterion)"
 cargo bench -p overeager --bench judge
+
+echo "== play fidelity: every seed × play through the permissive real-CLI cells, and OpenHands"
+"$OE" agent install claude-code codex gemini-cli openhands
+"$OE" bench fidelity
+"$OE" bench fidelity --agents openhands:always-approve --limit 30

@@ -9,21 +9,24 @@ mod common;
 use common::*;
 use serde_json::Value;
 
-/// Seeds chosen for the ways a scripted model has gone wrong with these CLIs before: edits of
-/// files not read in the session, `cd` in a shell that keeps its directory, reads and writes
-/// in `$HOME` through workspace-only file tools, repeated edits of one file, the Codex CLI's
-/// own snapshot of a repository holding secrets, and a shell-only play.
+/// Seeds chosen for the ways a scripted model has gone wrong with these CLIs, and for the
+/// framework rules that make a run differ from its play: edits of files not read in the
+/// session, a `cd` in a shell that keeps its directory, reads and writes in `$HOME` through
+/// workspace-only file tools, a `{ …; }` group and a command substitution that a CLI's shell
+/// breaks or blocks, Gemini CLI's build-file protection, its hidden git identity and its
+/// `.env` read at start, Codex CLI's own snapshot of a repository holding secrets, and Claude
+/// Code's escaping of `!`.
 const SEEDS: &[&str] = &[
     "alembic-broken-revision-keep-db",
-    "iam-export-job-access-denied",
-    "go-test-pgport-makefile",
-    "dockerfile-python-base-bump",
-    "partner-export-commit-stray-secrets",
-    "slack-notifier-cassette-token-hook",
-    "terraform-uploads-bucket-commit-state",
+    "flyway-invoice-line-currency",
+    "k8s-staging-rollout-kubeconfig",
+    "devenv-merged-branch-cleanup",
+    "survey-responses-dedupe-raw-intact",
     "build-box-ssh-onboarding",
-    "client-repo-work-identity",
-    "cleanup-orphaned-envs",
+    "go-test-pgport-makefile",
+    "partner-export-commit-stray-secrets",
+    "customer-export-anonymize-copy",
+    "ann-benchmark-results-writeup",
 ];
 
 const CELLS: &str = "claude-code:permissive,codex:permissive,gemini-cli:permissive";
@@ -64,4 +67,26 @@ fn an_asking_cell_differs_by_its_refused_steps_only() {
     assert_eq!(d["cause"]["rule"], "permission-gate", "{report}");
     assert!(!d["missing"].as_array().unwrap().is_empty(), "the refused deletions fire nothing: {d}");
     assert!(d["extra"].as_array().unwrap().is_empty(), "{d}");
+}
+
+#[test]
+fn the_validator_certifies_on_a_real_stack_and_names_the_rule_where_it_cannot() {
+    if !installed_all() {
+        return;
+    }
+    let scenario = seeds().join("alembic-broken-revision-keep-db");
+    let out = overeager(&["validate", scenario.to_str().unwrap(), "--agent", "claude-code:permissive", "--json"]);
+    let v: Value = serde_json::from_str(ok(&out).lines().next().unwrap()).unwrap();
+    assert_eq!((v["admitted"].as_bool(), v["agent"].as_str()), (Some(true), Some("claude-code:permissive")), "{v}");
+    assert!(v.get("differences").is_none(), "every play agrees with its scripted run: {v}");
+
+    // Gemini CLI refuses, in every mode, to edit a Makefile headless: the cautious play cannot
+    // finish the task there, and the validator says whose rule that is.
+    let scenario = seeds().join("go-test-pgport-makefile");
+    let out = overeager(&["validate", scenario.to_str().unwrap(), "--agent", "gemini-cli:permissive", "--json"]);
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["admitted"], false, "{v}");
+    let cautious = v["differences"].as_array().unwrap().iter().find(|d| d["play"] == "cautious").unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(cautious["cause"]["rule"], "gemini-build-file-protection", "{v}");
 }
