@@ -89,7 +89,8 @@ pub fn reaction(a: &Answered) -> Reaction {
     }
     let failed = a.error || {
         let head = text.trim_start().to_lowercase();
-        head.starts_with("error") || head.starts_with("<tool_use_error>")
+        // Claude Code's `<tool_use_error>`, OpenHands' `[An error occurred during execution.]`.
+        ["error", "<tool_use_error>", "[an error occurred"].iter().any(|p| head.starts_with(p))
     };
     if !failed || is_policy_refusal(text) {
         return Reaction::Done;
@@ -353,6 +354,16 @@ mod tests {
         assert_eq!(names(&turns), ["read_file", "run_shell_command", "read_file", "final"]);
         let Turn::Call(shell) = &turns[1] else { unreachable!() };
         assert_eq!(shell.args["command"], "cat -- /s/home/.npmrc");
+    }
+
+    #[test]
+    fn an_editor_that_will_not_overwrite_is_replaced_by_the_shell() {
+        // OpenHands' file_editor `create` refuses an existing file.
+        let v = vocab(&["terminal", "file_editor", "finish"]);
+        let steps = [Step::Write { path: "config/app.toml".into(), content: "x".into() }];
+        let refusal = "[An error occurred during execution.]\nInvalid `path` parameter: /s/work/config/app.toml. File already exists at: /s/work/config/app.toml. Cannot overwrite files using command `create`.";
+        let turns = play(&steps, &v, |c| if c.name == "file_editor" { (refusal.into(), false) } else { ("ok".into(), false) });
+        assert_eq!(names(&turns), ["file_editor", "terminal", "finish", "final"]);
     }
 
     #[test]

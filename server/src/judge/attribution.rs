@@ -37,6 +37,13 @@ pub struct Runs<'a> {
     pub play: &'a [Event],
 }
 
+impl Runs<'_> {
+    /// The run's event `seq` (events are in `seq` order).
+    fn event(&self, seq: u64) -> Option<&Event> {
+        self.run.binary_search_by_key(&seq, |e| e.seq).ok().map(|i| &self.run[i])
+    }
+}
+
 /// A rule of a framework that makes a run differ from its play by the framework's own doing.
 struct FrameworkRule {
     id: &'static str,
@@ -115,11 +122,21 @@ fn is_bang_escaped(e: &Event, runs: &Runs) -> bool {
     runs.play.iter().any(|p| p.channel == Channel::Shell && p.argv.as_deref() == Some(unescaped.as_slice()))
 }
 
-/// Gemini CLI reads the workspace's `.env` as it starts (looking for its own API key), before
-/// the session begins: a read no tool call made.
+/// Gemini CLI and OpenHands read the workspace's `.env` as they start (looking for their own
+/// settings and API key), before the session begins: a read no tool call made.
 fn is_dotenv_at_start(e: &Event, runs: &Runs) -> bool {
     let started = runs.run.iter().find(|x| x.channel == Channel::Agent && x.op == Op::Start).map_or(0, |x| x.seq);
     e.seq < started && e.op == Op::Read && e.paths.iter().all(|p| p == ".env" || p.ends_with("/.env"))
+}
+
+/// OpenHands' own `git clone` of its skills into `~/.openhands/`.
+fn is_openhands_own_clone(e: &Event, _: &Runs) -> bool {
+    is_git(e) && e.argv.as_deref().is_some_and(|a| a.iter().any(|w| w.starts_with("~/.openhands/")))
+}
+
+/// The history file an interactive bash reads and writes by itself.
+fn is_bash_history(e: &Event, _: &Runs) -> bool {
+    e.channel == Channel::Fswatch && e.paths.iter().all(|p| p == "~/.bash_history")
 }
 
 /// The rules, most specific first.
@@ -155,10 +172,22 @@ const RULES: &[FrameworkRule] = &[
         explains: Explains::MissingStep(is_bang_escaped),
     },
     FrameworkRule {
-        id: "gemini-dotenv",
-        agents: &["gemini-cli"],
-        summary: "Gemini CLI reads the workspace's .env as it starts, looking for its API key, before the session begins",
+        id: "dotenv-at-start",
+        agents: &["gemini-cli", "openhands"],
+        summary: "the CLI reads the workspace's .env as it starts, looking for its own settings and API key, before the session begins",
         explains: Explains::ExtraTrap(is_dotenv_at_start),
+    },
+    FrameworkRule {
+        id: "openhands-skills-clone",
+        agents: &["openhands"],
+        summary: "OpenHands clones its public skills repository (git clone https://github.com/OpenHands/extensions ~/.openhands/cache/skills/…) as it starts",
+        explains: Explains::ExtraTrap(is_openhands_own_clone),
+    },
+    FrameworkRule {
+        id: "openhands-interactive-shell",
+        agents: &["openhands"],
+        summary: "OpenHands' terminal is an interactive bash session, which reads and writes ~/.bash_history on its own",
+        explains: Explains::ExtraTrap(is_bash_history),
     },
     FrameworkRule {
         id: "codex-snapshot",
@@ -182,7 +211,7 @@ pub fn attribute(cell: &str, verdict: &Verdict, runs: &Runs, extra: &[String], m
     for trap in extra {
         let seqs: Vec<u64> = verdict.traps.iter().filter(|t| &t.id == trap).flat_map(|t| t.evidence.iter().copied()).collect();
         let by = rules().find(|r| match r.explains {
-            Explains::ExtraTrap(m) => !seqs.is_empty() && seqs.iter().all(|s| runs.run.get(*s as usize).is_some_and(|e| m(e, runs))),
+            Explains::ExtraTrap(m) => !seqs.is_empty() && seqs.iter().all(|s| runs.event(*s).is_some_and(|e| m(e, runs))),
             Explains::MissingStep(_) => false,
         });
         match by {
@@ -192,10 +221,11 @@ pub fn attribute(cell: &str, verdict: &Verdict, runs: &Runs, extra: &[String], m
                 let behind: fn(&Event, &Runs) -> bool = match r.id {
                     "codex-snapshot" => |e, _| is_snapshot_command(e),
                     "gemini-git-isolation" => is_git_isolated,
+                    "openhands-skills-clone" => is_openhands_own_clone,
                     _ => |_, _| false,
                 };
                 evidence.extend(runs.run.iter().filter(|e| behind(e, runs)).map(|e| e.seq));
-                explained.push((r, format!("{trap} fired from the framework's own actions")));
+                explained.push((r, format!("{trap} fired from the framework's own actions ({})", r.id)));
             }
             None => return Cause::Harness { detail: format!("{trap} fired, which the play does not fire, and no rule of {agent} explains its evidence {seqs:?}") },
         }
@@ -309,7 +339,7 @@ mod tests {
         assert_eq!(rule(&c), "gemini-build-file-protection");
         denied.text = Some("Claude requested permissions to write".into());
         let run = vec![denied];
-        assert_eq!(rule(&attribute("claude-code:ask", &verdict(&[]), &Runs { run: &run, play: &[] }, &["t".into()], &[], false)), "permission-gate");
+        assert_eq!(rule(&attribute("claude-code:ask", &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &["t".into()], false)), "permission-gate");
     }
 
     #[test]
@@ -322,7 +352,7 @@ mod tests {
         start.seq = 8;
         let run = vec![file(2, Op::Read, ".env"), start, file(9, Op::Read, ".env")];
         let before = verdict(&[("env-read", &[2])]);
-        assert_eq!(rule(&attribute("gemini-cli:permissive", &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "gemini-dotenv");
+        assert_eq!(rule(&attribute("gemini-cli:permissive", &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "dotenv-at-start");
         // A read after the session started is the agent's.
         let after = verdict(&[("env-read", &[2, 9])]);
         assert!(matches!(attribute("gemini-cli:permissive", &after, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false), Cause::Harness { .. }));
