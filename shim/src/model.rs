@@ -175,7 +175,13 @@ mod tests {
         let (st, body) = post(&addr, "/v1/messages?beta=true", &json!({"model": "m", "tools": tools, "messages": [{"role": "user", "content": "go"}]}));
         assert_eq!(st, 200);
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["content"][0]["input"]["command"], "ls -la");
-        let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": tools, "messages": [{"role": "user"}, {"role": "assistant"}, {"role": "user"}]}));
+        // The next step follows from the history: the model's call and the tool's answer.
+        let history = json!([
+            {"role": "user", "content": "go"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "ls -la"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "notes.md"}]},
+        ]);
+        let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": tools, "messages": history}));
         assert_eq!(serde_json::from_str::<Value>(&body).unwrap()["content"][0]["input"]["file_path"], "/w/notes.md");
         let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": [], "messages": [{"role": "user", "content": "title?"}]}));
         assert!(body.contains("\"OK\""), "{body}");

@@ -1,9 +1,10 @@
 //! The scripted model: a scenario's play answered as a language model would, in the wire
 //! dialect and tool vocabulary of the real agent CLI that asks.
 //!
-//! The endpoint is stateless: the step to answer is the number of assistant turns already in
-//! the request, so a CLI that retries or resends its history gets the same answer again. A
-//! request without the agent's tools (a title, a path extraction, a router call) is a *side*
+//! The endpoint is stateless: what to answer follows from the play and the history the request
+//! resends (the model's earlier calls and what the tools answered; see [`planner`]), so a CLI
+//! that retries or resends its history gets the same answer again. A request without the
+//! agent's tools (a title, a path extraction, a router call) is a *side*
 //! request and gets a well-formed canned answer. Everything here is pure; the HTTP server and
 //! the `model.jsonl` channel live in the run stage.
 

@@ -13,13 +13,13 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use overeager_core::{Event, PlayKind, Variant, Verdict};
+use overeager_core::PlayKind;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use super::run_one;
-use crate::judge::attribution::{Cause, Observed, Runs, attribute};
-use crate::judge::{Judge, input};
+use crate::r#gen::validate::run_and_judge;
+use crate::judge::Judge;
+use crate::judge::attribution::{Cause, Divergence, compare};
 use crate::run::{self, AgentSpec};
 use crate::scenario::{self, LoadedScenario};
 
@@ -62,13 +62,8 @@ pub struct Difference {
     pub scenario: String,
     pub play: PlayKind,
     pub cell: String,
-    /// Traps the real run fired that the play does not.
-    pub extra: Vec<String>,
-    /// Traps the play fires that the real run did not.
-    pub missing: Vec<String>,
-    pub play_success: Option<bool>,
-    pub run_success: Option<bool>,
-    pub cause: Cause,
+    #[serde(flatten)]
+    pub divergence: Divergence,
     /// The kept bundle, when `--keep` was given.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bundle: Option<PathBuf>,
@@ -97,49 +92,30 @@ pub struct FidelityReport {
     pub seconds: f64,
 }
 
-/// Runs `spec` on `s` into `out` and judges it.
-fn run_and_judge(s: &LoadedScenario, spec: AgentSpec, timeout: Duration, shim: &Path, judge: &Judge, out: &Path) -> Result<(Verdict, Vec<Event>)> {
-    run_one(s, spec, Variant::ConsentKept, 0, timeout, &run::Executor::Local, shim, out)?;
-    let b = input::load(out)?;
-    Ok((judge.judge(&b), b.events().to_vec()))
-}
-
 /// One scenario × play: the play's own run, then each cell's.
 fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchFidelityArgs, shim: &Path, judge: &Judge, root: &Path, bar: &ProgressBar) -> Vec<(String, Option<Difference>)> {
     let dir = root.join(&s.scenario.id).join(play.as_str());
-    let reference = run_and_judge(s, AgentSpec::Scripted(play), args.timeout, shim, judge, &dir.join("scripted"));
+    let local = run::Executor::Local;
+    let reference = run_and_judge(s, AgentSpec::Scripted(play), args.timeout, judge, &local, shim, &dir.join("scripted"));
     bar.inc(1);
     let mut out = Vec::new();
     for cell in cells {
         let bundle = dir.join(cell.replace(':', "-"));
         let spec: AgentSpec = format!("{cell}:{}{play}", run::SCRIPTED_MODEL).parse().expect("cells were checked");
-        let real = run_and_judge(s, spec, args.timeout, shim, judge, &bundle);
+        let real = run_and_judge(s, spec, args.timeout, judge, &local, shim, &bundle);
         bar.inc(1);
-        let kept = args.keep.as_ref().map(|_| bundle.clone());
-        let diff = |extra: Vec<String>, missing: Vec<String>, play_success, run_success, cause| Difference {
+        let divergence = match (&reference, real) {
+            (Err(e), _) => Some(Divergence::failed(format!("the scripted play could not be run: {e:#}"))),
+            (_, Err(e)) => Some(Divergence::failed(format!("the run failed: {e:#}"))),
+            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, (pv, play_events), (&rv, &events)),
+        };
+        let d = divergence.map(|divergence| Difference {
             scenario: s.scenario.id.clone(),
             play,
             cell: cell.clone(),
-            extra,
-            missing,
-            play_success,
-            run_success,
-            cause,
-            bundle: kept.clone(),
-        };
-        let d = match (&reference, real) {
-            (Err(e), _) => Some(diff(Vec::new(), Vec::new(), None, None, Cause::Harness { detail: format!("the scripted play could not be run: {e:#}") })),
-            (_, Err(e)) => Some(diff(Vec::new(), Vec::new(), None, None, Cause::Harness { detail: format!("the run failed: {e:#}") })),
-            (Ok((pv, play_events)), Ok((rv, events))) => {
-                let (p, r) = (Observed::of(pv), Observed::of(&rv));
-                (p != r).then(|| {
-                    let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
-                    let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
-                    let cause = attribute(cell, &rv, &Runs { run: &events, play: play_events }, &extra, &missing, p.success != r.success);
-                    diff(extra, missing, p.success, r.success, cause)
-                })
-            }
-        };
+            divergence,
+            bundle: args.keep.as_ref().map(|_| bundle.clone()),
+        });
         out.push((cell.clone(), d));
     }
     out
@@ -211,17 +187,16 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     for cell in &args.agents {
         for play in &plays {
             let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0 };
-            for (p, rows) in results.iter().filter(|(p, _)| p == play) {
+            for (_, rows) in results.iter().filter(|(p, _)| p == play) {
                 for (_, d) in rows.iter().filter(|(c2, _)| c2 == cell) {
                     c.runs += 1;
                     match d {
                         None => c.agree += 1,
                         Some(d) => {
-                            match d.cause {
+                            match d.divergence.cause {
                                 Cause::Framework { .. } => c.framework += 1,
                                 Cause::Harness { .. } => c.harness += 1,
                             }
-                            debug_assert_eq!(d.play, *p);
                             differences.push(d.clone());
                         }
                     }
@@ -270,7 +245,7 @@ fn print_report(r: &FidelityReport, plays: &[PlayKind]) {
     }
     println!("{t}");
     for d in &r.differences {
-        let (by, text) = match &d.cause {
+        let (by, text) = match &d.divergence.cause {
             Cause::Framework { rule, summary, evidence, detail } => (format!("framework: {rule}"), format!("{detail} — {summary} (events {evidence:?})")),
             Cause::Harness { detail } => ("HARNESS".to_string(), detail.clone()),
         };

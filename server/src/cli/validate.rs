@@ -99,7 +99,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         }
         for v in &results {
             for d in &v.differences {
-                let by = match &d.cause {
+                let by = match &d.divergence.cause {
                     crate::judge::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
                     crate::judge::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
                 };

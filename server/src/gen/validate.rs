@@ -11,7 +11,7 @@ use std::time::Duration;
 use overeager_core::{PlayKind, Variant, Verdict};
 use serde::Serialize;
 
-use crate::judge::attribution::{Cause, Observed, Runs, attribute};
+use crate::judge::attribution::{Divergence, compare};
 use crate::judge::{Judge, input};
 use crate::run::{AgentSpec, Executor};
 use crate::scenario::LoadedScenario;
@@ -92,13 +92,8 @@ pub struct Validation {
 #[derive(Debug, Clone, Serialize)]
 pub struct PlayDifference {
     pub play: PlayKind,
-    /// Traps fired through the CLI that the scripted play does not fire.
-    pub extra: Vec<String>,
-    /// Traps the scripted play fires that did not fire through the CLI.
-    pub missing: Vec<String>,
-    pub scripted_success: Option<bool>,
-    pub success: Option<bool>,
-    pub cause: Cause,
+    #[serde(flatten)]
+    pub divergence: Divergence,
 }
 
 /// The agent that plays `play` for the validator: the scripted reference agent, or the cell
@@ -155,11 +150,15 @@ fn play_result(play: PlayKind, designed: &[String], v: &Verdict) -> PlayResult {
 }
 
 /// Runs `spec` into `out` and judges it, with the merged events the verdict cites.
-fn play_once(s: &LoadedScenario, spec: AgentSpec, judge: &Judge, executor: &Executor, shim: &Path, out: &Path) -> anyhow::Result<(Verdict, Vec<overeager_core::Event>)> {
-    let timeout = Duration::from_secs(if matches!(spec, AgentSpec::Agent { .. }) { 150 } else { 120 });
+pub fn run_and_judge(s: &LoadedScenario, spec: AgentSpec, timeout: Duration, judge: &Judge, executor: &Executor, shim: &Path, out: &Path) -> anyhow::Result<(Verdict, Vec<overeager_core::Event>)> {
     crate::cli::run_one(s, spec, Variant::ConsentKept, 0, timeout, executor, shim, out)?;
     let b = input::load(out)?;
     Ok((judge.judge(&b), b.events().to_vec()))
+}
+
+/// The time limit of one validation run: a real CLI starts slower than the scripted agent.
+fn timeout_of(spec: &AgentSpec) -> Duration {
+    Duration::from_secs(if matches!(spec, AgentSpec::Agent { .. }) { 150 } else { 120 })
 }
 
 /// Runs the three plays of a scenario on `executor` in `workdir`, judges them, and decides.
@@ -175,19 +174,16 @@ pub fn validate_with(s: &LoadedScenario, cell: Option<&str>, judge: &Judge, exec
         let designed = &s.scenario.plays.get(play).fires;
         let judged = player(cell, play)
             .map_err(anyhow::Error::msg)
-            .and_then(|spec| play_once(s, spec, judge, executor, shim, &out));
+            .and_then(|spec| run_and_judge(s, spec.clone(), timeout_of(&spec), judge, executor, shim, &out));
         match judged {
             Ok((v, events)) => {
                 if let Some(c) = cell {
-                    let reference = play_once(s, AgentSpec::Scripted(play), judge, executor, shim, &workdir.join(format!("{play}-scripted")));
+                    let scripted = AgentSpec::Scripted(play);
+                    let reference = run_and_judge(s, scripted.clone(), timeout_of(&scripted), judge, executor, shim, &workdir.join(format!("{play}-scripted")));
                     match reference {
                         Ok((pv, play_events)) => {
-                            let (p, r) = (Observed::of(&pv), Observed::of(&v));
-                            if p != r {
-                                let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
-                                let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
-                                let cause = attribute(c, &v, &Runs { run: &events, play: &play_events }, &extra, &missing, p.success != r.success);
-                                differences.push(PlayDifference { play, extra, missing, scripted_success: p.success, success: r.success, cause });
+                            if let Some(divergence) = compare(c, (&pv, &play_events), (&v, &events)) {
+                                differences.push(PlayDifference { play, divergence });
                             }
                         }
                         Err(e) => {

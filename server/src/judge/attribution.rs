@@ -7,18 +7,50 @@ use std::collections::BTreeSet;
 use overeager_core::{Channel, Event, Op, Verdict};
 use serde::Serialize;
 
-/// What one run showed, as judged.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct Observed {
-    pub fired: BTreeSet<String>,
-    pub success: Option<bool>,
+/// What one run showed, as judged: its fired traps and its success.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Observed {
+    fired: BTreeSet<String>,
+    success: Option<bool>,
 }
 
 impl Observed {
-    /// What a verdict shows.
-    pub fn of(v: &Verdict) -> Observed {
+    fn of(v: &Verdict) -> Observed {
         Observed { fired: v.traps.iter().map(|t| t.id.clone()).collect(), success: v.success }
     }
+}
+
+/// How a real CLI's run differs from its scripted play.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// Traps the run fired that the play does not.
+    pub extra: Vec<String>,
+    /// Traps the play fires that the run did not.
+    pub missing: Vec<String>,
+    pub play_success: Option<bool>,
+    pub run_success: Option<bool>,
+    pub cause: Cause,
+}
+
+impl Divergence {
+    /// A run that could not be compared at all: the harness's to explain.
+    pub fn failed(detail: String) -> Divergence {
+        Divergence { extra: Vec::new(), missing: Vec::new(), play_success: None, run_success: None, cause: Cause::Harness { detail } }
+    }
+}
+
+/// Compares a run of `cell` with the scripted play's run of the same scenario, each a verdict
+/// and the merged events it cites: `None` when the run fires the play's traps and reaches its
+/// success, else how it differs and whose doing that is.
+pub fn compare(cell: &str, play: (&Verdict, &[Event]), run: (&Verdict, &[Event])) -> Option<Divergence> {
+    let (p, r) = (Observed::of(play.0), Observed::of(run.0));
+    if p == r {
+        return None;
+    }
+    let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
+    let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
+    let cause = attribute(cell, run.0, &Runs { run: run.1, play: play.1 }, &extra, &missing, p.success != r.success);
+    Some(Divergence { extra, missing, play_success: p.success, run_success: r.success, cause })
 }
 
 /// Who a difference from the play is down to.
