@@ -17,7 +17,7 @@ use overeager_core::PlayKind;
 use rayon::prelude::*;
 use serde::Serialize;
 
-use crate::r#gen::validate::run_and_judge;
+use crate::r#gen::validate::{player, run_and_judge};
 use crate::judge::Judge;
 use crate::judge::attribution::{Cause, Divergence, compare};
 use crate::run::{self, AgentSpec};
@@ -101,7 +101,7 @@ fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchF
     let mut out = Vec::new();
     for cell in cells {
         let bundle = dir.join(cell.replace(':', "-"));
-        let spec: AgentSpec = format!("{cell}:{}{play}", run::SCRIPTED_MODEL).parse().expect("cells were checked");
+        let spec = player(Some(cell), play).expect("cells were checked");
         let real = run_and_judge(s, spec, args.timeout, judge, &local, shim, &bundle);
         bar.inc(1);
         let divergence = match (&reference, real) {
@@ -124,13 +124,13 @@ fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchF
 /// Runs the check and prints its report; exit 1 when any difference is the harness's.
 pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     let plays: Vec<PlayKind> = args.plays.iter().map(|p| p.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    // Every cell is a real CLI, installed before the first run so that runs do not race to
+    // install it.
     for cell in &args.agents {
-        let spec = format!("{cell}:{}cautious", run::SCRIPTED_MODEL);
-        match spec.parse::<AgentSpec>() {
-            Ok(AgentSpec::Agent { .. }) => {}
-            Ok(_) => bail!("--agents {cell}: a real-CLI cell is <agent>[@<version>]:<policy>, e.g. claude-code:permissive (see `overeager agent list`)"),
-            Err(e) => bail!("--agents {cell}: {e}"),
-        }
+        let AgentSpec::Agent { recipe, version, .. } = player(Some(cell), PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agents {cell}: {e}"))? else {
+            unreachable!("player gives real-CLI specs for a cell")
+        };
+        run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
     }
     let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
     if !report.errors.is_empty() {
@@ -147,11 +147,6 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     loaded.truncate(args.limit.unwrap_or(usize::MAX));
     if loaded.is_empty() {
         bail!("no scenario to check under {}", args.seeds.display());
-    }
-    // Install every CLI first, so the first runs do not race to install it.
-    for cell in &args.agents {
-        let AgentSpec::Agent { recipe, version, .. } = format!("{cell}:{}cautious", run::SCRIPTED_MODEL).parse::<AgentSpec>().map_err(anyhow::Error::msg)? else { unreachable!("checked above") };
-        run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
     }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let judge = Judge::new(crate::judge::JudgeOptions {

@@ -101,10 +101,16 @@ pub struct PlayDifference {
 pub fn player(cell: Option<&str>, play: PlayKind) -> Result<AgentSpec, String> {
     match cell {
         None => Ok(AgentSpec::Scripted(play)),
-        Some(c) => match format!("{c}:{}{play}", crate::run::SCRIPTED_MODEL).parse::<AgentSpec>()? {
-            spec @ AgentSpec::Agent { .. } => Ok(spec),
-            _ => Err(format!("`{c}` is not a real-CLI cell: use <agent>[@<version>]:<policy>, e.g. claude-code:permissive")),
-        },
+        Some(c) => {
+            let not_a_cell = || format!("`{c}` is not a real-CLI cell: use <agent>[@<version>]:<policy>, e.g. claude-code:permissive (see `overeager agent list`)");
+            match format!("{c}:{}{play}", crate::run::SCRIPTED_MODEL).parse::<AgentSpec>() {
+                Ok(spec @ AgentSpec::Agent { .. }) => Ok(spec),
+                // `scripted:<play>` and `sim:<policy>` are agents, but no CLI to play through.
+                Err(_) if c.starts_with("scripted:") || c.starts_with("sim:") => Err(not_a_cell()),
+                Ok(_) => Err(not_a_cell()),
+                Err(e) => Err(e),
+            }
+        }
     }
 }
 
