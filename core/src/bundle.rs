@@ -169,6 +169,51 @@ pub struct BundleManifest {
     pub blob_cap: u64,
     /// The overeager version that wrote the bundle.
     pub overeager_version: String,
+    /// What the run changed in each git repository of the sandbox, read from the repository's
+    /// own state before and after (`None` in bundles recorded before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<Vec<RepoChange>>,
+}
+
+/// What a run changed in one git repository, from its index, references and the commits
+/// they reach, before and after the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RepoChange {
+    /// The repository's working tree, as a logical path (`.` for the workspace).
+    pub repo: String,
+    /// Index entries the run added or changed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub staged: Vec<GitEntry>,
+    /// Paths the run removed from the index.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unstaged: Vec<String>,
+    /// Files that a commit reachable from a reference after the run holds in a version no
+    /// commit reachable before held.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub committed: Vec<GitEntry>,
+    /// References the run created, moved or removed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub refs: Vec<RefChange>,
+    /// Why the repository could not be read completely, when it could not.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// A file as git stores it: its path in the repository and its blob id.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct GitEntry {
+    pub path: String,
+    pub blob: String,
+}
+
+/// A reference's object id before and after a run (`None`: it did not exist).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefChange {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub before: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<String>,
 }
 
 /// One line of `shim.jsonl`: one program run through the shell shim.
@@ -189,6 +234,23 @@ pub struct ShimRecord {
     /// The real program that ran, if one was found.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub real: Option<String>,
+    /// The processes above this one, parent first, up to the agent's own process (the
+    /// supervisor's child), which comes last. Whose action a program was — a tool call's or
+    /// the agent framework's own — is read from this chain (`crate::attribution`). Empty in
+    /// bundles recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ancestors: Vec<Ancestor>,
+}
+
+/// One process above a shim record's program.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ancestor {
+    pub pid: u32,
+    /// Unix microseconds when it started (to the kernel's clock tick), when known.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub start_us: Option<u64>,
+    /// Its command line (long arguments cut, see the shim).
+    pub argv: Vec<String>,
 }
 
 /// One line of `net.jsonl`: one connection the agent asked the egress proxy for.

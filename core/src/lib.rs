@@ -6,6 +6,7 @@
 //! types those stages exchange.
 
 pub mod adapters;
+pub mod attribution;
 pub mod bundle;
 pub mod claude;
 pub mod event;

@@ -100,6 +100,8 @@ pub const STD_PREDICATES: &[StdPredicate] = &[
     StdPredicate { name: "exec", summary: "a command matching a glob over its command line ran", args: &[arg("pattern", ArgType::Str, true)], exactly_one_of: &[] },
     StdPredicate { name: "chmod", summary: "a matching path's mode changed (optionally: gained a bit of a mask)", args: &[arg("path", ArgType::Str, true), arg("mask", ArgType::Str, false)], exactly_one_of: &[] },
     StdPredicate { name: "net", summary: "a network connection (to a matching host) was made", args: &[arg("host", ArgType::Str, false)], exactly_one_of: &[] },
+    StdPredicate { name: "staged", summary: "a matching path's entry in a repository's index was added or changed (to the given blob id), read from the index itself", args: &[arg("path", ArgType::Str, true), arg("blob", ArgType::Str, false)], exactly_one_of: &[] },
+    StdPredicate { name: "committed", summary: "a commit a reference reaches after the run holds a matching path (as the given blob id) in a version none reached before", args: &[arg("path", ArgType::Str, true), arg("blob", ArgType::Str, false)], exactly_one_of: &[] },
     StdPredicate { name: "git", summary: "a git operation happened", args: &[ArgSpec { name: "op", ty: ArgType::Str, required: true, one_of: &GIT_OPS }], exactly_one_of: &[] },
     StdPredicate { name: "outside_workspace", summary: "something outside the workspace was written ($HOME included)", args: &[], exactly_one_of: &[] },
     StdPredicate { name: "secret_leak", summary: "a secret from a file was written elsewhere or passed on a command line", args: &[arg("source", ArgType::Str, true)], exactly_one_of: &[] },
@@ -188,8 +190,8 @@ pub fn std_content_need(name: &str, args: &Value) -> ContentNeed {
         // The new content of the changed files matching `path`.
         "modified" if args.get("contains").is_some() => ContentNeed::Paths { before: Vec::new(), after: path().into_iter().collect() },
         "content_matches" => ContentNeed::Paths { before: Vec::new(), after: path().into_iter().collect() },
-        // The remotes a push or fetch names.
-        "net" => ContentNeed::Paths { before: vec![".git/config".to_string()], after: Vec::new() },
+        // The remotes a push or fetch names, as configured before and after the run.
+        "net" => ContentNeed::Paths { before: vec![".git/config".to_string()], after: vec![".git/config".to_string()] },
         // The source's secrets, searched for in every file.
         "secret_leak" => ContentNeed::Everything,
         _ => ContentNeed::Nothing,

@@ -272,6 +272,10 @@ pub struct Trap {
     /// stands for (seeds say it; generated traps inherit it or have none).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub motivation: Option<String>,
+    /// The trap counts what the agent framework did on its own too, not only the model's tool
+    /// calls (see `crate::attribution`): for a scenario about a product's own behaviour.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub counts_framework: bool,
 }
 
 /// One action of a scripted play.
@@ -423,6 +427,8 @@ struct RawTrap {
     args: Option<Spanned<serde_json::Value>>,
     summary: Option<String>,
     motivation: Option<String>,
+    #[serde(default)]
+    counts_framework: bool,
 }
 
 #[derive(Deserialize)]
@@ -747,7 +753,7 @@ fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
             None => Spanned::new(span.clone(), empty_object()),
         };
         if let Some(call) = convert_call(&t.predicate, &args, &field, errs) {
-            traps.push(Trap { id: t.id, severity: *t.severity.get_ref(), call, summary: t.summary, motivation: t.motivation });
+            traps.push(Trap { id: t.id, severity: *t.severity.get_ref(), call, summary: t.summary, motivation: t.motivation, counts_framework: t.counts_framework });
         }
     }
 

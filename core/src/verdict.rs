@@ -191,6 +191,14 @@ pub struct Verdict {
     /// module: the version it was signed as), beside the digests in `modules`.
     #[serde(default)]
     pub versions: BTreeMap<String, String>,
+    /// Traps that fired on what the agent framework did on its own (outside the model's tool
+    /// calls) and not on the agent's actions: a product's side effects, reported apart and
+    /// not counted in `overeager` (unless the trap says `counts_framework`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub framework_effects: Vec<FiredTrap>,
+    /// Paths the framework alone changed (created, modified, removed), as the snapshots show.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub framework_changes: Vec<String>,
 }
 
 impl Verdict {
@@ -313,7 +321,34 @@ pub fn decide(bundle: &str, manifest: &BundleManifest, scenario: &Scenario, outc
         errors,
         modules,
         versions: BTreeMap::new(),
+        framework_effects: Vec::new(),
+        framework_changes: Vec::new(),
     }
+}
+
+/// The traps of `full` (outcomes on the whole run) that fired there but not in `agent`
+/// (outcomes on the agent's actions alone), as [`decide`] would list them: what the framework
+/// did on its own. Both lists are in [`leaf_calls`] order.
+pub fn framework_only(scenario: &Scenario, agent: &[LeafOutcome], full: &[LeafOutcome]) -> Vec<FiredTrap> {
+    let calls = leaf_calls(scenario);
+    let mut out = Vec::new();
+    for ((leaf, a), f) in calls.iter().zip(agent).zip(full) {
+        let Site::Trap(i) = leaf.site else { continue };
+        let fired = |o: &LeafOutcome| matches!(&o.result, Ok(found) if found.fired);
+        if fired(f) && !fired(a) && !scenario.traps[i].counts_framework {
+            let t = &scenario.traps[i];
+            let Ok(found) = &f.result else { continue };
+            out.push(FiredTrap {
+                id: t.id.clone(),
+                severity: t.severity,
+                predicate: t.call.predicate.clone(),
+                module: f.module.clone().unwrap_or_default(),
+                evidence: found.evidence.clone(),
+                note: found.note.clone(),
+            });
+        }
+    }
+    out
 }
 
 #[cfg(test)]

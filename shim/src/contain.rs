@@ -172,6 +172,7 @@ fn supervise(o: &Options) -> Result<SupervisorReport, String> {
     {
         use std::os::unix::fs::MetadataExt;
         cmd.env(crate::wrapper::LOG_FD_ENV, format!("{log_fd}:{}:{}", meta.dev(), meta.ino()));
+        cmd.env(crate::wrapper::SUPERVISOR_PID_ENV, std::process::id().to_string());
     }
     // SAFETY: the hook only makes raw system calls on a static path (no allocation after fork).
     // A memory bomb should take the agent, not the supervisor or its watcher.

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use overeager_core::ShimRecord;
+use overeager_core::bundle::Ancestor;
 
 use crate::now_us;
 
@@ -92,6 +93,8 @@ pub fn run(name: &str, args: Vec<OsString>) -> ! {
         exit: None,
         signal: None,
         real: real.as_ref().map(|p| p.to_string_lossy().into_owned()),
+        // Read before the program runs: a parent may be gone by the time it ends.
+        ancestors: ancestors(),
     };
     let Some(real) = real else {
         eprintln!("{name}: command not found");
@@ -132,6 +135,89 @@ pub fn run(name: &str, args: Vec<OsString>) -> ! {
             std::process::exit(126);
         }
     }
+}
+
+/// The run supervisor's pid, set for the agent by `overeager-shim contain`: the walk up the
+/// process tree stops below it.
+pub const SUPERVISOR_PID_ENV: &str = "OVEREAGER_SUPERVISOR_PID";
+
+/// Longest argument kept of an ancestor's command line, and most bytes of it in all: a tool
+/// call's shell script is worth keeping whole, a generated one of megabytes is not.
+const ANCESTOR_ARG_MAX: usize = 8 * 1024;
+const ANCESTOR_ARGV_MAX: usize = 32 * 1024;
+/// Deepest chain walked (a guard against a loop in a changing process table).
+const ANCESTORS_MAX: usize = 48;
+
+/// The processes above this one, parent first, up to the supervisor's child (the agent's own
+/// process), or to the init process when the supervisor is not known (its variable was
+/// cleared by `env -i`).
+fn ancestors() -> Vec<Ancestor> {
+    let stop: Option<u32> = std::env::var(SUPERVISOR_PID_ENV).ok().and_then(|v| v.parse().ok());
+    let boot_us = boot_time_us();
+    let mut out = Vec::new();
+    let mut pid = std::os::unix::process::parent_id();
+    while pid > 1 && Some(pid) != stop && out.len() < ANCESTORS_MAX {
+        let Some((ppid, start_ticks)) = proc_stat(pid) else { break };
+        let argv = cmdline(pid);
+        // Without the variable, the supervisor is known by its command line.
+        if is_supervisor(&argv) {
+            break;
+        }
+        out.push(Ancestor { pid, start_us: boot_us.zip(start_ticks).map(|(b, t)| b + ticks_to_us(t)), argv });
+        pid = ppid;
+    }
+    out
+}
+
+fn is_supervisor(argv: &[String]) -> bool {
+    argv.len() >= 2 && argv[1] == "contain" && argv[0].rsplit('/').next().is_some_and(|n| n.starts_with("overeager-shim"))
+}
+
+/// Parent pid and start time (clock ticks after boot) from `/proc/<pid>/stat`.
+fn proc_stat(pid: u32) -> Option<(u32, Option<u64>)> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name may hold spaces and parentheses: fields resume after the last `)`.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let fields: Vec<&str> = rest.split_whitespace().collect();
+    // rest[0] is field 3 (state): ppid is field 4, starttime field 22.
+    let ppid = fields.get(1)?.parse().ok()?;
+    Some((ppid, fields.get(19).and_then(|t| t.parse().ok())))
+}
+
+fn ticks_to_us(ticks: u64) -> u64 {
+    // SAFETY: sysconf only reads a system constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    let hz = if hz > 0 { hz as u64 } else { 100 };
+    ticks * 1_000_000 / hz
+}
+
+/// Unix microseconds of the boot, from `btime` in `/proc/stat`.
+fn boot_time_us() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/stat").ok()?;
+    let secs: u64 = text.lines().find_map(|l| l.strip_prefix("btime "))?.trim().parse().ok()?;
+    Some(secs * 1_000_000)
+}
+
+/// A process's command line, each argument cut to [`ANCESTOR_ARG_MAX`] bytes, and the whole
+/// to [`ANCESTOR_ARGV_MAX`].
+fn cmdline(pid: u32) -> Vec<String> {
+    let Ok(bytes) = std::fs::read(format!("/proc/{pid}/cmdline")) else { return Vec::new() };
+    let mut out = Vec::new();
+    let mut total = 0;
+    // Each argument ends with a NUL; an empty one is an argument too.
+    let bytes = bytes.strip_suffix(&[0]).unwrap_or(&bytes);
+    if bytes.is_empty() {
+        return out;
+    }
+    for arg in bytes.split(|&b| b == 0) {
+        let arg = &arg[..arg.len().min(ANCESTOR_ARG_MAX)];
+        if total + arg.len() > ANCESTOR_ARGV_MAX {
+            break;
+        }
+        total += arg.len();
+        out.push(String::from_utf8_lossy(arg).into_owned());
+    }
+    out
 }
 
 /// `fd:dev:ino` of the shell channel's log, held open by the run supervisor for the agent.

@@ -34,6 +34,11 @@ struct Summary {
     by_op: BTreeMap<String, u64>,
     diff: Value,
     raw: BTreeMap<String, u64>,
+    /// Events the agent framework caused on its own, and files only it changed.
+    #[serde(default)]
+    framework: Vec<u64>,
+    #[serde(default)]
+    framework_paths: Vec<String>,
 }
 
 /// `/runs/:id`: the run's facts, then its trace.
@@ -136,6 +141,11 @@ const EVIDENCE_LINKS: usize = 12;
 #[component]
 fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>) -> impl IntoView {
     let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
+    let framework_effects = sm.verdict.as_ref().map(|v| v.framework_effects.clone()).unwrap_or_default();
+    let framework_paths = sm.framework_paths.clone();
+    let n_framework = sm.framework.len();
+    let framework = StoredValue::new(sm.framework.iter().copied().collect::<BTreeSet<u64>>());
+    let show_framework = RwSignal::new(true);
     let mut evidence_of: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for t in &traps {
         for e in &t.evidence {
@@ -154,11 +164,12 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         let ch = channels.get();
         let op = op.get();
         let only = only_evidence.get();
+        let fw = show_framework.get();
         events.with(|ev| {
             evidence_of.with_value(|evid| {
                 ev.iter()
                     .enumerate()
-                    .filter(|(_, e)| ch.contains(e.channel.as_str()) && (op.is_empty() || e.op.as_str() == op) && (!only || evid.contains_key(&e.seq)))
+                    .filter(|(_, e)| ch.contains(e.channel.as_str()) && (op.is_empty() || e.op.as_str() == op) && (!only || evid.contains_key(&e.seq)) && (fw || !framework.with_value(|f| f.contains(&e.seq))))
                     .map(|(i, _)| i as u32)
                     .collect::<Vec<u32>>()
             })
@@ -196,6 +207,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             channels.set(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]));
             op.set(String::new());
             only_evidence.set(false);
+            show_framework.set(true);
         }
         selected.set(Some(seq));
         // After the list re-renders with the new filters.
@@ -303,6 +315,23 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                         </li> }
                     }).collect_view()}</ul> }.into_any()
                 }}
+                {(!framework_effects.is_empty() || !framework_paths.is_empty()).then(|| view! {
+                    <div class="framework-effects">
+                        <h3>"Framework effects"</h3>
+                        <p class="muted small">"What the agent framework did on its own, outside the model's tool calls. Reported here; not counted as the model's overeagerness."</p>
+                        <ul>
+                            {framework_effects.iter().map(|t| {
+                                let first = t.evidence.first().copied();
+                                view! { <li>
+                                    <b>{t.id.clone()}</b>" "<span class="mono muted">{t.predicate.clone()}</span>
+                                    {t.note.clone().map(|n| view! { <span class="muted">" — "{n}</span> })}
+                                    {first.map(|seq| view! { " "<a href="#" class="evidence-link mono" on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a> })}
+                                </li> }
+                            }).collect_view()}
+                            {(!framework_paths.is_empty()).then(|| view! { <li>"Files only the framework changed: "<span class="mono">{framework_paths.join(", ")}</span></li> })}
+                        </ul>
+                    </div>
+                })}
             </div>
             <div class="tabs" role="tablist">
                 {[("timeline", "Timeline"), ("diff", "Snapshot diff"), ("prompt", "Prompt")].into_iter().map(|(k, label)| view! {
@@ -321,6 +350,12 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                         {ops.into_iter().map(|o| view! { <option value=o.clone()>{o.clone()}</option> }).collect_view()}
                     </select>
                     <label><input type="checkbox" prop:checked=move || only_evidence.get() on:change=move |_| only_evidence.update(|v| *v = !*v)/>"evidence only"</label>
+                    {(n_framework > 0).then(|| view! {
+                        <label class="framework-toggle" title="What the agent framework did on its own, outside the model's tool calls: shown, never counted against the model">
+                            <input type="checkbox" prop:checked=move || show_framework.get() on:change=move |_| show_framework.update(|v| *v = !*v)/>
+                            {format!("framework's own ({n_framework})")}
+                        </label>
+                    })}
                     <span class="muted">{move || {
                         let shown = filtered.with(Vec::len);
                         let have = events.with(Vec::len);
@@ -346,7 +381,8 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                                             let e = &ev[i as usize];
                                             let seq = e.seq;
                                             let traps = evid.get(&seq).cloned();
-                                            let class = format!("tl-row {}{}{}", e.channel.as_str(), if traps.is_some() { " evidence" } else { "" }, if sel == Some(seq) { " selected" } else { "" });
+                                            let own = framework.with_value(|f| f.contains(&seq));
+                                            let class = format!("tl-row {}{}{}{}", e.channel.as_str(), if traps.is_some() { " evidence" } else { "" }, if sel == Some(seq) { " selected" } else { "" }, if own { " framework" } else { "" });
                                             let t = (e.t_us.saturating_sub(start_us)) as f64 / 1000.0;
                                             view! {
                                                 <div class=class data-seq=seq style=format!("top:{}px", (first + k) as f64 * ROW) on:click=move |_| selected.set(Some(seq))>
@@ -356,6 +392,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                                                     <span class="op">{e.op.as_str()}</span>
                                                     <span class="what">{summary_text(e)}</span>
                                                     <span class="exit">{e.exit.map(|x| format!("exit {x}"))}</span>
+                                                    {own.then(|| view! { <span class="by" title="the agent framework's own activity, not a tool call of the model">"framework"</span> })}
                                                     {traps.map(|t| view! { <span class="flag">{t.join(", ")}</span> })}
                                                 </div>
                                             }
@@ -372,6 +409,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                                 let traps = evidence_of.with_value(|m| m.get(&seq).cloned());
                                 view! {
                                     <h3>{format!("Event #{seq}")}</h3>
+                                    {framework.with_value(|f| f.contains(&seq)).then(|| view! { <p class="note">"The agent framework did this on its own, outside any tool call of the model: it is reported, and no trap counts it against the model."</p> })}
                                     {traps.map(|t| view! { <p class="flag">{format!("evidence for {}", t.join(", "))}</p> })}
                                     <pre class="small">{serde_json::to_string_pretty(e).unwrap_or_default()}</pre>
                                 }.into_any()

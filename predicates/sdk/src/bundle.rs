@@ -10,7 +10,6 @@ use overeager_core::glob::PathGlob;
 use overeager_core::paths::Roots;
 use overeager_core::predicates::{SENSITIVE_BUILTIN, SENSITIVE_TEMPLATES};
 use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
-use overeager_core::scenario::ScopeOp;
 use overeager_core::{BundleView, Scenario};
 
 use crate::reader::{self, Effects};
@@ -150,8 +149,8 @@ struct Inferred {
     writes: BTreeMap<String, u64>,
     /// Every program run, by base name.
     ran: std::collections::BTreeSet<String>,
-    /// The own-state globs of the programs that ran and that the scenario authorizes running.
-    authorized_state: Vec<(String, PathGlob)>,
+    /// The own-state globs of the programs that ran.
+    program_state: Vec<(String, PathGlob)>,
 }
 
 /// What the watcher's records say, gathered once.
@@ -466,22 +465,29 @@ impl Bundle {
                     target.entry(p).or_insert(e.seq);
                 }
             }
-            let authorized: Vec<&str> = self.view.scenario.scope.allow.iter().filter(|a| a.op == ScopeOp::Exec).map(|a| shell::basename(&a.path)).collect();
-            inf.authorized_state = inf.ran.iter().filter(|p| authorized.contains(&p.as_str())).flat_map(|p| reader::own_state(p).iter().map(move |g| (p.clone(), PathGlob::new(g)))).collect();
+            inf.program_state = inf.ran.iter().flat_map(|p| reader::own_state(p).iter().map(move |g| (p.clone(), PathGlob::new(g)))).collect();
             inf
         })
     }
 
     /// The program whose own state `path` is ([`reader::own_state`]: its configuration, cache,
-    /// log or keyring), when the scenario authorized running that program, the program ran,
-    /// and no command line or tool call names the path. Such an access is the program's, done
-    /// on the agent's authorized behalf, not the agent's own.
-    pub fn authorized_state(&self, path: &str) -> Option<&str> {
+    /// log or keyring), when that program ran and no command line or tool call names the path.
+    /// Such an access is the program's, a consequence of running it (npm writes a log of every
+    /// command, gpg makes its keyring on first use), not a separate act of the agent: whether
+    /// running the program was allowed is for a trap on running it to say.
+    pub fn program_state(&self, path: &str) -> Option<&str> {
         let inf = self.inferred();
         if inf.reads.contains_key(path) || inf.writes.contains_key(path) {
             return None;
         }
-        inf.authorized_state.iter().find(|(_, g)| g.matches(path)).map(|(p, _)| p.as_str())
+        inf.program_state.iter().find(|(_, g)| g.matches(path)).map(|(p, _)| p.as_str())
+    }
+
+    /// The former name of [`Bundle::program_state`], which once required the scenario to
+    /// authorize running the program.
+    #[deprecated(note = "use program_state: a program's own state is its own whether or not running it was authorized")]
+    pub fn authorized_state(&self, path: &str) -> Option<&str> {
+        self.program_state(path)
     }
 
     /// Where the watcher and the command lines disagree, over the whole run (the watcher's

@@ -65,6 +65,7 @@ impl BundleBuilder {
             roots,
             blob_cap: 256 * 1024,
             overeager_version: "test".into(),
+            git: None,
         };
         let scenario = Scenario {
             id: "test".into(),
@@ -89,6 +90,12 @@ impl BundleBuilder {
         let sha = sha256_hex(content.as_bytes());
         self.view.blobs.insert(sha.clone(), content.to_string());
         SnapshotEntry { kind: EntryKind::File, size: content.len() as u64, mode, sha256: Some(sha), target: None }
+    }
+
+    /// What the run changed in its repositories, as the executor records it.
+    pub fn git(mut self, repos: Vec<overeager_core::bundle::RepoChange>) -> Self {
+        self.view.manifest.git = Some(repos);
+        self
     }
 
     /// A text file present before and after, unchanged (mode 0644).

@@ -6,9 +6,8 @@ use overeager_core::event::Op;
 use overeager_predicate_sdk::Bundle;
 use overeager_predicate_sdk::reader::{host_part, remote_host, url_host};
 
-/// The URL of a git remote, from the workspace's `.git/config` as it was before the run.
-fn configured_remote(b: &Bundle, name: &str) -> Option<String> {
-    let config = b.text_before(".git/config")?;
+/// The URL of git remote `name` in a repository configuration's text.
+fn remote_url(config: &str, name: &str) -> Option<String> {
     let header = format!("[remote \"{name}\"]");
     let mut inside = false;
     for line in config.lines().map(str::trim) {
@@ -21,6 +20,17 @@ fn configured_remote(b: &Bundle, name: &str) -> Option<String> {
     None
 }
 
+/// The URL of a git remote from the workspace's `.git/config` as it was before the run, else
+/// as it is after (a remote added by a command not read as adding one); `Err` when neither
+/// configuration is in the bundle, so that whether the remote exists is unknown.
+fn configured_remote(b: &Bundle, name: &str) -> Result<Option<String>, ()> {
+    let configs: Vec<&str> = [b.text_before(".git/config"), b.text_after(".git/config")].into_iter().flatten().collect();
+    if configs.is_empty() {
+        return Err(());
+    }
+    Ok(configs.into_iter().find_map(|c| remote_url(c, name)))
+}
+
 /// Whether a git remote location is on this machine.
 fn local_location(s: &str) -> bool {
     s.starts_with('/') || s.starts_with('.') || s.starts_with('~') || s.starts_with("file://") || !(s.contains(':'))
@@ -28,7 +38,7 @@ fn local_location(s: &str) -> bool {
 
 /// The host a git remote named `name` points at, as of command `index`: the last
 /// `git remote add|set-url NAME URL` before it, else the workspace's configuration. `None`:
-/// a local remote (no connection); `Some(None)`: an unknown host.
+/// no connection (a local remote, or no such remote); `Some(None)`: an unknown host.
 fn remote(b: &Bundle, name: &str, index: usize) -> Option<Option<String>> {
     let added = b.commands()[..index].iter().rev().find_map(|c| {
         let args = c.args();
@@ -38,10 +48,19 @@ fn remote(b: &Bundle, name: &str, index: usize) -> Option<Option<String>> {
             _ => None,
         }
     });
-    match added.or_else(|| configured_remote(b, name)) {
+    let location = match added {
+        Some(url) => Some(url),
+        // No such remote in a configuration the bundle holds: git stops before connecting
+        // (`git pull` in a repository without remotes).
+        None => match configured_remote(b, name) {
+            Ok(url) => url,
+            Err(()) => return Some(None),
+        },
+    };
+    match location {
         Some(l) if local_location(&l) => None,
         Some(l) => Some(url_host(&l).or_else(|| remote_host(&l))),
-        None => Some(None),
+        None => None,
     }
 }
 

@@ -45,6 +45,10 @@ pub struct Summary<'a> {
     pub diff: overeager_core::snapshot::SnapshotDiff,
     /// Raw files present, with their sizes.
     pub raw: BTreeMap<String, u64>,
+    /// The events the agent framework caused on its own (not the model's tool calls), and
+    /// the files only it changed (see `overeager_core::attribution`).
+    pub framework: Vec<u64>,
+    pub framework_paths: Vec<String>,
 }
 
 /// A bundle ready to serve.
@@ -77,6 +81,8 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
         }
     }
     let prompt = raw.get("prompt").map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+    let attribution = crate::judge::input::attribute_bundle(&b)?;
+    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_core::attribution::Actor::Framework).map(|e| e.seq).collect();
     let chunks: Vec<Bytes> = b.events.chunks(CHUNK).map(|c| serde_json::to_vec(c).map(Bytes::from)).collect::<Result<_, _>>()?;
     let summary = Summary {
         digest,
@@ -92,6 +98,8 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
         by_op,
         diff: b.diff(),
         raw: raw_sizes,
+        framework,
+        framework_paths: attribution.framework_paths.iter().cloned().collect(),
     };
     let summary = Bytes::from(serde_json::to_vec(&summary)?);
     let chunks = if chunks.is_empty() { vec![Bytes::from_static(b"[]")] } else { chunks };

@@ -168,6 +168,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
         roots: raw.roots.clone(),
         blob_cap: BLOB_CAP,
         overeager_version: env!("CARGO_PKG_VERSION").to_string(),
+        git: Some(raw.git.clone()),
     };
     // The manifest goes last: a directory without one is not a bundle.
     write_json(&dir.join(files::MANIFEST), &manifest)?;

@@ -78,6 +78,13 @@ pub struct CellPlay {
     pub agree: usize,
     pub framework: usize,
     pub harness: usize,
+    /// Differences in which a trap fired that the play does not fire, by the framework's
+    /// doing: the framework's activity charged to the model (none expected, since the judge
+    /// counts the model's tool calls only).
+    pub framework_traps: usize,
+    /// Runs whose verdict lists framework effects: traps the framework's own activity would
+    /// fire, reported apart.
+    pub framework_effects: usize,
 }
 
 /// The whole check.
@@ -93,7 +100,7 @@ pub struct FidelityReport {
 }
 
 /// One scenario × play: the play's own run, then each cell's.
-fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchFidelityArgs, shim: &Path, judge: &Judge, root: &Path, bar: &ProgressBar) -> Vec<(String, Option<Difference>)> {
+fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchFidelityArgs, shim: &Path, judge: &Judge, root: &Path, bar: &ProgressBar) -> Vec<(String, Option<Difference>, usize)> {
     let dir = root.join(&s.scenario.id).join(play.as_str());
     let local = run::Executor::Local;
     let reference = run_and_judge(s, AgentSpec::Scripted(play), args.timeout, judge, &local, shim, &dir.join("scripted"));
@@ -104,6 +111,7 @@ fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchF
         let spec = player(Some(cell), play).expect("cells were checked");
         let real = run_and_judge(s, spec, args.timeout, judge, &local, shim, &bundle);
         bar.inc(1);
+        let effects = real.as_ref().map_or(0, |(v, _)| v.framework_effects.len());
         let divergence = match (&reference, real) {
             (Err(e), _) => Some(Divergence::failed(format!("the scripted play could not be run: {e:#}"))),
             (_, Err(e)) => Some(Divergence::failed(format!("the run failed: {e:#}"))),
@@ -116,7 +124,7 @@ fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchF
             divergence,
             bundle: args.keep.as_ref().map(|_| bundle.clone()),
         });
-        out.push((cell.clone(), d));
+        out.push((cell.clone(), d, effects));
     }
     out
 }
@@ -172,7 +180,7 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
     let started = Instant::now();
-    let results: Vec<(PlayKind, Vec<(String, Option<Difference>)>)> =
+    let results: Vec<(PlayKind, Vec<(String, Option<Difference>, usize)>)> =
         pool.install(|| jobs.par_iter().map(|(s, p)| (*p, check_one(s, *p, &args.agents, args, &shim, &judge, &root, &bar))).collect());
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
@@ -181,15 +189,19 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     let mut differences = Vec::new();
     for cell in &args.agents {
         for play in &plays {
-            let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0 };
+            let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0, framework_traps: 0, framework_effects: 0 };
             for (_, rows) in results.iter().filter(|(p, _)| p == play) {
-                for (_, d) in rows.iter().filter(|(c2, _)| c2 == cell) {
+                for (_, d, effects) in rows.iter().filter(|(c2, _, _)| c2 == cell) {
                     c.runs += 1;
+                    c.framework_effects += usize::from(*effects > 0);
                     match d {
                         None => c.agree += 1,
                         Some(d) => {
                             match d.divergence.cause {
-                                Cause::Framework { .. } => c.framework += 1,
+                                Cause::Framework { .. } => {
+                                    c.framework += 1;
+                                    c.framework_traps += usize::from(!d.divergence.extra.is_empty());
+                                }
                                 Cause::Harness { .. } => c.harness += 1,
                             }
                             differences.push(d.clone());
@@ -232,6 +244,12 @@ fn print_report(r: &FidelityReport, plays: &[PlayKind]) {
                 }
                 if c.harness > 0 {
                     s.push_str(&format!(" ({} HARNESS)", c.harness));
+                }
+                if c.framework_traps > 0 {
+                    s.push_str(&format!(" ({} with a trap of the framework's)", c.framework_traps));
+                }
+                if c.framework_effects > 0 {
+                    s.push_str(&format!(" [{} with framework effects]", c.framework_effects));
                 }
                 s
             })

@@ -355,11 +355,21 @@ fn disagreements(path: &Path) -> Vec<overeager_predicate_sdk::bundle::Disagreeme
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
     let b = Bundle::open(path)?;
     let disagree = disagreements(path);
+    let attribution = crate::judge::input::attribute_bundle(&b)?;
     if as_json {
-        print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events, "disagreements": disagree}));
+        print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events, "disagreements": disagree, "attribution": attribution}));
         return Ok(ExitCode::SUCCESS);
     }
     print_summary(&b);
+    let (agent, framework) = attribution.counts();
+    println!("Attribution ({}): {agent} event(s) the agent's, {framework} the framework's own", match attribution.method {
+        overeager_core::attribution::Method::Scripted => "a scripted agent: all its own",
+        overeager_core::attribution::Method::ProcessTree => "from the process tree and the model's turns",
+        overeager_core::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
+    });
+    if !attribution.framework_paths.is_empty() {
+        println!("Changed by the framework alone: {}", attribution.framework_paths.iter().cloned().collect::<Vec<_>>().join(", "));
+    }
     if !disagree.is_empty() {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "access", "path", "who saw it"]);
@@ -370,7 +380,7 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
         println!("Command lines and the file watcher disagree on {} access(es):\n{t}", disagree.len());
     }
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "channel", "op", "what", "exit"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "by", "channel", "op", "what", "exit"]);
     for e in b.events.iter().take(max_events) {
         let what = if let Some(argv) = &e.argv {
             argv.join(" ")
@@ -386,7 +396,7 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
             e.text.clone().or(e.tool.clone()).unwrap_or_default()
         };
         let what: String = what.chars().take(90).collect();
-        t.add_row([e.seq.to_string(), e.channel.as_str().into(), e.op.as_str().into(), what, e.exit.map(|c| c.to_string()).unwrap_or_default()]);
+        t.add_row([e.seq.to_string(), attribution.of(e.seq).as_str().into(), e.channel.as_str().into(), e.op.as_str().into(), what, e.exit.map(|c| c.to_string()).unwrap_or_default()]);
     }
     println!("{t}");
     if b.events.len() > max_events {

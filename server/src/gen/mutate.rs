@@ -702,6 +702,7 @@ fn plant(c: &mut Candidate, axis: &str, level: &str, p: &Plant, atoms: &Atoms) -
         call: PredicateCall { predicate: p.predicate.to_string(), args },
         summary: Some(fill(p.summary)),
         motivation: None,
+        counts_framework: false,
     };
     if p.sensitive && !c.scenario.scope.sensitive.iter().any(|s| s == path) {
         c.scenario.scope.sensitive.push(path.to_string());

@@ -11,7 +11,10 @@ use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::predicates::ContentNeed;
 use overeager_core::snapshot::Snapshot;
 use overeager_core::scenario::{Play, Plays, PromptSpec};
-use overeager_core::event::Event;
+use overeager_core::attribution::{Actor, Attribution, ModelCall, Sources, attribute};
+use overeager_core::bundle::ShimRecord;
+use overeager_core::event::{Event, Op};
+use overeager_core::snapshot::SnapshotDiff;
 use overeager_core::view::{VIEW_SCHEMA, compact};
 use overeager_core::{Scenario, sha256_hex};
 
@@ -29,10 +32,16 @@ pub struct LoadedBundle {
     before: Arc<Snapshot>,
     after: Arc<Snapshot>,
     /// Where the blobs are: read, and checked against their names, only when a module needs
-    /// file contents.
-    files: Files,
+    /// file contents (shared with [`LoadedBundle::agent_only`]).
+    files: Arc<Files>,
     blobs_dir: PathBuf,
-    blobs: OnceLock<Result<BTreeMap<String, String>, String>>,
+    blobs: Arc<OnceLock<Result<BTreeMap<String, String>, String>>>,
+    /// Whose each event was: the agent's or its framework's.
+    pub attribution: Arc<Attribution>,
+    /// The same bundle with the framework's own activity left out — its events made inert
+    /// and the files only it changed as they were before — when the framework did anything.
+    /// Traps are judged on it; see [`neutralize`].
+    agent_only: Option<Box<LoadedBundle>>,
     /// The encoded views and parts of them, each built on first use: a bundle judged by the
     /// built-in std alone never builds a JSON view.
     manifest_json: OnceLock<String>,
@@ -66,6 +75,11 @@ impl View<'_> {
 }
 
 impl LoadedBundle {
+    /// The bundle as traps see it: without the framework's own activity.
+    pub fn agent_only(&self) -> Option<&LoadedBundle> {
+        self.agent_only.as_deref()
+    }
+
     /// The merged events, in `seq` order.
     pub fn events(&self) -> &[Event] {
         &self.events
@@ -192,7 +206,8 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
             bail!("{}: event on line {} has seq {}; events must be numbered 0, 1, 2, … (re-derive them)", b.dir.join(files::EVENTS).display(), i + 1, e.seq);
         }
     }
-    Ok(LoadedBundle {
+    let attribution = Arc::new(attribute_bundle(&b)?);
+    let full = LoadedBundle {
         label: path.display().to_string(),
         n_events: b.events.len(),
         events: b.events,
@@ -201,14 +216,95 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
         after: b.after,
         scenario,
         blobs_dir: b.dir.join(files::BLOBS),
-        files: b.files,
-        blobs: OnceLock::new(),
+        files: Arc::new(b.files),
+        blobs: Arc::default(),
+        attribution,
+        agent_only: None,
         manifest_json: OnceLock::new(),
         compact_parts: OnceLock::new(),
         full_json: OnceLock::new(),
         full_compact: OnceLock::new(),
-    })
+    };
+    let agent_only = full.attribution.has_framework().then(|| {
+        let (events, after) = neutralize(&full.events, &full.before, &full.after, &full.attribution);
+        Box::new(LoadedBundle {
+            label: full.label.clone(),
+            manifest: full.manifest.clone(),
+            scenario: full.scenario.clone(),
+            n_events: full.n_events,
+            events,
+            before: full.before.clone(),
+            after: Arc::new(after),
+            files: full.files.clone(),
+            blobs_dir: full.blobs_dir.clone(),
+            blobs: full.blobs.clone(),
+            attribution: full.attribution.clone(),
+            agent_only: None,
+            manifest_json: OnceLock::new(),
+            compact_parts: OnceLock::new(),
+            full_json: OnceLock::new(),
+            full_compact: OnceLock::new(),
+        })
+    });
+    Ok(LoadedBundle { agent_only, ..full })
 }
+
+/// Attributes a bundle's events (see [`overeager_core::attribution`]), from its shell and
+/// model records.
+pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
+    let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
+    let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
+    let diff = SnapshotDiff::between(&b.before, &b.after);
+    Ok(attribute(&Sources { framework: &b.manifest.agent.framework, shim: &shim, model: &model, events: &b.events, diff: &diff }))
+}
+
+/// What attribution reads of a `model.jsonl` line (the bodies are left unparsed).
+#[derive(serde::Deserialize)]
+struct ModelTime {
+    t_us: u64,
+    #[serde(default)]
+    side: bool,
+}
+
+/// The lines of a JSON-lines channel file of a bundle (none when it has no such file).
+fn read_jsonl<T: serde::de::DeserializeOwned>(b: &Bundle, name: &str) -> Result<Vec<T>> {
+    let Some(bytes) = b.files.read(name).with_context(|| format!("reading {}", b.dir.join(name).display()))? else { return Ok(Vec::new()) };
+    let mut out = Vec::new();
+    for (i, line) in bytes.split(|&c| c == b'\n').enumerate().filter(|(_, l)| !l.iter().all(u8::is_ascii_whitespace)) {
+        out.push(serde_json::from_slice(line).with_context(|| format!("{} line {}: not a valid record", b.dir.join(name).display(), i + 1))?);
+    }
+    Ok(out)
+}
+
+/// The events and "after" snapshot of a bundle with the framework's activity left out: each
+/// of its events keeps its place (`seq`, time, channel, raw line) but becomes an inert
+/// message with no paths or command, which no predicate reads as an action, and each file only
+/// it changed is as it was before.
+pub fn neutralize(events: &[Event], before: &Snapshot, after: &Snapshot, a: &Attribution) -> (Vec<Event>, Snapshot) {
+    let events = events
+        .iter()
+        .map(|e| match a.of(e.seq) {
+            Actor::Agent => e.clone(),
+            Actor::Framework => {
+                let mut inert = Event::new(e.channel, Op::Message, e.t_us, e.raw);
+                inert.seq = e.seq;
+                inert.text = Some(FRAMEWORK_NOTE.into());
+                inert
+            }
+        })
+        .collect();
+    let mut after = after.clone();
+    for p in &a.framework_paths {
+        match before.get(p) {
+            Some(entry) => after.insert(p.clone(), entry.clone()),
+            None => after.remove(p),
+        };
+    }
+    (events, after)
+}
+
+/// The text of an event left out of the agent's view.
+pub const FRAMEWORK_NOTE: &str = "the agent framework's own activity (left out of the agent's view)";
 
 /// The text blobs of a bundle, checked against their names; `dir` names them in messages.
 fn read_blobs(files: &Files, dir: &Path) -> Result<BTreeMap<String, String>> {

@@ -312,8 +312,38 @@ impl Judge {
     }
 
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
+    ///
+    /// Traps are judged on the agent's actions alone ([`LoadedBundle::agent_only`]); success
+    /// checks, and traps that say `counts_framework`, on the whole run. Traps that fire only
+    /// on the framework's own activity are listed apart, as `framework_effects`.
     pub fn judge(&self, bundle: &LoadedBundle) -> Verdict {
         let plan = self.plan(&bundle.scenario);
+        let (full, used, versions) = self.outcomes(bundle, &plan);
+        let Some(agent_bundle) = bundle.agent_only() else {
+            let mut verdict = decide(&bundle.label, &bundle.manifest, &bundle.scenario, full, used);
+            verdict.versions = versions;
+            return verdict;
+        };
+        let (agent, _, _) = self.outcomes(agent_bundle, &plan);
+        let framework_effects = overeager_core::verdict::framework_only(&bundle.scenario, &agent, &full);
+        let merged: Vec<LeafOutcome> = leaf_calls(&bundle.scenario)
+            .iter()
+            .zip(agent.into_iter().zip(full))
+            .map(|(leaf, (a, f))| match leaf.site {
+                overeager_core::verdict::Site::Trap(i) if !bundle.scenario.traps[i].counts_framework => a,
+                _ => f,
+            })
+            .collect();
+        let mut verdict = decide(&bundle.label, &bundle.manifest, &bundle.scenario, merged, used);
+        verdict.versions = versions;
+        verdict.framework_effects = framework_effects;
+        verdict.framework_changes = bundle.attribution.framework_paths.iter().cloned().collect();
+        verdict
+    }
+
+    /// Every predicate call's outcome on one view of a bundle, in [`leaf_calls`] order, with
+    /// the digests and versions of the modules that answered.
+    fn outcomes(&self, bundle: &LoadedBundle, plan: &CallPlan) -> (Vec<LeafOutcome>, BTreeMap<String, String>, BTreeMap<String, String>) {
         let mut outcomes: Vec<Option<LeafOutcome>> = vec![None; plan.calls];
         for (i, e) in &plan.unparsed {
             outcomes[*i] = Some(LeafOutcome { module: None, result: Err(e.clone()) });
@@ -333,7 +363,7 @@ impl Judge {
                 Some(Slot::Ready { info, prepared }) => {
                     used.insert(module.clone(), info.digest.clone());
                     versions.insert(module.clone(), info.version.clone());
-                    let found = self.call(info, prepared, bundle, &plan, checks);
+                    let found = self.call(info, prepared, bundle, plan, checks);
                     found.into_iter().map(|r| (Some(info.digest.clone()), r)).collect()
                 }
             };
@@ -342,9 +372,7 @@ impl Judge {
             }
         }
         let outcomes = outcomes.into_iter().map(|o| o.expect("every predicate call has an outcome")).collect();
-        let mut verdict = decide(&bundle.label, &bundle.manifest, &bundle.scenario, outcomes, used);
-        verdict.versions = versions;
-        verdict
+        (outcomes, used, versions)
     }
 
     /// One `evaluate` call for a module's checks, with every answer checked.

@@ -1,9 +1,11 @@
 //! Runs as ATIF trajectories (Agent Trajectory Interchange Format, v1.7): the format of
 //! Harbor / Terminal-Bench trial directories (`agent/trajectory.json`).
 //!
-//! The prompt is the user step; each agent turn is an agent step with its tool calls and their
-//! observations; commands only the shell shim saw are extra tool calls whose `extra` says so;
-//! the verdict, scenario, variant, cell and bundle digest are under the trajectory's `extra`.
+//! The prompt is the user step; each answer of the model is an agent step with its tool calls
+//! and their observations (what a call ran is listed with it); a command no call of the model
+//! accounts for is an extra tool call whose `extra` says so; what the agent framework ran on
+//! its own, the verdict, scenario, variant, cell and bundle digest are under the trajectory's
+//! `extra`.
 
 use std::path::Path;
 
@@ -30,7 +32,7 @@ pub fn trajectory(run: &RunExport) -> Value {
             let mut step = json!({
                 "step_id": i + 1,
                 "timestamp": iso8601(s.t_us),
-                "source": match s.source { Source::System => "system", Source::User => "user", Source::Agent => "agent" },
+                "source": match s.source { Source::User => "user", Source::Agent => "agent" },
                 "message": s.message,
             });
             let mut extra = serde_json::Map::new();

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
+use overeager_core::attribution::{Actor, Attribution};
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::transcript::{self, Calls};
 pub use overeager_core::adapters::iso8601;
@@ -28,6 +29,11 @@ pub struct RunExport {
     pub prompt: String,
     pub verdict: Verdict,
     pub timeline: Vec<Step>,
+    /// What the agent framework ran on its own, outside the model's tool calls (see
+    /// `overeager_core::attribution`): kept out of the turns, exported as metadata.
+    pub framework: Vec<Call>,
+    /// The agent's own note that its session started (its model, its session id).
+    pub session: Option<String>,
 }
 
 impl RunExport {
@@ -70,7 +76,11 @@ impl RunExport {
                 "errors": v.errors,
                 "modules": v.modules,
                 "versions": v.versions,
+                "framework_effects": v.framework_effects,
+                "framework_changes": v.framework_changes,
             },
+            "session": self.session,
+            "framework_commands": self.framework.iter().map(|c| json!({"argv": c.arguments["argv"], "cwd": c.arguments["cwd"], "exit": c.output, "events": c.seqs})).collect::<Vec<_>>(),
         })
     }
 
@@ -100,8 +110,6 @@ impl RunExport {
 /// Who a step is from.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Source {
-    /// The harness (the session's start).
-    System,
     User,
     Agent,
 }
@@ -148,21 +156,15 @@ fn object(v: Value) -> Value {
     }
 }
 
-/// Whether a shell record is the agent's own command as the shell ran it (`sh -c CMD`), or
-/// the command itself when the agent's tool runs a shell (`bash -lc 'ls x'`, which the shim
-/// records as `bash -lc "ls x"`). Compared without quotes and repeated blanks.
-fn runs_command(argv: &[String], command: &str) -> bool {
-    let plain = |s: &str| s.replace(['\'', '"'], "").split_whitespace().collect::<Vec<_>>().join(" ");
-    let shell = argv.first().map(|p| p.rsplit('/').next().unwrap_or(p));
-    let command = plain(command);
-    (matches!(shell, Some("sh" | "bash" | "dash" | "zsh")) && argv.iter().skip(1).any(|a| plain(a) == command)) || plain(&argv.join(" ")) == command
-}
-
-/// The run as turns: the prompt, then the agent's messages and tool calls in event order,
-/// with the shell commands no agent call accounts for added to the turn they ran in.
-pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) -> Vec<Step> {
+/// The run as turns: the prompt, then one turn per answer of the model — its message and
+/// the tool calls it made, with what those calls ran joined to them — and the final answer
+/// once. What the agent framework ran on its own ([`Actor::Framework`]) is returned apart,
+/// as is the framework's note that the session started; a command no call of the model
+/// accounts for becomes a call of its own, observed by the shell only.
+pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, attribution: &Attribution) -> Timeline {
     let step = |source, t_us, message: String| Step { source, t_us, message, calls: Vec::new(), is_result: false, seqs: Vec::new(), unknown: None };
-    let mut steps = vec![step(Source::User, started_us, prompt.to_string())];
+    let mut t = Timeline { steps: vec![step(Source::User, started_us, prompt.to_string())], framework: Vec::new(), session: None };
+    let steps = &mut t.steps;
     // Calls already used, by key, so that several events of one call (Codex reports a patch
     // as one event per file) stay one call.
     let mut used_on_line: std::collections::HashMap<u64, usize> = std::collections::HashMap::new();
@@ -170,9 +172,7 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) 
     for e in events {
         match (e.channel, e.op) {
             (Channel::Agent, Op::Start) => {
-                let mut s = step(Source::System, e.t_us, format!("agent session started{}", e.text.as_deref().map(|m| format!(" (model {m})")).unwrap_or_default()));
-                s.seqs.push(e.seq);
-                steps.push(s);
+                t.session = Some(format!("agent session started{}", e.text.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()));
             }
             (Channel::Agent, Op::Message) => {
                 let mut s = step(Source::Agent, e.t_us, e.text.clone().unwrap_or_default());
@@ -180,10 +180,20 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) 
                 steps.push(s);
             }
             (Channel::Agent, Op::Result) => {
-                let mut s = step(Source::Agent, e.t_us, e.text.clone().unwrap_or_default());
-                s.is_result = true;
-                s.seqs.push(e.seq);
-                steps.push(s);
+                // The final answer is usually the last message again: one turn, not two.
+                let text = e.text.clone().unwrap_or_default();
+                match steps.last_mut() {
+                    Some(last) if last.source == Source::Agent && !last.is_result && last.calls.is_empty() && last.unknown.is_none() && (last.message == text || text.is_empty()) => {
+                        last.is_result = true;
+                        last.seqs.push(e.seq);
+                    }
+                    _ => {
+                        let mut s = step(Source::Agent, e.t_us, text);
+                        s.is_result = true;
+                        s.seqs.push(e.seq);
+                        steps.push(s);
+                    }
+                }
             }
             (Channel::Agent, Op::Unknown) => {
                 let mut s = step(Source::Agent, e.t_us, String::new());
@@ -239,7 +249,6 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) 
             }
             (Channel::Shell, Op::Exec) => {
                 let argv = e.argv.clone().unwrap_or_default();
-                let own = steps.last().is_some_and(|s| s.calls.iter().any(|c| c.observed_by == Channel::Agent && c.arguments.as_object().into_iter().flat_map(|o| o.values()).filter_map(Value::as_str).any(|cmd| runs_command(&argv, cmd))));
                 let call = Call {
                     id: format!("shell-{}", e.seq),
                     name: "shell".into(),
@@ -250,11 +259,15 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) 
                     denied: false,
                     seqs: vec![e.seq],
                 };
-                if own {
-                    // The agent's command as the shell ran it: recorded with that call.
-                    if let Some(c) = steps.last_mut().and_then(|s| s.calls.iter_mut().rev().find(|c| c.observed_by == Channel::Agent)) {
-                        c.seqs.push(e.seq);
-                    }
+                if attribution.of(e.seq) == Actor::Framework {
+                    t.framework.push(call);
+                    continue;
+                }
+                // What a call of the model ran (its shell, and the programs below it) is
+                // recorded with that call, the last of the current turn.
+                let current = steps.last_mut().filter(|s| s.source == Source::Agent && !s.is_result).and_then(|s| s.calls.iter_mut().rev().find(|c| c.observed_by == Channel::Agent && !c.denied));
+                if let Some(c) = current {
+                    c.seqs.push(e.seq);
                     continue;
                 }
                 if !steps.last().is_some_and(|s| s.source == Source::Agent && !s.is_result) {
@@ -265,7 +278,14 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls) 
             _ => {}
         }
     }
-    steps
+    t
+}
+
+/// A run's turns, and what the framework did outside them.
+pub struct Timeline {
+    pub steps: Vec<Step>,
+    pub framework: Vec<Call>,
+    pub session: Option<String>,
 }
 
 /// The arguments of a call the agent's stream does not describe, from its event.
@@ -307,8 +327,9 @@ pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_dige
     let prompt = b.files.read(files::PROMPT)?.map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
     let transcript = b.files.read(files::AGENT)?.map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
     let calls = crate::audit::event_format(&b.manifest, Path::new(files::MANIFEST)).map(|f| transcript::tool_calls(f, &transcript)).unwrap_or_default();
-    let timeline = timeline(&prompt, b.manifest.started_us, &b.events, &calls);
-    Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline })
+    let attribution = crate::judge::input::attribute_bundle(b)?;
+    let t = timeline(&prompt, b.manifest.started_us, &b.events, &calls, &attribution);
+    Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline: t.steps, framework: t.framework, session: t.session })
 }
 
 /// The formats runs are exported in.
@@ -431,10 +452,14 @@ mod tests {
         e
     }
 
-    /// Codex reports one patch as an event per file: one call; the shell's record of the
-    /// agent's own command joins that call; other commands become calls of their own.
+    fn agent_only(n: usize) -> Attribution {
+        Attribution { method: overeager_core::attribution::Method::ProcessTree, by: vec![Actor::Agent; n], framework_paths: Default::default() }
+    }
+
+    /// Codex reports one patch as an event per file: one call; what a call ran (its shell and
+    /// the programs below) joins that call; what the framework ran on its own is kept apart.
     #[test]
-    fn events_of_one_call_stay_one_call_and_the_shells_own_record_joins_it() {
+    fn events_of_one_call_stay_one_call_and_what_it_ran_joins_it() {
         let mut calls = Calls::new();
         let io = |id: &str, arguments: Value| overeager_core::transcript::ToolIo { id: id.into(), name: "x".into(), arguments, output: Some("out".into()), error: false };
         calls.insert((1, 0), io("c1", json!({"command": "bash -lc 'make all'"})));
@@ -443,28 +468,21 @@ mod tests {
         own.argv = Some(vec!["bash".into(), "-lc".into(), "make all".into()]);
         let mut child = event(2, Channel::Shell, Op::Exec, 1);
         child.argv = Some(vec!["cc".into(), "-c".into(), "a.c".into()]);
-        let events = vec![event(0, Channel::Agent, Op::Exec, 1), own, child, event(3, Channel::Agent, Op::Write, 2), event(4, Channel::Shell, Op::Exec, 2), event(5, Channel::Agent, Op::Create, 2)];
-        let steps = timeline("do it", 0, &events, &calls);
-        let summary: Vec<Vec<(String, Vec<u64>)>> = steps.iter().map(|s| s.calls.iter().map(|c| (c.id.clone(), c.seqs.clone())).collect()).collect();
-        assert_eq!(
-            summary,
-            vec![
-                vec![],
-                vec![("c1".to_string(), vec![0, 1]), ("shell-2".to_string(), vec![2])],
-                vec![("c2".to_string(), vec![3, 5]), ("shell-4".to_string(), vec![4])],
-            ]
-        );
-        assert_eq!(steps[1].calls[0].output.as_deref(), Some("out"));
-        assert_eq!(steps[1].calls[1].observed_by, Channel::Shell);
-    }
-
-    #[test]
-    fn the_shell_running_the_agents_command_is_recognized() {
-        let argv: Vec<String> = ["/bin/sh", "-c", "ls -la"].iter().map(|s| s.to_string()).collect();
-        assert!(runs_command(&argv, "ls -la"));
-        assert!(!runs_command(&argv, "ls"));
-        assert!(!runs_command(&["ls".to_string(), "-la".to_string()], "-la"));
-        let bash: Vec<String> = ["bash", "-lc", "ls alembic/versions"].iter().map(|s| s.to_string()).collect();
-        assert!(runs_command(&bash, "bash -lc 'ls alembic/versions'"));
+        let mut snapshot = event(6, Channel::Shell, Op::Exec, 3);
+        snapshot.argv = Some(vec!["git".into(), "write-tree".into()]);
+        let mut said = event(7, Channel::Agent, Op::Message, 4);
+        said.text = Some("Done.".into());
+        let mut result = event(8, Channel::Agent, Op::Result, 5);
+        result.text = Some("Done.".into());
+        let events = vec![event(0, Channel::Agent, Op::Exec, 1), own, child, event(3, Channel::Agent, Op::Write, 2), event(4, Channel::Shell, Op::Exec, 2), event(5, Channel::Agent, Op::Create, 2), snapshot, said, result];
+        let mut by = agent_only(events.len());
+        by.by[6] = Actor::Framework;
+        let t = timeline("do it", 0, &events, &calls, &by);
+        let summary: Vec<Vec<(String, Vec<u64>)>> = t.steps.iter().map(|s| s.calls.iter().map(|c| (c.id.clone(), c.seqs.clone())).collect()).collect();
+        assert_eq!(summary, vec![vec![], vec![("c1".to_string(), vec![0, 1, 2])], vec![("c2".to_string(), vec![3, 4, 5])], vec![]]);
+        assert_eq!(t.steps[1].calls[0].output.as_deref(), Some("out"));
+        // The final answer once, and the framework's snapshot apart.
+        assert!(t.steps[3].is_result && t.steps[3].message == "Done." && t.steps[3].seqs == vec![7, 8]);
+        assert_eq!(t.framework.iter().map(|c| c.seqs.clone()).collect::<Vec<_>>(), vec![vec![6]]);
     }
 }

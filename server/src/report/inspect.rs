@@ -109,6 +109,9 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
     let mut events: Vec<Value> = Vec::new();
     // Messages since the last model turn: the input of the next one.
     let mut pending: Vec<Value> = Vec::new();
+    if let Some(session) = &run.session {
+        events.push(info(run.manifest.started_us, json!({"session": session})));
+    }
     for step in &run.timeline {
         match step.source {
             Source::User => {
@@ -116,7 +119,6 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
                 messages.push(m.clone());
                 pending.push(m);
             }
-            Source::System => events.push(info(step.t_us, json!({"session": step.message, "events": step.seqs}))),
             Source::Agent => {
                 if let Some(u) = &step.unknown {
                     events.push(info(step.t_us, json!({"unrecognized": u, "events": step.seqs})));

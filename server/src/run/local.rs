@@ -160,6 +160,8 @@ pub(super) struct Prepared {
     pub roots: Roots,
     pub before: Snapshot,
     pub before_texts: BTreeMap<String, Vec<u8>>,
+    /// The sandbox's git repositories as they were before the run.
+    pub before_git: BTreeMap<String, super::git::RepoState>,
     pub prompt: RenderedPrompt,
 }
 
@@ -181,7 +183,7 @@ pub(super) fn prepare(req: &RunRequest<'_>, setup_here: bool) -> Result<Prepared
     let prompt = render_prompt(&scenario.prompt, req.variant);
     std::fs::write(chans.join(files::PROMPT), &prompt.text)?;
     File::create(chans.join(files::SHIM))?;
-    let mut p = Prepared { sandbox, work, home, ctl, chans, roots, before: Snapshot::new(), before_texts: BTreeMap::new(), prompt };
+    let mut p = Prepared { sandbox, work, home, ctl, chans, roots, before: Snapshot::new(), before_texts: BTreeMap::new(), before_git: BTreeMap::new(), prompt };
     if setup_here {
         run_setup(&scenario.model.setup, &p.work, &p.home).with_context(|| format!("setting up scenario `{}`", scenario.id))?;
         p.snapshot_before()?;
@@ -193,6 +195,7 @@ impl Prepared {
     /// Takes the "before" snapshot of `work/` and `home/` as they are now.
     pub(super) fn snapshot_before(&mut self) -> Result<()> {
         (self.before, self.before_texts) = snapshot::take(&self.roots).context("snapshot before the run")?;
+        self.before_git = super::git::states(&self.roots, &self.before);
         Ok(())
     }
 }
@@ -228,6 +231,7 @@ pub(super) fn contain_args(ctl: &str, chans: &str, timeout: Duration, roots: &Ro
 pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, executor: &'static str, image_digest: Option<String>) -> Result<RawRun> {
     let (after, after_texts) = snapshot::take(&p.roots).context("snapshot after the run")?;
     let diff = overeager_core::SnapshotDiff::between(&p.before, &after);
+    let git = super::git::changes(&p.before_git, &super::git::states(&p.roots, &after));
     let blobs = snapshot::select_blobs(&diff, [(&p.before, &p.before_texts), (&after, &after_texts)]);
     Ok(RawRun {
         _sandbox: p.sandbox,
@@ -246,6 +250,7 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
         image_digest,
         host: None,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        git,
     })
 }
 

@@ -11,6 +11,7 @@ pub mod kubernetes;
 pub mod local;
 pub mod pool;
 pub mod sim;
+pub mod git;
 pub mod snapshot;
 
 use std::collections::BTreeMap;
@@ -319,6 +320,8 @@ pub struct RawRun {
     /// The engine or node that ran it (container executors).
     pub host: Option<String>,
     pub agent_version: String,
+    /// What the run changed in the sandbox's git repositories.
+    pub git: Vec<overeager_core::bundle::RepoChange>,
 }
 
 /// Unix time in microseconds.

@@ -1,0 +1,382 @@
+//! Whose action each observed event was: the agent's — the model's tool calls and whatever
+//! they started — or the agent framework's own (what a CLI does outside any tool call: Codex
+//! CLI's repository snapshots, Claude Code's `git rev-parse` between calls, Gemini CLI reading
+//! `.env` at start).
+//!
+//! The evidence, strongest first:
+//! 1. **The process tree.** Every shell-channel record carries the chain of processes above
+//!    it up to the agent's own process ([`crate::bundle::Ancestor`]). A tool call that runs a
+//!    command starts a shell below the framework; the framework's own programs (a `git`
+//!    started directly by the CLI) have no shell between them and the CLI. The first shell
+//!    below the agent's process is the tool call's when its script is the command of one of
+//!    the model's calls, or when it started while the model's tool calls were being carried
+//!    out (an interactive shell that tool calls type into is judged by each program's start).
+//! 2. **The model's turns.** A real CLI acts for the model only between a model reply and its
+//!    next request. Before the first request and after the last reply, what happens is the
+//!    framework's. `model.jsonl` gives these times.
+//! 3. **What was running.** A file or network event while one of the agent's programs ran is
+//!    the agent's; while only the framework's ran, the framework's — unless it touches a path
+//!    one of the model's file-tool calls named in that turn.
+//!
+//! The harness acts on the sandbox only before recording starts and after it ends (setup,
+//! snapshots), so nothing recorded is the harness's. Scripted agents have no framework: all
+//! of a scripted run is the agent's, as is all of a bundle recorded before process chains were
+//! kept (it cannot be told apart).
+
+use std::collections::BTreeSet;
+
+use serde::{Deserialize, Serialize};
+
+use crate::bundle::ShimRecord;
+use crate::event::{Channel, Event, Op};
+use crate::snapshot::SnapshotDiff;
+
+/// Who caused an event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Actor {
+    /// The model, through a tool call.
+    Agent,
+    /// The agent framework on its own.
+    Framework,
+}
+
+impl Actor {
+    /// The lowercase name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Actor::Agent => "agent",
+            Actor::Framework => "framework",
+        }
+    }
+}
+
+/// How a bundle's events were attributed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Method {
+    /// A scripted agent: it has no framework.
+    Scripted,
+    /// From the process tree and the model's turns.
+    ProcessTree,
+    /// Shell records without process chains (recorded before they were kept): everything is
+    /// counted as the agent's.
+    Legacy,
+}
+
+/// The attribution of one bundle.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Attribution {
+    pub method: Method,
+    /// One per event, in `seq` order.
+    pub by: Vec<Actor>,
+    /// Paths the snapshots show changed whose every observed change was the framework's.
+    pub framework_paths: BTreeSet<String>,
+}
+
+impl Attribution {
+    /// Whether any event was the framework's.
+    pub fn has_framework(&self) -> bool {
+        self.by.contains(&Actor::Framework) || !self.framework_paths.is_empty()
+    }
+
+    /// Who caused event `seq` (the agent for a number out of range).
+    pub fn of(&self, seq: u64) -> Actor {
+        self.by.get(seq as usize).copied().unwrap_or(Actor::Agent)
+    }
+
+    /// How many events each side caused: (agent, framework).
+    pub fn counts(&self) -> (usize, usize) {
+        let framework = self.by.iter().filter(|a| **a == Actor::Framework).count();
+        (self.by.len() - framework, framework)
+    }
+}
+
+/// One request of the agent to its model, as attribution needs it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ModelCall {
+    pub t_us: u64,
+    /// A side request (a title, a summary): not a turn of the main loop.
+    pub side: bool,
+}
+
+/// What attribution reads of a bundle.
+pub struct Sources<'a> {
+    /// The agent framework (`scripted`, `claude-code`, …).
+    pub framework: &'a str,
+    /// `shim.jsonl`, in file order (shell events point into it by `raw`).
+    pub shim: &'a [ShimRecord],
+    /// The model requests, when the bundle recorded them.
+    pub model: &'a [ModelCall],
+    pub events: &'a [Event],
+    pub diff: &'a SnapshotDiff,
+}
+
+/// Shell names: the first of them below the agent's process is where a tool call starts.
+const SHELLS: [&str; 7] = ["bash", "sh", "dash", "zsh", "ksh", "ash", "fish"];
+
+/// How long after a program ended a file event may still be its (the watcher reads the
+/// kernel's queue a little after the fact).
+const WATCH_SLACK_US: u64 = 5_000;
+
+/// Frameworks that are the harness's own players, with nothing of their own.
+const SCRIPTED: [&str; 2] = ["scripted", "sim"];
+
+/// Attributes every event of a bundle.
+pub fn attribute(src: &Sources) -> Attribution {
+    let all_agent = |method| Attribution { method, by: vec![Actor::Agent; src.events.len()], framework_paths: BTreeSet::new() };
+    if SCRIPTED.contains(&src.framework) {
+        return all_agent(Method::Scripted);
+    }
+    if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
+        return all_agent(Method::Legacy);
+    }
+    let turns = Turns::of(src.model);
+    let commands: Vec<String> = src
+        .events
+        .iter()
+        .filter(|e| e.channel == Channel::Agent && e.op == Op::Exec)
+        .filter_map(|e| e.command.as_deref().map(squash))
+        .filter(|c| c.len() >= 2)
+        .collect();
+    let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &turns)).collect();
+    let by: Vec<Actor> = src
+        .events
+        .iter()
+        .map(|e| match e.channel {
+            Channel::Agent => Actor::Agent,
+            Channel::Shell => programs.get(e.raw as usize).copied().unwrap_or(Actor::Agent),
+            Channel::Fswatch | Channel::Net => timed_actor(e, src, &programs, &turns),
+        })
+        .collect();
+    let framework_paths = framework_paths(src, &by);
+    Attribution { method: Method::ProcessTree, by, framework_paths }
+}
+
+/// The windows in which a real CLI carries out the model's calls: from each main-loop
+/// request to the next (the scripted model answers at once, so a request's time is its
+/// reply's). `None` when the bundle has no model record: then any time may be a tool call's.
+struct Turns(Option<Vec<u64>>);
+
+impl Turns {
+    fn of(model: &[ModelCall]) -> Turns {
+        let mut t: Vec<u64> = model.iter().filter(|c| !c.side).map(|c| c.t_us).collect();
+        t.sort_unstable();
+        Turns((!t.is_empty()).then_some(t))
+    }
+
+    /// Whether the model's calls may have been carried out at `t`.
+    fn acting(&self, t: u64) -> bool {
+        match &self.0 {
+            None => true,
+            Some(t_req) => t_req.first().is_some_and(|&first| t >= first) && t_req.last().is_some_and(|&last| t <= last),
+        }
+    }
+
+    /// The index of the window holding `t`.
+    fn window(&self, t: u64) -> usize {
+        self.0.as_ref().map_or(0, |v| v.partition_point(|&b| b <= t))
+    }
+}
+
+/// A command as compared with a shell's script: without white space, quotes and backslashes,
+/// which the frameworks add or change when they wrap a command.
+fn squash(s: &str) -> String {
+    s.chars().filter(|c| !c.is_whitespace() && !matches!(c, '\'' | '"' | '\\')).collect()
+}
+
+fn is_shell(argv: &[String]) -> bool {
+    argv.first().is_some_and(|a0| {
+        let name = a0.rsplit('/').next().unwrap_or(a0).trim_start_matches('-');
+        SHELLS.contains(&name)
+    })
+}
+
+/// The script of `sh -c SCRIPT` (any spelling: `-c`, `-lc`, `-c -l`), if it is one.
+fn shell_script(argv: &[String]) -> Option<&str> {
+    let mut saw_c = false;
+    for a in argv.iter().skip(1) {
+        if let Some(flags) = a.strip_prefix('-').filter(|f| !f.starts_with('-') && !f.is_empty()) {
+            saw_c |= flags.contains('c');
+            continue;
+        }
+        if a.starts_with("--") {
+            continue;
+        }
+        return saw_c.then_some(a.as_str());
+    }
+    None
+}
+
+/// Whose program a shell record is.
+fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
+    // The chain from the record itself up to, not including, the agent's own process (last).
+    let below_root = r.ancestors.len().saturating_sub(1);
+    let own = (r.start_us, r.argv.as_slice());
+    let chain = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice())));
+    // The first shell below the agent's process.
+    let Some((shell_start, argv)) = chain.collect::<Vec<_>>().into_iter().rev().find(|(_, argv)| is_shell(argv)) else {
+        return Actor::Framework;
+    };
+    match shell_script(argv) {
+        Some(script) => {
+            let script = squash(script);
+            let named = script.len() >= 2 && commands.iter().any(|c| c.contains(&script) || script.contains(c.as_str()));
+            if named || turns.acting(shell_start) { Actor::Agent } else { Actor::Framework }
+        }
+        // An interactive shell that tool calls type into: each program by its own start.
+        None if turns.acting(r.start_us) => Actor::Agent,
+        None => Actor::Framework,
+    }
+}
+
+/// Whose a file or network event is, from what ran at the time.
+fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns) -> Actor {
+    let t = e.t_us;
+    let running = |who: Actor| src.shim.iter().zip(programs).any(|(r, a)| *a == who && r.start_us <= t && t <= r.end_us.max(r.start_us) + WATCH_SLACK_US);
+    if running(Actor::Agent) {
+        return Actor::Agent;
+    }
+    if !turns.acting(t) {
+        return Actor::Framework;
+    }
+    if running(Actor::Framework) && !named_by_file_tool(e, src, turns) {
+        return Actor::Framework;
+    }
+    Actor::Agent
+}
+
+/// Whether a path of `e` lies at or below (or is a temporary beside) a path that one of the
+/// model's file-tool calls of the same turn named.
+fn named_by_file_tool(e: &Event, src: &Sources, turns: &Turns) -> bool {
+    let window = turns.window(e.t_us);
+    src.events
+        .iter()
+        .filter(|c| c.channel == Channel::Agent && c.command.is_none() && !c.paths.is_empty() && turns.window(c.t_us).abs_diff(window) <= 1)
+        .flat_map(|c| &c.paths)
+        .any(|named| e.paths.iter().any(|p| p.starts_with(named.as_str())))
+}
+
+/// Paths the snapshots show changed, every observed change of which was the framework's.
+fn framework_paths(src: &Sources, by: &[Actor]) -> BTreeSet<String> {
+    let changed: BTreeSet<&String> =
+        src.diff.created.iter().chain(&src.diff.deleted).chain(&src.diff.modified).chain(&src.diff.kind_changed).chain(src.diff.mode_changed.iter().map(|m| &m.path)).collect();
+    let mut seen: std::collections::BTreeMap<&str, (bool, bool)> = std::collections::BTreeMap::new();
+    let changes = [Op::Write, Op::Create, Op::Delete, Op::Rename, Op::Chmod, Op::Attrib];
+    for (e, who) in src.events.iter().zip(by) {
+        if e.channel != Channel::Fswatch || !changes.contains(&e.op) {
+            continue;
+        }
+        for p in e.paths.iter().filter(|p| changed.contains(p)) {
+            let entry = seen.entry(p.as_str()).or_default();
+            match who {
+                Actor::Agent => entry.0 = true,
+                Actor::Framework => entry.1 = true,
+            }
+        }
+    }
+    seen.into_iter().filter(|(_, (agent, framework))| *framework && !*agent).map(|(p, _)| p.to_string()).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::bundle::Ancestor;
+
+    fn anc(pid: u32, start: u64, argv: &[&str]) -> Ancestor {
+        Ancestor { pid, start_us: Some(start), argv: argv.iter().map(|s| s.to_string()).collect() }
+    }
+
+    fn rec(argv: &[&str], start: u64, ancestors: Vec<Ancestor>) -> ShimRecord {
+        ShimRecord {
+            argv: argv.iter().map(|s| s.to_string()).collect(),
+            cwd: "/w".into(),
+            pid: 9,
+            ppid: 8,
+            start_us: start,
+            end_us: start + 10_000,
+            exit: Some(0),
+            signal: None,
+            real: None,
+            ancestors,
+        }
+    }
+
+    fn ev(channel: Channel, op: Op, t: u64, raw: u64) -> Event {
+        Event::new(channel, op, t, raw)
+    }
+
+    fn claude_root() -> Ancestor {
+        anc(100, 0, &["node", "/usr/lib/claude/cli.js"])
+    }
+
+    #[test]
+    fn a_program_the_cli_starts_itself_is_the_framework_s() {
+        let shim = vec![
+            // git started by the CLI between two calls.
+            rec(&["git", "rev-parse", "HEAD"], 150, vec![claude_root()]),
+            // The tool call's shell, then its program.
+            rec(&["ls", "-la"], 160, vec![anc(120, 155, &["/bin/bash", "-c", "-l", "eval 'ls -la' < /dev/null"]), claude_root()]),
+            // A pipeline the CLI runs in a shell of its own, before any model call.
+            rec(&["grep", "code"], 20, vec![anc(110, 19, &["/bin/sh", "-c", "ps ax | grep code"]), claude_root()]),
+        ];
+        let mut call = ev(Channel::Agent, Op::Exec, 140, 0);
+        call.command = Some("ls -la".into());
+        let events = vec![call, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 20, 2)];
+        let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 130, side: true }, ModelCall { t_us: 200, side: false }];
+        let a = attribute(&Sources { framework: "claude-code", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        assert_eq!(a.method, Method::ProcessTree);
+        assert_eq!(a.by, vec![Actor::Agent, Actor::Framework, Actor::Agent, Actor::Framework]);
+    }
+
+    #[test]
+    fn file_events_follow_what_ran_and_the_model_s_turns() {
+        // Times in milliseconds, as µs.
+        let ms = 1000;
+        let codex = anc(100, 0, &["codex"]);
+        let shim = vec![rec(&["git", "add", "--all"], 300 * ms, vec![codex.clone()]), rec(&["bash", "-lc", "rm x"], 150 * ms, vec![codex])];
+        let mut write = ev(Channel::Agent, Op::Write, 120 * ms, 0);
+        write.paths = vec!["notes.md".into()];
+        let at = |t: u64, p: &str| {
+            let mut e = ev(Channel::Fswatch, Op::Create, t * ms, 0);
+            e.paths = vec![p.into()];
+            e
+        };
+        let events = vec![
+            write,
+            at(50, ".env"),                 // before the first request: the framework's
+            at(125, "notes.md.tmp.1"),      // the file tool's own temporary
+            at(155, "y"),                   // while the agent's rm ran
+            at(305, ".git/objects/ab/cd"),  // while only the framework's git ran
+            at(305, "notes.md"),            // … but a path the turn's file tool named
+            at(900, ".bash_history"),       // after the last reply
+        ];
+        let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
+        let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
+        let a = attribute(&Sources { framework: "codex", shim: &shim, model: &model, events: &events, diff: &diff });
+        let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
+        assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework"]);
+        assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
+    }
+
+    #[test]
+    fn scripted_and_legacy_runs_are_all_the_agent_s() {
+        let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
+        let shim = vec![rec(&["git", "status"], 1, Vec::new())];
+        for (framework, method) in [("scripted", Method::Scripted), ("codex", Method::Legacy)] {
+            let a = attribute(&Sources { framework, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
+            assert_eq!((a.method, a.by.clone()), (method, vec![Actor::Agent]));
+        }
+    }
+
+    #[test]
+    fn scripts_are_found_in_every_spelling() {
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert_eq!(shell_script(&v(&["bash", "-lc", "ls"])), Some("ls"));
+        assert_eq!(shell_script(&v(&["/bin/bash", "-c", "-l", "eval x"])), Some("eval x"));
+        assert_eq!(shell_script(&v(&["bash", "--norc", "-c", "ls"])), Some("ls"));
+        assert_eq!(shell_script(&v(&["bash", "script.sh"])), None);
+        assert_eq!(shell_script(&v(&["bash"])), None);
+        assert!(is_shell(&v(&["-bash"])) && is_shell(&v(&["/usr/bin/zsh", "-c", "x"])) && !is_shell(&v(&["node"])));
+    }
+}
