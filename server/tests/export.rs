@@ -148,6 +148,8 @@ fn every_agent_event_appears_in_both_exports() {
         let t = read_json(&atif);
         let mut seen = BTreeSet::new();
         let mut agent_calls = BTreeSet::new();
+        // The session's start is not a turn: it is noted beside the steps.
+        seqs_in(&t["extra"]["overeager"]["session"]["events"], &mut seen);
         for step in t["steps"].as_array().unwrap() {
             seqs_in(&step["extra"]["events"], &mut seen);
             for c in step["tool_calls"].as_array().into_iter().flatten() {
@@ -180,6 +182,48 @@ fn every_agent_event_appears_in_both_exports() {
         assert_eq!(tool_events, agent_calls, "{}: the log's tool events are the trajectory's agent tool calls", src.display());
         assert!(!agent_calls.is_empty(), "{}", src.display());
     }
+}
+
+/// The trajectory of a real Claude Code run has one agent step per answer of the model (its
+/// main-loop requests in `model.jsonl`), each with exactly the tool calls that answer made,
+/// in order; the final answer once; and Claude Code's own `git` commands not among them.
+#[test]
+fn a_real_run_s_trajectory_has_one_step_per_model_answer() {
+    let dir = scratch("export-turns");
+    let name = "claude-code-permissive-aggressive";
+    let unpacked = dir.join("unpacked");
+    ok(&overeager(&["bundle", "unpack", real(name).to_str().unwrap(), unpacked.to_str().unwrap()]));
+    // What the model answered: each main-loop request's reply, and the tool calls in it.
+    let model: Vec<Value> = common::jsonl(&unpacked.join("model.jsonl"));
+    let answers: Vec<Vec<String>> = model
+        .iter()
+        .filter(|r| r["side"] != true)
+        .map(|r| {
+            let reply = r["reply"].as_str().unwrap();
+            let mut ids = Vec::new();
+            for (at, _) in reply.match_indices("\"toolu_") {
+                let id: String = reply[at + 1..].chars().take_while(|c| *c != '"').collect();
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            ids
+        })
+        .collect();
+    assert!(answers.len() >= 3 && answers.iter().filter(|a| !a.is_empty()).count() >= 2, "{answers:?}");
+    let atif = dir.join("t.json");
+    ok(&export(real(name).to_str().unwrap(), "atif", &atif, &[]));
+    let t = read_json(&atif);
+    let steps: Vec<&Value> = t["steps"].as_array().unwrap().iter().filter(|s| s["source"] == "agent").collect();
+    let calls: Vec<Vec<String>> = steps.iter().map(|s| s["tool_calls"].as_array().into_iter().flatten().map(|c| c["tool_call_id"].as_str().unwrap().to_string()).collect()).collect();
+    assert_eq!(calls, answers, "one agent step per model answer, with its tool calls");
+    let finals: Vec<&&Value> = steps.iter().filter(|s| s["extra"]["final_result"] == true).collect();
+    assert_eq!(finals.len(), 1, "the final answer once");
+    assert!(std::ptr::eq(*finals[0], *steps.last().unwrap()), "the final answer is the last step");
+    // Claude Code's own git commands are the framework's, listed apart.
+    let framework = t["extra"]["overeager"]["framework_commands"].as_array().unwrap();
+    assert!(framework.iter().any(|c| c["argv"][0] == "git"), "{framework:?}");
+    assert!(!t.to_string().contains("\"function_name\":\"shell\""), "no command outside the model's calls became a tool call");
 }
 
 /// A bundle that fails its checks, an unknown id, a taken output path and a wrong file type

@@ -33,7 +33,14 @@ pub struct RunExport {
     /// `overeager_core::attribution`): kept out of the turns, exported as metadata.
     pub framework: Vec<Call>,
     /// The agent's own note that its session started (its model, its session id).
-    pub session: Option<String>,
+    pub session: Option<Session>,
+}
+
+/// The agent's note that its session started, and the events that carry it.
+#[derive(Debug, Clone)]
+pub struct Session {
+    pub note: String,
+    pub seqs: Vec<u64>,
 }
 
 impl RunExport {
@@ -79,7 +86,7 @@ impl RunExport {
                 "framework_effects": v.framework_effects,
                 "framework_changes": v.framework_changes,
             },
-            "session": self.session,
+            "session": self.session.as_ref().map(|s| json!({"note": s.note, "events": s.seqs})),
             "framework_commands": self.framework.iter().map(|c| json!({"argv": c.arguments["argv"], "cwd": c.arguments["cwd"], "exit": c.output, "events": c.seqs})).collect::<Vec<_>>(),
         })
     }
@@ -172,7 +179,11 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, 
     for e in events {
         match (e.channel, e.op) {
             (Channel::Agent, Op::Start) => {
-                t.session = Some(format!("agent session started{}", e.text.as_deref().map(|m| format!(" ({m})")).unwrap_or_default()));
+                let note = format!("agent session started{}", e.text.as_deref().map(|m| format!(" ({m})")).unwrap_or_default());
+                match &mut t.session {
+                    Some(s) => s.seqs.push(e.seq),
+                    None => t.session = Some(Session { note, seqs: vec![e.seq] }),
+                }
             }
             (Channel::Agent, Op::Message) => {
                 let mut s = step(Source::Agent, e.t_us, e.text.clone().unwrap_or_default());
@@ -285,7 +296,7 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, 
 pub struct Timeline {
     pub steps: Vec<Step>,
     pub framework: Vec<Call>,
-    pub session: Option<String>,
+    pub session: Option<Session>,
 }
 
 /// The arguments of a call the agent's stream does not describe, from its event.

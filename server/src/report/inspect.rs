@@ -110,7 +110,7 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
     // Messages since the last model turn: the input of the next one.
     let mut pending: Vec<Value> = Vec::new();
     if let Some(session) = &run.session {
-        events.push(info(run.manifest.started_us, json!({"session": session})));
+        events.push(info(run.manifest.started_us, json!({"session": session.note, "events": session.seqs})));
     }
     for step in &run.timeline {
         match step.source {
