@@ -102,8 +102,8 @@ pub struct ModelCall {
 
 /// What attribution reads of a bundle.
 pub struct Sources<'a> {
-    /// The agent framework (`scripted`, `claude-code`, …).
-    pub framework: &'a str,
+    /// The agent's id as the manifest gives it (`scripted:cautious`, `codex:permissive:…`).
+    pub agent: &'a str,
     /// `shim.jsonl`, in file order (shell events point into it by `raw`).
     pub shim: &'a [ShimRecord],
     /// The model requests, when the bundle recorded them.
@@ -119,13 +119,13 @@ const SHELLS: [&str; 7] = ["bash", "sh", "dash", "zsh", "ksh", "ash", "fish"];
 /// kernel's queue a little after the fact).
 const WATCH_SLACK_US: u64 = 5_000;
 
-/// Frameworks that are the harness's own players, with nothing of their own.
-const SCRIPTED: [&str; 2] = ["scripted", "sim"];
+/// Agent id prefixes of the harness's own players, which have no framework.
+const SCRIPTED: [&str; 2] = ["scripted:", "sim:"];
 
 /// Attributes every event of a bundle.
 pub fn attribute(src: &Sources) -> Attribution {
     let all_agent = |method| Attribution { method, by: vec![Actor::Agent; src.events.len()], framework_paths: BTreeSet::new() };
-    if SCRIPTED.contains(&src.framework) {
+    if SCRIPTED.iter().any(|p| src.agent.starts_with(p)) {
         return all_agent(Method::Scripted);
     }
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
@@ -208,26 +208,25 @@ fn shell_script(argv: &[String]) -> Option<&str> {
     None
 }
 
-/// Whose program a shell record is.
+/// Whose program a shell record is: the agent's when a shell above it, the nearest to the
+/// agent's process first, is a tool call's; else the framework's.
 fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
     // The chain from the record itself up to, not including, the agent's own process (last).
     let below_root = r.ancestors.len().saturating_sub(1);
     let own = (r.start_us, r.argv.as_slice());
-    let chain = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice())));
-    // The first shell below the agent's process.
-    let Some((shell_start, argv)) = chain.collect::<Vec<_>>().into_iter().rev().find(|(_, argv)| is_shell(argv)) else {
-        return Actor::Framework;
-    };
-    match shell_script(argv) {
+    let chain: Vec<(u64, &[String])> = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice()))).collect();
+    // A shell that is no tool call's (a framework's `sh -c` wrapper) may still have a tool
+    // call's shell below it: each is looked at, from the agent's process down.
+    let tool_call = chain.iter().rev().filter(|(_, argv)| is_shell(argv)).any(|(shell_start, argv)| match shell_script(argv) {
         Some(script) => {
             let script = squash(script);
             let named = script.len() >= 2 && commands.iter().any(|c| c.contains(&script) || script.contains(c.as_str()));
-            if named || turns.acting(shell_start) { Actor::Agent } else { Actor::Framework }
+            named || turns.acting(*shell_start)
         }
         // An interactive shell that tool calls type into: each program by its own start.
-        None if turns.acting(r.start_us) => Actor::Agent,
-        None => Actor::Framework,
-    }
+        None => turns.acting(r.start_us),
+    });
+    if tool_call { Actor::Agent } else { Actor::Framework }
 }
 
 /// Whose a file or network event is, from what ran at the time.
@@ -324,7 +323,7 @@ mod tests {
         call.command = Some("ls -la".into());
         let events = vec![call, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 20, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 130, side: true }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { framework: "claude-code", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { agent: "claude-code:permissive:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.method, Method::ProcessTree);
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework, Actor::Agent, Actor::Framework]);
     }
@@ -353,18 +352,32 @@ mod tests {
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
-        let a = attribute(&Sources { framework: "codex", shim: &shim, model: &model, events: &events, diff: &diff });
+        let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
     }
 
     #[test]
+    fn a_tool_shell_below_a_framework_wrapper_is_still_the_tool_s() {
+        let root = anc(100, 0, &["python", "-m", "openhands"]);
+        // Commands typed into an interactive shell that the framework started through a
+        // wrapper script of its own, before the first model call.
+        let wrapper = anc(110, 5, &["sh", "-c", "tmux new-session -d -s oh bash"]);
+        let interactive = anc(120, 6, &["bash"]);
+        let shim = vec![rec(&["rm", "x"], 150, vec![interactive.clone(), anc(115, 5, &["tmux"]), wrapper.clone(), root.clone()]), rec(&["git", "config", "user.name"], 7, vec![interactive, wrapper, root])];
+        let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 7, 1)];
+        let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
+        let a = attribute(&Sources { agent: "openhands:always-approve:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        assert_eq!(a.by, vec![Actor::Agent, Actor::Framework]);
+    }
+
+    #[test]
     fn scripted_and_legacy_runs_are_all_the_agent_s() {
         let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
         let shim = vec![rec(&["git", "status"], 1, Vec::new())];
-        for (framework, method) in [("scripted", Method::Scripted), ("codex", Method::Legacy)] {
-            let a = attribute(&Sources { framework, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
+        for (agent, method) in [("scripted:cautious", Method::Scripted), ("sim:ask", Method::Scripted), ("codex:permissive:scripted-cautious", Method::Legacy)] {
+            let a = attribute(&Sources { agent, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
             assert_eq!((a.method, a.by.clone()), (method, vec![Actor::Agent]));
         }
     }

@@ -255,7 +255,7 @@ pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
     let diff = SnapshotDiff::between(&b.before, &b.after);
-    Ok(attribute(&Sources { framework: &b.manifest.agent.framework, shim: &shim, model: &model, events: &b.events, diff: &diff }))
+    Ok(attribute(&Sources { agent: &b.manifest.agent.id, shim: &shim, model: &model, events: &b.events, diff: &diff }))
 }
 
 /// What attribution reads of a `model.jsonl` line (the bodies are left unparsed).
