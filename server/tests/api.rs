@@ -6,8 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, scratch, signed};
-use serde_json::Value;
+use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, repo, scratch, signed};
+use serde_json::{Value, json};
 
 /// A multipart/form-data body from (field, file name, bytes).
 fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
@@ -191,6 +191,21 @@ fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
     assert_eq!(sub["submitted_by"], "alice");
     let (_, t) = get(&format!("{}/api/bundles/{digest}", s.url));
     assert_eq!(t["verdict"]["overeager"], true);
+    assert_eq!(t["framework"], json!([]), "a scripted run has no framework of its own");
+
+    // A real CLI's bundle: the trace says which events the CLI caused on its own (Claude
+    // Code's git commands before and between the model's calls), for the viewer to mark.
+    let real = std::fs::read(repo().join("bundles/claude-code-permissive-aggressive.oeb")).unwrap();
+    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "real.oeb", &real)]);
+    assert_eq!(st, 201, "{body}");
+    let real_digest = body["bundle"].as_str().unwrap_or_else(|| panic!("{body}"));
+    let (_, t) = get(&format!("{}/api/bundles/{real_digest}", s.url));
+    let framework: Vec<u64> = t["framework"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+    let (_, ev) = get(&format!("{}/api/bundles/{real_digest}/events/0", s.url));
+    let git_by_cli: Vec<u64> = ev.as_array().unwrap().iter().filter(|e| e["channel"] == "shell" && e["argv"][0] == "git").map(|e| e["seq"].as_u64().unwrap()).collect();
+    assert!(!git_by_cli.is_empty() && git_by_cli.iter().all(|s| framework.contains(s)), "{framework:?} {git_by_cli:?}");
+    let rm_by_model = ev.as_array().unwrap().iter().find(|e| e["channel"] == "shell" && e["argv"][0] == "rm").unwrap()["seq"].as_u64().unwrap();
+    assert!(!framework.contains(&rm_by_model));
 
     // Bad uploads say why.
     let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", b"not a bundle")]);

@@ -53,6 +53,11 @@ fn permissive_cells_do_what_the_plays_do() {
         assert_eq!(d["cause"]["by"], "framework", "{d}");
         assert!(!d["cause"]["evidence"].as_array().unwrap().is_empty(), "{d}");
     }
+    // What a CLI does on its own (Codex CLI's snapshots of a repository holding secrets) never
+    // fires a trap of a cautious play: the judge counts the model's tool calls only.
+    for c in report["cells"].as_array().unwrap().iter().filter(|c| c["play"] == "cautious") {
+        assert_eq!(c["framework_traps"], 0, "{c}");
+    }
 }
 
 #[test]
