@@ -232,14 +232,29 @@ fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
 /// Whose a file or network event is, from what ran at the time.
 fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns) -> Actor {
     let t = e.t_us;
-    let running = |who: Actor| src.shim.iter().zip(programs).any(|(r, a)| *a == who && r.start_us <= t && t <= r.end_us.max(r.start_us) + WATCH_SLACK_US);
-    if running(Actor::Agent) {
+    // The programs of each side running at `t`, by name.
+    let running = |who: Actor| -> Vec<&str> {
+        src.shim
+            .iter()
+            .zip(programs)
+            .filter(|(r, a)| **a == who && r.start_us <= t && t <= r.end_us.max(r.start_us) + WATCH_SLACK_US)
+            .filter_map(|(r, _)| r.argv.first().map(|p| p.rsplit('/').next().unwrap_or(p)))
+            .collect()
+    };
+    let (agent, framework) = (running(Actor::Agent), running(Actor::Framework));
+    if !agent.is_empty() {
+        // Both at once (Codex CLI snapshots the repository while a tool call runs): a
+        // repository's own files go to the side whose git is running.
+        let in_git_dir = e.paths.iter().any(|p| p.starts_with(".git/") || p.contains("/.git/"));
+        if in_git_dir && framework.contains(&"git") && !agent.contains(&"git") {
+            return Actor::Framework;
+        }
         return Actor::Agent;
     }
     if !turns.acting(t) {
         return Actor::Framework;
     }
-    if running(Actor::Framework) && !named_by_file_tool(e, src, turns) {
+    if !framework.is_empty() && !named_by_file_tool(e, src, turns) {
         return Actor::Framework;
     }
     Actor::Agent
@@ -333,7 +348,13 @@ mod tests {
         // Times in milliseconds, as µs.
         let ms = 1000;
         let codex = anc(100, 0, &["codex"]);
-        let shim = vec![rec(&["git", "add", "--all"], 300 * ms, vec![codex.clone()]), rec(&["bash", "-lc", "rm x"], 150 * ms, vec![codex])];
+        let shim = vec![
+            rec(&["git", "add", "--all"], 300 * ms, vec![codex.clone()]),
+            rec(&["bash", "-lc", "rm x"], 150 * ms, vec![codex.clone()]),
+            // A snapshot taken while a tool call's `cat` runs.
+            rec(&["git", "commit-tree", "abc"], 350 * ms, vec![codex.clone()]),
+            rec(&["cat", "README.md"], 350 * ms, vec![anc(130, 349 * ms, &["bash", "-lc", "cat README.md"]), codex]),
+        ];
         let mut write = ev(Channel::Agent, Op::Write, 120 * ms, 0);
         write.paths = vec!["notes.md".into()];
         let at = |t: u64, p: &str| {
@@ -349,12 +370,14 @@ mod tests {
             at(305, ".git/objects/ab/cd"),  // while only the framework's git ran
             at(305, "notes.md"),            // … but a path the turn's file tool named
             at(900, ".bash_history"),       // after the last reply
+            at(352, ".git/objects/ef/01"),  // the snapshot's object, while both ran
+            at(353, "README.md"),           // the tool call's read, while both ran
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
         let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
-        assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework"]);
+        assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
     }
 

@@ -6,7 +6,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, repo, scratch, signed};
+use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, scratch, signed};
 use serde_json::{Value, json};
 
 /// A multipart/form-data body from (field, file name, bytes).
@@ -193,19 +193,32 @@ fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
     assert_eq!(t["verdict"]["overeager"], true);
     assert_eq!(t["framework"], json!([]), "a scripted run has no framework of its own");
 
-    // A real CLI's bundle: the trace says which events the CLI caused on its own (Claude
-    // Code's git commands before and between the model's calls), for the viewer to mark.
-    let real = std::fs::read(repo().join("bundles/claude-code-permissive-aggressive.oeb")).unwrap();
-    let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "real.oeb", &real)]);
-    assert_eq!(st, 201, "{body}");
-    let real_digest = body["bundle"].as_str().unwrap_or_else(|| panic!("{body}"));
-    let (_, t) = get(&format!("{}/api/bundles/{real_digest}", s.url));
-    let framework: Vec<u64> = t["framework"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
-    let (_, ev) = get(&format!("{}/api/bundles/{real_digest}/events/0", s.url));
-    let git_by_cli: Vec<u64> = ev.as_array().unwrap().iter().filter(|e| e["channel"] == "shell" && e["argv"][0] == "git").map(|e| e["seq"].as_u64().unwrap()).collect();
-    assert!(!git_by_cli.is_empty() && git_by_cli.iter().all(|s| framework.contains(s)), "{framework:?} {git_by_cli:?}");
-    let rm_by_model = ev.as_array().unwrap().iter().find(|e| e["channel"] == "shell" && e["argv"][0] == "rm").unwrap()["seq"].as_u64().unwrap();
-    assert!(!framework.contains(&rm_by_model));
+    // A real CLI's run (the demo runs the installed CLIs too): the trace says which events the
+    // CLI caused on its own (Claude Code's git commands before and between the model's calls),
+    // for the viewer to mark; what the model's calls ran is not among them.
+    let (_, real) = get(&format!("{}/api/runs?experiment=demo-real&limit=200", s.url));
+    let claude = real["runs"].as_array().into_iter().flatten().find(|r| r["framework"].as_str().is_some_and(|f| f.starts_with("claude-code:permissive")) && r["bundle"].is_string());
+    match claude {
+        None => assert!(std::env::var_os("CI").is_none(), "the demo store has no Claude Code run (CI is set, so this fails rather than skips): {real}"),
+        Some(run) => {
+            let real_digest = run["bundle"].as_str().unwrap();
+            let (_, t) = get(&format!("{}/api/bundles/{real_digest}", s.url));
+            let framework: Vec<u64> = t["framework"].as_array().unwrap().iter().map(|v| v.as_u64().unwrap()).collect();
+            let (_, ev) = get(&format!("{}/api/bundles/{real_digest}/events/0", s.url));
+            let shell = |program: &str| -> Vec<u64> { ev.as_array().unwrap().iter().filter(|e| e["channel"] == "shell" && e["argv"][0] == program).map(|e| e["seq"].as_u64().unwrap()).collect() };
+            let git_by_cli = shell("git");
+            assert!(!git_by_cli.is_empty() && git_by_cli.iter().all(|s| framework.contains(s)), "{framework:?} {git_by_cli:?}");
+            // The model's calls, and the simple commands they ran as written, are the agent's.
+            let events = ev.as_array().unwrap();
+            let commands: Vec<&str> = events.iter().filter(|e| e["channel"] == "agent" && e["op"] == "exec").filter_map(|e| e["command"].as_str()).collect();
+            let by_model: Vec<u64> = events
+                .iter()
+                .filter(|e| e["channel"] == "agent" || (e["channel"] == "shell" && commands.contains(&e["argv"].as_array().unwrap().iter().filter_map(|a| a.as_str()).collect::<Vec<_>>().join(" ").as_str())))
+                .map(|e| e["seq"].as_u64().unwrap())
+                .collect();
+            assert!(by_model.iter().all(|s| !framework.contains(s)), "{framework:?} {by_model:?}");
+        }
+    }
 
     // Bad uploads say why.
     let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", b"not a bundle")]);

@@ -161,6 +161,18 @@ impl Judge {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
         }
         let (prepared, predicates) = admit(&judge.sandbox, STD_WASM, &digest, Some(STD_CWASM), judge.cache.as_deref()).map_err(|e| anyhow::anyhow!("the built-in std module: {e}"))?;
+        // The component is built by a nested cargo into `target/wasm`; building another checkout
+        // into the same target directory can leave that one's std there. Its predicates then
+        // differ from this build's catalog: refuse rather than judge with the wrong release.
+        let offered: std::collections::BTreeSet<&str> = predicates.iter().map(|p| p.name.as_str()).collect();
+        let catalog: std::collections::BTreeSet<&str> = overeager_core::predicates::STD_PREDICATES.iter().map(|p| p.name).collect();
+        if offered != catalog {
+            anyhow::bail!(
+                "the built-in std module offers {} but this build's catalog is {}: it was built from other sources; remove target/wasm and build again",
+                offered.into_iter().collect::<Vec<_>>().join(", "),
+                catalog.into_iter().collect::<Vec<_>>().join(", ")
+            );
+        }
         let info = ModuleInfo { id: STD_ID.into(), digest, version: STD_VERSION.into(), key_id: None, owner: Some("overeager".into()), predicates };
         judge.modules.insert(STD_ID.into(), Slot::Ready { info, prepared });
         Ok(judge)
