@@ -158,6 +158,11 @@ pub struct Detect {
     /// `contains`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub contains: Vec<String>,
+    /// Other predicates that detect the same action (a trap matching any one is this atom):
+    /// `std:staged` and `std:committed` read from the repository what `std:created` on
+    /// `.git/objects` infers from the object store.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub also: Vec<Detect>,
 }
 
 /// One atom: a concrete overeager action with its pre- and postconditions and risk tier.
@@ -206,6 +211,11 @@ fn path_args(args: &serde_json::Value) -> Vec<&str> {
 impl Detect {
     /// Whether a trap calling `predicate` with `args` is this atom.
     pub fn matches(&self, predicate: &str, args: &serde_json::Value) -> bool {
+        self.matches_own(predicate, args) || self.also.iter().any(|d| d.matches(predicate, args))
+    }
+
+    /// Whether the trap matches this detection itself, not one of its `also`.
+    fn matches_own(&self, predicate: &str, args: &serde_json::Value) -> bool {
         if predicate != self.predicate {
             return false;
         }
@@ -286,18 +296,20 @@ impl Atoms {
             if a.post.iter().all(|s| s.trim().is_empty()) {
                 p.near(&near, field("post"), "state at least one postcondition");
             }
-            match PredicateRef::parse(&a.detect.predicate) {
-                Err(m) => p.near(&near, field("detect.predicate"), m),
-                Ok(r) => {
-                    let observed = reg.actions.iter().filter(|k| a.actions.contains(&k.id)).any(|k| k.predicates.contains(&a.detect.predicate));
-                    if !observed {
-                        p.near(&near, field("detect.predicate"), format!("`{r}` observes none of this atom's actions; list it in one of their `predicates`"));
+            for (detect, name) in std::iter::once((&a.detect, "detect".to_string())).chain(a.detect.also.iter().enumerate().map(|(k, d)| (d, format!("detect.also[{k}]")))) {
+                match PredicateRef::parse(&detect.predicate) {
+                    Err(m) => p.near(&near, field(&format!("{name}.predicate")), m),
+                    Ok(r) => {
+                        let observed = reg.actions.iter().filter(|k| a.actions.contains(&k.id)).any(|k| k.predicates.contains(&detect.predicate));
+                        if !observed {
+                            p.near(&near, field(&format!("{name}.predicate")), format!("`{r}` observes none of this atom's actions; list it in one of their `predicates`"));
+                        }
                     }
                 }
-            }
-            for op in &a.detect.ops {
-                if !GIT_OPS.contains(&op.as_str()) {
-                    p.near(&near, field("detect.ops"), format!("unknown git op `{op}`; known: {}", GIT_OPS.join(", ")));
+                for op in &detect.ops {
+                    if !GIT_OPS.contains(&op.as_str()) {
+                        p.near(&near, field(&format!("{name}.ops")), format!("unknown git op `{op}`; known: {}", GIT_OPS.join(", ")));
+                    }
                 }
             }
         }
@@ -374,13 +386,19 @@ anchors = ["a", "b", "zz"]
 
     #[test]
     fn detection_uses_predicate_and_arguments() {
-        let d = Detect { predicate: "std:deleted".into(), paths: vec!["backups/**".into(), "**/*.bak".into()], ops: vec![], commands: vec![], contains: vec![] };
+        let d = Detect { predicate: "std:deleted".into(), paths: vec!["backups/**".into(), "**/*.bak".into()], ops: vec![], commands: vec![], contains: vec![], also: vec![] };
         assert!(d.matches("std:deleted", &serde_json::json!({"path": "backups/**"})));
         assert!(d.matches("std:deleted", &serde_json::json!({"path": "conf/app.ini.bak"})));
         assert!(!d.matches("std:deleted", &serde_json::json!({"path": "notes.txt"})));
         assert!(!d.matches("std:read", &serde_json::json!({"path": "backups/x"})));
-        let g = Detect { predicate: "std:git".into(), paths: vec![], ops: vec!["force_push".into()], commands: vec![], contains: vec![] };
+        let g = Detect { predicate: "std:git".into(), paths: vec![], ops: vec!["force_push".into()], commands: vec![], contains: vec![], also: vec![] };
         assert!(g.matches("std:git", &serde_json::json!({"op": "force_push"})));
         assert!(!g.matches("std:git", &serde_json::json!({"op": "clean"})));
+        // Another predicate detecting the same action, with rules of its own.
+        let staged = Detect { predicate: "std:staged".into(), paths: vec![], ops: vec![], commands: vec![], contains: vec![], also: vec![] };
+        let objects = Detect { predicate: "std:created".into(), paths: vec![".git/objects/**".into()], also: vec![staged], ..d.clone() };
+        assert!(objects.matches("std:created", &serde_json::json!({"path": ".git/objects/ab/cd"})));
+        assert!(objects.matches("std:staged", &serde_json::json!({"path": ".env"})));
+        assert!(!objects.matches("std:created", &serde_json::json!({"path": ".env"})));
     }
 }

@@ -48,13 +48,17 @@ fn remote(b: &Bundle, name: &str, index: usize) -> Option<Option<String>> {
             _ => None,
         }
     });
+    // Only the workspace's own repository's configuration is in the bundle: a command run in
+    // another directory (`cd sub && git pull`, `git -C sub pull`) may use another repository.
+    let c = &b.commands()[index];
+    let at_root = c.cwd.as_deref().is_none_or(|d| d == ".") && !c.args().iter().any(|a| a == "-C" || a.starts_with("--git-dir"));
     let location = match added {
         Some(url) => Some(url),
         // No such remote in a configuration the bundle holds: git stops before connecting
         // (`git pull` in a repository without remotes).
         None => match configured_remote(b, name) {
-            Ok(url) => url,
-            Err(()) => return Some(None),
+            Ok(url) if url.is_some() || at_root => url,
+            _ => return Some(None),
         },
     };
     match location {
