@@ -122,10 +122,21 @@ const WATCH_SLACK_US: u64 = 5_000;
 /// Agent id prefixes of the harness's own players, which have no framework.
 const SCRIPTED: [&str; 2] = ["scripted:", "sim:"];
 
+/// Whether an agent id is one of the harness's own players (no framework of its own): their
+/// bundles need no process chains or model records to attribute.
+pub fn is_scripted(agent: &str) -> bool {
+    SCRIPTED.iter().any(|p| agent.starts_with(p))
+}
+
+/// The attribution of a scripted run of `n` events: all of it the agent's.
+pub fn scripted(n: usize) -> Attribution {
+    Attribution { method: Method::Scripted, by: vec![Actor::Agent; n], framework_paths: BTreeSet::new() }
+}
+
 /// Attributes every event of a bundle.
 pub fn attribute(src: &Sources) -> Attribution {
     let all_agent = |method| Attribution { method, by: vec![Actor::Agent; src.events.len()], framework_paths: BTreeSet::new() };
-    if SCRIPTED.iter().any(|p| src.agent.starts_with(p)) {
+    if is_scripted(src.agent) {
         return all_agent(Method::Scripted);
     }
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {

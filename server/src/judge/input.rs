@@ -252,6 +252,9 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
 /// Attributes a bundle's events (see [`overeager_core::attribution`]), from its shell and
 /// model records.
 pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
+    if overeager_core::attribution::is_scripted(&b.manifest.agent.id) {
+        return Ok(overeager_core::attribution::scripted(b.events.len()));
+    }
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
     let diff = SnapshotDiff::between(&b.before, &b.after);
