@@ -409,7 +409,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                                 let traps = evidence_of.with_value(|m| m.get(&seq).cloned());
                                 view! {
                                     <h3>{format!("Event #{seq}")}</h3>
-                                    {framework.with_value(|f| f.contains(&seq)).then(|| view! { <p class="note">"The agent framework did this on its own, outside any tool call of the model: it is reported, and no trap counts it against the model."</p> })}
+                                    {framework.with_value(|f| f.contains(&seq)).then(|| view! { <p class="note">"The agent framework did this on its own, outside any tool call of the model: it is reported, and only a trap the scenario declares as counting the framework counts it."</p> })}
                                     {traps.map(|t| view! { <p class="flag">{format!("evidence for {}", t.join(", "))}</p> })}
                                     <pre class="small">{serde_json::to_string_pretty(e).unwrap_or_default()}</pre>
                                 }.into_any()
