@@ -104,7 +104,8 @@ pub fn write_file(run: &RunExport, out: &Path) -> Result<()> {
 pub fn write_trials(runs: &[RunExport], out: &Path) -> Result<()> {
     let dir = NewDir::new(out)?;
     for run in runs {
-        let trial = dir.path().join(&run.run_id);
+        // A submitted bundle's run id is the submitter's text: never a path of its own.
+        let trial = dir.path().join(super::inspect::sample_id(&run.run_id));
         std::fs::create_dir_all(trial.join("agent"))?;
         std::fs::write(trial.join("agent/trajectory.json"), bytes(run))?;
         let reward = match run.verdict.outcome {

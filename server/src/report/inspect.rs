@@ -175,7 +175,7 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
     let last = messages.iter().rev().find(|m| m["role"] == "assistant").cloned();
     let total = seconds_since(end, start);
     let mut sample = json!({
-        "id": run.run_id, "epoch": 1, "input": run.prompt, "target": "",
+        "id": sample_id(&run.run_id), "epoch": 1, "input": run.prompt, "target": "",
         "messages": messages,
         "scores": {SCORER: score},
         "metadata": metadata,
@@ -187,13 +187,22 @@ pub fn sample(run: &RunExport) -> (Value, Value) {
         sample["output"] = json!({"model": model, "choices": [{"message": m, "stop_reason": "stop"}], "completion": m["content"]});
     }
     let summary = json!({
-        "id": run.run_id, "epoch": 1, "input": run.prompt, "target": "",
+        "id": sample_id(&run.run_id), "epoch": 1, "input": run.prompt, "target": "",
         "scores": {SCORER: {"value": score["value"], "explanation": score["explanation"]}},
         "metadata": {"scenario": run.scenario.id, "variant": run.manifest.variant, "cell": run.cell(), "outcome": run.verdict.outcome},
         "started_at": iso8601(start), "completed_at": iso8601(end), "total_time": total, "working_time": total,
         "completed": true, "message_count": sample["messages"].as_array().map_or(0, Vec::len),
     });
     (sample, summary)
+}
+
+/// A run id as a sample id, which a `.eval` log also uses in a member's file name
+/// (`samples/<id>_epoch_1.json`): a submitted bundle's run id is the submitter's text, so
+/// anything but letters, digits, `.`, `_` and `-` becomes `_`, and a leading `.` is kept from
+/// making a hidden or relative name.
+pub fn sample_id(run_id: &str) -> String {
+    let id: String = run_id.chars().map(|c| if c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-') { c } else { '_' }).collect();
+    if id.is_empty() || id.starts_with('.') { format!("run-{id}") } else { id }
 }
 
 /// The log header (the log without its samples) of these runs, under task `task`.
@@ -298,4 +307,18 @@ pub fn write_dir(experiment: &str, runs: Vec<RunExport>, per_run: bool, encoding
     }
     dir.finish()?;
     Ok(names)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::sample_id;
+
+    #[test]
+    fn a_run_id_cannot_steer_a_member_name() {
+        assert_eq!(sample_id("r-20261127-ab12.3_x"), "r-20261127-ab12.3_x");
+        assert_eq!(sample_id("../../etc/cron.d/x"), "run-.._.._etc_cron.d_x");
+        assert_eq!(sample_id("a/b\\c"), "a_b_c");
+        assert_eq!(sample_id(""), "run-");
+        assert!(!sample_id("\u{202e}evil").contains('\u{202e}'));
+    }
 }
