@@ -75,6 +75,12 @@ pub struct Attribution {
 }
 
 impl Attribution {
+    /// `n` events all of which are the agent's, decided by `method` (a scripted run, or one
+    /// that cannot be told apart).
+    pub fn all_agent(method: Method, n: usize) -> Attribution {
+        Attribution { method, by: vec![Actor::Agent; n], framework_paths: BTreeSet::new() }
+    }
+
     /// Whether any event was the framework's.
     pub fn has_framework(&self) -> bool {
         self.by.contains(&Actor::Framework) || !self.framework_paths.is_empty()
@@ -128,19 +134,13 @@ pub fn is_scripted(agent: &str) -> bool {
     SCRIPTED.iter().any(|p| agent.starts_with(p))
 }
 
-/// The attribution of a scripted run of `n` events: all of it the agent's.
-pub fn scripted(n: usize) -> Attribution {
-    Attribution { method: Method::Scripted, by: vec![Actor::Agent; n], framework_paths: BTreeSet::new() }
-}
-
 /// Attributes every event of a bundle.
 pub fn attribute(src: &Sources) -> Attribution {
-    let all_agent = |method| Attribution { method, by: vec![Actor::Agent; src.events.len()], framework_paths: BTreeSet::new() };
     if is_scripted(src.agent) {
-        return all_agent(Method::Scripted);
+        return Attribution::all_agent(Method::Scripted, src.events.len());
     }
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
-        return all_agent(Method::Legacy);
+        return Attribution::all_agent(Method::Legacy, src.events.len());
     }
     let turns = Turns::of(src.model);
     let commands: Vec<String> = src
@@ -151,13 +151,20 @@ pub fn attribute(src: &Sources) -> Attribution {
         .filter(|c| c.len() >= 2)
         .collect();
     let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &turns)).collect();
+    // The paths the model's file-tool calls named, with the turn of each call.
+    let named: Vec<(usize, &str)> = src
+        .events
+        .iter()
+        .filter(|c| c.channel == Channel::Agent && c.command.is_none())
+        .flat_map(|c| c.paths.iter().map(|p| (turns.window(c.t_us), p.as_str())))
+        .collect();
     let by: Vec<Actor> = src
         .events
         .iter()
         .map(|e| match e.channel {
             Channel::Agent => Actor::Agent,
             Channel::Shell => programs.get(e.raw as usize).copied().unwrap_or(Actor::Agent),
-            Channel::Fswatch | Channel::Net => timed_actor(e, src, &programs, &turns),
+            Channel::Fswatch | Channel::Net => timed_actor(e, src, &programs, &turns, &named),
         })
         .collect();
     let framework_paths = framework_paths(src, &by);
@@ -241,7 +248,7 @@ fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
 }
 
 /// Whose a file or network event is, from what ran at the time.
-fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns) -> Actor {
+fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns, named: &[(usize, &str)]) -> Actor {
     let t = e.t_us;
     // The programs of each side running at `t`, by name.
     let running = |who: Actor| -> Vec<&str> {
@@ -265,27 +272,22 @@ fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns) -> A
     if !turns.acting(t) {
         return Actor::Framework;
     }
-    if !framework.is_empty() && !named_by_file_tool(e, src, turns) {
+    if !framework.is_empty() && !named_by_file_tool(e, turns, named) {
         return Actor::Framework;
     }
     Actor::Agent
 }
 
 /// Whether a path of `e` lies at or below (or is a temporary beside) a path that one of the
-/// model's file-tool calls of the same turn named.
-fn named_by_file_tool(e: &Event, src: &Sources, turns: &Turns) -> bool {
+/// model's file-tool calls of the same turn named (`named`: turn and path of each).
+fn named_by_file_tool(e: &Event, turns: &Turns, named: &[(usize, &str)]) -> bool {
     let window = turns.window(e.t_us);
-    src.events
-        .iter()
-        .filter(|c| c.channel == Channel::Agent && c.command.is_none() && !c.paths.is_empty() && turns.window(c.t_us).abs_diff(window) <= 1)
-        .flat_map(|c| &c.paths)
-        .any(|named| e.paths.iter().any(|p| p.starts_with(named.as_str())))
+    named.iter().filter(|(w, _)| w.abs_diff(window) <= 1).any(|(_, named)| e.paths.iter().any(|p| p.starts_with(named)))
 }
 
 /// Paths the snapshots show changed, every observed change of which was the framework's.
 fn framework_paths(src: &Sources, by: &[Actor]) -> BTreeSet<String> {
-    let changed: BTreeSet<&String> =
-        src.diff.created.iter().chain(&src.diff.deleted).chain(&src.diff.modified).chain(&src.diff.kind_changed).chain(src.diff.mode_changed.iter().map(|m| &m.path)).collect();
+    let changed: BTreeSet<&String> = src.diff.touched_paths().collect();
     let mut seen: std::collections::BTreeMap<&str, (bool, bool)> = std::collections::BTreeMap::new();
     let changes = [Op::Write, Op::Create, Op::Delete, Op::Rename, Op::Chmod, Op::Attrib];
     for (e, who) in src.events.iter().zip(by) {

@@ -102,6 +102,11 @@ impl SnapshotDiff {
             && self.mode_changed.is_empty()
     }
 
+    /// Every path the run changed in any way: created, removed, modified, changed kind or mode.
+    pub fn touched_paths(&self) -> impl Iterator<Item = &String> {
+        self.created.iter().chain(&self.deleted).chain(&self.modified).chain(&self.kind_changed).chain(self.mode_changed.iter().map(|m| &m.path))
+    }
+
     /// Paths whose content now differs (created, modified, kind changed) — the ones whose
     /// text is worth keeping.
     pub fn changed_paths(&self) -> impl Iterator<Item = &String> {

@@ -366,7 +366,7 @@ fn outside_workspace(b: &Bundle, _a: &Args) -> Result<Finding, String> {
     let mut seqs = Vec::new();
     let mut paths = BTreeSet::new();
     let d = b.diff();
-    let changed = d.created.iter().chain(&d.deleted).chain(&d.modified).chain(&d.kind_changed).chain(d.mode_changed.iter().map(|m| &m.path));
+    let changed = d.touched_paths();
     // A program that ran writing its own log, cache or keyring (npm's ~/.npm/_logs, gpg's
     // ~/.gnupg) is not the agent writing outside the workspace.
     let mut own_state = BTreeSet::new();

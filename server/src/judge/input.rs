@@ -227,33 +227,41 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
     };
     let agent_only = full.attribution.has_framework().then(|| {
         let (events, after) = neutralize(&full.events, &full.before, &full.after, &full.attribution);
-        Box::new(LoadedBundle {
-            label: full.label.clone(),
-            manifest: full.manifest.clone(),
-            scenario: full.scenario.clone(),
-            n_events: full.n_events,
+        Box::new(full.with(events, after))
+    });
+    Ok(LoadedBundle { agent_only, ..full })
+}
+
+impl LoadedBundle {
+    /// The same bundle with other events and "after" snapshot: its own views, the files,
+    /// blobs and attribution shared.
+    fn with(&self, events: Vec<Event>, after: Snapshot) -> LoadedBundle {
+        LoadedBundle {
+            label: self.label.clone(),
+            manifest: self.manifest.clone(),
+            scenario: self.scenario.clone(),
+            n_events: events.len(),
             events,
-            before: full.before.clone(),
+            before: self.before.clone(),
             after: Arc::new(after),
-            files: full.files.clone(),
-            blobs_dir: full.blobs_dir.clone(),
-            blobs: full.blobs.clone(),
-            attribution: full.attribution.clone(),
+            files: self.files.clone(),
+            blobs_dir: self.blobs_dir.clone(),
+            blobs: self.blobs.clone(),
+            attribution: self.attribution.clone(),
             agent_only: None,
             manifest_json: OnceLock::new(),
             compact_parts: OnceLock::new(),
             full_json: OnceLock::new(),
             full_compact: OnceLock::new(),
-        })
-    });
-    Ok(LoadedBundle { agent_only, ..full })
+        }
+    }
 }
 
 /// Attributes a bundle's events (see [`overeager_core::attribution`]), from its shell and
 /// model records.
 pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
     if overeager_core::attribution::is_scripted(&b.manifest.agent.id) {
-        return Ok(overeager_core::attribution::scripted(b.events.len()));
+        return Ok(Attribution::all_agent(overeager_core::attribution::Method::Scripted, b.events.len()));
     }
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();

@@ -329,17 +329,16 @@ pub fn from_bundle(path: &Path, judge: &crate::judge::Judge) -> Result<RunExport
     let loaded = crate::judge::input::load(&b.dir)?;
     let verdict = judge.judge(&loaded);
     let run_id = b.manifest.run_id.clone();
-    build(&b, run_id, None, digest, verdict)
+    build(&b, run_id, None, digest, verdict, &loaded.attribution)
 }
 
-/// A run exported from its bundle and the verdict to go with it.
-pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_digest: String, verdict: Verdict) -> Result<RunExport> {
+/// A run exported from its bundle, the verdict to go with it and whose each event was.
+pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_digest: String, verdict: Verdict, attribution: &Attribution) -> Result<RunExport> {
     let scenario = b.scenario.as_deref().cloned().with_context(|| format!("{}: the bundle has no readable {}", b.dir.display(), files::SCENARIO))?;
     let prompt = b.files.read(files::PROMPT)?.map(|p| String::from_utf8_lossy(&p).into_owned()).unwrap_or_default();
     let transcript = b.files.read(files::AGENT)?.map(|t| String::from_utf8_lossy(&t).into_owned()).unwrap_or_default();
     let calls = crate::audit::event_format(&b.manifest, Path::new(files::MANIFEST)).map(|f| transcript::tool_calls(f, &transcript)).unwrap_or_default();
-    let attribution = crate::judge::input::attribute_bundle(b)?;
-    let t = timeline(&prompt, b.manifest.started_us, &b.events, &calls, &attribution);
+    let t = timeline(&prompt, b.manifest.started_us, &b.events, &calls, attribution);
     Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline: t.steps, framework: t.framework, session: t.session })
 }
 
@@ -388,7 +387,8 @@ fn stored_run(store: &crate::store::Store, run: &str, experiment: &str, digest: 
     let packed = crate::store::object_path_in(&store.objects_dir(), digest);
     let verdict = store.run_verdict(run)?.with_context(|| format!("run {run} has no stored verdict"))?;
     let b = Bundle::open(&packed).with_context(|| format!("run {run}: reading its bundle {}", packed.display()))?;
-    build(&b, run.to_string(), Some(experiment.to_string()), digest.to_string(), verdict)
+    let attribution = crate::judge::input::attribute_bundle(&b)?;
+    build(&b, run.to_string(), Some(experiment.to_string()), digest.to_string(), verdict, &attribution)
 }
 
 /// The runs of a store named by a run id or an experiment id, with their stored verdicts.
@@ -464,7 +464,7 @@ mod tests {
     }
 
     fn agent_only(n: usize) -> Attribution {
-        Attribution { method: overeager_core::attribution::Method::ProcessTree, by: vec![Actor::Agent; n], framework_paths: Default::default() }
+        Attribution::all_agent(overeager_core::attribution::Method::ProcessTree, n)
     }
 
     /// Codex reports one patch as an event per file: one call; what a call ran (its shell and
