@@ -152,7 +152,9 @@ fn submit_cli(s: &Setup, server: &str, experiment: &str, token: &str) -> Output 
 
 #[test]
 fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed_verdicts_are_ignored() {
-    let s = setup("board-refusals", &["t-missing", "t-dup", "t-hash", "t-version", "t-claims", "t-sig"]);
+    // One writer reopens its submission of the cell with each declaration in turn; `t-sig`
+    // is another account.
+    let s = setup("board-refusals", &["acme", "t-sig"]);
     let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
     let url = &server.url;
     let mine = runs_of(&s, "mine");
@@ -165,12 +167,12 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     let (status, e) = call(agent().post(&format!("{url}/api/submissions")).header("Content-Type", "application/json").send(&body(&json!({ "benchmark": "bench-t", "framework": "scripted", "model": "moderate", "runs": [] }))[..]));
     assert_eq!(status, 401, "{e}");
     assert!(e["error"].as_str().unwrap().contains("Authorization: Bearer"), "{e}");
-    let (status, e) = call(agent().post(&format!("{url}/api/submissions")).header("Authorization", &format!("Bearer {}", s.tokens["t-missing"])).header("Content-Type", "application/json").send(&body(&json!({ "benchmark": "bench-nope", "framework": "scripted", "model": "moderate", "runs": [] }))[..]));
+    let (status, e) = call(agent().post(&format!("{url}/api/submissions")).header("Authorization", &format!("Bearer {}", s.tokens["acme"])).header("Content-Type", "application/json").send(&body(&json!({ "benchmark": "bench-nope", "framework": "scripted", "model": "moderate", "runs": [] }))[..]));
     assert_eq!(status, 404, "{e}");
     assert!(e["error"].as_str().unwrap().contains("bench-t"), "the refusal lists the benchmarks there are: {e}");
 
     // One run missing: refused, the missing scenario · variant · replicate named.
-    let (status, answer, _) = submit_raw(url, &s.tokens["t-missing"], &mine[1..], None);
+    let (status, answer, _) = submit_raw(url, &s.tokens["acme"], &mine[1..], None);
     assert_eq!(status, 422, "{answer}");
     assert_eq!(answer["state"], "draft");
     let p = problems(&answer);
@@ -184,7 +186,7 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     let mine2 = runs_of(&s, "mine2");
     let mut dup = mine.clone();
     dup.push(mine2[0].clone());
-    let (status, answer, _) = submit_raw(url, &s.tokens["t-dup"], &dup, None);
+    let (status, answer, _) = submit_raw(url, &s.tokens["acme"], &dup, None);
     assert_eq!(status, 422, "{answer}");
     let p = problems(&answer);
     assert_eq!(p.len(), 1, "{p:?}");
@@ -196,7 +198,7 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     let (digest, file) = tampered(&s, &mine[3].2, "hash", |m| m["scenario"]["hash"] = json!("0".repeat(64)));
     let mut hashed = mine.clone();
     hashed[3] = (mine[3].0.clone(), digest, file);
-    let (status, answer, puts) = submit_raw(url, &s.tokens["t-hash"], &hashed, None);
+    let (status, answer, puts) = submit_raw(url, &s.tokens["acme"], &hashed, None);
     assert_eq!(puts[3].0, 422, "{:?}", puts[3]);
     assert!(puts[3].1["error"].as_str().unwrap().contains("benchmark `bench-t` has"), "{:?}", puts[3]);
     assert_eq!(status, 422);
@@ -208,8 +210,8 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     let (digest, file) = tampered(&s, &mine[5].2, "version", |m| m["agent"]["version"] = json!("9.9.9"));
     let mut versioned = mine.clone();
     versioned[5] = (mine[5].0.clone(), digest, file);
-    let (status, answer, puts) = submit_raw(url, &s.tokens["t-version"], &versioned, None);
-    assert!(puts.iter().all(|(c, _)| *c == 201), "{puts:?}");
+    let (status, answer, puts) = submit_raw(url, &s.tokens["acme"], &versioned, None);
+    assert!(puts.iter().all(|(c, _)| *c == 201 || *c == 200), "{puts:?}");
     assert_eq!(status, 422);
     let p = problems(&answer);
     assert_eq!(p.len(), 1, "{p:?}");
@@ -218,17 +220,20 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     assert_eq!(p[0].2, vec![mine[5].0.clone()]);
 
     // Claimed verdicts are ignored: every run claimed clean, the server's own verdicts count.
-    let (status, answer, _) = submit_raw(url, &s.tokens["t-claims"], &mine, Some(json!({ "overeager": false, "outcome": "clean" })));
+    let (status, answer, _) = submit_raw(url, &s.tokens["acme"], &mine, Some(json!({ "overeager": false, "outcome": "clean" })));
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["state"], "verified");
     let report = &answer["report"];
     let server_overeager = report["overeager"].as_u64().unwrap();
     assert!(server_overeager > 0, "the moderate play fires traps: {report}");
     assert_eq!(report["claims_overruled"].as_array().unwrap().len() as u64, server_overeager, "{report}");
-    // The same bundles cannot be counted in a second submission once one is verified.
-    let (status, answer, _) = submit_raw(url, &s.tokens["t-sig"], &mine, None);
-    assert_eq!(status, 422);
-    assert_eq!(problems(&answer)[0].0, "submitted_elsewhere", "{answer}");
+    // Another account cannot declare the same bundles: each counts for the account that
+    // uploaded it first.
+    let declared: Vec<Value> = mine.iter().map(|(id, d, _)| json!({ "bundle": d, "run": id })).collect();
+    let (status, e) = call(agent().post(&format!("{url}/api/submissions")).header("Authorization", &format!("Bearer {}", s.tokens["t-sig"])).header("Content-Type", "application/json")
+        .send(&body(&json!({ "benchmark": "bench-t", "framework": "scripted", "model": "moderate", "runs": declared }))[..]));
+    assert_eq!(status, 409, "{e}");
+    assert!(e["error"].as_str().unwrap().contains("first uploaded by another account"), "{e}");
 
     // A runner-signed bundle changed after signing is refused, whatever the change.
     let dir = s.dir.join("resigned");
@@ -239,18 +244,19 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     std::fs::write(&prompt, text).unwrap();
     let out = s.dir.join("resigned.oeb");
     ok(&overeager(&["bundle", "pack", dir.to_str().unwrap(), out.to_str().unwrap()]));
-    let mut altered = mine2.clone();
-    altered[2] = (mine[2].0.clone(), sha256(&out), out);
+    // (mine2[0] is acme's since the duplicate above.)
+    let mut altered = mine2[1..].to_vec();
+    altered[1] = (mine[2].0.clone(), sha256(&out), out);
     let (status, _, puts) = submit_raw(url, &s.tokens["t-sig"], &altered, None);
     assert_eq!(status, 422);
-    assert_eq!(puts[2].0, 422);
-    assert!(puts[2].1["error"].as_str().unwrap().contains("`prompt.txt` changed after the runner signed the bundle"), "{:?}", puts[2]);
+    assert_eq!(puts[1].0, 422);
+    assert!(puts[1].1["error"].as_str().unwrap().contains("`prompt.txt` changed after the runner signed the bundle"), "{:?}", puts[1]);
 
     // Approval needs an admin token, and a verified submission.
     let subs = get(&format!("{url}/api/submissions")).1;
     let verified = subs["submissions"].as_array().unwrap().iter().find(|x| x["status"] == "verified").unwrap()["id"].as_str().unwrap().to_string();
     let draft = subs["submissions"].as_array().unwrap().iter().find(|x| x["status"] == "draft").unwrap()["id"].as_str().unwrap().to_string();
-    let (status, e) = call(agent().post(&format!("{url}/api/submissions/{verified}/approve")).header("Authorization", &format!("Bearer {}", s.tokens["t-claims"])).send_empty());
+    let (status, e) = call(agent().post(&format!("{url}/api/submissions/{verified}/approve")).header("Authorization", &format!("Bearer {}", s.tokens["acme"])).send_empty());
     assert_eq!(status, 403, "{e}");
     let (status, e) = call(agent().post(&format!("{url}/api/submissions/{draft}/approve")).header("Authorization", &format!("Bearer {}", s.tokens["admin"])).send_empty());
     assert_eq!(status, 409, "{e}");
@@ -356,7 +362,7 @@ fn an_approved_cell_is_ranked_with_provenance_rejudged_and_published_and_reviewe
     let Some(driver) = chromedriver() else { return };
     assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
     let s = setup("board-browser", &["acme"]);
-    ok(&overeager(&["runner", "trust", s.runner_pub.to_str().unwrap(), "--db", s.server_db.to_str().unwrap()]));
+    ok(&overeager(&["runner", "trust", s.runner_pub.to_str().unwrap(), "--account", "acme", "--db", s.server_db.to_str().unwrap()]));
     let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
     let url = server.url.clone();
     let out = submit_cli(&s, &url, "mine", &s.tokens["acme"]);
@@ -378,8 +384,13 @@ fn an_approved_cell_is_ranked_with_provenance_rejudged_and_published_and_reviewe
         c.goto(&format!("{url}/submissions/{id}")).await.unwrap();
         wait_for(&c, ".review button.approve").await;
         assert_eq!(c.find(Locator::Css("#submission-status")).await.unwrap().text().await.unwrap(), "verified");
+        // Before approval, only the submitter and admins see the bundles.
+        assert_eq!(c.find_all(Locator::Css("table.runs a.trace-link")).await.unwrap().len(), 0, "no digests for strangers");
+        wait_for(&c, "p.bundles-hidden").await;
+        // The admin's token (Tab leaves the field) shows the page as the admin sees it.
+        c.find(Locator::Css("#admin-token")).await.unwrap().send_keys(&format!("{admin}\u{e004}")).await.unwrap();
+        wait_for(&c, "table.runs a.trace-link").await;
         assert_eq!(c.find_all(Locator::Css("table.runs a.trace-link")).await.unwrap().len(), 12, "every run links to its trace");
-        c.find(Locator::Css("#admin-token")).await.unwrap().send_keys(&admin).await.unwrap();
         c.find(Locator::Css("#review-note")).await.unwrap().send_keys("complete, trusted runner").await.unwrap();
         std::fs::create_dir_all(repo().join("target/web-shots")).unwrap();
         std::fs::write(repo().join("target/web-shots/submission-review.png"), c.screenshot().await.unwrap()).unwrap();

@@ -41,7 +41,16 @@ pub fn file_url(path: &str) -> String {
 }
 
 async fn fetch(url: &str) -> Result<gloo_net::http::Response, String> {
-    let resp = gloo_net::http::Request::get(url).send().await.map_err(|e| format!("{url}: {e}"))?;
+    fetch_as(url, "").await
+}
+
+/// GETs `url`, with a bearer token when one is given (and the API is live).
+async fn fetch_as(url: &str, token: &str) -> Result<gloo_net::http::Response, String> {
+    let mut req = gloo_net::http::Request::get(url);
+    if !token.trim().is_empty() && !is_static() {
+        req = req.header("Authorization", &format!("Bearer {}", token.trim()));
+    }
+    let resp = req.send().await.map_err(|e| format!("{url}: {e}"))?;
     if resp.ok() {
         return Ok(resp);
     }
@@ -58,6 +67,12 @@ async fn fetch(url: &str) -> Result<gloo_net::http::Response, String> {
 pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, String> {
     let url = json_url(path);
     fetch(&url).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
+}
+
+/// GETs an API document as the holder of `token` (a page that shows its owner more).
+pub async fn get_as<T: DeserializeOwned>(path: &str, token: &str) -> Result<T, String> {
+    let url = json_url(path);
+    fetch_as(&url, token).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
 }
 
 /// POSTs a JSON body with a bearer token (live API only) and returns the JSON answer; an error

@@ -19,10 +19,24 @@ pub fn fmt_date(us: f64) -> String {
     format!("{} {} UTC", &iso[..10], &iso[11..16])
 }
 
+/// The badge of a cell whose agent is one of the project's scripted plays or simulated
+/// policies: a reference, not a product, whatever the cell is called.
+#[component]
+pub fn ReferenceBadge(scripted: bool, simulated: bool) -> impl IntoView {
+    if simulated {
+        Some(view! { " "<span class="badge sim" title="A simulated policy: real runs with the play drawn at random, not a real agent">"simulated"</span> }.into_any())
+    } else if scripted {
+        Some(view! { " "<span class="badge scripted" title="The project's own scripted play (a reference that does exactly what its play says), not a real agent">"scripted"</span> }.into_any())
+    } else {
+        None
+    }
+}
+
 /// The badges of a submitted row: who submitted it, re-judged, and whether a trusted runner ran it.
 #[component]
 pub fn SubmittedBadges(p: Value) -> impl IntoView {
     let trusted = s(&p, "runner") == "trusted";
+    let reference = view! { <ReferenceBadge scripted=p["scripted"].as_bool().unwrap_or(false) simulated=p["simulated"].as_bool().unwrap_or(false)/> };
     let title = format!("submitted by {} · benchmark {} · approved by {}", s(&p, "submitted_by"), s(&p, "benchmark"), s(&p, "approved_by"));
     view! {
         <span class="badge submitted" title=title>{format!("submitted by {}", s(&p, "submitted_by"))}</span>
@@ -32,6 +46,7 @@ pub fn SubmittedBadges(p: Value) -> impl IntoView {
         } else {
             view! { <span class="badge self" title="Not every bundle is signed by a runner key this server trusts">"self-reported"</span> }.into_any()
         }}
+        {reference}
     }
 }
 
@@ -60,12 +75,12 @@ pub fn CellSubmissions() -> impl IntoView {
     }
 }
 
-/// The admin token, kept for the browser tab.
-fn stored_token() -> String {
+/// The admin (or submitter) token, kept for the browser tab.
+pub(crate) fn stored_token() -> String {
     web_sys::window().and_then(|w| w.session_storage().ok().flatten()).and_then(|st| st.get_item("overeager-admin-token").ok().flatten()).unwrap_or_default()
 }
 
-fn store_token(t: &str) {
+pub(crate) fn store_token(t: &str) {
     if let Some(st) = web_sys::window().and_then(|w| w.session_storage().ok().flatten()) {
         let _ = st.set_item("overeager-admin-token", t);
     }
@@ -77,10 +92,12 @@ pub fn SubmissionPage() -> impl IntoView {
     let params = use_params_map();
     let id = Memo::new(move |_| params.with(|p| p.get("id")).unwrap_or_default());
     let (version, set_version) = signal(0u32);
+    // The submitter and admins see bundle digests and traces before approval: the page is
+    // fetched with the token kept for the tab.
     let data = LocalResource::new(move || {
         let id = id.get();
         version.get();
-        async move { api::get::<Value>(&format!("/submissions/{id}")).await }
+        async move { api::get_as::<Value>(&format!("/submissions/{id}"), &stored_token()).await }
     });
     view! {
         <section>
@@ -95,18 +112,27 @@ pub fn SubmissionPage() -> impl IntoView {
                 let runs = d["runs"].as_array().cloned().unwrap_or_default();
                 let cells = d["cells"].as_array().cloned().unwrap_or_default();
                 let rejudged = sub["rejudged"].clone();
+                let shown = d["bundles_shown"].as_bool().unwrap_or(true);
+                let history = d["history"].as_array().cloned().unwrap_or_default();
+                let policy = d["policy"].clone();
+                let overruled = report["claims_overruled"].as_array().cloned().unwrap_or_default();
+                let runs_total = f(&d, "runs_total");
                 view! {
                     <div class="pagehead"><h1>{format!("{} · {}", s(&sub, "framework"), s(&sub, "model"))}</h1>
                         <span class=format!("status {status}") id="submission-status">{status.clone()}</span></div>
                     <p class="lede">{format!("Submission {} to benchmark {}, by {}, {}.", s(&sub, "id"), s(&sub, "benchmark"), s(&sub, "submitted_by"), fmt_date(f(&sub, "created_us")))}
                         {(!sub["decided_by"].is_null()).then(|| format!(" {} by {} on {}.", if status == "approved" { "Approved" } else { "Decided" }, s(&sub, "decided_by"), fmt_date(f(&sub, "decided_us"))))}
-                        {(!sub["note"].is_null()).then(|| view! { " "<q class="note">{s(&sub, "note")}</q> })}</p>
+                        {(!sub["note"].is_null()).then(|| view! { " "<q class="note">{s(&sub, "note")}</q> })}
+                        {(!sub["superseded_by"].is_null()).then(|| view! { " Replaced on the leaderboard by "<a class="superseded-by mono" href=format!("/submissions/{}", s(&sub, "superseded_by"))>{s(&sub, "superseded_by")}</a>"." })}
+                        <ReferenceBadge scripted=p["scripted"].as_bool().unwrap_or(false) simulated=p["simulated"].as_bool().unwrap_or(false)/></p>
                     <dl class="provenance">
                         <dt>"Agent"</dt><dd>{list("agents")}</dd>
                         <dt>"Agent version"</dt><dd>{list("versions")}</dd>
                         <dt>"Executor"</dt><dd>{list("executors")}</dd>
                         <dt>"Image digests"</dt><dd class="mono small">{let d = list("image_digests"); if d.is_empty() { "none (no container image)".to_string() } else { d }}</dd>
-                        <dt>"Runner"</dt><dd class="runner">{s(&p, "runner")}{(!list("runner_keys").is_empty()).then(|| format!(" (signed by {})", list("runner_keys")))}</dd>
+                        <dt>"Runner"</dt><dd class="runner">{s(&p, "runner")}{(!list("runner_keys").is_empty()).then(|| format!(" (signed by {})", list("runner_keys")))}
+                            {(!list("revoked_runner_keys").is_empty()).then(|| view! { " "<span class="badge revoked">{format!("revoked: {}", list("revoked_runner_keys"))}</span> })}</dd>
+                        <dt>"Benchmark policy"</dt><dd class="policy">{policy_text(&policy)}</dd>
                         <dt>"Judged by"</dt><dd>"this server's predicates: "{judge}</dd>
                     </dl>
                     {(!cells.is_empty()).then(|| view! {
@@ -125,7 +151,13 @@ pub fn SubmissionPage() -> impl IntoView {
                     {if report.is_null() {
                         view! { <p class="muted">"Not verified yet: the submitter's upload is in progress, or it changed since."</p> }.into_any()
                     } else if problems.is_empty() {
-                        view! { <p class="verified">{format!("Complete and consistent: {} of {} runs, {} overeager, {} timed out, {} incomplete (this server's verdicts).", f(&report, "received"), f(&report, "expected"), f(&report, "overeager"), f(&report, "timeouts"), f(&report, "incomplete"))}</p> }.into_any()
+                        view! {
+                            <p class="verified">{format!("Complete and consistent: {} of {} runs, {} overeager, {} timed out, {} incomplete (this server's verdicts).", f(&report, "received"), f(&report, "expected"), f(&report, "overeager"), f(&report, "timeouts"), f(&report, "incomplete"))}</p>
+                            {(!overruled.is_empty()).then(|| view! {
+                                <p class="overruled warning">{format!("{} claimed verdict(s) overruled: the submitter's own store said otherwise than this server for these runs (this server's verdicts count): ", overruled.len())}
+                                <span class="mono small">{overruled.iter().filter_map(|r| r.as_str()).collect::<Vec<_>>().join(" ")}</span></p>
+                            })}
+                        }.into_any()
                     } else {
                         view! {
                             <p class="error">{format!("Refused as it stands: {} problem(s). It stays a draft the submitter can complete.", problems.len())}</p>
@@ -135,14 +167,28 @@ pub fn SubmissionPage() -> impl IntoView {
                             }).collect_view()}</tbody></table>
                         }.into_any()
                     }}
-                    {(status == "verified" && !api::is_static()).then(|| view! { <Review id=s(&sub, "id") done=set_version/> })}
+                    {((status == "verified" || status == "draft") && !api::is_static()).then(|| view! { <Review id=s(&sub, "id") verified={status == "verified"} done=set_version/> })}
+                    {(!history.is_empty()).then(|| view! {
+                        <h2>"History of this cell"</h2>
+                        <table class="data history"><thead><tr><th>"Submission"</th><th>"Status"</th><th>"Submitted"</th><th>"Decided"</th></tr></thead>
+                        <tbody>{history.into_iter().map(|h| view! {
+                            <tr><td><a class="mono" href=format!("/submissions/{}", s(&h, "id"))>{s(&h, "id")}</a></td><td><span class=format!("status {}", s(&h, "status"))>{s(&h, "status")}</span></td>
+                            <td class="small">{fmt_date(f(&h, "created_us"))}</td><td class="small">{fmt_date(f(&h, "decided_us"))}</td></tr>
+                        }).collect_view()}</tbody></table>
+                    })}
                     <h2>"Runs"</h2>
+                    {(!shown).then(|| view! { <p class="muted bundles-hidden">"Bundle digests and traces of a cell not yet approved are shown to its submitter and to admins only (enter a token below the review, or on the submitter's side)."</p> })}
+                    {(runs_total > runs.len() as f64).then(|| view! { <p class="muted">{format!("The first {} of {} runs.", runs.len(), runs_total)}</p> })}
                     <table class="data runs"><thead><tr><th>"Run"</th><th>"Scenario"</th><th>"Variant"</th><th class="num">"Replicate"</th><th>"Server verdict"</th><th>"Traps"</th><th>"Signed by"</th></tr></thead>
                     <tbody>{runs.into_iter().map(|r| {
-                        let outcome = if r["problem"].is_null() { s(&r, "outcome") } else { format!("refused: {}", s(&r, "problem")) };
+                        let mut outcome = if r["problem"].is_null() { s(&r, "outcome") } else { format!("refused: {}", s(&r, "problem")) };
+                        let overruled = r["claim_overruled"].as_bool().unwrap_or(false);
+                        if overruled {
+                            outcome.push_str(" (claim overruled)");
+                        }
                         let traps = r["traps"].as_array().map(|a| a.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
                         view! {
-                            <tr><td>{match r["trace"].as_str() {
+                            <tr class:overruled=overruled><td>{match r["trace"].as_str() {
                                 Some(t) => view! { <a class="trace-link mono" href=t.to_string()>{s(&r, "run")}</a> }.into_any(),
                                 None => view! { <span class="mono">{s(&r, "run")}</span> }.into_any(),
                             }}</td>
@@ -156,20 +202,36 @@ pub fn SubmissionPage() -> impl IntoView {
     }
 }
 
-/// The admin's approve / reject form.
+/// What a benchmark asks of submitted cells beyond completeness.
+fn policy_text(p: &Value) -> String {
+    let mut parts = Vec::new();
+    if p["require_trusted_runner"].as_bool().unwrap_or(false) {
+        parts.push("every bundle signed by a trusted runner registered to the submitter".to_string());
+    }
+    if let Some(n) = p["min_replicates"].as_u64() {
+        parts.push(format!("at least {n} replicate(s) of every scenario × variant"));
+    }
+    if let Some(a) = p["agents"].as_array().filter(|a| !a.is_empty()) {
+        parts.push(format!("agents {}", a.iter().filter_map(|x| x.as_str()).collect::<Vec<_>>().join(", ")));
+    }
+    if parts.is_empty() { "complete cells; any runner, any agent".into() } else { parts.join("; ") }
+}
+
+/// The review: an admin approves (a verified submission) or rejects; the submitter may
+/// withdraw. The token is kept for the tab, and entering it shows the page as its holder sees it.
 #[component]
-fn Review(id: String, done: WriteSignal<u32>) -> impl IntoView {
+fn Review(id: String, verified: bool, done: WriteSignal<u32>) -> impl IntoView {
     let token = RwSignal::new(stored_token());
     let note = RwSignal::new(String::new());
     let message = RwSignal::new(None::<Result<String, String>>);
-    let decide = move |approve: bool| {
+    let act = move |what: &'static str| {
         let id = id.clone();
         let t = token.get_untracked();
         store_token(&t);
         let body = json!({ "note": note.get_untracked() });
         leptos::task::spawn_local(async move {
-            let path = format!("/submissions/{id}/{}", if approve { "approve" } else { "reject" });
-            match api::post(&path, &t, &body).await {
+            let body = if what == "withdraw" { json!({}) } else { body };
+            match api::post(&format!("/submissions/{id}/{what}"), &t, &body).await {
                 Ok(v) => {
                     message.set(Some(Ok(format!("Submission {}.", s(&v, "status")))));
                     done.update(|n| *n += 1);
@@ -178,15 +240,21 @@ fn Review(id: String, done: WriteSignal<u32>) -> impl IntoView {
             }
         });
     };
-    let (approve, reject) = (decide.clone(), decide);
+    let (approve, reject, withdraw) = (act.clone(), act.clone(), act);
     view! {
         <div class="review">
             <h2>"Review"</h2>
-            <p class="lede">"Verified and waiting for an admin. Approving ranks the cell on the benchmark's leaderboard beside the maintainer's own."</p>
-            <label>"Admin token "<input type="password" id="admin-token" autocomplete="off" prop:value=move || token.get() on:input=move |ev| token.set(event_target_value(&ev))/></label>
+            <p class="lede">{if verified {
+                "Verified and waiting for an admin. Approving ranks the cell on the benchmark's leaderboard beside the maintainer's own, in place of the submitter's earlier approved submission of it."
+            } else {
+                "A draft: an admin may reject it; its submitter may withdraw it."
+            }}</p>
+            <label>"Token "<input type="password" id="admin-token" autocomplete="off" prop:value=move || token.get() on:input=move |ev| token.set(event_target_value(&ev))
+                on:change=move |_| { store_token(&token.get_untracked()); done.update(|n| *n += 1); }/></label>
             <label>"Note "<input type="text" id="review-note" prop:value=move || note.get() on:input=move |ev| note.set(event_target_value(&ev))/></label>
-            <button class="approve" on:click=move |_| approve(true)>"Approve"</button>
-            <button class="reject" on:click=move |_| reject(false)>"Reject"</button>
+            {verified.then(|| view! { <button class="approve" on:click=move |_| approve("approve")>"Approve"</button> })}
+            <button class="reject" on:click=move |_| reject("reject")>"Reject"</button>
+            <button class="withdraw" on:click=move |_| withdraw("withdraw")>"Withdraw"</button>
             {move || message.get().map(|m| match m {
                 Ok(t) => view! { <p class="review-result ok">{t}</p> }.into_any(),
                 Err(e) => view! { <p class="review-result error">{e}</p> }.into_any(),

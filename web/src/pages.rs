@@ -90,7 +90,8 @@ pub fn Leaderboard() -> impl IntoView {
                             view! {
                                 <tr class="cell" class:submitted=is_submitted data-agent=agent_attr data-submission=submission>
                                     <td class="muted">{i + 1}</td>
-                                    <td><a href=href>{label}</a>{sim.then(|| view! { " " <span class="badge sim">"simulated"</span> })}
+                                    <td><a href=href>{label}</a>
+                                        {if is_submitted { None } else { Some(view! { <crate::board::ReferenceBadge scripted=c["scripted"].as_bool().unwrap_or(false) simulated=sim/> }) }}
                                         {prov.map(|p| view! { " " <crate::board::SubmittedBadges p=p/> })}</td>
                                     <td class="num rate">{pct(f(&c, "rate"))}</td>
                                     <td class="bar"><CiBar rate=f(&c, "rate") lo=f(&c["ci"], "lo") hi=f(&c["ci"], "hi")/></td>
@@ -478,8 +479,12 @@ pub fn Predicates() -> impl IntoView {
                 <table class="data"><thead><tr><th>"Module"</th><th>"Digest"</th><th>"Signer"</th><th>"Status"</th><th>"Self-test"</th><th>"Uploaded by"</th></tr></thead>
                 <tbody>{ups.into_iter().map(|m| view! {
                     <tr><td><b>{s(&m, "id")}</b>" "{s(&m, "version")}</td><td class="mono" title=s(&m, "digest")>{short(&s(&m, "digest"))}</td><td class="mono">{s(&m, "key_id")}" "{s(&m, "owner")}</td>
-                    <td class=format!("status {}", s(&m, "status"))>{s(&m, "status")}</td>
-                    <td class="small">{format!("{} bundles, {} calls, {} fired, {} errors", f(&m["self_test"], "bundles"), f(&m["self_test"], "calls"), f(&m["self_test"], "fired"), f(&m["self_test"], "errors"))}</td>
+                    <td class=format!("status {}", s(&m, "status")) title=s(&m, "revoked_reason")>{s(&m, "status")}
+                        {(!m["revoked_reason"].is_null()).then(|| view! { <div class="small revoked-reason">{s(&m, "revoked_reason")}</div> })}</td>
+                    <td class="small self-test">{format!("{} case(s) on {} bundles, {} calls, {} fired, {} errors", f(&m["self_test"], "cases"), f(&m["self_test"], "bundles"), f(&m["self_test"], "calls"), f(&m["self_test"], "fired"), f(&m["self_test"], "errors"))}
+                        <ul class="cases">{m["self_test"]["results"].as_array().cloned().unwrap_or_default().into_iter().map(|c| view! {
+                            <li>{format!("{} {} — {}: {} bundle(s), {} fired, {} errors", s(&c, "predicate"), s(&c, "args"), s(&c, "source"), f(&c, "bundles"), f(&c, "fired"), f(&c, "errors"))}</li>
+                        }).collect_view()}</ul></td>
                     <td>{s(&m, "uploaded_by")}</td></tr>
                 }).collect_view()}</tbody></table> }.into_any() }}
             }.into_any())}

@@ -15,8 +15,8 @@ use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, MAX_CONCURRENT_UPLOADS};
-use crate::store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, SubmissionStatus, VerifyReport};
+use super::{ApiError, AppState};
+use crate::store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
 use crate::store::web::{Role, TokenOwner};
 use crate::store::{object_path_in, put_object_in};
 
@@ -31,7 +31,7 @@ pub async fn benchmarks(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let list = st.read(|s| s.benchmarks())?;
     let rows: Vec<Value> = list
         .iter()
-        .map(|b| json!({ "name": b.name, "experiment": b.experiment, "title": b.title, "scenarios": b.scenarios.len(), "variants": b.variants, "replicates": b.replicates, "runs_per_cell": b.runs_per_cell(), "timeout_ms": b.timeout_ms }))
+        .map(|b| json!({ "name": b.name, "experiment": b.experiment, "title": b.title, "scenarios": b.scenarios.len(), "variants": b.variants, "replicates": b.replicates, "runs_per_cell": b.runs_per_cell(), "timeout_ms": b.timeout_ms, "policy": b.policy }))
         .collect();
     Ok(Json(json!({ "benchmarks": rows })))
 }
@@ -69,19 +69,52 @@ fn is_digest(d: &str) -> bool {
     d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase())
 }
 
+/// Characters a cell name may not hold: controls, and the bidirectional controls that make
+/// text display in another order than it reads (`scripted · cautious` shown for something else).
+fn check_label(field: &str, text: &str) -> Api<()> {
+    const BIDI: [char; 12] = ['\u{200e}', '\u{200f}', '\u{061c}', '\u{202a}', '\u{202b}', '\u{202c}', '\u{202d}', '\u{202e}', '\u{2066}', '\u{2067}', '\u{2068}', '\u{2069}'];
+    if text.trim().is_empty() {
+        return Err(ApiError::bad(format!("`{field}` names the cell and must not be empty")));
+    }
+    if text.chars().count() > 100 {
+        return Err(ApiError::bad(format!("`{field}` is {} characters long; a cell name has at most 100", text.chars().count())));
+    }
+    if let Some((i, c)) = text.chars().enumerate().find(|(_, c)| c.is_control() || BIDI.contains(c) || matches!(*c, '\u{200b}'..='\u{200d}' | '\u{feff}')) {
+        return Err(ApiError::bad(format!("`{field}` holds U+{:04X} at character {}: cell names may not hold control, invisible or text-direction characters", c as u32, i + 1)));
+    }
+    Ok(())
+}
+
+/// A cell name as compared for reservation: case, blanks and separators aside.
+fn label_key(framework: &str, model: &str) -> String {
+    format!("{}\u{0}{}", framework, model).to_lowercase().chars().filter(|c| c.is_alphanumeric() || *c == '\u{0}').collect()
+}
+
+/// Reads a JSON request body, saying 413 for one over the limit and 408 for one too slow.
+async fn json_body<T: serde::de::DeserializeOwned>(body: Body, limit: usize, example: &str) -> Api<T> {
+    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+        use std::error::Error;
+        if e.source().is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) || e.to_string().contains("length limit") {
+            return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {limit} bytes, the limit for this request"));
+        }
+        ApiError::body(&e, "the body")
+    })?;
+    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad(format!("the body must be JSON like {example}: {e}")))
+}
+
 /// Opens a submission of a whole cell to a benchmark, or reopens the caller's open one of the
 /// same cell. The answer lists the bundles the server still needs
 /// (`PUT /api/submissions/{id}/bundles/{digest}`); then `POST /api/submissions/{id}/verify`.
 #[utoipa::path(post, path = "/api/submissions", request_body = OpenSubmission, security(("bearer" = [])),
     responses((status = 201, description = "Opened"), (status = 200, description = "The caller's open submission of this cell, reopened"),
-              (status = 400, description = "Malformed declaration"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown benchmark")))]
-pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<OpenSubmission>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
+              (status = 400, description = "Malformed declaration"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown benchmark"),
+              (status = 409, description = "The cell name is the maintainer's, or a bundle belongs to another account"), (status = 413, description = "Too large")))]
+pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Api<(StatusCode, Json<Value>)> {
     let who = st.authorize(&headers, Role::Writer)?;
-    let Json(req) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"benchmark\": \"bench-v1\", \"framework\": …, \"model\": …, \"runs\": [{{\"bundle\": <sha256>, \"run\": <id>}}]}}: {}", e.body_text())))?;
-    require_benchmark(&st, &req.benchmark)?;
-    if req.framework.trim().is_empty() || req.model.trim().is_empty() {
-        return Err(ApiError::bad("`framework` and `model` name the cell and must not be empty"));
-    }
+    let req: OpenSubmission = json_body(body, super::MAX_DECLARATION_BYTES, "{\"benchmark\": \"bench-v1\", \"framework\": …, \"model\": …, \"runs\": [{\"bundle\": <sha256>, \"run\": <id>}]}").await?;
+    let bench = require_benchmark(&st, &req.benchmark)?;
+    check_label("framework", &req.framework)?;
+    check_label("model", &req.model)?;
     if req.runs.is_empty() {
         return Err(ApiError::bad("`runs` is empty: a submission declares every run of the cell"));
     }
@@ -96,15 +129,36 @@ pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap
         if !seen.insert(r.bundle.as_str()) {
             return Err(ApiError::bad(format!("runs[{i}]: bundle {} is declared twice; declare each bundle once", r.bundle)));
         }
+        if r.run.len() > 256 || r.claimed.as_ref().is_some_and(|c| c.to_string().len() > 4096) {
+            return Err(ApiError::bad(format!("runs[{i}]: a run id has at most 256 characters and a claimed verdict at most 4 KiB")));
+        }
+    }
+    let mine = label_key(&req.framework, &req.model);
+    if let Some((f, m)) = st.read(|s| s.experiment_cells(&bench.experiment))?.into_iter().find(|(f, m)| label_key(f, m) == mine) {
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("the cell name `{} · {}` is the maintainer's own cell `{f} · {m}` on this leaderboard; name your cell after your agent and model", req.framework, req.model)));
+    }
+    let taken: Vec<&str> = st.read(|s| {
+        let mut out = Vec::new();
+        for r in &req.runs {
+            if s.bundle_owner(&r.bundle)?.is_some_and(|o| o != who.name) {
+                out.push(r.bundle.as_str());
+            }
+        }
+        Ok(out)
+    })?;
+    if !taken.is_empty() {
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("{} declared bundle(s) were first uploaded by another account and count for it only: {}{}", taken.len(), taken.iter().take(5).copied().collect::<Vec<_>>().join(", "), if taken.len() > 5 { ", …" } else { "" })));
     }
     let (sub, resumed) = st.with_store(|s| s.open_cell_submission(&req.benchmark, &req.framework, &req.model, &who.name, &req.runs))?;
-    let held: BTreeSet<String> = st.with_store(|s| s.received(&sub.id))?.into_iter().map(|b| b.bundle).collect();
-    let missing: Vec<&str> = sub.declared.iter().map(|d| d.bundle.as_str()).filter(|d| !held.contains(*d)).collect();
+    drop(req);
+    let missing = st.read(|s| s.missing_bundles(&sub.id))?;
+    let received = sub.declared - missing.len() as u64;
     st.changed();
+    super::give_back_memory();
     tracing::info!("{} {} submission {} of {} · {} to {}", who.name, if resumed { "reopened" } else { "opened" }, sub.id, sub.framework, sub.model, sub.benchmark);
     Ok((
         if resumed { StatusCode::OK } else { StatusCode::CREATED },
-        Json(json!({ "id": sub.id, "status": sub.status, "resumed": resumed, "declared": sub.declared.len(), "received": held.len(), "missing": missing, "page": format!("/submissions/{}", sub.id) })),
+        Json(json!({ "id": sub.id, "status": sub.status, "resumed": resumed, "declared": sub.declared, "received": received, "missing": missing, "page": format!("/submissions/{}", sub.id) })),
     ))
 }
 
@@ -122,6 +176,28 @@ fn require_open(sub: &CellSubmission) -> Api<()> {
         SubmissionStatus::Draft | SubmissionStatus::Verified => Ok(()),
         s => Err(ApiError::new(StatusCode::CONFLICT, format!("submission {} is {} already; submit the cell again to open a new one", sub.id, s.as_str()))),
     }
+}
+
+/// Refuses a bundle signed by a runner key registered to another account than `who`'s.
+pub(super) fn check_signer(st: &AppState, signer: Option<&crate::audit::signature::SignedBy>, who: &TokenOwner, digest: &str) -> Api<()> {
+    let Some(signer) = signer else { return Ok(()) };
+    match st.read(|s| s.runner_by_public(&signer.public))? {
+        Some(RunnerKey { account: Some(account), .. }) if account != who.name => Err(ApiError::new(
+            StatusCode::FORBIDDEN,
+            format!("bundle {digest} is signed by runner key {}, which is registered to another account; a runner's bundles are accepted only from the account it is registered to", signer.key_id),
+        )),
+        _ => Ok(()),
+    }
+}
+
+/// Reserves `digest` for `who` (the first account to upload a bundle is the only one it can
+/// count for).
+pub(super) fn claim(st: &AppState, digest: &str, who: &TokenOwner) -> Api<()> {
+    let owner = st.with_store(|s| s.claim_bundle(digest, &who.name))?;
+    if owner != who.name {
+        return Err(ApiError::new(StatusCode::FORBIDDEN, format!("bundle {digest} was first uploaded by another account and counts for it only")));
+    }
+    Ok(())
 }
 
 /// Receives one declared bundle of a submission (the body is the `.oeb` file, whose sha256
@@ -144,37 +220,42 @@ pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     }
     let sub = own_submission(&st, &id, &who).map_err(e)?;
     require_open(&sub).map_err(e)?;
-    let Some(declared) = sub.declared.iter().find(|d| d.bundle == digest).cloned() else {
+    let Some(declared) = st.read(|s| s.declared_run(&id, &digest)).map_err(|x| e(x.into()))? else {
         return Err(e(ApiError::new(StatusCode::CONFLICT, format!("bundle {digest} is not declared in submission {id}; declare it with POST /api/submissions first"))));
     };
-    if st.read(|s| s.received(&id)).map_err(|x| e(x.into()))?.iter().any(|b| b.bundle == digest) {
+    if st.read(|s| s.is_received(&id, &digest)).map_err(|x| e(x.into()))? {
         return Ok((StatusCode::OK, Json(json!({ "bundle": digest, "run": declared.run, "received_already": true }))));
     }
-    let bench = require_benchmark(&st, &sub.benchmark).map_err(e)?;
-    let Ok(permit) = st.uploads.clone().try_acquire_owned() else {
-        return Err(super::write::busy(format!("{MAX_CONCURRENT_UPLOADS} bundles are being judged already; retry in a few seconds")));
-    };
-    let result = async {
-        let objects = st.with_store(|s| Ok(s.objects_dir()))?;
-        let incoming = super::write::incoming_dir(&objects)?;
-        let chunks = futures_util::StreamExt::map(body.into_data_stream(), |r| r.map_err(|e| ApiError::bad(format!("the body could not be read whole: {e}; nothing was kept, send it again"))));
-        let (file, actual) = super::write::receive_stream(chunks, &incoming, "the body").await?;
-        if actual != digest {
-            return Err(ApiError::bad(format!("the body's sha256 is {actual}, not {digest} as the path says; send the .oeb file whose digest you declared")));
-        }
-        let st2 = st.clone();
-        let id2 = id.clone();
-        tokio::task::spawn_blocking(move || {
-            let received = receive(&st2, &bench, &objects, file.path(), &digest);
-            st2.with_store(|s| s.put_received(&id2, &received))?;
-            Ok::<_, ApiError>(received)
-        })
-        .await
-        .map_err(ApiError::internal)?
+    if st.read(|s| s.bundle_owner(&digest)).map_err(|x| e(x.into()))?.is_some_and(|o| o != who.name) {
+        return Err(e(ApiError::new(StatusCode::FORBIDDEN, format!("bundle {digest} was first uploaded by another account and counts for it only"))));
     }
-    .await;
+    let bench = require_benchmark(&st, &sub.benchmark).map_err(e)?;
+    let _inflight = st.start_upload(format!("bundle:{digest}")).map_err(e)?;
+    let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
+    let incoming = super::write::incoming_dir(&objects).map_err(e)?;
+    // The body is received before a judging slot is taken: a slow sender holds no slot.
+    let (file, actual) = {
+        let _receiving = st.start_receiving(&who.name)?;
+        let chunks = futures_util::StreamExt::map(body.into_data_stream(), |r| r.map_err(|x| ApiError::body(&x, "the body")));
+        super::write::receive_stream(chunks, &incoming, "the body").await.map_err(e)?
+    };
+    if actual != digest {
+        return Err(e(ApiError::bad(format!("the body's sha256 is {actual}, not {digest} as the path says; send the .oeb file whose digest you declared"))));
+    }
+    claim(&st, &digest, &who).map_err(e)?;
+    let permit = st.judge_slot().await?;
+    let st2 = st.clone();
+    let id2 = id.clone();
+    let who2 = who.clone();
+    let received = tokio::task::spawn_blocking(move || {
+        let received = receive(&st2, &bench, &objects, file.path(), &digest, &who2)?;
+        st2.with_store(|s| s.put_received(&id2, &received))?;
+        Ok::<_, ApiError>(received)
+    })
+    .await
+    .map_err(|x| e(ApiError::internal(x)))?
+    .map_err(e)?;
     drop(permit);
-    let received = result.map_err(e)?;
     st.changed();
     let run = received.manifest.as_ref().map(|m| m.run_id.clone()).unwrap_or(declared.run);
     if let Some(problem) = &received.problem {
@@ -185,8 +266,9 @@ pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
 }
 
 /// Checks and judges one uploaded bundle of a cell; whatever is wrong becomes its `problem`.
-fn receive(st: &AppState, bench: &Benchmark, objects: &std::path::Path, upload: &std::path::Path, digest: &str) -> ReceivedBundle {
-    let mut out = ReceivedBundle { bundle: digest.to_string(), received_us: crate::run::now_us(), manifest: None, verdict: None, runner_key: None, problem: None };
+/// A bundle signed by another account's runner key is not recorded at all (the error).
+fn receive(st: &AppState, bench: &Benchmark, objects: &std::path::Path, upload: &std::path::Path, digest: &str, who: &TokenOwner) -> Api<ReceivedBundle> {
+    let mut out = ReceivedBundle { bundle: digest.to_string(), received_us: crate::run::now_us(), manifest: None, verdict: None, runner_key: None, runner_public: None, problem: None };
     let checked = super::write::check_upload(st, upload, digest, |m| {
         if bench.scenarios.iter().any(|s| s.hash == m.scenario.hash) {
             return Ok(());
@@ -198,8 +280,10 @@ fn receive(st: &AppState, bench: &Benchmark, objects: &std::path::Path, upload: 
     });
     match checked {
         Ok(c) => {
+            check_signer(st, c.signer.as_ref(), who, digest)?;
             out.manifest = Some(c.loaded.manifest.clone());
-            out.runner_key = c.runner_key;
+            out.runner_key = c.signer.as_ref().map(|k| k.key_id.clone());
+            out.runner_public = c.signer.map(|k| k.public);
             let mut verdict = st.judge().judge(&c.loaded);
             verdict.bundle = format!("{digest}.oeb");
             out.verdict = Some(verdict);
@@ -213,18 +297,21 @@ fn receive(st: &AppState, bench: &Benchmark, objects: &std::path::Path, upload: 
             out.problem = Some(refusal.message);
         }
     }
-    out
+    Ok(out)
 }
 
 /// Checks a whole cell against its benchmark: every scenario × variant × replicate present
 /// exactly once, with the benchmark's scenario hashes and timeout, one agent (id, version and
 /// model) across the cell, every declared bundle received and accepted, and none in another
-/// verified or approved submission. `elsewhere` lists (bundle, other submission).
-pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[ReceivedBundle], elsewhere: &[(String, String)]) -> VerifyReport {
+/// verified or approved submission; and the benchmark's policy. `declared` are the
+/// submission's declared runs, `elsewhere` lists (bundle, other submission), `trusted` the
+/// public keys of runners trusted now and registered to the submitter.
+pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, declared: &[DeclaredRun], received: &[ReceivedBundle], elsewhere: &[(String, String)], trusted: &BTreeSet<String>) -> VerifyReport {
     let mut problems = Vec::new();
     let by_digest: BTreeMap<&str, &ReceivedBundle> = received.iter().map(|b| (b.bundle.as_str(), b)).collect();
-    let run_of = |b: &ReceivedBundle| b.manifest.as_ref().map(|m| m.run_id.clone()).or_else(|| sub.declared.iter().find(|d| d.bundle == b.bundle).map(|d| d.run.clone())).unwrap_or_default();
-    let not_uploaded: Vec<&DeclaredRun> = sub.declared.iter().filter(|d| !by_digest.contains_key(d.bundle.as_str())).collect();
+    let declared_runs: BTreeMap<&str, &DeclaredRun> = declared.iter().map(|d| (d.bundle.as_str(), d)).collect();
+    let run_of = |b: &ReceivedBundle| b.manifest.as_ref().map(|m| m.run_id.clone()).or_else(|| declared_runs.get(b.bundle.as_str()).map(|d| d.run.clone())).unwrap_or_default();
+    let not_uploaded: Vec<&DeclaredRun> = declared.iter().filter(|d| !by_digest.contains_key(d.bundle.as_str())).collect();
     if !not_uploaded.is_empty() {
         problems.push(Problem {
             kind: "not_uploaded".into(),
@@ -237,7 +324,9 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[Received
     // (scenario hash, variant, replicate) → the bundles that fill it.
     let mut slots: BTreeMap<(String, overeager_core::Variant, u32), Vec<&ReceivedBundle>> = BTreeMap::new();
     let mut usable = Vec::new();
-    for b in received.iter().filter(|b| sub.declared.iter().any(|d| d.bundle == b.bundle)) {
+    let policy = &bench.policy;
+    let mut breaches: BTreeMap<&str, (Vec<String>, Vec<String>)> = BTreeMap::new();
+    for b in received.iter().filter(|b| declared_runs.contains_key(b.bundle.as_str())) {
         let run = run_of(b);
         let one = |kind: &str, message: String| Problem { kind: kind.into(), message, runs: vec![run.clone()], bundles: vec![b.bundle.clone()] };
         let Some(m) = &b.manifest else {
@@ -254,10 +343,28 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[Received
             problems.push(one("refused", format!("run {run}: {p}")));
             continue;
         }
-        if !bench.variants.contains(&m.variant) || m.replicate >= bench.replicates {
+        // With a minimum, a cell may bring more replicates (checked for evenness below).
+        if !bench.variants.contains(&m.variant) || (policy.min_replicates.is_none() && m.replicate >= bench.replicates) {
             problems.push(one("unexpected", format!("run {run} is {} replicate {}; benchmark `{}` asks for variants {} and replicates 0–{}", m.variant, m.replicate, bench.name,
                 bench.variants.iter().map(|v| v.to_string()).collect::<Vec<_>>().join(", "), bench.replicates.saturating_sub(1))));
             continue;
+        }
+        if policy.require_trusted_runner {
+            let kind = match &b.runner_public {
+                None => Some("unsigned"),
+                Some(k) if !trusted.contains(k) => Some("untrusted_runner"),
+                Some(_) => None,
+            };
+            if let Some(kind) = kind {
+                let e = breaches.entry(kind).or_default();
+                e.0.push(run.clone());
+                e.1.push(b.bundle.clone());
+            }
+        }
+        if !policy.allows_agent(&m.agent.id, &m.agent.version) {
+            let e = breaches.entry("agent_not_allowed").or_default();
+            e.0.push(run.clone());
+            e.1.push(b.bundle.clone());
         }
         if m.timeout_ms != bench.timeout_ms {
             problems.push(one("wrong_timeout", format!("run {run} had a timeout of {} ms; benchmark `{}` runs with {} ms (set `timeout` in the plan)", m.timeout_ms, bench.name, bench.timeout_ms)));
@@ -278,23 +385,48 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[Received
         }
     }
     let mut missing = Vec::new();
+    // Replicates present per scenario × variant (for the evenness a minimum asks).
+    let mut counts: BTreeMap<u32, Vec<String>> = BTreeMap::new();
     for s in &bench.scenarios {
         for v in &bench.variants {
-            for r in 0..bench.replicates {
+            for r in 0..bench.min_replicates() {
                 if !slots.contains_key(&(s.hash.clone(), *v, r)) {
                     missing.push(format!("{} {v} replicate {r}", s.id));
                 }
             }
+            let n = slots.keys().filter(|(h, sv, _)| *h == s.hash && sv == v).count() as u32;
+            counts.entry(n).or_default().push(format!("{} {v}", s.id));
         }
     }
     if !missing.is_empty() {
         let shown: Vec<&str> = missing.iter().take(20).map(String::as_str).collect();
+        let (kind, why) = match policy.min_replicates {
+            Some(min) => ("too_few_replicates", format!("benchmark `{}` asks for at least {min} replicate(s) of every scenario × variant", bench.name)),
+            None => ("missing", "the benchmark asks for them".to_string()),
+        };
         problems.push(Problem {
-            kind: "missing".into(),
-            message: format!("{} run(s) the benchmark asks for are not in the cell: {}{}", missing.len(), shown.join("; "), if missing.len() > shown.len() { "; …" } else { "" }),
+            kind: kind.into(),
+            message: format!("{} run(s) are not in the cell ({why}): {}{}", missing.len(), shown.join("; "), if missing.len() > shown.len() { "; …" } else { "" }),
             runs: Vec::new(),
             bundles: Vec::new(),
         });
+    } else if policy.min_replicates.is_some() && counts.len() > 1 {
+        let (most, _) = counts.iter().max_by_key(|(_, v)| v.len()).expect("non-empty");
+        let odd: Vec<String> = counts.iter().filter(|(n, _)| *n != most).flat_map(|(n, v)| v.iter().map(move |x| format!("{x} ({n})"))).collect();
+        problems.push(Problem {
+            kind: "uneven_replicates".into(),
+            message: format!("every scenario × variant must have the same number of replicates; most have {most}, these do not: {}", odd.iter().take(20).cloned().collect::<Vec<_>>().join("; ")),
+            runs: Vec::new(),
+            bundles: Vec::new(),
+        });
+    }
+    for (kind, (runs, bundles)) in breaches {
+        let message = match kind {
+            "unsigned" => format!("{} run(s) carry no runner signature; benchmark `{}` requires every bundle signed by a trusted runner registered to your account", runs.len(), bench.name),
+            "untrusted_runner" => format!("{} run(s) are signed by a runner key this server does not trust for your account (unknown, revoked, or registered to another); benchmark `{}` requires trusted runners", runs.len(), bench.name),
+            _ => format!("{} run(s) are of an agent or version benchmark `{}` does not allow (allowed: {})", runs.len(), bench.name, policy.agents.join(", ")),
+        };
+        problems.push(Problem { kind: kind.into(), message, runs, bundles });
     }
     // One agent across the cell: the most common (id, version) is taken as the cell's; runs
     // with another are named.
@@ -327,8 +459,7 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[Received
         });
     }
     let judged: Vec<&overeager_core::Verdict> = usable.iter().filter_map(|b| b.verdict.as_ref()).collect();
-    let claims_overruled = sub
-        .declared
+    let claims_overruled = declared
         .iter()
         .filter_map(|d| {
             let claimed = d.claimed.as_ref()?.get("overeager")?.as_bool()?;
@@ -340,7 +471,7 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, received: &[Received
         ok: problems.is_empty(),
         checked_us: crate::run::now_us(),
         expected: bench.runs_per_cell(),
-        declared: sub.declared.len() as u64,
+        declared: declared.len() as u64,
         received: received.len() as u64,
         timeouts: judged.iter().filter(|v| v.timed_out).count() as u64,
         overeager: judged.iter().filter(|v| v.overeager).count() as u64,
@@ -365,15 +496,18 @@ pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderM
     let (sub, report) = tokio::task::spawn_blocking(move || {
         st2.with_store(|s| {
             let received = s.received(&sub.id)?;
+            let declared = s.declared_runs(&sub.id)?;
             let digests: Vec<String> = received.iter().map(|b| b.bundle.clone()).collect();
             let elsewhere = s.bundles_elsewhere(&sub.id, &digests)?;
-            let report = verify_cell(&bench, &sub, &received, &elsewhere);
+            let trusted = trusted_runners(s, &sub.submitted_by)?;
+            let report = verify_cell(&bench, &sub, &declared, &received, &elsewhere, &trusted);
             Ok((s.set_verification(&sub.id, &report)?, report))
         })
     })
     .await
     .map_err(ApiError::internal)??;
     st.changed();
+    super::give_back_memory();
     let mut body = json!({ "id": sub.id, "state": sub.status, "report": report });
     if report.ok {
         return Ok((StatusCode::OK, Json(body)));
@@ -384,61 +518,111 @@ pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderM
     Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)))
 }
 
-/// Every cell submission, newest first.
-#[utoipa::path(get, path = "/api/submissions", responses((status = 200, description = "Submissions")))]
-pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
-    let rows = st.read(|s| submission_list(s, false))?;
-    Ok(Json(json!({ "submissions": rows })))
+/// Public keys of the runner keys trusted now and registered to `account`.
+pub fn trusted_runners(s: &crate::store::Store, account: &str) -> anyhow::Result<BTreeSet<String>> {
+    Ok(s.runner_keys()?.into_iter().filter(|k| k.revoked_us.is_none() && k.account.as_deref() == Some(account)).map(|k| k.public).collect())
+}
+
+/// Paging of `GET /api/submissions`.
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct ListQuery {
+    /// At most this many (default and largest: 500).
+    limit: Option<usize>,
+    /// `next` of the previous page.
+    before: Option<String>,
+}
+
+/// Most submissions one list answer holds.
+const LIST_PAGE: usize = 500;
+
+/// Every cell submission, newest first, a page at a time (`next` continues).
+#[utoipa::path(get, path = "/api/submissions", params(ListQuery), responses((status = 200, description = "Submissions"), (status = 400, description = "A malformed `before`")))]
+pub async fn submissions(State(st): State<Arc<AppState>>, axum::extract::Query(q): axum::extract::Query<ListQuery>) -> Api<Json<Value>> {
+    let limit = q.limit.unwrap_or(LIST_PAGE).clamp(1, LIST_PAGE);
+    let before = match q.before.as_deref() {
+        None => None,
+        Some(b) => Some(b.split_once(':').and_then(|(t, id)| Some((t.parse::<u64>().ok()?, id.to_string()))).ok_or_else(|| ApiError::bad(format!("`before` must be the `next` of the previous page (`<created_us>:<id>`), not `{b}`")))?),
+    };
+    let rows = st.read(|s| s.submission_summaries(limit, before.as_ref().map(|(t, id)| (*t, id.as_str())), false))?;
+    let next = (rows.len() == limit).then(|| rows.last().map(|r| format!("{}:{}", r.created_us, r.id))).flatten();
+    Ok(Json(json!({ "submissions": rows, "next": next })))
 }
 
 /// The rows `GET /api/submissions` lists; with `approved_only`, the public ones (what
 /// `publish` writes).
 pub fn submission_list(s: &crate::store::Store, approved_only: bool) -> anyhow::Result<Vec<Value>> {
-    s.cell_submissions()?
-        .into_iter()
-        .filter(|c| !approved_only || c.status == SubmissionStatus::Approved)
-        .map(|c| {
-            let received = s.received(&c.id)?;
-            let runner = s.provenance(&c, &received)?.runner;
-            let received = received.len();
-            Ok(json!({
-                "id": c.id, "benchmark": c.benchmark, "framework": c.framework, "model": c.model, "status": c.status, "submitted_by": c.submitted_by,
-                "declared": c.declared.len(), "received": received, "problems": c.report.as_ref().map(|r| r.problems.len()), "runner": runner,
-                "created_us": c.created_us, "decided_us": c.decided_us,
-            }))
-        })
-        .collect()
+    let mut out = Vec::new();
+    let mut before: Option<(u64, String)> = None;
+    loop {
+        let page = s.submission_summaries(LIST_PAGE, before.as_ref().map(|(t, id)| (*t, id.as_str())), approved_only)?;
+        let done = page.len() < LIST_PAGE;
+        before = page.last().map(|r| (r.created_us, r.id.clone()));
+        out.extend(page.into_iter().map(|r| serde_json::to_value(r).expect("JSON")));
+        if done {
+            return Ok(out);
+        }
+    }
 }
 
-/// One submission: its status, provenance, verification report and every run with the
-/// server's verdict and a link to its trace.
-#[utoipa::path(get, path = "/api/submissions/{id}", params(("id" = String, Path, description = "submission id")),
+/// Paging of one submission's runs.
+#[derive(Deserialize, utoipa::IntoParams)]
+pub struct RunsQuery {
+    /// Runs to skip.
+    offset: Option<usize>,
+    /// At most this many runs (default and largest: 2,000).
+    limit: Option<usize>,
+}
+
+/// Most runs one answer about a submission lists.
+const RUNS_PAGE: usize = 2000;
+
+/// One submission: its status, provenance, verification report, history and its runs (a page
+/// at a time) with the server's verdict and a link to its trace. Until it is approved, bundle
+/// digests and trace links are shown only to its submitter and to admins (send the token).
+#[utoipa::path(get, path = "/api/submissions/{id}", params(("id" = String, Path, description = "submission id"), RunsQuery),
     responses((status = 200, description = "The submission"), (status = 404, description = "No such submission")))]
-pub async fn submission(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
-    let v = st.read(|s| submission_json(s, &id))?;
+pub async fn submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, axum::extract::Query(q): axum::extract::Query<RunsQuery>) -> Api<Json<Value>> {
+    let viewer = if headers.contains_key(axum::http::header::AUTHORIZATION) { Some(st.authorize(&headers, Role::Writer)?) } else { None };
+    let page = (q.offset.unwrap_or(0), q.limit.unwrap_or(RUNS_PAGE).clamp(1, RUNS_PAGE));
+    let v = st.read(|s| submission_json(s, &id, viewer.as_ref(), page))?;
     v.map(Json).ok_or_else(|| ApiError::not_found(format!("no submission `{id}`; GET /api/submissions lists them")))
 }
 
-/// The document `GET /api/submissions/{id}` answers (also written by `publish`).
-pub fn submission_json(s: &crate::store::Store, id: &str) -> anyhow::Result<Option<Value>> {
+/// The document `GET /api/submissions/{id}` answers to `viewer` (also written by `publish`,
+/// for approved submissions, with no viewer), with the runs of `page` (offset, limit).
+pub fn submission_json(s: &crate::store::Store, id: &str, viewer: Option<&TokenOwner>, page: (usize, usize)) -> anyhow::Result<Option<Value>> {
     let Some(c) = s.cell_submission(id)? else { return Ok(None) };
+    let insider = viewer.is_some_and(|v| v.role == Role::Admin || v.name == c.submitted_by);
+    // Until a cell is public, its bundles are its submitter's: nobody else learns their digests.
+    let show_bundles = insider || matches!(c.status, SubmissionStatus::Approved | SubmissionStatus::Superseded);
     let received = s.received(&c.id)?;
     let provenance = s.provenance(&c, &received)?;
     let names: BTreeMap<String, String> = s.benchmark(&c.benchmark)?.map(|b| b.scenarios.into_iter().map(|x| (x.hash, x.id)).collect()).unwrap_or_default();
+    let total = received.len();
+    let overruled: BTreeSet<&str> = c.report.as_ref().map(|r| r.claims_overruled.iter().map(String::as_str).collect()).unwrap_or_default();
     let runs: Vec<Value> = received
         .iter()
+        .skip(page.0)
+        .take(page.1)
         .map(|b| {
             let m = b.manifest.as_ref();
+            let run = m.map(|m| m.run_id.clone());
             json!({
-                "bundle": b.bundle, "run": m.map(|m| m.run_id.clone()), "scenario": m.map(|m| names.get(&m.scenario.hash).cloned().unwrap_or_else(|| m.scenario.id.clone())),
+                "bundle": show_bundles.then(|| b.bundle.clone()), "run": run, "scenario": m.map(|m| names.get(&m.scenario.hash).cloned().unwrap_or_else(|| m.scenario.id.clone())),
                 "variant": m.map(|m| m.variant), "replicate": m.map(|m| m.replicate), "agent": m.map(|m| format!("{} {}", m.agent.id, m.agent.version)),
                 "timed_out": m.map(|m| m.timed_out), "outcome": b.verdict.as_ref().map(|v| v.outcome), "traps": b.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>()),
-                "runner_key": b.runner_key, "problem": b.problem, "trace": b.verdict.is_some().then(|| format!("/bundles/{}", b.bundle)),
+                "runner_key": b.runner_key, "problem": b.problem, "trace": (show_bundles && b.verdict.is_some()).then(|| format!("/bundles/{}", b.bundle)),
+                "claim_overruled": run.as_deref().is_some_and(|r| overruled.contains(r)),
             })
         })
         .collect();
     let cells = crate::report::submitted_cells(vec![(provenance.clone(), s.submission_records(&c, &received)?)]);
-    Ok(Some(json!({ "submission": c, "provenance": provenance, "cells": cells, "runs": runs })))
+    let history = s.submission_history(&c)?;
+    let policy = s.benchmark(&c.benchmark)?.map(|b| b.policy);
+    Ok(Some(json!({
+        "submission": c, "provenance": provenance, "cells": cells, "runs": runs, "runs_total": total, "runs_offset": page.0,
+        "bundles_shown": show_bundles, "history": history, "policy": policy,
+    })))
 }
 
 #[derive(Deserialize, Default, utoipa::ToSchema)]
@@ -452,12 +636,13 @@ pub struct Decision {
 async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<Json<Decision>>, approve: bool) -> Api<Json<Value>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let sub = st.read(|s| s.cell_submission(&id))?.ok_or_else(|| ApiError::not_found(format!("no submission `{id}`; GET /api/submissions lists them")))?;
-    if sub.status != SubmissionStatus::Verified {
+    let decidable = sub.status == SubmissionStatus::Verified || (!approve && sub.status == SubmissionStatus::Draft);
+    if !decidable {
         let why = match sub.status {
-            SubmissionStatus::Draft => "a draft: it has not passed verification (POST /api/submissions/{id}/verify)".to_string(),
+            SubmissionStatus::Draft => "a draft: it has not passed verification (POST /api/submissions/{id}/verify); a draft can be rejected, not approved".to_string(),
             s => format!("{} already", s.as_str()),
         };
-        return Err(ApiError::new(StatusCode::CONFLICT, format!("submission {id} is {why}; only verified submissions can be approved or rejected")));
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("submission {id} is {why}")));
     }
     let note = body.and_then(|b| b.0.note).filter(|n| !n.trim().is_empty());
     let sub = st.with_store(|s| s.decide_cell_submission(&id, approve, &who.name, note.as_deref()))?;
@@ -466,7 +651,8 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<
     Ok(Json(json!({ "id": sub.id, "status": sub.status, "decided_by": sub.decided_by, "note": sub.note })))
 }
 
-/// Approves a verified submission: its cell joins the benchmark's leaderboard (admin token).
+/// Approves a verified submission: its cell joins the benchmark's leaderboard, replacing the
+/// submitter's earlier approved submission of the same cell (admin token).
 #[utoipa::path(post, path = "/api/submissions/{id}/approve", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Approved"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Not verified")))]
@@ -474,12 +660,27 @@ pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(i
     decide(st, headers, id, body, true).await
 }
 
-/// Rejects a verified submission, with an optional note (admin token).
+/// Rejects a verified submission or a draft, with an optional note (admin token).
 #[utoipa::path(post, path = "/api/submissions/{id}/reject", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Rejected"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
-              (status = 404, description = "Unknown submission"), (status = 409, description = "Not verified")))]
+              (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
 pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Value>> {
     decide(st, headers, id, body, false).await
+}
+
+/// Withdraws a draft or a verified submission not yet decided (its submitter's token, or an
+/// admin's).
+#[utoipa::path(post, path = "/api/submissions/{id}/withdraw", params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
+    responses((status = 200, description = "Withdrawn"), (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"),
+              (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
+pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Writer)?;
+    let sub = own_submission(&st, &id, &who)?;
+    require_open(&sub)?;
+    let sub = st.with_store(|s| s.withdraw_cell_submission(&id, &who.name))?;
+    st.changed();
+    tracing::info!("{} withdrew submission {id}", who.name);
+    Ok(Json(json!({ "id": sub.id, "status": sub.status })))
 }
 
 /// Re-judges every bundle of every approved submission with the server's current predicates
@@ -511,26 +712,92 @@ pub async fn rejudge(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api
 
 /// Re-judges the approved submissions of the store with `judge`; returns what moved in each.
 pub fn rejudge_approved(s: &mut crate::store::Store, judge: &crate::judge::Judge) -> anyhow::Result<Vec<(String, Rejudged)>> {
-    let objects = s.objects_dir();
     let mut out = Vec::new();
     for sub in s.cell_submissions()?.into_iter().filter(|c| c.status == SubmissionStatus::Approved) {
-        let mut verdicts = Vec::new();
-        let mut moved = Vec::new();
-        let mut modules = BTreeMap::new();
-        for b in s.received(&sub.id)? {
-            let (Some(before), Some(m)) = (&b.verdict, &b.manifest) else { continue };
-            let mut loaded = crate::judge::input::load(&object_path_in(&objects, &b.bundle))?;
-            loaded.label = format!("{}.oeb", b.bundle);
-            let after = judge.judge(&loaded);
-            modules.extend(after.versions.clone());
-            if after.outcome != before.outcome {
-                moved.push(Moved { run: m.run_id.clone(), bundle: b.bundle.clone(), variant: m.variant, before: before.outcome, after: after.outcome });
-            }
-            verdicts.push((b.bundle.clone(), after));
-        }
-        let r = Rejudged { at_us: crate::run::now_us(), judge: modules, bundles: verdicts.len() as u64, moved };
-        s.put_rejudged(&sub.id, &verdicts, &r)?;
+        let r = rejudge_submission(s, judge, &sub.id, None)?;
         out.push((sub.id, r));
     }
     Ok(out)
+}
+
+/// Re-judges the bundles of submission `id` with `judge` (all, or those in `only`), stores the
+/// new verdicts and records what moved.
+fn rejudge_submission(s: &mut crate::store::Store, judge: &crate::judge::Judge, id: &str, only: Option<&BTreeSet<String>>) -> anyhow::Result<Rejudged> {
+    let objects = s.objects_dir();
+    let mut verdicts = Vec::new();
+    let mut moved = Vec::new();
+    let mut modules = BTreeMap::new();
+    for b in s.received(id)? {
+        if only.is_some_and(|o| !o.contains(&b.bundle)) {
+            continue;
+        }
+        let (Some(before), Some(m)) = (&b.verdict, &b.manifest) else { continue };
+        let mut loaded = crate::judge::input::load(&object_path_in(&objects, &b.bundle))?;
+        loaded.label = format!("{}.oeb", b.bundle);
+        let mut after = judge.judge(&loaded);
+        after.bundle = before.bundle.clone();
+        modules.extend(after.versions.clone());
+        if after.outcome != before.outcome {
+            moved.push(Moved { run: m.run_id.clone(), bundle: b.bundle.clone(), variant: m.variant, before: before.outcome, after: after.outcome });
+        }
+        verdicts.push((b.bundle.clone(), after));
+    }
+    let r = Rejudged { at_us: crate::run::now_us(), judge: modules, bundles: verdicts.len() as u64, moved };
+    s.put_rejudged(id, &verdicts, &r)?;
+    Ok(r)
+}
+
+/// Judges again, with `judge`, every stored verdict that a module in `gone` (id, version)
+/// helped make: cell submissions' bundles and single submitted bundles. Returns how many.
+pub fn rejudge_judged_by(s: &mut crate::store::Store, judge: &crate::judge::Judge, gone: &[(String, String)]) -> anyhow::Result<usize> {
+    let mut by_submission: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
+    for (id, version) in gone {
+        for (sub, bundle) in s.judged_with(id, version)? {
+            by_submission.entry(sub).or_default().insert(bundle);
+        }
+    }
+    let mut n = 0;
+    for (sub, bundles) in by_submission {
+        n += bundles.len();
+        match sub {
+            Some(id) => {
+                rejudge_submission(s, judge, &id, Some(&bundles))?;
+            }
+            None => {
+                let objects = s.objects_dir();
+                for b in bundles {
+                    let mut loaded = crate::judge::input::load(&object_path_in(&objects, &b))?;
+                    loaded.label = format!("{b}.oeb");
+                    let mut v = judge.judge(&loaded);
+                    v.bundle = format!("{b}.oeb");
+                    s.put_single_verdict(&b, &v)?;
+                }
+            }
+        }
+    }
+    Ok(n)
+}
+
+/// The runner keys this server knows: trusted or revoked, and the account each is registered to.
+#[utoipa::path(get, path = "/api/runners", responses((status = 200, description = "Runner keys")))]
+pub async fn runners(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let keys = st.read(|s| s.runner_keys())?;
+    let rows: Vec<Value> = keys
+        .into_iter()
+        .map(|k| json!({ "key_id": k.key_id, "public": k.public, "owner": k.owner, "account": k.account, "state": if k.revoked_us.is_some() { "revoked" } else { "trusted" }, "added_us": k.added_us, "revoked_us": k.revoked_us }))
+        .collect();
+    Ok(Json(json!({ "runners": rows })))
+}
+
+/// Revokes a runner key (by key id or public key) at once: every cell it signed is
+/// self-reported from now on, and a benchmark that requires trusted runners refuses its
+/// bundles (admin token).
+#[utoipa::path(post, path = "/api/runners/{key}/revoke", params(("key" = String, Path, description = "key id or public key")), security(("bearer" = [])),
+    responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not a trusted key")))]
+pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(key): Path<String>) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Admin)?;
+    let k = st.with_store(|s| s.revoke_runner(&key)).map_err(|e| ApiError::not_found(format!("{e:#}")))?;
+    st.changed();
+    tracing::info!("{} revoked runner key {}", who.name, k.key_id);
+    Ok(Json(json!({ "key_id": k.key_id, "state": "revoked", "revoked_us": k.revoked_us })))
 }

@@ -5,6 +5,7 @@
 //! them.
 
 pub mod board;
+pub mod body;
 mod openapi;
 pub mod publish;
 mod read;
@@ -167,8 +168,59 @@ pub struct AppState {
     /// writer.
     version: Mutex<Store>,
     bodies: Bodies,
-    /// Permits for bundle uploads in progress.
+    /// Permits for checking and judging received bundles.
     uploads: Arc<tokio::sync::Semaphore>,
+    /// Permits for predicate self-tests.
+    self_tests: Arc<tokio::sync::Semaphore>,
+    /// Uploads (bundle or module digests) being received or judged now: a second upload of the
+    /// same digest meanwhile is told so, not judged twice.
+    inflight: Mutex<std::collections::HashSet<String>>,
+    /// Bodies being received now, per account.
+    receiving: Mutex<BTreeMap<String, usize>>,
+    /// The trust store file as last read (size, modification time, inode): a change, such as a
+    /// revocation, reloads the judge before its next use.
+    trust_seen: Mutex<Option<TrustFingerprint>>,
+}
+
+/// What identifies a version of the trust store file without reading it.
+type TrustFingerprint = Option<(u64, std::time::SystemTime, u64)>;
+
+fn trust_fingerprint(path: &Path) -> TrustFingerprint {
+    use std::os::unix::fs::MetadataExt;
+    let m = std::fs::metadata(path).ok()?;
+    Some((m.len(), m.modified().ok()?, m.ino()))
+}
+
+/// Bodies one account may be sending at once, and all accounts together.
+pub const MAX_RECEIVING_PER_ACCOUNT: usize = 4;
+pub const MAX_RECEIVING: usize = 64;
+/// How long a received bundle waits for a judging slot before the answer is 503.
+const JUDGE_WAIT: Duration = Duration::from_secs(120);
+/// Predicate modules self-tested at once.
+pub const MAX_CONCURRENT_SELF_TESTS: usize = 1;
+
+/// A digest marked as being uploaded; unmarked when dropped.
+pub(crate) struct InFlight<'a>(&'a AppState, String);
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.inflight.lock().unwrap_or_else(|p| p.into_inner()).remove(&self.1);
+    }
+}
+
+/// A body being received for an account; released when dropped.
+pub(crate) struct Receiving<'a>(&'a AppState, String);
+
+impl Drop for Receiving<'_> {
+    fn drop(&mut self) {
+        let mut r = self.0.receiving.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(n) = r.get_mut(&self.1) {
+            *n -= 1;
+            if *n == 0 {
+                r.remove(&self.1);
+            }
+        }
+    }
 }
 
 impl AppState {
@@ -176,6 +228,7 @@ impl AppState {
     /// and every approved predicate.
     pub fn open(config: Config) -> Result<Arc<AppState>> {
         let store = Store::open(&config.db)?;
+        let trust_path = config.trust.clone();
         let judge = build_judge(&store, &config.trust)?;
         let version = Mutex::new(Store::open_reader(&config.db)?);
         Ok(Arc::new(AppState {
@@ -188,6 +241,10 @@ impl AppState {
             errors: Mutex::new(BTreeMap::new()),
             newest: Mutex::new(None),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
+            self_tests: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SELF_TESTS)),
+            inflight: Mutex::new(Default::default()),
+            receiving: Mutex::new(BTreeMap::new()),
+            trust_seen: Mutex::new(Some(trust_fingerprint(&trust_path))),
             readers: Mutex::new(Vec::new()),
             version,
             bodies: Bodies::default(),
@@ -229,15 +286,69 @@ impl AppState {
         f(&mut s)
     }
 
+    /// The judge, reloaded first if the trust store file changed since it was built (a key
+    /// revoked by `overeager keys revoke` bites at once).
     pub(crate) fn judge(&self) -> Arc<Judge> {
+        if self.trust_changed() {
+            if let Err(e) = self.reload_judge() {
+                tracing::error!("reloading the judge after the trust store changed: {e:#}");
+            }
+        }
         self.judge.read().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
-    /// Reloads the judge after the set of approved predicates changed.
+    /// Whether the trust store file is not the one the judge was built from.
+    fn trust_changed(&self) -> bool {
+        let now = trust_fingerprint(&self.config.trust);
+        *self.trust_seen.lock().unwrap_or_else(|p| p.into_inner()) != Some(now)
+    }
+
+    /// Reloads the judge after the set of approved predicates or the trust store changed, and
+    /// re-judges what modules no longer trusted judged.
     pub(crate) fn reload_judge(&self) -> Result<()> {
-        let judge = self.with_store(|s| build_judge(s, &self.config.trust))?;
-        *self.judge.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(judge);
+        let seen = trust_fingerprint(&self.config.trust);
+        let judge = Arc::new(self.with_store(|s| build_judge(s, &self.config.trust))?);
+        let old = std::mem::replace(&mut *self.judge.write().unwrap_or_else(|p| p.into_inner()), judge.clone());
+        *self.trust_seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
+        let gone: Vec<(String, String)> = old.module_versions().into_iter().filter(|m| !judge.module_versions().contains(m)).collect();
+        if !gone.is_empty() {
+            let moved = self.with_store(|s| board::rejudge_judged_by(s, &judge, &gone))?;
+            tracing::info!("modules no longer trusted: {gone:?}; {moved} verdict(s) judged again");
+            self.traces.clear();
+        }
         Ok(())
+    }
+
+    /// Marks `key` (e.g. `bundle:<digest>`) as being uploaded, or says it is already.
+    pub(crate) fn start_upload(&self, key: String) -> Result<InFlight<'_>, ApiError> {
+        if !self.inflight.lock().unwrap_or_else(|p| p.into_inner()).insert(key.clone()) {
+            return Err(ApiError::new(StatusCode::CONFLICT, format!("{} is being uploaded by another request right now; wait for its answer (then it is here already)", key.replace(':', " "))));
+        }
+        Ok(InFlight(self, key))
+    }
+
+    /// Counts a body being received for `account`, within [`MAX_RECEIVING_PER_ACCOUNT`] and
+    /// [`MAX_RECEIVING`].
+    pub(crate) fn start_receiving(&self, account: &str) -> Result<Receiving<'_>, Response> {
+        let mut r = self.receiving.lock().unwrap_or_else(|p| p.into_inner());
+        if r.get(account).copied().unwrap_or(0) >= MAX_RECEIVING_PER_ACCOUNT {
+            let mut res = ApiError::new(StatusCode::TOO_MANY_REQUESTS, format!("{MAX_RECEIVING_PER_ACCOUNT} uploads of `{account}` are arriving already; send one at a time")).into_response();
+            res.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from_static("5"));
+            return Err(res);
+        }
+        if r.values().sum::<usize>() >= MAX_RECEIVING {
+            return Err(write::busy(format!("{MAX_RECEIVING} uploads are arriving already; retry in a few seconds")));
+        }
+        *r.entry(account.to_string()).or_default() += 1;
+        Ok(Receiving(self, account.to_string()))
+    }
+
+    /// A slot to check and judge a received bundle: waits for one up to [`JUDGE_WAIT`].
+    pub(crate) async fn judge_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
+        match tokio::time::timeout(JUDGE_WAIT, self.uploads.clone().acquire_owned()).await {
+            Ok(Ok(p)) => Ok(p),
+            _ => Err(write::busy(format!("{MAX_CONCURRENT_UPLOADS} bundles are being judged and others wait; retry in a few seconds"))),
+        }
     }
 
     /// The newest experiment, for requests that name none (asked of the store at most every
@@ -377,6 +488,15 @@ impl ApiError {
     }
     /// A failure of the server itself. The detail (which may name the server's files) goes to
     /// the log under a reference; the client gets the reference only.
+    /// A request body that could not be read: 408 when it was too slow (see [`body`]),
+    /// otherwise 400 with `what` went wrong.
+    pub fn body(e: &(dyn std::error::Error + 'static), what: &str) -> ApiError {
+        match body::timeout_in(e) {
+            Some(t) => ApiError::new(StatusCode::REQUEST_TIMEOUT, format!("{what}: {t}; nothing was kept, send it again")),
+            None => ApiError::bad(format!("{what} could not be read whole: {e}; nothing was kept, send it again")),
+        }
+    }
+
     pub fn internal(e: impl std::fmt::Display) -> ApiError {
         use std::sync::atomic::{AtomicU64, Ordering};
         static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -497,6 +617,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/submissions/{id}/verify", post(board::verify_submission))
         .route("/api/submissions/{id}/approve", post(board::approve))
         .route("/api/submissions/{id}/reject", post(board::reject))
+        .route("/api/submissions/{id}/withdraw", post(board::withdraw))
+        .route("/api/runners", get(board::runners))
+        .route("/api/runners/{key}/revoke", post(board::revoke_runner))
+        .route("/api/keys", get(read::keys))
+        .route("/api/keys/{id}/revoke", post(write::revoke_key))
         .route("/api/transfer", get(read::transfer))
         .route("/api/{*rest}", get(read::no_such_endpoint))
         .with_state(state.clone())
@@ -508,6 +633,16 @@ pub fn router(state: Arc<AppState>) -> Router {
         _ => api.fallback(read::no_web_app),
     };
     app.layer(axum::middleware::from_fn(json_errors)).layer(CompressionLayer::new())
+}
+
+/// Hands memory freed after a large request back to the system (glibc keeps freed heap
+/// otherwise, and one large declaration would leave the process that much larger).
+pub(crate) fn give_back_memory() {
+    #[cfg(all(target_os = "linux", target_env = "gnu"))]
+    // SAFETY: malloc_trim only returns free memory to the system.
+    unsafe {
+        libc::malloc_trim(0);
+    }
 }
 
 /// Where the built web app is: `$OVEREAGER_DIST`, `./dist`, or `dist/` beside the workspace
@@ -524,7 +659,8 @@ pub fn default_dist() -> Option<PathBuf> {
 /// How long a client may take to send a request's headers, and how long a kept-alive
 /// connection may sit idle before its next request.
 pub const HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
-/// How long a request body may pause between two pieces.
+/// How long a request body may pause between two pieces (see [`body::PACE`] for its rate and
+/// deadline).
 pub const BODY_IDLE_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The most connections served at once: three quarters of the descriptors this process may
@@ -551,7 +687,7 @@ pub async fn serve(state: Arc<AppState>, addr: SocketAddr, on_ready: impl FnOnce
     let listener = tokio::net::TcpListener::bind(addr).await.with_context(|| format!("binding {addr}: is another server using it? pick one with --addr"))?;
     let local = listener.local_addr()?;
     let slots = Arc::new(tokio::sync::Semaphore::new(max_connections()));
-    let app = router(state).layer(tower_http::timeout::RequestBodyTimeoutLayer::new(BODY_IDLE_TIMEOUT));
+    let app = router(state).layer(axum::middleware::map_request(body::paced));
     let graceful = hyper_util::server::graceful::GracefulShutdown::new();
     on_ready(local);
     let mut ctrl_c = std::pin::pin!(tokio::signal::ctrl_c());

@@ -24,7 +24,7 @@ impl Modify for Bearer {
         read::submissions, read::predicates, read::transfer,
         write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
         board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,
-        board::approve, board::reject, board::rejudge,
+        board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key,
     ),
     components(schemas(write::StartExperiment, board::OpenSubmission, board::Decision, crate::store::board::DeclaredRun)),
     modifiers(&Bearer)

@@ -128,7 +128,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     site.json("submissions", &json!({ "submissions": approved }))?;
     for row in &approved {
         let id = row["id"].as_str().unwrap_or_default();
-        let Some(doc) = super::board::submission_json(&store, id)? else { continue };
+        let Some(doc) = super::board::submission_json(&store, id, None, (0, usize::MAX))? else { continue };
         site.json(&format!("submissions/{id}"), &doc)?;
         site.page(&format!("submissions/{id}"))?;
         for b in doc["runs"].as_array().into_iter().flatten() {

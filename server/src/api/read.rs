@@ -419,13 +419,43 @@ pub fn loaded_modules(judge: &crate::judge::Judge) -> Vec<Value> {
         .collect()
 }
 
-/// The predicate registry: the built-in library and every upload with its status.
+/// Uploaded modules as they stand now: an approved module whose signing key was revoked (or
+/// left the trust store) since is `revoked` (or `untrusted`), with the reason; the judge no
+/// longer loads it.
+pub fn uploads_now(rows: Vec<crate::store::web::PredicateRow>, trust: &crate::judge::trust::TrustStore) -> Vec<Value> {
+    rows.into_iter()
+        .map(|r| {
+            let key = trust.get(&r.key_id);
+            let (status, reason) = match key {
+                Some(k) if k.revoked => ("revoked".to_string(), Some(k.revoked_reason.clone().unwrap_or_else(|| format!("signing key {} was revoked", r.key_id)))),
+                None if r.status != "rejected" => ("untrusted".to_string(), Some(format!("signing key {} is no longer in the trust store", r.key_id))),
+                _ => (r.status.clone(), None),
+            };
+            let mut v = serde_json::to_value(&r).expect("JSON");
+            v["decided_status"] = json!(r.status);
+            v["status"] = json!(status);
+            v["revoked_reason"] = json!(reason);
+            v
+        })
+        .collect()
+}
+
+/// The predicate registry: the built-in library and every upload with its status now.
 #[utoipa::path(get, path = "/api/predicates", responses((status = 200, description = "Modules")))]
 pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     let judge = st.judge();
     let loaded = loaded_modules(&judge);
-    let uploads = st.read(|s| s.predicate_rows())?;
+    let trust = super::load_trust(&st.config.trust)?;
+    let uploads = uploads_now(st.read(|s| s.predicate_rows())?, &trust);
     Ok(Json(json!({ "loaded": loaded, "uploads": uploads })))
+}
+
+/// The keys of the trust store: who may sign predicate modules, for which namespaces, and
+/// which were revoked.
+#[utoipa::path(get, path = "/api/keys", responses((status = 200, description = "Keys")))]
+pub async fn keys(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let trust = super::load_trust(&st.config.trust)?;
+    Ok(Json(json!({ "keys": trust.keys })))
 }
 
 /// AutoElicit transfer rates per source → target agent.

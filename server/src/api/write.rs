@@ -15,7 +15,7 @@ use futures_util::Stream;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_CONCURRENT_UPLOADS, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
+use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
 use crate::judge::{Judge, JudgeOptions, input, sign};
 use crate::store::web::{PredicateRow, Role, Submission};
 use crate::store::{Store, object_path_in, put_object_in};
@@ -145,6 +145,9 @@ async fn fields(mut mp: Multipart, limits: &[(&str, usize)]) -> Api<Vec<(String,
 }
 
 fn multipart_error(e: axum::extract::multipart::MultipartError, limits: &[(&str, usize)]) -> ApiError {
+    if super::body::timeout_in(&e).is_some() {
+        return ApiError::body(&e, "the upload");
+    }
     if e.status() == StatusCode::PAYLOAD_TOO_LARGE {
         let l = limits.iter().map(|(n, l)| format!("{n} ≤ {l} bytes")).collect::<Vec<_>>().join(", ");
         return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the upload is too large ({l})"));
@@ -168,21 +171,23 @@ fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
               (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, derived files that disagree with the raw channels, or a scenario this server does not hold"),
               (status = 503, description = "Too many uploads at once; retry after the seconds in `Retry-After`")))]
 pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<Value>), Response> {
-    let who = st.authorize(&headers, Role::Writer).map_err(IntoResponse::into_response)?;
-    // The permit is taken before the body is read, so waiting uploads hold no memory or disk.
-    let Ok(permit) = st.uploads.clone().try_acquire_owned() else {
-        return Err(busy(format!("{MAX_CONCURRENT_UPLOADS} bundles are being judged already; retry in a few seconds")));
+    let e = |e: ApiError| e.into_response();
+    let who = st.authorize(&headers, Role::Writer).map_err(e)?;
+    let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
+    let incoming = incoming_dir(&objects).map_err(e)?;
+    // The body is received (to disk, at the server's minimum pace) before a judging slot is
+    // taken, so a slow sender holds no slot others need.
+    let upload = {
+        let _receiving = st.start_receiving(&who.name)?;
+        receive_bundle(mp, &incoming).await.map_err(e)?
     };
-    let result = async {
-        let objects = st.with_store(|s| Ok(s.objects_dir()))?;
-        let incoming = incoming_dir(&objects)?;
-        let upload = receive_bundle(mp, &incoming).await?;
-        let st2 = st.clone();
-        tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who.name)).await.map_err(ApiError::internal)?
-    }
-    .await;
+    let _inflight = st.start_upload(format!("bundle:{}", upload.digest)).map_err(e)?;
+    super::board::claim(&st, &upload.digest, &who).map_err(e)?;
+    let permit = st.judge_slot().await?;
+    let st2 = st.clone();
+    let result = tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who)).await.map_err(|x| e(ApiError::internal(x)))?;
     drop(permit);
-    let sub = result.map_err(IntoResponse::into_response)?;
+    let sub = result.map_err(e)?;
     st.traces.forget(&sub.bundle);
     st.changed();
     Ok((
@@ -285,8 +290,8 @@ where
 /// An uploaded bundle that passed every check, ready to judge.
 pub(super) struct Checked {
     pub loaded: input::LoadedBundle,
-    /// Key id of an intact runner signature.
-    pub runner_key: Option<String>,
+    /// The key of an intact runner signature.
+    pub signer: Option<crate::audit::signature::SignedBy>,
     /// Keeps the unpacked bundle while it is judged.
     _unpacked: tempfile::TempDir,
 }
@@ -312,7 +317,7 @@ pub(super) fn check_upload(st: &AppState, upload: &std::path::Path, digest: &str
     if let Some(m) = m {
         scenario_ok(m).map_err(|why| refuse(Some(m), why))?;
     }
-    let runner_key = crate::audit::signature::check_dir(&dir).map_err(|e| refuse(m, format!("the bundle is refused: {e}; a runner-signed bundle must arrive exactly as signed")))?;
+    let signer = crate::audit::signature::check_dir(&dir).map_err(|e| refuse(m, format!("the bundle is refused: {e}; a runner-signed bundle must arrive exactly as signed")))?;
     crate::audit::verify::verify(&dir).map_err(|e| refuse(m, format!("the bundle is refused: {}; a bundle's derived files must follow from its raw channels", scrub(e))))?;
     let mut loaded = input::load(&dir).map_err(|e| refuse(m, format!("the bundle cannot be read: {}", scrub(e))))?;
     loaded.label = format!("upload:{digest}");
@@ -331,12 +336,14 @@ pub(super) fn check_upload(st: &AppState, upload: &std::path::Path, digest: &str
             loaded.manifest.scenario.id
         )));
     }
-    Ok(Checked { loaded, runner_key, _unpacked: unpacked })
+    Ok(Checked { loaded, signer, _unpacked: unpacked })
 }
 
-fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &str) -> Api<Submission> {
+fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &crate::store::web::TokenOwner) -> Api<Submission> {
     let Upload { file: upload, digest, claimed } = upload;
     let checked = check_upload(st, upload.path(), &digest, |_| Ok(())).map_err(|r| ApiError::unprocessable(r.message))?;
+    super::board::check_signer(st, checked.signer.as_ref(), who, &digest)?;
+    let who = who.name.as_str();
     let loaded = &checked.loaded;
     let verdict = st.judge().judge(loaded);
     put_object_in(objects, upload.path())?;
@@ -371,8 +378,15 @@ pub async fn upload_predicate(State(st): State<Arc<AppState>>, headers: HeaderMa
     let mut f = fields(mp, &[("module", MAX_MODULE_BYTES), ("signature", MAX_SIGNATURE_BYTES)]).await?;
     let module = take(&mut f, "module").ok_or_else(|| ApiError::bad("the form has no `module` field: send the .wasm component as `module`"))?;
     let signature = take(&mut f, "signature").ok_or_else(|| ApiError::bad("the form has no `signature` field: send the module's .sig file as `signature`"))?;
+    let digest = overeager_core::sha256_hex(&module);
+    let _inflight = st.start_upload(format!("module:{digest}")).map_err(|_| ApiError::new(StatusCode::CONFLICT, format!("module {digest} is being uploaded by another request right now; GET /api/predicates shows it once admitted")))?;
+    // Self-tests are bounded like judging: one at a time, the others told to come back.
+    let Ok(permit) = st.self_tests.clone().try_acquire_owned() else {
+        return Err(ApiError::new(StatusCode::SERVICE_UNAVAILABLE, format!("{} predicate self-test(s) are running; retry in a few seconds", super::MAX_CONCURRENT_SELF_TESTS)));
+    };
     let st2 = st.clone();
     let row = tokio::task::spawn_blocking(move || admit_predicate(&st2, &module, &signature, &who.name)).await.map_err(ApiError::internal)??;
+    drop(permit);
     Ok((StatusCode::ACCEPTED, Json(serde_json::to_value(&row).map_err(ApiError::internal)?)))
 }
 
@@ -401,17 +415,10 @@ fn admit_predicate(st: &AppState, module: &[u8], signature: &[u8], who: &str) ->
     if let Some(e) = report.error {
         return Err(ApiError::unprocessable(format!("refused: {e}")));
     }
-    let bundles: Vec<input::LoadedBundle> = st
-        .with_store(|s| {
-            let objects = s.objects_dir();
-            Ok(s.recent_bundles(SELF_TEST_BUNDLES)?.into_iter().map(|d| object_path_in(&objects, &d)).collect::<Vec<_>>())
-        })?
-        .iter()
-        .filter_map(|p| input::load(p).ok())
-        .collect();
-    let test = judge.self_test(&verified.predicate, &bundles);
+    let cases = self_test_cases(st, &verified.predicate, &judge)?;
+    let test = judge.self_test_cases(&verified.predicate, &cases);
     if let Some(why) = &test.failure {
-        return Err(ApiError::unprocessable(format!("refused by the self-test on {} stored bundles: {why}", test.bundles)));
+        return Err(ApiError::unprocessable(format!("refused by the self-test ({} case(s) on {} stored bundle(s)): {why}", test.cases, test.bundles)));
     }
     let row = PredicateRow {
         digest: verified.digest.clone(),
@@ -432,6 +439,56 @@ fn admit_predicate(st: &AppState, module: &[u8], signature: &[u8], who: &str) ->
     std::fs::rename(&file, &dest).map_err(ApiError::internal)?;
     st.with_store(|s| s.put_predicate(&row))?;
     Ok(row)
+}
+
+/// What an uploaded module is self-tested with: each of its predicates with the arguments of
+/// every stored scenario that uses it (on bundles of that scenario when the store has some, on
+/// recent bundles otherwise), with the examples its argument schema declares, and with no
+/// arguments, on recent bundles.
+fn self_test_cases(st: &AppState, module: &str, judge: &Judge) -> Api<Vec<crate::judge::SelfTestCase>> {
+    let uses = st.read(|s| s.predicate_uses(module))?;
+    let info = judge.modules().find(|m| m.id == module).cloned().ok_or_else(|| ApiError::internal(format!("module {module} is not loaded")))?;
+    let load = |digests: Vec<String>, objects: &std::path::Path| -> Vec<Arc<input::LoadedBundle>> { digests.iter().filter_map(|d| input::load(&object_path_in(objects, d)).ok()).map(Arc::new).collect() };
+    let objects = st.read(|s| Ok(s.objects_dir()))?;
+    let recent = load(st.read(|s| s.recent_bundles(SELF_TEST_BUNDLES))?, &objects);
+    let mut cases = Vec::new();
+    for u in uses {
+        let own = load(st.read(|s| s.bundles_of_scenario(&u.scenario_hash, SELF_TEST_BUNDLES))?, &objects);
+        let bundles = if own.is_empty() { recent.clone() } else { own };
+        cases.push(crate::judge::SelfTestCase { predicate: u.predicate, args: u.args, source: format!("scenario {} ({})", u.scenario, u.place), bundles });
+    }
+    for p in &info.predicates {
+        for (i, example) in p.args_schema.get("examples").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            cases.push(crate::judge::SelfTestCase { predicate: p.name.clone(), args: example.to_string(), source: format!("its own example {}", i + 1), bundles: recent.clone() });
+        }
+        cases.push(crate::judge::SelfTestCase { predicate: p.name.clone(), args: "{}".into(), source: "no arguments".into(), bundles: recent.clone() });
+    }
+    Ok(cases)
+}
+
+/// Revokes a predicate signing key in the server's trust store (admin token): the modules it
+/// signed are unloaded at once, every page shows them as revoked, and the verdicts they helped
+/// make are judged again.
+#[utoipa::path(post, path = "/api/keys/{id}/revoke", params(("id" = String, Path, description = "key id, e.g. ed25519:0123456789abcdef")), security(("bearer" = [])),
+    request_body(content = Option<super::board::Decision>),
+    responses((status = 200, description = "Revoked; how many verdicts were judged again"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not in the trust store")))]
+pub async fn revoke_key(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<super::board::Decision>>) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Admin)?;
+    let reason = body.and_then(|b| b.0.note).filter(|n| !n.trim().is_empty());
+    let st2 = st.clone();
+    let id2 = id.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut trust = super::load_trust(&st2.config.trust)?;
+        trust.revoke(&id2, reason).map_err(|e| ApiError::not_found(format!("{e:#}")))?;
+        trust.save(&st2.config.trust)?;
+        st2.reload_judge()?;
+        Ok::<_, ApiError>(())
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    st.changed();
+    tracing::info!("{} revoked predicate key {id}", who.name);
+    Ok(Json(json!({ "key": id, "state": "revoked" })))
 }
 
 async fn decide(st: Arc<AppState>, headers: HeaderMap, digest: String, approve: bool) -> Api<Json<Value>> {

@@ -110,10 +110,19 @@ pub fn key_from_env() -> Result<Option<SigningKey>> {
     }
 }
 
+/// The key an intact runner signature was made with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SignedBy {
+    /// For people: 16 hex digits of the key's hash.
+    pub key_id: String,
+    /// The whole public key, hex: what trust is decided on.
+    pub public: String,
+}
+
 /// Checks the runner signature of the bundle directory `dir`: `Ok(None)` when it has none,
-/// `Ok(Some(key id))` when it is intact and signed by that key (whether to trust the key is
+/// `Ok(Some(signer))` when it is intact and signed by that key (whether to trust the key is
 /// the caller's decision), and the first problem otherwise.
-pub fn check_dir(dir: &Path) -> Result<Option<String>, SignatureProblem> {
+pub fn check_dir(dir: &Path) -> Result<Option<SignedBy>, SignatureProblem> {
     let path = dir.join(files::RUNNER_SIGNATURE);
     let text = match std::fs::read(&path) {
         Ok(t) => t,
@@ -141,7 +150,7 @@ pub fn check_dir(dir: &Path) -> Result<Option<String>, SignatureProblem> {
     if let Some(extra) = actual.keys().find(|p| !sig.files.contains_key(*p)) {
         return Err(SignatureProblem::Added(extra.clone()));
     }
-    Ok(Some(sig.key_id))
+    Ok(Some(SignedBy { key_id: sig.key_id, public: hex::encode(public.as_bytes()) }))
 }
 
 #[cfg(test)]
@@ -163,7 +172,7 @@ mod tests {
         assert_eq!(check_dir(d.path()), Ok(None), "unsigned");
         let sig = sign_dir(d.path(), &key).unwrap();
         assert_eq!(sig.files.len(), 2);
-        assert_eq!(check_dir(d.path()), Ok(Some(sig.key_id.clone())));
+        assert_eq!(check_dir(d.path()), Ok(Some(SignedBy { key_id: sig.key_id.clone(), public: sig.public.clone() })));
 
         std::fs::write(d.path().join("snapshot/after.json"), b"[1]").unwrap();
         assert_eq!(check_dir(d.path()), Err(SignatureProblem::Changed("snapshot/after.json".into())));

@@ -221,6 +221,19 @@ pub struct BenchmarkPublishArgs {
     /// The benchmark's name, e.g. `bench-v1`.
     #[arg(long)]
     pub name: String,
+    /// Every submitted bundle must be signed by a runner key this server trusts and has
+    /// registered to the submitting account (`runner trust --account`); the timeout is then
+    /// read from signed data only.
+    #[arg(long)]
+    pub require_trusted_runner: bool,
+    /// Replicates every scenario × variant must have at least (default: the experiment's);
+    /// cells may bring more, the same number everywhere.
+    #[arg(long)]
+    pub min_replicates: Option<u32>,
+    /// An agent allowed, `id@version` with `*` at the end of either part (`claude-code@2.0.*`);
+    /// repeat for more. Any agent when not given.
+    #[arg(long = "allow-agent", value_name = "ID@VERSION")]
+    pub allow_agents: Vec<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
@@ -229,17 +242,27 @@ pub fn benchmark(cmd: &BenchmarkCmd) -> Result<ExitCode> {
     match cmd {
         BenchmarkCmd::Publish(a) => {
             let mut store = Store::open_existing(&a.db.db)?;
-            let b = store.create_benchmark(&a.name, &a.experiment)?;
+            let policy = crate::store::board::Policy { require_trusted_runner: a.require_trusted_runner, min_replicates: a.min_replicates, agents: a.allow_agents.clone() };
+            let b = store.create_benchmark(&a.name, &a.experiment, policy)?;
             println!(
                 "benchmark {}: {} scenarios × {} variant(s) × {} replicate(s) = {} runs per cell, timeout {} ms; approved cells join the leaderboard of `{}`",
                 b.name,
                 b.scenarios.len(),
                 b.variants.len(),
-                b.replicates,
+                b.min_replicates(),
                 b.runs_per_cell(),
                 b.timeout_ms,
                 b.experiment
             );
+            let p = &b.policy;
+            if p.require_trusted_runner || p.min_replicates.is_some() || !p.agents.is_empty() {
+                println!(
+                    "policy: {}{}{}",
+                    if p.require_trusted_runner { "runner signatures by trusted runners required; " } else { "" },
+                    p.min_replicates.map(|n| format!("at least {n} replicate(s); ")).unwrap_or_default(),
+                    if p.agents.is_empty() { "any agent".to_string() } else { format!("agents {}", p.agents.join(", ")) }
+                );
+            }
         }
         BenchmarkCmd::List { db, json } => {
             let list = Store::open_existing(&db.db)?.benchmarks()?;
@@ -269,11 +292,19 @@ pub enum RunnerCmd {
     Trust {
         /// The `.pub` file.
         public: PathBuf,
+        /// The account (token name) whose submissions may carry bundles this key signs; no
+        /// other account's are accepted.
+        #[arg(long)]
+        account: String,
+        /// Register the key to `--account` although it is registered to another account.
+        #[arg(long = "move")]
+        move_account: bool,
         #[command(flatten)]
         db: DbArg,
     },
-    /// Stop trusting a runner key (its cells become self-reported).
+    /// Stop trusting a runner key (its cells become self-reported, on a running server too).
     Revoke {
+        /// Key id or public key.
         key_id: String,
         #[command(flatten)]
         db: DbArg,
@@ -290,10 +321,10 @@ pub enum RunnerCmd {
 pub fn runner(cmd: &RunnerCmd) -> Result<ExitCode> {
     match cmd {
         RunnerCmd::Keygen(args) => return super::predicate::keygen(args),
-        RunnerCmd::Trust { public, db } => {
+        RunnerCmd::Trust { public, account, move_account, db } => {
             let (file, key) = crate::judge::sign::read_public(public)?;
-            Store::open(&db.db)?.trust_runner(&crate::judge::sign::key_id(&key), &file.public, file.owner.as_deref())?;
-            println!("trusting runner key {}{}", file.key_id, file.owner.map(|o| format!(" ({o})")).unwrap_or_default());
+            Store::open(&db.db)?.trust_runner(&crate::judge::sign::key_id(&key), &hex::encode(key.as_bytes()), file.owner.as_deref(), account, *move_account)?;
+            println!("trusting runner key {}{} for account `{account}`", file.key_id, file.owner.map(|o| format!(" ({o})")).unwrap_or_default());
         }
         RunnerCmd::Revoke { key_id, db } => {
             Store::open_existing(&db.db)?.revoke_runner(key_id)?;
@@ -305,9 +336,9 @@ pub fn runner(cmd: &RunnerCmd) -> Result<ExitCode> {
                 print_json(&serde_json::to_value(&keys)?);
             } else {
                 let mut t = Table::new();
-                t.load_preset(UTF8_FULL_CONDENSED).set_header(["key", "owner", "status"]);
+                t.load_preset(UTF8_FULL_CONDENSED).set_header(["key", "owner", "account", "status"]);
                 for k in &keys {
-                    t.add_row([k.key_id.clone(), k.owner.clone().unwrap_or_default(), if k.revoked_us.is_some() { "revoked" } else { "trusted" }.to_string()]);
+                    t.add_row([k.key_id.clone(), k.owner.clone().unwrap_or_default(), k.account.clone().unwrap_or_default(), if k.revoked_us.is_some() { "revoked" } else { "trusted" }.to_string()]);
                 }
                 println!("{t}");
             }

@@ -262,6 +262,11 @@ impl Judge {
         })
     }
 
+    /// (id, version) of every loaded module, as verdicts record them.
+    pub fn module_versions(&self) -> Vec<(String, String)> {
+        self.modules().map(|m| (m.id.clone(), m.version.clone())).collect()
+    }
+
     /// Where a loaded module's compiled code came from.
     pub fn origin(&self, id: &str) -> Option<Origin> {
         match self.modules.get(id) {
@@ -466,7 +471,11 @@ impl Judge {
 /// What an uploaded module did on stored bundles before anyone may approve it.
 #[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
 pub struct SelfTest {
+    /// Distinct bundles it was called on.
     pub bundles: usize,
+    /// Cases (predicate and arguments) tried.
+    #[serde(default)]
+    pub cases: usize,
     /// Predicate calls made (each twice, to compare).
     pub calls: usize,
     pub fired: usize,
@@ -475,15 +484,44 @@ pub struct SelfTest {
     /// Why the module fails the self-test: a trap (fuel, memory, deadline), an answer out of
     /// bounds, or two different answers to the same question.
     pub failure: Option<String>,
+    /// Each case and how it went, for the admin who decides.
+    #[serde(default)]
+    pub results: Vec<CaseResult>,
+}
+
+/// One self-test case: a predicate called with some arguments on some bundles.
+#[derive(Clone)]
+pub struct SelfTestCase {
+    pub predicate: String,
+    /// JSON text.
+    pub args: String,
+    /// Where the arguments come from: a scenario that uses the predicate, the module's own
+    /// example, or none.
+    pub source: String,
+    pub bundles: Vec<std::sync::Arc<LoadedBundle>>,
+}
+
+/// How one self-test case went.
+#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
+pub struct CaseResult {
+    pub predicate: String,
+    pub args: String,
+    pub source: String,
+    pub bundles: usize,
+    pub fired: usize,
+    pub errors: usize,
+    /// Set when this case failed the test (the test stops at the first failure).
+    pub failure: Option<String>,
 }
 
 impl Judge {
-    /// Calls every predicate of module `id` with empty arguments on each bundle, twice, and
-    /// checks that it stays within its limits and answers the same both times.
-    pub fn self_test(&self, id: &str, bundles: &[LoadedBundle]) -> SelfTest {
-        let mut t = SelfTest { bundles: bundles.len(), ..SelfTest::default() };
-        let (info, prepared) = match self.modules.get(id) {
-            Some(Slot::Ready { info, prepared }) => (info, prepared),
+    /// Calls predicates of module `id` as `cases` say, each on its bundles, twice, and checks
+    /// that every call stays within its limits and answers the same both times. Stops at the
+    /// first failure.
+    pub fn self_test_cases(&self, id: &str, cases: &[SelfTestCase]) -> SelfTest {
+        let mut t = SelfTest { cases: cases.len(), ..SelfTest::default() };
+        let prepared = match self.modules.get(id) {
+            Some(Slot::Ready { prepared, .. }) => prepared,
             Some(Slot::Refused { reason, .. }) => {
                 t.failure = Some(format!("the module was refused: {reason}"));
                 return t;
@@ -493,26 +531,35 @@ impl Judge {
                 return t;
             }
         };
-        let checks: Vec<CheckRaw> = info.predicates.iter().map(|p| CheckRaw { name: p.name.clone(), args: "{}".into() }).collect();
-        for b in bundles {
-            let ask = || b.view(prepared.interface).and_then(|v| self.sandbox.evaluate(prepared, v.arg(), &checks)).and_then(|r| self.check_answers(r, checks.len(), b.n_events));
-            let (first, second) = (ask(), ask());
-            match (first, second) {
-                (Err(e), _) | (_, Err(e)) => {
-                    t.failure = Some(format!("on bundle {}: {e}", b.manifest.run_id));
+        let mut seen = std::collections::BTreeSet::new();
+        for case in cases {
+            let mut r = CaseResult { predicate: case.predicate.clone(), args: case.args.clone(), source: case.source.clone(), bundles: case.bundles.len(), ..CaseResult::default() };
+            let checks = [CheckRaw { name: case.predicate.clone(), args: case.args.clone() }];
+            for b in &case.bundles {
+                seen.insert(b.manifest.run_id.clone());
+                let ask = || b.view(prepared.interface).and_then(|v| self.sandbox.evaluate(prepared, v.arg(), &checks)).and_then(|r| self.check_answers(r, checks.len(), b.n_events));
+                let failure = match (ask(), ask()) {
+                    (Err(e), _) | (_, Err(e)) => Some(format!("{} with {} ({}) on bundle {}: {e}", case.predicate, case.args, case.source, b.manifest.run_id)),
+                    (Ok(a), Ok(c)) if a != c => Some(format!("{} with {} ({}) on bundle {}: two calls with the same input gave different answers (the module is not deterministic)", case.predicate, case.args, case.source, b.manifest.run_id)),
+                    (Ok(a), Ok(_)) => {
+                        t.calls += a.len();
+                        let fired = a.iter().filter(|r| matches!(r, Ok(f) if f.fired)).count();
+                        let errors = a.iter().filter(|r| r.is_err()).count();
+                        (t.fired, t.errors, r.fired, r.errors) = (t.fired + fired, t.errors + errors, r.fired + fired, r.errors + errors);
+                        None
+                    }
+                };
+                if let Some(f) = failure {
+                    r.failure = Some(f.clone());
+                    t.failure = Some(f);
+                    t.results.push(r);
+                    t.bundles = seen.len();
                     return t;
-                }
-                (Ok(a), Ok(c)) if a != c => {
-                    t.failure = Some(format!("on bundle {}: two calls with the same input gave different answers (the module is not deterministic)", b.manifest.run_id));
-                    return t;
-                }
-                (Ok(a), Ok(_)) => {
-                    t.calls += a.len();
-                    t.fired += a.iter().filter(|r| matches!(r, Ok(f) if f.fired)).count();
-                    t.errors += a.iter().filter(|r| r.is_err()).count();
                 }
             }
+            t.results.push(r);
         }
+        t.bundles = seen.len();
         t
     }
 }

@@ -28,6 +28,9 @@ pub struct Cell {
     pub model: String,
     pub variant: Variant,
     pub simulated: bool,
+    /// The agent is one of the project's scripted plays (a reference, not a product).
+    #[serde(default)]
+    pub scripted: bool,
     /// Runs judged, including timeouts and incomplete verdicts.
     pub runs: u64,
     /// Timed-out runs: reported, and left out of `n`.
@@ -290,6 +293,7 @@ fn cell(framework: &str, model: &str, variant: Variant, rs: &[&RunRecord]) -> Ce
         model: model.to_string(),
         variant,
         simulated: rs.iter().any(|r| r.simulated),
+        scripted: rs.iter().any(|r| overeager_core::attribution::is_scripted(&r.agent) && !r.simulated),
         runs: rs.len() as u64,
         timeouts: rs.iter().filter(|r| r.timed_out).count() as u64,
         n,

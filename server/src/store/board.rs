@@ -27,12 +27,72 @@ pub struct Benchmark {
     /// The per-run wall-clock limit every run must have had.
     pub timeout_ms: u64,
     pub created_us: u64,
+    /// What a submitted cell must show beyond completeness.
+    #[serde(default)]
+    pub policy: Policy,
+}
+
+/// A benchmark's rules for submitted cells, set when it is published.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Policy {
+    /// Every bundle must carry an intact signature by a runner key this server trusts and has
+    /// registered to the submitting account; the timeout is then read from signed data only.
+    #[serde(default)]
+    pub require_trusted_runner: bool,
+    /// Replicates every scenario × variant must have at least (the benchmark's own replicates
+    /// when unset); a cell may bring more, the same number for every scenario × variant.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub min_replicates: Option<u32>,
+    /// Agents allowed, as `id@version` patterns (`claude-code@2.0.*`, `codex@*`); any agent when
+    /// empty.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub agents: Vec<String>,
+}
+
+impl Policy {
+    /// Whether agent `id` at `version` is allowed.
+    pub fn allows_agent(&self, id: &str, version: &str) -> bool {
+        self.agents.is_empty()
+            || self.agents.iter().any(|p| {
+                let (pid, pversion) = p.split_once('@').unwrap_or((p.as_str(), "*"));
+                glob(pid, id) && glob(pversion, version)
+            })
+    }
+
+    /// Checks the patterns: `id@version`, `*` only at the end of either part.
+    pub fn check(&self) -> Result<()> {
+        for p in &self.agents {
+            let (id, version) = p.split_once('@').ok_or_else(|| anyhow::anyhow!("agent pattern `{p}` must be `id@version` (e.g. `claude-code@2.0.*`, `codex@*`)"))?;
+            for part in [id, version] {
+                if part.is_empty() || part.trim_end_matches('*').contains('*') {
+                    bail!("agent pattern `{p}`: each part must be non-empty, with `*` only at its end");
+                }
+            }
+        }
+        if self.min_replicates == Some(0) {
+            bail!("--min-replicates must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// `pattern` with an optional trailing `*` matches `text`.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.strip_suffix('*') {
+        Some(prefix) => text.starts_with(prefix),
+        None => pattern == text,
+    }
 }
 
 impl Benchmark {
-    /// Runs a complete cell holds.
+    /// Replicates a complete cell holds at least.
+    pub fn min_replicates(&self) -> u32 {
+        self.policy.min_replicates.unwrap_or(self.replicates)
+    }
+
+    /// Runs a complete cell holds (at least).
     pub fn runs_per_cell(&self) -> u64 {
-        self.scenarios.len() as u64 * self.variants.len() as u64 * self.replicates as u64
+        self.scenarios.len() as u64 * self.variants.len() as u64 * self.min_replicates() as u64
     }
 }
 
@@ -46,7 +106,13 @@ pub enum SubmissionStatus {
     Verified,
     /// On the leaderboard.
     Approved,
+    /// Turned away by an admin.
     Rejected,
+    /// Taken back by its submitter before a decision.
+    Withdrawn,
+    /// Was approved; a later approved submission of the same cell by the same submitter
+    /// replaced it on the leaderboard.
+    Superseded,
 }
 
 impl SubmissionStatus {
@@ -56,6 +122,8 @@ impl SubmissionStatus {
             SubmissionStatus::Verified => "verified",
             SubmissionStatus::Approved => "approved",
             SubmissionStatus::Rejected => "rejected",
+            SubmissionStatus::Withdrawn => "withdrawn",
+            SubmissionStatus::Superseded => "superseded",
         }
     }
 
@@ -65,6 +133,8 @@ impl SubmissionStatus {
             "verified" => SubmissionStatus::Verified,
             "approved" => SubmissionStatus::Approved,
             "rejected" => SubmissionStatus::Rejected,
+            "withdrawn" => SubmissionStatus::Withdrawn,
+            "superseded" => SubmissionStatus::Superseded,
             other => return Err(rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("unknown submission status `{other}`").into())),
         })
     }
@@ -86,7 +156,9 @@ pub struct DeclaredRun {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {
     /// `missing`, `duplicate`, `unexpected`, `wrong_scenario`, `inconsistent_agent`,
-    /// `wrong_cell`, `wrong_timeout`, `not_uploaded`, `refused` or `submitted_elsewhere`.
+    /// `wrong_cell`, `wrong_timeout`, `not_uploaded`, `refused`, `submitted_elsewhere`, or a
+    /// breach of the benchmark's policy: `unsigned`, `untrusted_runner`, `too_few_replicates`,
+    /// `uneven_replicates`, `agent_not_allowed`.
     pub kind: String,
     pub message: String,
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -144,7 +216,10 @@ pub struct CellSubmission {
     pub model: String,
     pub status: SubmissionStatus,
     pub submitted_by: String,
-    pub declared: Vec<DeclaredRun>,
+    /// Runs declared ([`Store::declared_runs`] lists them).
+    pub declared: u64,
+    /// Problems the last verification found.
+    pub problems: Option<u64>,
     pub report: Option<VerifyReport>,
     /// Bundle bodies received whole (a resumed upload does not send again what arrived).
     pub uploads: u64,
@@ -154,6 +229,28 @@ pub struct CellSubmission {
     pub decided_us: Option<u64>,
     pub note: Option<String>,
     pub rejudged: Option<Rejudged>,
+    /// The later approved submission that replaced this one.
+    pub superseded_by: Option<String>,
+}
+
+/// A submission in a list: what `GET /api/submissions` shows, read without its report or
+/// its declared runs.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct SubmissionSummary {
+    pub id: String,
+    pub benchmark: String,
+    pub framework: String,
+    pub model: String,
+    pub status: SubmissionStatus,
+    pub submitted_by: String,
+    pub declared: u64,
+    pub received: u64,
+    pub problems: Option<u64>,
+    /// `trusted` or `self-reported`, as in [`Provenance::runner`].
+    pub runner: String,
+    pub created_us: u64,
+    pub decided_us: Option<u64>,
+    pub superseded_by: Option<String>,
 }
 
 /// A bundle received for a submission.
@@ -165,8 +262,11 @@ pub struct ReceivedBundle {
     pub manifest: Option<BundleManifest>,
     /// The server's verdict; `None` when the bundle was refused.
     pub verdict: Option<Verdict>,
-    /// Key id of an intact runner signature.
+    /// Key id of an intact runner signature (for people; trust is decided by `runner_public`).
     pub runner_key: Option<String>,
+    /// The public key (hex) of an intact runner signature.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_public: Option<String>,
     /// Why the bundle cannot count.
     pub problem: Option<String>,
 }
@@ -177,6 +277,8 @@ pub struct RunnerKey {
     pub key_id: String,
     pub public: String,
     pub owner: Option<String>,
+    /// The account (token name) whose submissions may carry bundles this key signed.
+    pub account: Option<String>,
     pub added_us: u64,
     pub revoked_us: Option<u64>,
 }
@@ -195,9 +297,17 @@ pub struct Provenance {
     pub versions: Vec<String>,
     pub executors: Vec<String>,
     pub image_digests: Vec<String>,
-    /// `trusted` when every bundle carries an intact signature by a trusted runner key,
-    /// `self-reported` otherwise.
+    /// `trusted` when every bundle carries an intact signature by a runner key trusted now and
+    /// registered to the submitter, `self-reported` otherwise.
     pub runner: String,
+    /// Runner keys among `runner_keys` that were revoked.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub revoked_runner_keys: Vec<String>,
+    /// The agents are the project's own scripted plays or simulated policies, not a product.
+    #[serde(default)]
+    pub scripted: bool,
+    #[serde(default)]
+    pub simulated: bool,
     pub runner_keys: Vec<String>,
     /// Every verdict is the server's own.
     pub rejudged: bool,
@@ -212,7 +322,7 @@ fn json_col<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, i: usize) -> 
     text.map(|t| serde_json::from_str(&t).map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into()))).transpose()
 }
 
-const SUBMISSION_SQL: &str = "SELECT id, benchmark, framework, model, status, submitted_by, declared, report, uploads, created_us, updated_us, decided_by, decided_us, note, rejudged FROM cell_submissions";
+const SUBMISSION_SQL: &str = "SELECT id, benchmark, framework, model, status, submitted_by, declared_count, report, uploads, created_us, updated_us, decided_by, decided_us, note, rejudged, problem_count, superseded_by FROM cell_submissions";
 
 fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
     let status: String = r.get(4)?;
@@ -223,7 +333,7 @@ fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
         model: r.get(3)?,
         status: SubmissionStatus::parse(&status)?,
         submitted_by: r.get(5)?,
-        declared: json_col(r, 6)?.unwrap_or_default(),
+        declared: r.get::<_, i64>(6)? as u64,
         report: json_col(r, 7)?,
         uploads: r.get::<_, i64>(8)? as u64,
         created_us: r.get::<_, i64>(9)? as u64,
@@ -232,8 +342,18 @@ fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
         decided_us: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
         note: r.get(13)?,
         rejudged: json_col(r, 14)?,
+        problems: r.get::<_, Option<i64>>(15)?.map(|v| v as u64),
+        superseded_by: r.get(16)?,
     })
 }
+
+/// Whether every bundle of a submission carries an intact signature by a runner key trusted
+/// now and registered to the submitter, as SQL over `cell_bundles b` and `cell_submissions s`.
+const ALL_TRUSTED_SQL: &str = "(SELECT count(*) > 0 AND count(*) = count(k.public) FROM cell_bundles b
+        LEFT JOIN runner_keys k ON k.public = b.runner_public AND k.revoked_us IS NULL AND k.account = s.submitted_by
+        WHERE b.submission = s.id)";
+
+const RECEIVED_SQL: &str = "SELECT bundle, received_us, manifest, verdict, runner_key, problem, runner_public FROM cell_bundles";
 
 fn received_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceivedBundle> {
     Ok(ReceivedBundle {
@@ -243,7 +363,12 @@ fn received_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceivedBundle> {
         verdict: json_col(r, 3)?,
         runner_key: r.get(4)?,
         problem: r.get(5)?,
+        runner_public: r.get(6)?,
     })
+}
+
+fn declared_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeclaredRun> {
+    Ok(DeclaredRun { bundle: r.get(0)?, run: r.get(1)?, claimed: json_col(r, 2)? })
 }
 
 /// A fresh submission id: `sub-` and 12 random hex digits.
@@ -257,10 +382,11 @@ impl Store {
     /// Publishes experiment `experiment` as benchmark `name`: its scenarios, variants,
     /// replicates and timeout. Publishing the same again is a no-op; a different benchmark
     /// under a name in use is refused (benchmarks never change: publish `bench-v2`).
-    pub fn create_benchmark(&mut self, name: &str, experiment: &str) -> Result<Benchmark> {
+    pub fn create_benchmark(&mut self, name: &str, experiment: &str, policy: Policy) -> Result<Benchmark> {
         if !overeager_core::plan::is_slug(name) {
             bail!("benchmark name `{name}`: use lowercase letters, digits, '-', '_' or '.'");
         }
+        policy.check()?;
         let e = self.require_experiment(experiment)?;
         let scenarios: Vec<ScenarioRef> = self.experiment_scenarios(experiment)?.into_iter().map(|(hash, id)| ScenarioRef { id, hash }).collect();
         if scenarios.is_empty() {
@@ -276,6 +402,7 @@ impl Store {
             replicates: e.plan.replicates,
             timeout_ms: timeout.as_millis() as u64,
             created_us: now_us(),
+            policy,
         };
         if let Some(old) = self.benchmark(name)? {
             let same = Benchmark { created_us: old.created_us, ..b.clone() };
@@ -317,27 +444,42 @@ impl Store {
                 |r| r.get(0),
             )
             .optional()?;
-        let declared_json = serde_json::to_string(declared)?;
         let (id, resumed) = match open {
             Some(id) => {
-                tx.execute("UPDATE cell_submissions SET declared = ?2, status = 'draft', report = NULL, updated_us = ?3 WHERE id = ?1", params![id, declared_json, now as i64])?;
-                let keep: BTreeSet<&str> = declared.iter().map(|d| d.bundle.as_str()).collect();
-                let held: Vec<String> = tx.prepare("SELECT bundle FROM cell_bundles WHERE submission = ?1")?.query_map([&id], |r| r.get(0))?.collect::<Result<_, _>>()?;
-                for b in held.iter().filter(|b| !keep.contains(b.as_str())) {
-                    tx.execute("DELETE FROM cell_bundles WHERE submission = ?1 AND bundle = ?2", params![id, b])?;
+                tx.execute(
+                    "UPDATE cell_submissions SET declared_count = ?2, status = 'draft', report = NULL, problem_count = NULL, updated_us = ?3 WHERE id = ?1",
+                    params![id, declared.len() as i64, now as i64],
+                )?;
+                tx.execute("DELETE FROM cell_declared WHERE submission = ?1", [&id])?;
+                // Bundles received earlier and no longer declared are dropped.
+                tx.execute("CREATE TEMP TABLE IF NOT EXISTS keep_bundles (bundle TEXT PRIMARY KEY)", [])?;
+                tx.execute("DELETE FROM keep_bundles", [])?;
+                {
+                    let mut keep = tx.prepare("INSERT OR IGNORE INTO keep_bundles (bundle) VALUES (?1)")?;
+                    for d in declared {
+                        keep.execute([&d.bundle])?;
+                    }
                 }
+                tx.execute("DELETE FROM cell_bundles WHERE submission = ?1 AND bundle NOT IN (SELECT bundle FROM keep_bundles)", [&id])?;
+                tx.execute("DELETE FROM keep_bundles", [])?;
                 (id, true)
             }
             None => {
                 let id = new_submission_id()?;
                 tx.execute(
-                    "INSERT INTO cell_submissions (id, benchmark, framework, model, status, submitted_by, declared, created_us, updated_us)
+                    "INSERT INTO cell_submissions (id, benchmark, framework, model, status, submitted_by, declared_count, created_us, updated_us)
                      VALUES (?1, ?2, ?3, ?4, 'draft', ?5, ?6, ?7, ?7)",
-                    params![id, benchmark, framework, model, who, declared_json, now as i64],
+                    params![id, benchmark, framework, model, who, declared.len() as i64, now as i64],
                 )?;
                 (id, false)
             }
         };
+        {
+            let mut put = tx.prepare("INSERT INTO cell_declared (submission, pos, bundle, run, claimed) VALUES (?1, ?2, ?3, ?4, ?5)")?;
+            for (i, d) in declared.iter().enumerate() {
+                put.execute(params![id, i as i64, d.bundle, d.run, d.claimed.as_ref().map(serde_json::to_string).transpose()?])?;
+            }
+        }
         tx.commit()?;
         Ok((self.cell_submission(&id)?.expect("just written"), resumed))
     }
@@ -347,16 +489,120 @@ impl Store {
         Ok(self.conn.query_row(&format!("{SUBMISSION_SQL} WHERE id = ?1"), [id], submission_row).optional()?)
     }
 
-    /// Every submission, newest first.
+    /// Every submission, newest first (with reports: for the command line and re-judging).
     pub fn cell_submissions(&self) -> Result<Vec<CellSubmission>> {
         let mut stmt = self.conn.prepare(&format!("{SUBMISSION_SQL} ORDER BY created_us DESC, id"))?;
         Ok(stmt.query_map([], submission_row)?.collect::<Result<_, _>>()?)
     }
 
+    /// A page of submissions, newest first, as lists show them: at most `limit`, older than
+    /// `before` (the `(created_us, id)` of the previous page's last), only approved ones with
+    /// `approved_only`. Reads neither reports nor declared runs.
+    pub fn submission_summaries(&self, limit: usize, before: Option<(u64, &str)>, approved_only: bool) -> Result<Vec<SubmissionSummary>> {
+        let (at, id) = before.map(|(t, i)| (t as i64, i.to_string())).unwrap_or((i64::MAX, String::new()));
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT s.id, s.benchmark, s.framework, s.model, s.status, s.submitted_by, s.declared_count,
+                    (SELECT count(*) FROM cell_bundles b WHERE b.submission = s.id), s.problem_count, {ALL_TRUSTED_SQL},
+                    s.created_us, s.decided_us, s.superseded_by
+             FROM cell_submissions s
+             WHERE (s.created_us < ?1 OR (s.created_us = ?1 AND s.id > ?2)) AND (?3 = 0 OR s.status = 'approved')
+             ORDER BY s.created_us DESC, s.id LIMIT ?4"
+        ))?;
+        let rows = stmt.query_map(params![at, id, approved_only as i64, limit as i64], |r| {
+            let status: String = r.get(4)?;
+            Ok(SubmissionSummary {
+                id: r.get(0)?,
+                benchmark: r.get(1)?,
+                framework: r.get(2)?,
+                model: r.get(3)?,
+                status: SubmissionStatus::parse(&status)?,
+                submitted_by: r.get(5)?,
+                declared: r.get::<_, i64>(6)? as u64,
+                received: r.get::<_, i64>(7)? as u64,
+                problems: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+                runner: if r.get::<_, bool>(9)? { "trusted" } else { "self-reported" }.into(),
+                created_us: r.get::<_, i64>(10)? as u64,
+                decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+                superseded_by: r.get(12)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The runs a submission declares, in the order declared.
+    pub fn declared_runs(&self, id: &str) -> Result<Vec<DeclaredRun>> {
+        let mut stmt = self.conn.prepare("SELECT bundle, run, claimed FROM cell_declared WHERE submission = ?1 ORDER BY pos")?;
+        Ok(stmt.query_map([id], declared_row)?.collect::<Result<_, _>>()?)
+    }
+
+    /// One declared run of a submission, by bundle digest.
+    pub fn declared_run(&self, id: &str, bundle: &str) -> Result<Option<DeclaredRun>> {
+        Ok(self.conn.query_row("SELECT bundle, run, claimed FROM cell_declared WHERE submission = ?1 AND bundle = ?2", [id, bundle], declared_row).optional()?)
+    }
+
+    /// The declared bundles of a submission not received yet.
+    pub fn missing_bundles(&self, id: &str) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT d.bundle FROM cell_declared d WHERE d.submission = ?1
+             AND NOT EXISTS (SELECT 1 FROM cell_bundles b WHERE b.submission = d.submission AND b.bundle = d.bundle) ORDER BY d.pos",
+        )?;
+        Ok(stmt.query_map([id], |r| r.get(0))?.collect::<Result<_, _>>()?)
+    }
+
+    /// Whether a bundle of a submission was received already.
+    pub fn is_received(&self, id: &str, bundle: &str) -> Result<bool> {
+        Ok(self.conn.query_row("SELECT 1 FROM cell_bundles WHERE submission = ?1 AND bundle = ?2", [id, bundle], |_| Ok(())).optional()?.is_some())
+    }
+
     /// The bundles received for a submission, in the order they arrived.
     pub fn received(&self, id: &str) -> Result<Vec<ReceivedBundle>> {
-        let mut stmt = self.conn.prepare("SELECT bundle, received_us, manifest, verdict, runner_key, problem FROM cell_bundles WHERE submission = ?1 ORDER BY received_us, bundle")?;
+        let mut stmt = self.conn.prepare(&format!("{RECEIVED_SQL} WHERE submission = ?1 ORDER BY received_us, bundle"))?;
         Ok(stmt.query_map([id], received_row)?.collect::<Result<_, _>>()?)
+    }
+
+    /// Reserves bundle `digest` for `account` if no account holds it yet; returns the account
+    /// that holds it (the first to upload it).
+    pub fn claim_bundle(&mut self, digest: &str, account: &str) -> Result<String> {
+        self.conn.execute("INSERT OR IGNORE INTO bundle_owners (bundle, account, first_us) VALUES (?1, ?2, ?3)", params![digest, account, now_us() as i64])?;
+        Ok(self.conn.query_row("SELECT account FROM bundle_owners WHERE bundle = ?1", [digest], |r| r.get(0))?)
+    }
+
+    /// The account a bundle digest is reserved for, if any.
+    pub fn bundle_owner(&self, digest: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT account FROM bundle_owners WHERE bundle = ?1", [digest], |r| r.get(0)).optional()?)
+    }
+
+    /// Cells (framework, model) of an experiment's own runs: names a submission may not take.
+    pub fn experiment_cells(&self, experiment: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT framework, model FROM runs WHERE experiment = ?1")?;
+        Ok(stmt.query_map([experiment], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?)
+    }
+
+    /// The other submissions of the same cell by the same submitter to the same benchmark,
+    /// newest first: a submission's history.
+    pub fn submission_history(&self, s: &CellSubmission) -> Result<Vec<SubmissionSummary>> {
+        let mut stmt = self.conn.prepare("SELECT id FROM cell_submissions WHERE benchmark = ?1 AND framework = ?2 AND model = ?3 AND submitted_by = ?4 AND id <> ?5 ORDER BY created_us DESC, id")?;
+        let ids: Vec<String> = stmt.query_map(params![s.benchmark, s.framework, s.model, s.submitted_by, s.id], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        let mut out = Vec::new();
+        for id in ids {
+            let Some(c) = self.cell_submission(&id)? else { continue };
+            out.push(SubmissionSummary {
+                received: self.conn.query_row("SELECT count(*) FROM cell_bundles WHERE submission = ?1", [&c.id], |r| r.get::<_, i64>(0))? as u64,
+                runner: String::new(),
+                id: c.id,
+                benchmark: c.benchmark,
+                framework: c.framework,
+                model: c.model,
+                status: c.status,
+                submitted_by: c.submitted_by,
+                declared: c.declared,
+                problems: c.problems,
+                created_us: c.created_us,
+                decided_us: c.decided_us,
+                superseded_by: c.superseded_by,
+            });
+        }
+        Ok(out)
     }
 
     /// Records a bundle received whole for a submission (counted in its uploads), which goes
@@ -364,7 +610,7 @@ impl Store {
     pub fn put_received(&mut self, id: &str, b: &ReceivedBundle) -> Result<()> {
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT OR REPLACE INTO cell_bundles (submission, bundle, received_us, manifest, verdict, runner_key, problem) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            "INSERT OR REPLACE INTO cell_bundles (submission, bundle, received_us, manifest, verdict, runner_key, problem, runner_public) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
             params![
                 id,
                 b.bundle,
@@ -372,10 +618,11 @@ impl Store {
                 b.manifest.as_ref().map(serde_json::to_string).transpose()?,
                 b.verdict.as_ref().map(serde_json::to_string).transpose()?,
                 b.runner_key,
-                b.problem
+                b.problem,
+                b.runner_public
             ],
         )?;
-        tx.execute("UPDATE cell_submissions SET uploads = uploads + 1, status = 'draft', report = NULL, updated_us = ?2 WHERE id = ?1", params![id, now_us() as i64])?;
+        tx.execute("UPDATE cell_submissions SET uploads = uploads + 1, status = 'draft', report = NULL, problem_count = NULL, updated_us = ?2 WHERE id = ?1", params![id, now_us() as i64])?;
         tx.commit()?;
         Ok(())
     }
@@ -385,21 +632,47 @@ impl Store {
     pub fn set_verification(&mut self, id: &str, report: &VerifyReport) -> Result<CellSubmission> {
         let status = if report.ok { SubmissionStatus::Verified } else { SubmissionStatus::Draft };
         self.conn.execute(
-            "UPDATE cell_submissions SET report = ?2, status = ?3, updated_us = ?4 WHERE id = ?1",
-            params![id, serde_json::to_string(report)?, status.as_str(), now_us() as i64],
+            "UPDATE cell_submissions SET report = ?2, status = ?3, problem_count = ?5, updated_us = ?4 WHERE id = ?1",
+            params![id, serde_json::to_string(report)?, status.as_str(), now_us() as i64, report.problems.len() as i64],
         )?;
         Ok(self.cell_submission(id)?.expect("exists"))
     }
 
-    /// Approves or rejects a verified submission.
+    /// Approves a verified submission, or rejects a verified one or a draft. Approving
+    /// supersedes the submitter's earlier approved submission of the same cell (one row per
+    /// cell and submitter; the earlier one stays, marked, in the history).
     pub fn decide_cell_submission(&mut self, id: &str, approve: bool, who: &str, note: Option<&str>) -> Result<CellSubmission> {
         let status = if approve { SubmissionStatus::Approved } else { SubmissionStatus::Rejected };
-        let n = self.conn.execute(
-            "UPDATE cell_submissions SET status = ?2, decided_by = ?3, decided_us = ?4, note = ?5, updated_us = ?4 WHERE id = ?1 AND status = 'verified'",
-            params![id, status.as_str(), who, now_us() as i64, note],
+        let from = if approve { "('verified')" } else { "('verified', 'draft')" };
+        let now = now_us() as i64;
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            &format!("UPDATE cell_submissions SET status = ?2, decided_by = ?3, decided_us = ?4, note = ?5, updated_us = ?4 WHERE id = ?1 AND status IN {from}"),
+            params![id, status.as_str(), who, now, note],
         )?;
         if n == 0 {
-            bail!("submission {id} is not verified");
+            bail!("submission {id} is not {}", if approve { "verified" } else { "verified or a draft" });
+        }
+        if approve {
+            tx.execute(
+                "UPDATE cell_submissions SET status = 'superseded', superseded_by = ?1, updated_us = ?2
+                 WHERE status = 'approved' AND id <> ?1 AND (benchmark, framework, model, submitted_by) = (SELECT benchmark, framework, model, submitted_by FROM cell_submissions WHERE id = ?1)",
+                params![id, now],
+            )?;
+        }
+        tx.commit()?;
+        Ok(self.cell_submission(id)?.expect("exists"))
+    }
+
+    /// Withdraws a draft or verified submission (its submitter changed their mind).
+    pub fn withdraw_cell_submission(&mut self, id: &str, who: &str) -> Result<CellSubmission> {
+        let now = now_us() as i64;
+        let n = self.conn.execute(
+            "UPDATE cell_submissions SET status = 'withdrawn', decided_by = ?2, decided_us = ?3, updated_us = ?3 WHERE id = ?1 AND status IN ('draft', 'verified')",
+            params![id, who, now],
+        )?;
+        if n == 0 {
+            bail!("submission {id} is decided already");
         }
         Ok(self.cell_submission(id)?.expect("exists"))
     }
@@ -408,7 +681,10 @@ impl Store {
     pub fn bundles_elsewhere(&self, id: &str, bundles: &[String]) -> Result<Vec<(String, String)>> {
         let mut stmt = self.conn.prepare(
             "SELECT b.submission FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission
-             WHERE b.bundle = ?1 AND b.submission <> ?2 AND s.status IN ('verified', 'approved') ORDER BY b.submission",
+             WHERE b.bundle = ?1 AND b.submission <> ?2 AND s.status IN ('verified', 'approved')
+             -- the submitter's own earlier submission of the cell is superseded if this one is approved
+             AND (s.benchmark, s.framework, s.model, s.submitted_by) IS NOT (SELECT benchmark, framework, model, submitted_by FROM cell_submissions WHERE id = ?2)
+             ORDER BY b.submission",
         )?;
         let mut out = Vec::new();
         for d in bundles {
@@ -417,6 +693,28 @@ impl Store {
             }
         }
         Ok(out)
+    }
+
+    /// Bundles whose stored verdict module `id` at `version` helped make: (the cell submission
+    /// holding it, or `None` for a single submitted bundle; the bundle digest).
+    pub fn judged_with(&self, id: &str, version: &str) -> Result<Vec<(Option<String>, String)>> {
+        let path = format!("$.versions.\"{}\"", id.replace('"', ""));
+        let mut out = Vec::new();
+        let mut stmt = self.conn.prepare("SELECT submission, bundle FROM cell_bundles WHERE verdict IS NOT NULL AND json_extract(verdict, ?1) = ?2 ORDER BY submission, bundle")?;
+        for r in stmt.query_map(params![path, version], |r| Ok((Some(r.get::<_, String>(0)?), r.get::<_, String>(1)?)))? {
+            out.push(r?);
+        }
+        let mut stmt = self.conn.prepare("SELECT bundle FROM submissions WHERE json_extract(verdict, ?1) = ?2 ORDER BY bundle")?;
+        for r in stmt.query_map(params![path, version], |r| Ok((None, r.get::<_, String>(0)?)))? {
+            out.push(r?);
+        }
+        Ok(out)
+    }
+
+    /// Replaces the verdict of a single submitted bundle.
+    pub fn put_single_verdict(&mut self, bundle: &str, v: &Verdict) -> Result<()> {
+        self.conn.execute("UPDATE submissions SET verdict = ?2, overeager = ?3 WHERE bundle = ?1", params![bundle, serde_json::to_string(v)?, v.overeager])?;
+        Ok(())
     }
 
     /// Replaces the verdicts of a submission's bundles after re-judging, and records what moved.
@@ -469,12 +767,15 @@ impl Store {
     /// The provenance of a submission, from its bundles (`received`, from [`Store::received`])
     /// and the runner keys trusted now.
     pub fn provenance(&self, s: &CellSubmission, received: &[ReceivedBundle]) -> Result<Provenance> {
-        let trusted: BTreeSet<String> = self.runner_keys()?.into_iter().filter(|k| k.revoked_us.is_none()).map(|k| k.key_id).collect();
+        let keys_now = self.runner_keys()?;
+        let trusted: BTreeSet<&str> = keys_now.iter().filter(|k| k.revoked_us.is_none() && k.account.as_deref() == Some(s.submitted_by.as_str())).map(|k| k.public.as_str()).collect();
+        let revoked: BTreeSet<&str> = keys_now.iter().filter(|k| k.revoked_us.is_some()).map(|k| k.public.as_str()).collect();
         let mut agents = BTreeSet::new();
         let mut versions = BTreeSet::new();
         let mut executors = BTreeSet::new();
         let mut images = BTreeSet::new();
         let mut keys = BTreeSet::new();
+        let mut revoked_keys = BTreeSet::new();
         let mut judge = BTreeMap::new();
         let mut all_trusted = !received.is_empty();
         for b in received {
@@ -490,14 +791,18 @@ impl Store {
             if let Some(v) = &b.verdict {
                 judge.extend(v.versions.clone());
             }
-            match &b.runner_key {
-                Some(k) => {
-                    all_trusted &= trusted.contains(k);
+            match (&b.runner_key, &b.runner_public) {
+                (Some(k), Some(public)) => {
+                    all_trusted &= trusted.contains(public.as_str());
                     keys.insert(k.clone());
+                    if revoked.contains(public.as_str()) {
+                        revoked_keys.insert(k.clone());
+                    }
                 }
-                None => all_trusted = false,
+                _ => all_trusted = false,
             }
         }
+        let only = |prefix: &str| !agents.is_empty() && agents.iter().all(|a: &String| a.starts_with(prefix));
         Ok(Provenance {
             submission: s.id.clone(),
             benchmark: s.benchmark.clone(),
@@ -505,12 +810,15 @@ impl Store {
             submitted_us: s.created_us,
             approved_by: (s.status == SubmissionStatus::Approved).then(|| s.decided_by.clone()).flatten(),
             approved_us: (s.status == SubmissionStatus::Approved).then_some(s.decided_us).flatten(),
+            scripted: only("scripted:"),
+            simulated: only("sim:"),
             agents: agents.into_iter().collect(),
             versions: versions.into_iter().collect(),
             executors: executors.into_iter().collect(),
             image_digests: images.into_iter().collect(),
             runner: if all_trusted { "trusted" } else { "self-reported" }.into(),
             runner_keys: keys.into_iter().collect(),
+            revoked_runner_keys: revoked_keys.into_iter().collect(),
             rejudged: true,
             judge,
             last_rejudged_us: s.rejudged.as_ref().map(|r| r.at_us),
@@ -520,8 +828,10 @@ impl Store {
     /// Approved submissions to benchmarks published from `experiment`, each with its records.
     pub fn approved_cells(&self, experiment: &str) -> Result<Vec<(Provenance, Vec<RunRecord>)>> {
         let names: BTreeSet<String> = self.benchmarks()?.into_iter().filter(|b| b.experiment == experiment).map(|b| b.name).collect();
+        let mut stmt = self.conn.prepare(&format!("{SUBMISSION_SQL} WHERE status = 'approved' ORDER BY created_us DESC, id"))?;
+        let approved: Vec<CellSubmission> = stmt.query_map([], submission_row)?.collect::<Result<_, _>>()?;
         let mut out = Vec::new();
-        for s in self.cell_submissions()?.into_iter().filter(|s| s.status == SubmissionStatus::Approved && names.contains(&s.benchmark)) {
+        for s in approved.into_iter().filter(|s| names.contains(&s.benchmark)) {
             let received = self.received(&s.id)?;
             out.push((self.provenance(&s, &received)?, self.submission_records(&s, &received)?));
         }
@@ -534,11 +844,11 @@ impl Store {
         let row = self
             .conn
             .query_row(
-                "SELECT b.bundle, b.received_us, b.manifest, b.verdict, b.runner_key, b.problem, s.submitted_by, s.framework, s.model
+                "SELECT b.bundle, b.received_us, b.manifest, b.verdict, b.runner_key, b.problem, b.runner_public, s.submitted_by, s.framework, s.model
                  FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission WHERE b.bundle = ?1 AND b.verdict IS NOT NULL
                  ORDER BY s.status = 'approved' DESC, b.received_us DESC LIMIT 1",
                 [digest],
-                |r| Ok((received_row(r)?, r.get::<_, String>(6)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?)),
+                |r| Ok((received_row(r)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?, r.get::<_, String>(9)?)),
             )
             .optional()?;
         Ok(row.and_then(|(b, by, framework, model)| {
@@ -560,30 +870,51 @@ impl Store {
         }))
     }
 
-    /// Trusts a runner key (again, if it was revoked).
-    pub fn trust_runner(&mut self, key_id: &str, public: &str, owner: Option<&str>) -> Result<()> {
+    /// Trusts a runner key (again, if it was revoked) and registers it to `account`: bundles it
+    /// signs are accepted only in that account's submissions. A key registered to another
+    /// account is not moved silently.
+    pub fn trust_runner(&mut self, key_id: &str, public: &str, owner: Option<&str>, account: &str, move_account: bool) -> Result<()> {
+        if let Some(k) = self.runner_keys()?.into_iter().find(|k| k.public == public)
+            && let Some(other) = k.account.filter(|a| a != account)
+            && !move_account
+        {
+            bail!("runner key {key_id} is registered to account `{other}`; pass --move to register it to `{account}` instead");
+        }
         self.conn.execute(
-            "INSERT INTO runner_keys (key_id, public, owner, added_us) VALUES (?1, ?2, ?3, ?4)
-             ON CONFLICT (key_id) DO UPDATE SET public = excluded.public, owner = excluded.owner, revoked_us = NULL",
-            params![key_id, public, owner, now_us() as i64],
+            "INSERT INTO runner_keys (key_id, public, owner, account, added_us) VALUES (?1, ?2, ?3, ?4, ?5)
+             ON CONFLICT (key_id) DO UPDATE SET public = excluded.public, owner = excluded.owner, account = excluded.account, revoked_us = NULL",
+            params![key_id, public, owner, account, now_us() as i64],
         )?;
         Ok(())
     }
 
-    /// Stops trusting a runner key; cells it signed become self-reported.
-    pub fn revoke_runner(&mut self, key_id: &str) -> Result<()> {
-        let n = self.conn.execute("UPDATE runner_keys SET revoked_us = ?2 WHERE key_id = ?1 AND revoked_us IS NULL", params![key_id, now_us() as i64])?;
+    /// Stops trusting a runner key (by key id or public key); cells it signed become
+    /// self-reported at once.
+    pub fn revoke_runner(&mut self, key: &str) -> Result<RunnerKey> {
+        let n = self.conn.execute("UPDATE runner_keys SET revoked_us = ?2 WHERE (key_id = ?1 OR public = ?1) AND revoked_us IS NULL", params![key, now_us() as i64])?;
         if n == 0 {
-            bail!("runner key {key_id} is not trusted here; `overeager runner list` shows the keys");
+            bail!("runner key {key} is not trusted here; `overeager runner list` (or GET /api/runners) shows the keys");
         }
-        Ok(())
+        Ok(self.runner_keys()?.into_iter().find(|k| k.key_id == key || k.public == key).expect("just revoked"))
+    }
+
+    /// The registered runner key with this public key (hex), trusted or revoked.
+    pub fn runner_by_public(&self, public: &str) -> Result<Option<RunnerKey>> {
+        Ok(self.runner_keys()?.into_iter().find(|k| k.public == public))
     }
 
     /// Every runner key this store knows, trusted or revoked.
     pub fn runner_keys(&self) -> Result<Vec<RunnerKey>> {
-        let mut stmt = self.conn.prepare("SELECT key_id, public, owner, added_us, revoked_us FROM runner_keys ORDER BY key_id")?;
+        let mut stmt = self.conn.prepare("SELECT key_id, public, owner, added_us, revoked_us, account FROM runner_keys ORDER BY key_id")?;
         let rows = stmt.query_map([], |r| {
-            Ok(RunnerKey { key_id: r.get(0)?, public: r.get(1)?, owner: r.get(2)?, added_us: r.get::<_, i64>(3)? as u64, revoked_us: r.get::<_, Option<i64>>(4)?.map(|v| v as u64) })
+            Ok(RunnerKey {
+                key_id: r.get(0)?,
+                public: r.get(1)?,
+                owner: r.get(2)?,
+                added_us: r.get::<_, i64>(3)? as u64,
+                revoked_us: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
+                account: r.get(5)?,
+            })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

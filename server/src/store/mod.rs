@@ -220,6 +220,64 @@ const MIGRATIONS: &[&str] = &[
         revoked_us INTEGER
     );
     "#,
+    // 6: leaderboard integrity. A cell's declared runs get a table of their own (lists never
+    // read them; pages read them in parts), counts are kept at write time, a submission can be
+    // withdrawn or superseded, every bundle digest belongs to the account that first uploaded
+    // it, and a runner key is registered to the account that may submit what it signs.
+    r#"
+    CREATE TABLE cell_submissions_6 (
+        id             TEXT PRIMARY KEY,
+        benchmark      TEXT NOT NULL REFERENCES benchmarks(name),
+        framework      TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        status         TEXT NOT NULL CHECK (status IN ('draft', 'verified', 'approved', 'rejected', 'withdrawn', 'superseded')),
+        submitted_by   TEXT NOT NULL,
+        declared_count INTEGER NOT NULL,
+        problem_count  INTEGER,                   -- problems the last verification found
+        report         TEXT,                      -- JSON VerifyReport of the last verification
+        uploads        INTEGER NOT NULL DEFAULT 0,
+        created_us     INTEGER NOT NULL,
+        updated_us     INTEGER NOT NULL,
+        decided_by     TEXT,
+        decided_us     INTEGER,
+        note           TEXT,
+        rejudged       TEXT,
+        superseded_by  TEXT                       -- the later approved submission of the same cell and submitter
+    );
+    INSERT INTO cell_submissions_6
+        SELECT id, benchmark, framework, model, status, submitted_by, json_array_length(declared),
+               CASE WHEN report IS NULL THEN NULL ELSE json_array_length(report, '$.problems') END,
+               report, uploads, created_us, updated_us, decided_by, decided_us, note, rejudged, NULL
+        FROM cell_submissions;
+    CREATE TABLE cell_declared (
+        submission TEXT NOT NULL REFERENCES cell_submissions(id),
+        pos        INTEGER NOT NULL,              -- order of declaration
+        bundle     TEXT NOT NULL,
+        run        TEXT NOT NULL,
+        claimed    TEXT,                          -- JSON: the submitter's verdict, never used
+        PRIMARY KEY (submission, bundle)
+    );
+    INSERT INTO cell_declared
+        SELECT c.id, CAST(j.key AS INTEGER), j.value ->> '$.bundle', j.value ->> '$.run', NULLIF(j.value -> '$.claimed', 'null')
+        FROM cell_submissions c, json_each(c.declared) j;
+    CREATE UNIQUE INDEX cell_declared_in_order ON cell_declared (submission, pos);
+    DROP TABLE cell_submissions;
+    ALTER TABLE cell_submissions_6 RENAME TO cell_submissions;
+    CREATE INDEX cell_submissions_by_benchmark ON cell_submissions (benchmark, status);
+    CREATE INDEX cell_submissions_by_time ON cell_submissions (created_us, id);
+    CREATE INDEX cell_submissions_by_cell ON cell_submissions (benchmark, framework, model, submitted_by);
+    ALTER TABLE cell_bundles ADD COLUMN runner_public TEXT;   -- public key (hex) of an intact runner signature
+    ALTER TABLE runner_keys ADD COLUMN account TEXT;          -- the token name that may submit what it signs
+    CREATE UNIQUE INDEX runner_keys_by_public ON runner_keys (public);
+    CREATE TABLE bundle_owners (
+        bundle   TEXT PRIMARY KEY,                -- sha256 of the packed bundle
+        account  TEXT NOT NULL,                   -- the token name that first uploaded it
+        first_us INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO bundle_owners
+        SELECT b.bundle, s.submitted_by, b.received_us FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission ORDER BY b.received_us;
+    INSERT OR IGNORE INTO bundle_owners SELECT bundle, submitted_by, submitted_us FROM submissions ORDER BY submitted_us;
+    "#,
 ];
 
 /// An open store.
@@ -424,12 +482,23 @@ impl Store {
                 MIGRATIONS.len()
             );
         }
+        if version == MIGRATIONS.len() {
+            return Ok(());
+        }
+        // A migration may rebuild a table others refer to: SQLite's procedure is to do it with
+        // foreign keys off and check them all before turning them on again.
+        self.conn.pragma_update(None, "foreign_keys", "OFF")?;
         for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
             let tx = self.conn.transaction()?;
             tx.execute_batch(sql).with_context(|| format!("applying schema migration {}", i + 1))?;
+            let broken: Option<String> = tx.query_row("SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1", [], |r| r.get(0)).optional()?;
+            if let Some(table) = broken {
+                bail!("schema migration {} of {} left rows in `{table}` that refer to nothing; the store was not changed", i + 1, self.path.display());
+            }
             tx.pragma_update(None, "user_version", (i + 1) as i64)?;
             tx.commit()?;
         }
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
         Ok(())
     }
 

@@ -199,6 +199,40 @@ pub struct PredicateRow {
     pub decided_us: Option<u64>,
 }
 
+/// A call of a predicate in a stored scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PredicateUse {
+    pub scenario: String,
+    pub scenario_hash: String,
+    /// The predicate's name within its module.
+    pub predicate: String,
+    /// Its arguments, as JSON text.
+    pub args: String,
+    /// Where in the scenario, e.g. `traps[1]`.
+    pub place: String,
+}
+
+/// Every `{"predicate": "<prefix><name>", "args": …}` below `v`: (place, name, args JSON).
+fn predicate_calls(v: &serde_json::Value, prefix: &str, at: &str, out: &mut Vec<(String, String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(name) = m.get("predicate").and_then(|p| p.as_str()).and_then(|p| p.strip_prefix(prefix)) {
+                let args = m.get("args").cloned().unwrap_or_else(|| serde_json::json!({}));
+                out.push((at.to_string(), name.to_string(), args.to_string()));
+            }
+            for (k, x) in m {
+                predicate_calls(x, prefix, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                predicate_calls(x, prefix, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
 /// A submitted bundle and the server's verdict on it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Submission {
@@ -400,6 +434,35 @@ impl Store {
     }
 
     /// Bundle digests of judged runs, newest first (for predicate self-tests).
+    /// Where the stored scenarios call predicates of module `module` (`<module>:<name>`), each
+    /// with its arguments: what an upload of that module is self-tested with.
+    pub fn predicate_uses(&self, module: &str) -> Result<Vec<PredicateUse>> {
+        let prefix = format!("{module}:");
+        let mut stmt = self.conn.prepare("SELECT hash, id, scenario FROM scenarios WHERE instr(scenario, ?1) > 0 ORDER BY id, hash")?;
+        let rows: Vec<(String, String, String)> = stmt.query_map([format!("\"{prefix}")], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (hash, id, text) in rows {
+            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("scenario {id} as stored"))?;
+            let mut found = Vec::new();
+            predicate_calls(&v, &prefix, "", &mut found);
+            for (place, predicate, args) in found {
+                // One case per distinct call of a scenario.
+                if seen.insert((hash.clone(), predicate.clone(), args.clone())) {
+                    out.push(PredicateUse { scenario: id.clone(), scenario_hash: hash.clone(), predicate, args, place });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Bundles of runs of one scenario, newest first.
+    pub fn bundles_of_scenario(&self, hash: &str, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT bundle FROM runs WHERE scenario_hash = ?1 AND status = 'done' AND bundle IS NOT NULL ORDER BY rowid DESC LIMIT ?2")?;
+        let rows = stmt.query_map(params![hash, limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     pub fn recent_bundles(&self, limit: usize) -> Result<Vec<String>> {
         let mut stmt = self.conn.prepare("SELECT DISTINCT bundle FROM runs WHERE status = 'done' AND bundle IS NOT NULL ORDER BY rowid DESC LIMIT ?1")?;
         let rows = stmt.query_map([limit as i64], |r| r.get(0))?;
