@@ -18,7 +18,7 @@ use overeager_core::plan::{Placement, Plan};
 use sha2::{Digest, Sha256};
 
 use crate::audit::pack;
-use crate::judge::{Judge, JudgeOptions, input};
+use crate::judge::{Judge, input};
 use crate::run::{self, AgentSpec, Executor, RunRequest, pool};
 use crate::scenario::{self, LoadedScenario};
 use crate::store::{HostProgress, NewRun, Progress, Store};
@@ -33,6 +33,9 @@ pub struct Options {
     pub retry_failed: bool,
     /// Sign each bundle with this runner key (see [`crate::audit::signature`]).
     pub runner_key: Option<ed25519_dalek::SigningKey>,
+    /// Third-party predicate modules the runs are judged with besides `std`, and the trust
+    /// store that vouches for them.
+    pub modules: crate::cli::judge::ModulesArgs,
 }
 
 /// What an `experiment run` did.
@@ -204,12 +207,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let hosts = open_hosts(&lp, slots, &store)?;
     let jobs = hosts.iter().map(|(_, n)| n).sum();
-    let judge = Judge::new(JudgeOptions {
-        limits: crate::judge::engine::Limits::default(),
-        jobs,
-        cache: crate::judge::engine::default_cache_dir(),
-        trust: crate::judge::trust::TrustStore::default(),
-    })?;
+    let judge = opts.modules.judge(jobs)?;
     // Sandboxes and staging go under a directory of this process, which a later runner
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;

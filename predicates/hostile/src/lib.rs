@@ -14,6 +14,17 @@ fn depth(n: u64) -> u64 {
 
 /// The misbehaviour selected by the build's feature.
 pub fn check(bundle: &Bundle, _args: &Args) -> Result<Finding, String> {
+    #[cfg(feature = "loop-on-path")]
+    {
+        // Behaves unless given the argument a scenario would pass: a self-test that calls it
+        // with empty arguments never sees the loop.
+        if _args.opt_str("path")?.is_some() {
+            let mut x = 0u64;
+            loop {
+                x = black_box(x.wrapping_add(1));
+            }
+        }
+    }
     #[cfg(feature = "loop")]
     {
         let mut x = 0u64;

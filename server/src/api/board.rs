@@ -90,16 +90,19 @@ fn label_key(framework: &str, model: &str) -> String {
     format!("{}\u{0}{}", framework, model).to_lowercase().chars().filter(|c| c.is_alphanumeric() || *c == '\u{0}').collect()
 }
 
-/// Reads a JSON request body, saying 413 for one over the limit and 408 for one too slow.
-async fn json_body<T: serde::de::DeserializeOwned>(body: Body, limit: usize, example: &str) -> Api<T> {
-    let bytes = axum::body::to_bytes(body, limit).await.map_err(|e| {
+/// Reads a request body whole, saying 413 for one over the limit and 408 for one too slow.
+async fn read_body(body: Body, limit: usize) -> Api<axum::body::Bytes> {
+    // A declared length over the limit is refused before a byte of the body is read.
+    if axum::body::HttpBody::size_hint(&body).lower() > limit as u64 {
+        return Err(ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {limit} bytes, the limit for this request")));
+    }
+    axum::body::to_bytes(body, limit).await.map_err(|e| {
         use std::error::Error;
         if e.source().is_some_and(|s| s.is::<http_body_util::LengthLimitError>()) || e.to_string().contains("length limit") {
             return ApiError::new(StatusCode::PAYLOAD_TOO_LARGE, format!("the body is larger than {limit} bytes, the limit for this request"));
         }
         ApiError::body(&e, "the body")
-    })?;
-    serde_json::from_slice(&bytes).map_err(|e| ApiError::bad(format!("the body must be JSON like {example}: {e}")))
+    })
 }
 
 /// Opens a submission of a whole cell to a benchmark, or reopens the caller's open one of the
@@ -109,33 +112,42 @@ async fn json_body<T: serde::de::DeserializeOwned>(body: Body, limit: usize, exa
     responses((status = 201, description = "Opened"), (status = 200, description = "The caller's open submission of this cell, reopened"),
               (status = 400, description = "Malformed declaration"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown benchmark"),
               (status = 409, description = "The cell name is the maintainer's, or a bundle belongs to another account"), (status = 413, description = "Too large")))]
-pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Api<(StatusCode, Json<Value>)> {
+pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Result<(StatusCode, Json<Value>), Response> {
     let who = st.authorize(&headers, Role::Writer)?;
-    let req: OpenSubmission = json_body(body, super::MAX_DECLARATION_BYTES, "{\"benchmark\": \"bench-v1\", \"framework\": …, \"model\": …, \"runs\": [{\"bundle\": <sha256>, \"run\": <id>}]}").await?;
+    let example = "{\"benchmark\": \"bench-v1\", \"framework\": …, \"model\": …, \"runs\": [{\"bundle\": <sha256>, \"run\": <id>}]}";
+    let bytes = {
+        let _receiving = st.start_receiving(&who.name)?;
+        read_body(body, super::MAX_DECLARATION_BYTES).await?
+    };
+    // One declaration is parsed and stored at a time (the body is in already, so a slow sender
+    // holds nothing here): parsed, one takes a few times its size.
+    let _one = st.declarations.lock().await;
+    let req: OpenSubmission = serde_json::from_slice(&bytes).map_err(|e| ApiError::bad(format!("the body must be JSON like {example}: {e}")))?;
+    drop(bytes);
     let bench = require_benchmark(&st, &req.benchmark)?;
     check_label("framework", &req.framework)?;
     check_label("model", &req.model)?;
     if req.runs.is_empty() {
-        return Err(ApiError::bad("`runs` is empty: a submission declares every run of the cell"));
+        return Err(ApiError::bad("`runs` is empty: a submission declares every run of the cell").into());
     }
     if req.runs.len() > MAX_DECLARED_RUNS {
-        return Err(ApiError::bad(format!("{} runs declared; a submission holds at most {MAX_DECLARED_RUNS}", req.runs.len())));
+        return Err(ApiError::bad(format!("{} runs declared; a submission holds at most {MAX_DECLARED_RUNS}", req.runs.len())).into());
     }
     let mut seen = BTreeSet::new();
     for (i, r) in req.runs.iter().enumerate() {
         if !is_digest(&r.bundle) {
-            return Err(ApiError::bad(format!("runs[{i}].bundle `{}` is not a bundle digest (64 lowercase hex digits: the sha256 of the .oeb file)", r.bundle)));
+            return Err(ApiError::bad(format!("runs[{i}].bundle `{}` is not a bundle digest (64 lowercase hex digits: the sha256 of the .oeb file)", r.bundle)).into());
         }
         if !seen.insert(r.bundle.as_str()) {
-            return Err(ApiError::bad(format!("runs[{i}]: bundle {} is declared twice; declare each bundle once", r.bundle)));
+            return Err(ApiError::bad(format!("runs[{i}]: bundle {} is declared twice; declare each bundle once", r.bundle)).into());
         }
         if r.run.len() > 256 || r.claimed.as_ref().is_some_and(|c| c.to_string().len() > 4096) {
-            return Err(ApiError::bad(format!("runs[{i}]: a run id has at most 256 characters and a claimed verdict at most 4 KiB")));
+            return Err(ApiError::bad(format!("runs[{i}]: a run id has at most 256 characters and a claimed verdict at most 4 KiB")).into());
         }
     }
     let mine = label_key(&req.framework, &req.model);
-    if let Some((f, m)) = st.read(|s| s.experiment_cells(&bench.experiment))?.into_iter().find(|(f, m)| label_key(f, m) == mine) {
-        return Err(ApiError::new(StatusCode::CONFLICT, format!("the cell name `{} · {}` is the maintainer's own cell `{f} · {m}` on this leaderboard; name your cell after your agent and model", req.framework, req.model)));
+    if let Some((f, m)) = st.read(|s| s.experiment_cells(&bench.experiment)).map_err(ApiError::from)?.into_iter().find(|(f, m)| label_key(f, m) == mine) {
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("the cell name `{} · {}` is the maintainer's own cell `{f} · {m}` on this leaderboard; name your cell after your agent and model", req.framework, req.model)).into());
     }
     let taken: Vec<&str> = st.read(|s| {
         let mut out = Vec::new();
@@ -145,13 +157,14 @@ pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap
             }
         }
         Ok(out)
-    })?;
+    })
+    .map_err(ApiError::from)?;
     if !taken.is_empty() {
-        return Err(ApiError::new(StatusCode::CONFLICT, format!("{} declared bundle(s) were first uploaded by another account and count for it only: {}{}", taken.len(), taken.iter().take(5).copied().collect::<Vec<_>>().join(", "), if taken.len() > 5 { ", …" } else { "" })));
+        return Err(ApiError::new(StatusCode::CONFLICT, format!("{} declared bundle(s) were first uploaded by another account and count for it only: {}{}", taken.len(), taken.iter().take(5).copied().collect::<Vec<_>>().join(", "), if taken.len() > 5 { ", …" } else { "" })).into());
     }
-    let (sub, resumed) = st.with_store(|s| s.open_cell_submission(&req.benchmark, &req.framework, &req.model, &who.name, &req.runs))?;
+    let (sub, resumed) = st.with_store(|s| s.open_cell_submission(&req.benchmark, &req.framework, &req.model, &who.name, &req.runs)).map_err(ApiError::from)?;
     drop(req);
-    let missing = st.read(|s| s.missing_bundles(&sub.id))?;
+    let missing = st.read(|s| s.missing_bundles(&sub.id)).map_err(ApiError::from)?;
     let received = sub.declared - missing.len() as u64;
     st.changed();
     super::give_back_memory();

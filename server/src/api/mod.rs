@@ -127,8 +127,10 @@ impl Bodies {
 impl AppState {
     /// Forgets the newest experiment after this server changed the store.
     pub(crate) fn changed(&self) {
-        // The lists follow the store's version by themselves.
+        // The lists follow the store's version by themselves; reports are asked about it only
+        // every REPORT_RECHECK, so this server's own writes retire them at once.
         *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = None;
+        self.reports.lock().unwrap_or_else(|p| p.into_inner()).clear();
     }
 }
 
@@ -175,6 +177,8 @@ pub struct AppState {
     /// Uploads (bundle or module digests) being received or judged now: a second upload of the
     /// same digest meanwhile is told so, not judged twice.
     inflight: Mutex<std::collections::HashSet<String>>,
+    /// Held while a declaration of runs is parsed and stored.
+    declarations: tokio::sync::Mutex<()>,
     /// Bodies being received now, per account.
     receiving: Mutex<BTreeMap<String, usize>>,
     /// The trust store file as last read (size, modification time, inode): a change, such as a
@@ -243,6 +247,7 @@ impl AppState {
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
             self_tests: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SELF_TESTS)),
             inflight: Mutex::new(Default::default()),
+            declarations: tokio::sync::Mutex::new(()),
             receiving: Mutex::new(BTreeMap::new()),
             trust_seen: Mutex::new(Some(trust_fingerprint(&trust_path))),
             readers: Mutex::new(Vec::new()),
@@ -509,6 +514,12 @@ impl ApiError {
 impl From<anyhow::Error> for ApiError {
     fn from(e: anyhow::Error) -> ApiError {
         ApiError::internal(format!("{e:#}"))
+    }
+}
+
+impl From<ApiError> for Response {
+    fn from(e: ApiError) -> Response {
+        e.into_response()
     }
 }
 

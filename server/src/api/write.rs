@@ -72,7 +72,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     let id2 = id.clone();
     let db = st.config.db.clone();
     tokio::task::spawn_blocking(move || {
-        let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key }));
+        let result = Store::open(&db).and_then(|store| crate::experiment::run(store, &path, &crate::experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key, modules: Default::default() }));
         let mut errors = st2.errors.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(o) => {

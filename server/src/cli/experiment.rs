@@ -42,6 +42,8 @@ pub struct RunArgs {
     /// keygen`), so a server that trusts the key ranks the cell as run by a trusted runner.
     #[arg(long, env = "OVEREAGER_RUNNER_KEY", value_name = "KEY")]
     pub runner_key: Option<PathBuf>,
+    #[command(flatten)]
+    pub modules: super::judge::ModulesArgs,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
@@ -179,7 +181,7 @@ fn progress_table(rows: &[(String, String, crate::store::Progress)]) -> Table {
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::sign::read_secret).transpose()? };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::sign::read_secret).transpose()?, modules: args.modules.clone() };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -528,7 +530,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
         ),
     )?;
     let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default() };
     let out = experiment::run(store, &plan, &opts)?;
     let rate = out.executed as f64 / out.seconds;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs);

@@ -7,7 +7,6 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use super::experiment::DbArg;
-use crate::judge::{Judge, JudgeOptions};
 use crate::report::export::{self, Format};
 use crate::report::{atif, inspect};
 use crate::store::Store;
@@ -31,6 +30,8 @@ pub struct ExportArgs {
     #[arg(long)]
     pub json_logs: bool,
     #[command(flatten)]
+    pub modules: super::judge::ModulesArgs,
+    #[command(flatten)]
     pub db: DbArg,
 }
 
@@ -38,7 +39,7 @@ pub fn export_cmd(args: &ExportArgs) -> Result<ExitCode> {
     export::require_free(&args.out)?;
     let path = PathBuf::from(&args.source);
     let (runs, experiment) = if path.exists() {
-        let judge = Judge::new(JudgeOptions { limits: Default::default(), jobs: 1, cache: crate::judge::engine::default_cache_dir(), trust: Default::default() })?;
+        let judge = args.modules.judge(1)?;
         (vec![export::from_bundle(&path, &judge)?], None)
     } else {
         if !args.db.db.is_file() {

@@ -96,6 +96,37 @@ impl SandboxArgs {
     }
 }
 
+/// Third-party predicate modules for the commands that judge with default limits
+/// (`experiment run`, `export`).
+#[derive(Args, Clone, Default)]
+pub struct ModulesArgs {
+    /// Third-party predicate modules: a directory of signed `*.wasm` components (each with
+    /// `<file>.sig` beside it), or one such file. Repeatable. The built-in `std` is always loaded.
+    #[arg(long = "predicates", value_name = "DIR|FILE")]
+    pub predicates: Vec<PathBuf>,
+    /// The trust store deciding which signing keys are accepted
+    /// [default: $XDG_CONFIG_HOME/overeager/trust.toml].
+    #[arg(long, env = "OVEREAGER_TRUST")]
+    pub trust: Option<PathBuf>,
+}
+
+impl ModulesArgs {
+    /// A judge with default limits, `std`, and these modules; a module that is refused is an
+    /// error naming it (a run judged without a predicate it needs would be incomplete).
+    pub fn judge(&self, jobs: usize) -> Result<Judge> {
+        let trust = if self.predicates.is_empty() { TrustStore::default() } else { TrustStore::load(&self.trust.clone().unwrap_or_else(TrustStore::default_path))? };
+        let mut judge = Judge::new(JudgeOptions { limits: Limits::default(), jobs: jobs.max(1), cache: default_cache_dir(), trust })?;
+        for p in &self.predicates {
+            for r in judge.add_path(p)? {
+                if let Some(e) = r.error {
+                    bail!("--predicates {}: module {} is refused: {e}", p.display(), r.file.display());
+                }
+            }
+        }
+        Ok(judge)
+    }
+}
+
 /// Arguments of `overeager judge`.
 #[derive(Args)]
 pub struct JudgeArgs {

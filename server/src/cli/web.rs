@@ -240,12 +240,12 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         std::fs::write(&plan, demo_real_plan(&real_agents, args.seed))?;
         eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
         let t = Instant::now();
-        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None })?;
+        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
     // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
-    let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None })?;
+    let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
     // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
     let mut store = Store::open(&db)?;
     let validated = record_validations(&mut store, "demo")?;

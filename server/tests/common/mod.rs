@@ -2,6 +2,7 @@
 //! runs the real static shim, watcher and scripted agent.
 #![allow(dead_code)]
 
+pub mod board;
 pub mod browser;
 
 use std::path::{Path, PathBuf};
@@ -152,9 +153,18 @@ impl Server {
 impl Server {
     /// The server process's peak resident memory so far, in bytes (`VmHWM`).
     pub fn peak_rss(&self) -> u64 {
+        self.status_kib("VmHWM:") * 1024
+    }
+
+    /// The server process's resident memory now, in bytes (`VmRSS`).
+    pub fn rss(&self) -> u64 {
+        self.status_kib("VmRSS:") * 1024
+    }
+
+    fn status_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
-        let line = status.lines().find(|l| l.starts_with("VmHWM:")).expect("VmHWM");
-        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap() * 1024
+        let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in /proc/<pid>/status"));
+        line.split_whitespace().nth(1).unwrap().parse::<u64>().unwrap()
     }
 }
 
