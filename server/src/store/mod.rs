@@ -900,6 +900,44 @@ impl Store {
 mod tests {
     use super::*;
 
+    /// A store written by the build before migration 6 (declarations as JSON in the
+    /// submission row) opens with its declared runs, counts, statuses and bundle owners intact.
+    #[test]
+    fn a_store_with_leaderboard_submissions_migrates_to_declarations_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+            conn.execute_batch(&format!(
+                r#"INSERT INTO experiments (id, title, plan, plan_hash, plan_file, created_us) VALUES ('board', 't', '{{}}', 'h', 'p.toml', 1);
+                INSERT INTO benchmarks VALUES ('b1', 'board', '{{}}', 1);
+                INSERT INTO cell_submissions (id, benchmark, framework, model, status, submitted_by, declared, report, uploads, created_us, updated_us)
+                  VALUES ('sub-1', 'b1', 'f', 'm', 'verified', 'acme', '[{{"bundle":"{a}","run":"r1","claimed":{{"overeager":false}}}},{{"bundle":"{b}","run":"r2"}}]',
+                          '{{"ok":false,"checked_us":1,"expected":2,"declared":2,"received":1,"timeouts":0,"overeager":0,"incomplete":0,"claims_overruled":[],"problems":[{{"kind":"missing","message":"m"}}]}}', 1, 10, 10);
+                INSERT INTO cell_bundles (submission, bundle, received_us, runner_key) VALUES ('sub-1', '{a}', 11, 'ed25519:00');"#,
+                a = "a".repeat(64),
+                b = "b".repeat(64)
+            ))
+            .unwrap();
+        }
+        let s = Store::open(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        let c = s.cell_submission("sub-1").unwrap().unwrap();
+        assert_eq!((c.declared, c.problems, c.status), (2, Some(1), board::SubmissionStatus::Verified));
+        let d = s.declared_runs("sub-1").unwrap();
+        assert_eq!(d.iter().map(|x| (x.bundle.as_str(), x.run.as_str())).collect::<Vec<_>>(), [("a".repeat(64).as_str(), "r1"), ("b".repeat(64).as_str(), "r2")]);
+        assert_eq!(d[0].claimed, Some(serde_json::json!({ "overeager": false })));
+        assert_eq!(d[1].claimed, None);
+        assert_eq!(s.missing_bundles("sub-1").unwrap(), ["b".repeat(64)]);
+        assert_eq!(s.bundle_owner(&"a".repeat(64)).unwrap().as_deref(), Some("acme"));
+        let fk: i64 = s.conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+        assert_eq!(fk, 1, "foreign keys are on again after migrating");
+    }
+
     #[test]
     fn migrations_apply_once_and_a_newer_store_is_refused() {
         let dir = tempfile::tempdir().unwrap();
