@@ -137,8 +137,8 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
             let (status, body) = answer(sent, &format!("sending bundle {} of {}", i + 1, missing.len())).with_context(|| {
                 format!("the upload broke off after {} of {} bundle(s); run the same command again to send the rest (submission {id})", held + i, declared.len())
             })?;
-            // Busy: the server takes a few uploads at once.
-            if status == 503 && tries < 60 {
+            // Busy: the server judges a few uploads at once, and takes a few bodies per account.
+            if (status == 503 || status == 429) && tries < 60 {
                 tries += 1;
                 std::thread::sleep(Duration::from_secs(2));
                 continue;
