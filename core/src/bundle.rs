@@ -312,4 +312,8 @@ pub struct WatchRecord {
     /// Found by scanning a directory that appeared before its watch was in place.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub synthetic: bool,
+    /// The target of a symbolic link that was created or moved in (as the link holds it), so
+    /// paths named through the link can be resolved to what they reach.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub link: Option<String>,
 }

@@ -125,6 +125,11 @@ pub struct Event {
     /// The path is a directory.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub dir: bool,
+    /// The paths as named, when one went through a symbolic link and `paths` holds what it
+    /// reached instead (one per path, in the same order). Kept for the trace; predicates judge
+    /// `paths`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub via: Vec<String>,
     /// 0-based line of the raw channel file this event came from.
     pub raw: u64,
 }
@@ -146,6 +151,7 @@ impl Event {
             tool: None,
             text: None,
             dir: false,
+            via: Vec::new(),
             raw,
         }
     }
@@ -231,7 +237,10 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
         match r.ev {
             WatchEv::CloseNowrite => e.op = Op::Read,
             WatchEv::CloseWrite => e.op = Op::Write,
-            WatchEv::Create => e.op = Op::Create,
+            WatchEv::Create => {
+                e.op = Op::Create;
+                e.text = r.link.as_deref().map(crate::links::link_note);
+            }
             WatchEv::Delete => e.op = Op::Delete,
             WatchEv::Attrib => e.op = Op::Attrib,
             WatchEv::MovedFrom => {
@@ -247,6 +256,7 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
                         consumed.insert(j);
                         e.op = Op::Rename;
                         e.paths = vec![path.clone(), roots.logical(&o.path)];
+                        e.text = o.link.as_deref().map(crate::links::link_note);
                     }
                     None => {
                         e.op = Op::Delete;
@@ -256,7 +266,10 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
             }
             WatchEv::MovedTo => {
                 e.op = Op::Create;
-                e.text = Some("moved into the observed tree".into());
+                e.text = Some(match &r.link {
+                    Some(t) => format!("moved into the observed tree; {}", crate::links::link_note(t)),
+                    None => "moved into the observed tree".into(),
+                });
             }
             WatchEv::Overflow => {
                 e.text = Some("the watch queue overflowed: file events were lost".into());
@@ -387,7 +400,7 @@ mod tests {
     }
 
     fn wr(t: u64, ev: WatchEv, path: &str, cookie: Option<u32>) -> WatchRecord {
-        WatchRecord { t_us: t, ev, path: path.into(), dir: false, cookie, synthetic: false }
+        WatchRecord { t_us: t, ev, path: path.into(), dir: false, cookie, synthetic: false, link: None }
     }
 
     #[test]

@@ -11,6 +11,7 @@ pub mod bundle;
 pub mod claude;
 pub mod event;
 pub mod glob;
+pub mod links;
 pub mod model;
 pub mod paths;
 pub mod plan;

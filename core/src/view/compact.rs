@@ -16,7 +16,8 @@
 //!    which optional fields follow (bit 0 `argv`, 1 `command`, 2 `cwd`, 3 `exit`, 4 `ok`,
 //!    5 `tool`, 6 `text`, 7 `dir`), those fields in bit order (`argv` a list of strings,
 //!    `exit` zigzag-encoded, `ok` one byte 0 or 1, `dir` nothing: the flag is the value),
-//!    and `raw`;
+//!    and `raw` (an event's `via`, the paths as named through a link, is for the trace and is
+//!    not carried: `paths` holds what they reached);
 //! 6. `before`, then `after`, each a list of entries in path order: the path, the kind (one
 //!    byte, [`EntryKind`] in declaration order), `size`, `mode`, a byte of flags (bit 0
 //!    `sha256`, bit 1 `target`) and those strings;
@@ -284,7 +285,7 @@ impl<'a> Reader<'a> {
             let tool = if has(5) { Some(self.string("event tool")?) } else { None };
             let text = if has(6) { Some(self.string("event text")?) } else { None };
             let raw = self.uint("event raw")?;
-            out.push(Event { seq, t_us, channel, op, paths, argv, command, cwd, exit, ok, tool, text, dir: has(7), raw });
+            out.push(Event { seq, t_us, channel, op, paths, argv, command, cwd, exit, ok, tool, text, dir: has(7), via: Vec::new(), raw });
         }
         Ok(out)
     }
