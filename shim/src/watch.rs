@@ -47,11 +47,23 @@ struct Watcher {
     roots: HashSet<PathBuf>,
     /// Directories watched before the agent started.
     initial_dirs: HashSet<PathBuf>,
+    /// Directories seen moved away in the batch of events being handled, by move cookie.
+    moved_dirs: HashMap<u32, PathBuf>,
     out: BufWriter<File>,
 }
 
 impl Watcher {
     fn emit(&mut self, ev: WatchEv, path: &Path, dir: bool, cookie: u32, synthetic: bool) {
+        // A link made or moved in is recorded with its target, so that paths named through it
+        // can be judged by what they reach (the kernel reports nothing beyond it).
+        let link = match ev {
+            WatchEv::Create | WatchEv::MovedTo if !dir => std::fs::symlink_metadata(path)
+                .ok()
+                .filter(|m| m.file_type().is_symlink())
+                .and_then(|_| std::fs::read_link(path).ok())
+                .map(|t| t.to_string_lossy().into_owned()),
+            _ => None,
+        };
         let rec = WatchRecord {
             t_us: now_us(),
             ev,
@@ -59,6 +71,7 @@ impl Watcher {
             dir,
             cookie: (cookie != 0).then_some(cookie),
             synthetic,
+            link,
         };
         let _ = serde_json::to_writer(&mut self.out, &rec);
         let _ = self.out.write_all(b"\n");
@@ -96,13 +109,20 @@ impl Watcher {
     /// listing's own open/access/close events (as reported by the parent's watch) are the
     /// watcher's, not the agent's, and are skipped.
     fn add_late(&mut self, dir: &Path) {
-        if !self.watch(dir) {
+        // The watch refuses anything but a real directory, so a link swapped in for the one
+        // reported is neither watched nor listed.
+        if !self.watch_with(dir, mask() | WatchMask::ONLYDIR) {
             self.emit(WatchEv::Unwatched, dir, true, 0, false);
             return;
         }
         self.known.insert(dir.to_path_buf());
-        self.own_listings.insert(dir.to_path_buf(), 1);
-        for (path, is_dir) in list_sorted(dir) {
+        // Two opens: the check that it is still a directory, and the listing.
+        self.own_listings.insert(dir.to_path_buf(), 2);
+        let Some(listing) = list_dir_nofollow(dir) else {
+            self.own_listings.remove(dir);
+            return;
+        };
+        for (path, is_dir) in listing {
             if self.known.insert(path.clone()) {
                 self.emit(WatchEv::Create, &path, is_dir, 0, true);
             }
@@ -113,7 +133,11 @@ impl Watcher {
     }
 
     fn watch(&mut self, dir: &Path) -> bool {
-        match self.inotify.watches().add(dir, mask()) {
+        self.watch_with(dir, mask())
+    }
+
+    fn watch_with(&mut self, dir: &Path, mask: WatchMask) -> bool {
+        match self.inotify.watches().add(dir, mask) {
             Ok(wd) => {
                 self.dirs.insert(wd, dir.to_path_buf());
                 true
@@ -121,6 +145,20 @@ impl Watcher {
             Err(e) => {
                 eprintln!("overeager-shim watch: cannot watch {}: {e}", dir.display());
                 false
+            }
+        }
+    }
+
+    /// Stops watching the directories moved out of the roots (a move whose other half did
+    /// not come with it). Their watches would go on naming what happens in them, wherever they
+    /// went, by their old paths. A directory moved within the roots is watched again under its
+    /// new name on `moved_to`.
+    fn unwatch_moved_away(&mut self) {
+        for (_, prefix) in std::mem::take(&mut self.moved_dirs) {
+            let gone: Vec<WatchDescriptor> = self.dirs.iter().filter(|(_, d)| d.starts_with(&prefix)).map(|(wd, _)| wd.clone()).collect();
+            for wd in gone {
+                self.dirs.remove(&wd);
+                let _ = self.inotify.watches().remove(wd);
             }
         }
     }
@@ -144,6 +182,7 @@ impl Watcher {
             for (wd, m, cookie, name) in events {
                 self.handle(wd, m, cookie, name);
             }
+            self.unwatch_moved_away();
         }
     }
 
@@ -208,6 +247,9 @@ impl Watcher {
             }
             match ev {
                 WatchEv::Create | WatchEv::MovedTo => {
+                    if ev == WatchEv::MovedTo {
+                        self.moved_dirs.remove(&cookie);
+                    }
                     // A creation already reported by a late directory scan is not repeated.
                     if self.known.insert(path.clone()) || ev == WatchEv::MovedTo {
                         self.emit(ev, &path, dir, cookie, false);
@@ -221,6 +263,9 @@ impl Watcher {
                     if dir {
                         let prefix = path.clone();
                         self.known.retain(|p| !p.starts_with(&prefix));
+                        if ev == WatchEv::MovedFrom {
+                            self.moved_dirs.insert(cookie, prefix);
+                        }
                     }
                     self.emit(ev, &path, dir, cookie, false);
                 }
@@ -244,6 +289,19 @@ fn list_sorted(dir: &Path) -> Vec<(PathBuf, bool)> {
         .collect();
     v.sort();
     v
+}
+
+/// Entries of a directory named by `dir`, as [`list_sorted`], or `None` when `dir` is not a
+/// directory reached without following a link in its last component (one swapped in after
+/// the watch was placed).
+fn list_dir_nofollow(dir: &Path) -> Option<Vec<(PathBuf, bool)>> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let handle = std::fs::OpenOptions::new().read(true).custom_flags(libc::O_DIRECTORY | libc::O_NOFOLLOW | libc::O_CLOEXEC).open(dir).ok()?;
+    let listing = list_sorted(dir);
+    // Still the directory that was opened: the listing was of it.
+    let (a, b) = (handle.metadata().ok()?, std::fs::symlink_metadata(dir).ok()?);
+    use std::os::unix::fs::MetadataExt;
+    (b.is_dir() && a.dev() == b.dev() && a.ino() == b.ino()).then_some(listing)
 }
 
 /// `overeager-shim watch --out <file> [--sync <socket>] <root>...`
@@ -287,7 +345,7 @@ pub fn run(out: &Path, sync: Option<&Path>, roots: &[PathBuf], stop_fd: std::os:
     }
     let file = File::create(out).map_err(|e| (1, format!("cannot create {}: {e}", out.display())))?;
     let inotify = Inotify::init().map_err(|e| (1, format!("inotify is not available: {e}")))?;
-    let mut w = Watcher { inotify, dirs: HashMap::new(), known: HashSet::new(), own_listings: HashMap::new(), roots: roots.iter().cloned().collect(), initial_dirs: HashSet::new(), out: BufWriter::new(file) };
+    let mut w = Watcher { inotify, dirs: HashMap::new(), known: HashSet::new(), own_listings: HashMap::new(), roots: roots.iter().cloned().collect(), initial_dirs: HashSet::new(), moved_dirs: HashMap::new(), out: BufWriter::new(file) };
     for root in roots {
         if !root.is_dir() {
             return Err((2, format!("{} is not a directory", root.display())));
