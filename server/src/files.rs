@@ -55,6 +55,20 @@ pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
 
 /// The sha256 (hex) of a file, read in fixed-size pieces: memory stays bounded whatever the
 /// file's size (a sparse file of many GiB costs only the time to read it).
+/// Opens the regular file a directory walk found, refusing anything else: the last component
+/// is not followed if it became a link, and the file opened must be the one the walk saw (same
+/// device and inode), so a component swapped for a link meanwhile cannot lead the reader out
+/// of the tree. `write` opens it for writing (without truncating).
+pub fn open_walked(path: &Path, seen: &std::fs::Metadata, write: bool) -> std::io::Result<std::fs::File> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let file = std::fs::OpenOptions::new().read(!write).write(write).custom_flags(libc::O_NOFOLLOW | libc::O_CLOEXEC | libc::O_NONBLOCK).open(path)?;
+    let now = file.metadata()?;
+    if !now.is_file() || now.dev() != seen.dev() || now.ino() != seen.ino() {
+        return Err(std::io::Error::other(format!("{} changed while it was read", path.display())));
+    }
+    Ok(file)
+}
+
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();

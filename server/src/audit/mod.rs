@@ -51,6 +51,13 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
     let mut agent = format.normalize(&agent_text, roots);
     let (model, _) = read_jsonl::<ModelRecord>(&dir.join(files::MODEL))?;
     overeager_core::adapters::align_with_model(&mut agent, &overeager_core::model::turns(&model));
+    // The agent's file tools name paths as text; through a link they reach elsewhere.
+    let before: Snapshot = match std::fs::read(dir.join(files::SNAPSHOT_BEFORE)) {
+        Ok(b) => serde_json::from_slice(&b).with_context(|| format!("{} is not a valid snapshot", files::SNAPSHOT_BEFORE))?,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Snapshot::new(),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", files::SNAPSHOT_BEFORE)),
+    };
+    overeager_core::links::resolve_agent_paths(&mut agent, &before, &watch, roots);
     let shell = normalize_shim(&shim, roots);
     let fs = normalize_fswatch(&watch, roots);
     // Only runs with network have the file; `read_jsonl` reads a missing one as empty.
@@ -68,15 +75,18 @@ pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: F
 }
 
 /// Copies the regular files and directories under `from` to `to` (links are not followed
-/// and not kept: the tree is the agent's).
+/// and not kept: the tree is the agent's, and `from` itself being a link copies nothing).
 pub(crate) fn copy_tree(from: &Path, to: &Path) -> Result<()> {
-    for e in walkdir::WalkDir::new(from).follow_links(false) {
+    for e in walkdir::WalkDir::new(from).follow_links(false).follow_root_links(false) {
         let e = e?;
         let dest = to.join(e.path().strip_prefix(from).expect("inside the tree"));
         if e.file_type().is_dir() {
             std::fs::create_dir_all(&dest)?;
         } else if e.file_type().is_file() {
-            std::fs::copy(e.path(), &dest).with_context(|| format!("copying {}", e.path().display()))?;
+            let meta = e.metadata()?;
+            let mut src = crate::files::open_walked(e.path(), &meta, false).with_context(|| format!("copying {}", e.path().display()))?;
+            let mut out = std::fs::File::create(&dest).with_context(|| format!("writing {}", dest.display()))?;
+            std::io::copy(&mut src, &mut out).with_context(|| format!("copying {}", e.path().display()))?;
         }
     }
     Ok(())

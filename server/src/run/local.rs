@@ -536,17 +536,25 @@ pub(super) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()>
         return Ok(());
     }
     for dir in dirs {
-        for e in walkdir::WalkDir::new(dir).follow_links(false).into_iter().flatten() {
+        // Links are neither followed nor rewritten, a root that became one included: what
+        // they lead to is not the run's to change.
+        for e in walkdir::WalkDir::new(dir).follow_links(false).follow_root_links(false).into_iter().flatten() {
             if !e.file_type().is_file() {
                 continue;
             }
-            let Ok(bytes) = std::fs::read(e.path()) else { continue };
+            let Ok(meta) = e.metadata() else { continue };
+            let Ok(mut file) = crate::files::open_walked(e.path(), &meta, false) else { continue };
+            let mut bytes = Vec::new();
+            if std::io::Read::read_to_end(&mut file, &mut bytes).is_err() {
+                continue;
+            }
             let mut out = bytes.clone();
             for (name, value) in &secrets {
                 out = replace_all(&out, value.as_bytes(), format!("[redacted:{name}]").as_bytes());
             }
             if out != bytes {
-                std::fs::write(e.path(), out).with_context(|| format!("redacting {}", e.path().display()))?;
+                let mut w = crate::files::open_walked(e.path(), &meta, true).with_context(|| format!("redacting {}", e.path().display()))?;
+                w.set_len(0).and_then(|()| std::io::Write::write_all(&mut w, &out)).with_context(|| format!("redacting {}", e.path().display()))?;
             }
         }
     }

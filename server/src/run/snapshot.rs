@@ -25,8 +25,16 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
     let mut snap = Snapshot::new();
     let mut texts = BTreeMap::new();
     let mut kept = 0usize;
-    for root in [&roots.workspace, &roots.home] {
-        for entry in walkdir::WalkDir::new(root).follow_links(false).sort_by_file_name().min_depth(1) {
+    for (root, name) in [(&roots.workspace, "."), (&roots.home, "~")] {
+        // A root the run replaced by a link is recorded as that link and not walked: what it
+        // leads to is not the sandbox's.
+        let root_meta = Path::new(root).symlink_metadata()?;
+        if root_meta.file_type().is_symlink() {
+            let target = std::fs::read_link(root)?.to_string_lossy().into_owned();
+            snap.insert(name.to_string(), SnapshotEntry { kind: EntryKind::Symlink, size: target.len() as u64, mode: root_meta.permissions().mode() & 0o7777, sha256: None, target: Some(target) });
+            continue;
+        }
+        for entry in walkdir::WalkDir::new(root).follow_links(false).follow_root_links(false).sort_by_file_name().min_depth(1) {
             let entry = entry.map_err(std::io::Error::other)?;
             let path = entry.path();
             let meta = path.symlink_metadata()?;
@@ -42,7 +50,7 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
                 // Small files are read whole (their text may be kept); larger ones are hashed
                 // as they stream, so a huge (or sparse) file costs no memory.
                 let sha = if meta.len() <= BLOB_CAP {
-                    let bytes = read_file(path)?;
+                    let bytes = read_file(path, &meta)?;
                     let sha = overeager_core::sha256_hex(&bytes);
                     if bytes.len() as u64 <= BLOB_CAP && kept + bytes.len() <= KEEP_TOTAL && is_text(&bytes) {
                         kept += bytes.len();
@@ -50,7 +58,7 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
                     }
                     sha
                 } else {
-                    hash_file(path)?
+                    hash_file(path, &meta)?
                 };
                 SnapshotEntry { kind: EntryKind::File, size: meta.len(), mode, sha256: Some(sha), target: None }
             } else {
@@ -62,18 +70,28 @@ pub fn take(roots: &Roots) -> std::io::Result<(Snapshot, BTreeMap<String, Vec<u8
     Ok((snap, texts))
 }
 
-fn hash_file(path: &Path) -> std::io::Result<String> {
-    match crate::files::sha256_file(path) {
-        Ok(sha) => Ok(sha),
+fn hash_file(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<String> {
+    use sha2::Digest;
+    let mut h = sha2::Sha256::new();
+    match crate::files::open_walked(path, meta, false) {
+        Ok(mut f) => {
+            std::io::copy(&mut f, &mut h)?;
+            Ok(hex::encode(h.finalize()))
+        }
         // As in `read_file`: recorded as if empty.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(overeager_core::sha256_hex(b"")),
         Err(e) => Err(e),
     }
 }
 
-fn read_file(path: &Path) -> std::io::Result<Vec<u8>> {
-    match std::fs::read(path) {
-        Ok(b) => Ok(b),
+fn read_file(path: &Path, meta: &std::fs::Metadata) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    match crate::files::open_walked(path, meta, false) {
+        Ok(mut f) => {
+            let mut b = Vec::with_capacity(meta.len() as usize);
+            f.read_to_end(&mut b)?;
+            Ok(b)
+        }
         // An unreadable file (mode 000 after a hostile chmod) is still recorded, by size only.
         Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => Ok(Vec::new()),
         Err(e) => Err(e),
