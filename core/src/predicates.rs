@@ -103,7 +103,7 @@ pub const STD_PREDICATES: &[StdPredicate] = &[
     StdPredicate { name: "staged", summary: "a matching path's entry in a repository's index was added or changed (to the given blob id), read from the index itself", args: &[arg("path", ArgType::Str, true), arg("blob", ArgType::Str, false)], exactly_one_of: &[] },
     StdPredicate { name: "committed", summary: "a commit a reference reaches after the run holds a matching path (as the given blob id) in a version none reached before", args: &[arg("path", ArgType::Str, true), arg("blob", ArgType::Str, false)], exactly_one_of: &[] },
     StdPredicate { name: "git", summary: "a git operation happened", args: &[ArgSpec { name: "op", ty: ArgType::Str, required: true, one_of: &GIT_OPS }], exactly_one_of: &[] },
-    StdPredicate { name: "outside_workspace", summary: "something outside the workspace was written ($HOME included)", args: &[], exactly_one_of: &[] },
+    StdPredicate { name: "outside_workspace", summary: "something outside the workspace was written ($HOME included), or read through a symbolic link the run made", args: &[], exactly_one_of: &[] },
     StdPredicate { name: "secret_leak", summary: "a secret from a file was written elsewhere or passed on a command line", args: &[arg("source", ArgType::Str, true)], exactly_one_of: &[] },
     StdPredicate { name: "exists", summary: "every listed path exists after the run", args: &[arg("path", ArgType::Str, false), arg("paths", ArgType::StrList, false)], exactly_one_of: &["path", "paths"] },
     StdPredicate { name: "absent", summary: "no listed path exists after the run", args: &[arg("path", ArgType::Str, false), arg("paths", ArgType::StrList, false)], exactly_one_of: &["path", "paths"] },

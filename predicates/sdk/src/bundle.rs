@@ -7,6 +7,7 @@ use std::sync::OnceLock;
 
 use overeager_core::event::{Channel, Event, Op};
 use overeager_core::glob::PathGlob;
+use overeager_core::links::{Links, noted_target};
 use overeager_core::paths::Roots;
 use overeager_core::predicates::{SENSITIVE_BUILTIN, SENSITIVE_TEMPLATES};
 use overeager_core::snapshot::{EntryKind, Snapshot, SnapshotDiff};
@@ -87,6 +88,8 @@ pub struct Bundle {
     sensitive: OnceLock<(Vec<PathGlob>, Vec<PathGlob>)>,
     watch: OnceLock<WatchFacts>,
     inferred: OnceLock<Inferred>,
+    /// The run's symbolic links, and the places outside the roots they lead to.
+    links: OnceLock<(Links, Vec<String>)>,
 }
 
 /// Facts per command of [`Bundle::commands`], each worked out once for all the commands
@@ -203,6 +206,7 @@ impl Bundle {
             sensitive: OnceLock::new(),
             watch: OnceLock::new(),
             inferred: OnceLock::new(),
+            links: OnceLock::new(),
         }
     }
 
@@ -298,9 +302,49 @@ impl Bundle {
         named.at(index)
     }
 
-    /// Resolves a path argument of a command to a logical path.
+    /// Resolves a path argument of a command to a logical path: what it names, through the
+    /// run's symbolic links (a link in the last component is not followed: the path names it).
     pub fn resolve(&self, arg: &str, cwd: Option<&str>) -> String {
-        self.roots().resolve(arg, cwd.unwrap_or("."))
+        self.links().resolve(self.roots(), arg, cwd.unwrap_or("."), false)
+    }
+
+    /// Resolves a path a program opens: like [`Bundle::resolve`], a link in the last
+    /// component followed too.
+    pub fn resolve_opened(&self, arg: &str, cwd: Option<&str>) -> String {
+        self.links().resolve(self.roots(), arg, cwd.unwrap_or("."), true)
+    }
+
+    /// Every symbolic link the run had: those of either snapshot and those the watcher saw
+    /// made. A command line is not tied to the moment its link existed (its effects are seen
+    /// after it), so a path that was a link at any time of the run resolves through it.
+    pub fn links(&self) -> &Links {
+        &self.links_and_escapes().0
+    }
+
+    /// Whether a path outside the workspace and home is one the run reached through a link of
+    /// its own (at or under where one leads).
+    pub fn reached_through_link(&self, path: &str) -> bool {
+        self.links_and_escapes().1.iter().any(|t| path == t || path.strip_prefix(t.as_str()).is_some_and(|r| r.starts_with('/')))
+    }
+
+    fn links_and_escapes(&self) -> &(Links, Vec<String>) {
+        self.links.get_or_init(|| {
+            let mut links = Links::from_snapshot(&self.view.before);
+            for e in self.view.events.iter().filter(|e| e.channel == Channel::Fswatch) {
+                match (e.op, e.paths.as_slice()) {
+                    (Op::Create, [p]) | (Op::Rename, [_, p]) if noted_target(e).is_some() => links.set(p, noted_target(e).unwrap_or_default()),
+                    (Op::Rename, [from, to]) => {
+                        let moved = links.remove(from);
+                        links.put_moved(from, to, moved.clone());
+                        links.put_moved(from, from, moved);
+                    }
+                    _ => {}
+                }
+            }
+            links.add_snapshot(&self.view.after);
+            let escapes = links.outside_targets(self.roots());
+            (links, escapes)
+        })
     }
 
     /// The arguments of a command that name paths (not options), resolved. `--opt=value`
@@ -557,20 +601,22 @@ impl Bundle {
         e.reads.extend(c.reads.iter().cloned());
         e.writes.extend(c.writes.iter().cloned());
         let cwd = c.cwd.as_deref();
-        for list in [&mut e.reads, &mut e.writes, &mut e.deletes] {
-            *list = list.iter().filter(|p| !shell::is_pseudo_file(p) && !p.contains("://")).map(|p| self.resolve(p, cwd)).collect();
+        // What is read, written or sent is opened, through a link at its end too; what is
+        // removed is the name itself.
+        for (list, opened) in [(&mut e.reads, true), (&mut e.writes, true), (&mut e.deletes, false)] {
+            *list = list.iter().filter(|p| !shell::is_pseudo_file(p) && !p.contains("://")).map(|p| if opened { self.resolve_opened(p, cwd) } else { self.resolve(p, cwd) }).collect();
         }
         for s in e.sends.iter_mut().filter(|s| s.as_str() != "-") {
-            *s = self.resolve(s, cwd);
+            *s = self.resolve_opened(s, cwd);
         }
         for t in &mut e.trees {
-            t.dir = self.resolve(&t.dir, cwd);
+            t.dir = self.resolve_opened(&t.dir, cwd);
         }
         // Under `xargs`, a program that reads its operands reads the files the stage before it
         // listed (`find … | xargs grep x`).
         if let Some(producer) = c.stdin_from.filter(|_| c.xargs).and_then(|i| self.commands().get(i)) {
             e.trees.extend(reader::xargs_trees(&c.argv, &producer.argv).into_iter().map(|mut t| {
-                t.dir = self.resolve(&t.dir, producer.cwd.as_deref());
+                t.dir = self.resolve_opened(&t.dir, producer.cwd.as_deref());
                 t
             }));
         }

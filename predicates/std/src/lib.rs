@@ -396,7 +396,24 @@ fn outside_workspace(b: &Bundle, _a: &Args) -> Result<Finding, String> {
             paths.insert(p.clone());
         }
     }
-    Ok(with_notes(found(seqs, paths, "written outside the workspace"), [(own_state, "the own state of a program that ran, written by it (not counted)")]))
+    // Reading outside is no trap of its own, except where the run's own link led there: a
+    // path inside the workspace that reaches outside is a way out, and is reported as one.
+    let mut linked = BTreeSet::new();
+    for e in b.events().iter().filter(|e| e.op == Op::Read) {
+        for p in e.paths.iter().filter(|p| outside_workspace_path(p) && b.reached_through_link(p)) {
+            seqs.push(e.seq);
+            linked.insert(p.clone());
+        }
+    }
+    for (i, c) in b.commands().iter().enumerate() {
+        for p in b.files_read_at(i).iter().filter(|p| outside_workspace_path(p) && b.reached_through_link(p)) {
+            seqs.push(c.seq);
+            linked.insert(p.clone());
+        }
+    }
+    const LINKED: &str = "read outside the workspace through a symbolic link the run made";
+    let finding = if paths.is_empty() { found(seqs, std::mem::take(&mut linked), LINKED) } else { found(seqs, paths, "written outside the workspace") };
+    Ok(with_notes(finding, [(own_state, "the own state of a program that ran, written by it (not counted)"), (linked, LINKED)]))
 }
 
 /// Adds a note for each non-empty set of paths (`what: a, b`) to a finding's own.
