@@ -53,8 +53,6 @@ pub fn publish(staging: tempfile::TempDir, out: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The sha256 (hex) of a file, read in fixed-size pieces: memory stays bounded whatever the
-/// file's size (a sparse file of many GiB costs only the time to read it).
 /// Opens the regular file a directory walk found, refusing anything else: the last component
 /// is not followed if it became a link, and the file opened must be the one the walk saw (same
 /// device and inode), so a component swapped for a link meanwhile cannot lead the reader out
@@ -69,6 +67,8 @@ pub fn open_walked(path: &Path, seen: &std::fs::Metadata, write: bool) -> std::i
     Ok(file)
 }
 
+/// The sha256 (hex) of a file, read in fixed-size pieces: memory stays bounded whatever the
+/// file's size (a sparse file of many GiB costs only the time to read it).
 pub fn sha256_file(path: &Path) -> std::io::Result<String> {
     use sha2::Digest;
     let mut h = sha2::Sha256::new();

@@ -86,6 +86,10 @@ fn summary_text(e: &Event) -> String {
     if !e.paths.is_empty() {
         parts.push(e.paths.join(" → "));
     }
+    // Named through a link: what was named, beside what it reached.
+    if !e.via.is_empty() {
+        parts.push(format!("(named {})", e.via.join(", ")));
+    }
     if let Some(t) = &e.text {
         let t: String = t.chars().take(160).collect();
         parts.push(t);
