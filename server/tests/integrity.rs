@@ -96,9 +96,14 @@ fn a_submitted_run_belongs_to_the_account_that_first_uploaded_it_and_a_runner_ke
     assert!(e["error"].as_str().unwrap().contains("registered to another account"), "{e}");
     let doc = get_as(&format!("{url}/api/submissions/{mid}"), &s.tokens["mallory"]).1;
     assert_eq!(doc["runs_total"], 0, "{doc}");
-    // acme's own submission is untouched and still its only one.
-    let (status, answer) = call(agent().post(&format!("{url}/api/submissions/{id}/verify")).header("Authorization", &bearer(&s.tokens["acme"])).send_empty());
+    // The attempt reserved nothing: acme's own upload of that bundle is taken.
+    let (status, opened) = declare(url, &s.tokens["acme"], ("scripted", "moderate"), &mine2);
+    assert_eq!(status, 200, "acme's open submission of the cell, reopened: {opened}");
+    assert_eq!(put_bundle(url, &s.tokens["acme"], &id, &mine2[0]).0, 201);
+    // acme's own submission, declared and sent again as it was, is whole and its only one.
+    let (status, answer, _) = submit_raw(url, &s.tokens["acme"], &mine, None);
     assert_eq!(status, 200, "{answer}");
+    assert_eq!(answer["id"], id.as_str());
     assert!(problems(&answer).is_empty());
 }
 

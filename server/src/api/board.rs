@@ -246,16 +246,16 @@ pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     let _inflight = st.start_upload(format!("bundle:{digest}")).map_err(e)?;
     let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
     let incoming = super::write::incoming_dir(&objects).map_err(e)?;
-    // The body is received before a judging slot is taken: a slow sender holds no slot.
+    // The body is received before a judging slot is taken: a slow sender holds no slot. The
+    // account's count holds until the bundle is judged, so none piles up bodies on disk.
+    let _receiving = st.start_receiving(&who.name)?;
     let (file, actual) = {
-        let _receiving = st.start_receiving(&who.name)?;
         let chunks = futures_util::StreamExt::map(body.into_data_stream(), |r| r.map_err(|x| ApiError::body(&x, "the body")));
         super::write::receive_stream(chunks, &incoming, "the body").await.map_err(e)?
     };
     if actual != digest {
         return Err(e(ApiError::bad(format!("the body's sha256 is {actual}, not {digest} as the path says; send the .oeb file whose digest you declared"))));
     }
-    claim(&st, &digest, &who).map_err(e)?;
     let permit = st.judge_slot().await?;
     let st2 = st.clone();
     let id2 = id.clone();
@@ -293,7 +293,10 @@ fn receive(st: &AppState, bench: &Benchmark, objects: &std::path::Path, upload: 
     });
     match checked {
         Ok(c) => {
+            // Signed by another account's runner: refused before the digest is reserved, so the
+            // attempt takes nothing from the runner's own account.
             check_signer(st, c.signer.as_ref(), who, digest)?;
+            claim(st, digest, who)?;
             out.manifest = Some(c.loaded.manifest.clone());
             out.runner_key = c.signer.as_ref().map(|k| k.key_id.clone());
             out.runner_public = c.signer.map(|k| k.public);

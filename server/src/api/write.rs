@@ -177,12 +177,10 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     let incoming = incoming_dir(&objects).map_err(e)?;
     // The body is received (to disk, at the server's minimum pace) before a judging slot is
     // taken, so a slow sender holds no slot others need.
-    let upload = {
-        let _receiving = st.start_receiving(&who.name)?;
-        receive_bundle(mp, &incoming).await.map_err(e)?
-    };
+    // The account's count holds until the bundle is judged, so none piles up bodies on disk.
+    let _receiving = st.start_receiving(&who.name)?;
+    let upload = receive_bundle(mp, &incoming).await.map_err(e)?;
     let _inflight = st.start_upload(format!("bundle:{}", upload.digest)).map_err(e)?;
-    super::board::claim(&st, &upload.digest, &who).map_err(e)?;
     let permit = st.judge_slot().await?;
     let st2 = st.clone();
     let result = tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who)).await.map_err(|x| e(ApiError::internal(x)))?;
@@ -343,6 +341,7 @@ fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, wh
     let Upload { file: upload, digest, claimed } = upload;
     let checked = check_upload(st, upload.path(), &digest, |_| Ok(())).map_err(|r| ApiError::unprocessable(r.message))?;
     super::board::check_signer(st, checked.signer.as_ref(), who, &digest)?;
+    super::board::claim(st, &digest, who)?;
     let who = who.name.as_str();
     let loaded = &checked.loaded;
     let verdict = st.judge().judge(loaded);
