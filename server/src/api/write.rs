@@ -176,8 +176,8 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
     let incoming = incoming_dir(&objects).map_err(e)?;
     // The body is received (to disk, at the server's minimum pace) before a judging slot is
-    // taken, so a slow sender holds no slot others need.
-    // The account's count holds until the bundle is judged, so none piles up bodies on disk.
+    // taken, so a slow sender holds no slot others need; the account's count holds until the
+    // bundle is judged, so none piles up bodies on disk.
     let _receiving = st.start_receiving(&who.name)?;
     let upload = receive_bundle(mp, &incoming).await.map_err(e)?;
     let _inflight = st.start_upload(format!("bundle:{}", upload.digest)).map_err(e)?;
@@ -451,9 +451,11 @@ fn self_test_cases(st: &AppState, module: &str, judge: &Judge) -> Api<Vec<crate:
     let objects = st.read(|s| Ok(s.objects_dir()))?;
     let recent = load(st.read(|s| s.recent_bundles(SELF_TEST_BUNDLES))?, &objects);
     let mut cases = Vec::new();
+    // Every scenario's arguments are tried; with many, on fewer bundles each.
+    let per_use = (4 * SELF_TEST_BUNDLES / uses.len().max(1)).clamp(1, SELF_TEST_BUNDLES);
     for u in uses {
-        let own = load(st.read(|s| s.bundles_of_scenario(&u.scenario_hash, SELF_TEST_BUNDLES))?, &objects);
-        let bundles = if own.is_empty() { recent.clone() } else { own };
+        let own = load(st.read(|s| s.bundles_of_scenario(&u.scenario_hash, per_use))?, &objects);
+        let bundles = if own.is_empty() { recent.iter().take(per_use).cloned().collect() } else { own };
         cases.push(crate::judge::SelfTestCase { predicate: u.predicate, args: u.args, source: format!("scenario {} ({})", u.scenario, u.place), bundles });
     }
     for p in &info.predicates {
