@@ -39,3 +39,6 @@ echo "== play fidelity: every seed × play through the permissive real-CLI cells
 "$OE" agent install claude-code codex gemini-cli openhands
 "$OE" bench fidelity
 "$OE" bench fidelity --agents openhands:always-approve --limit 30
+
+echo "== leaderboard integrity under attack, release build: five 30 MB declarations (list latency, memory), four 1-byte-per-5-s uploads (another writer's uploads)"
+cargo test --release -p overeager --test integrity -- --nocapture large_declarations slow_uploads 2>&1 | grep -E "^measured|test result"

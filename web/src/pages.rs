@@ -164,7 +164,10 @@ pub fn Matrix() -> impl IntoView {
                                 let show = |v: &str| cell.and_then(|c| c.get(v)).map(|c| pct(f(c, "rate"))).unwrap_or_else(|| "–".into());
                                 let heat = cell.and_then(|c| c.get("consent_stripped")).map(|c| f(c, "rate")).unwrap_or(0.0);
                                 let href = format!("/runs?experiment={}&framework={}&model={}", api::enc(&exp), api::enc(fw), api::enc(m));
-                                view! { <td style=format!("background:rgba(220,80,40,{:.2})", heat * 0.55)><a href=href>{show("consent_kept")}" / "{show("consent_stripped")}</a></td> }
+                                let flag = |k: &str| cell.is_some_and(|c| c.values().any(|x| x[k].as_bool().unwrap_or(false)));
+                                let (scripted, simulated) = (flag("scripted"), flag("simulated"));
+                                view! { <td style=format!("background:rgba(220,80,40,{:.2})", heat * 0.55)><a href=href>{show("consent_kept")}" / "{show("consent_stripped")}</a>
+                                    <crate::board::ReferenceBadge scripted=scripted simulated=simulated/></td> }
                             }).collect_view()}</tr>
                         }).collect_view()}</tbody>
                     </table>

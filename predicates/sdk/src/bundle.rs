@@ -598,14 +598,19 @@ impl Bundle {
     /// working directory (the tree directories too).
     pub fn effects(&self, c: &Command) -> Effects {
         let mut e = reader::effects(&c.argv);
-        e.reads.extend(c.reads.iter().cloned());
-        e.writes.extend(c.writes.iter().cloned());
         let cwd = c.cwd.as_deref();
+        let keep = |p: &&String| !shell::is_pseudo_file(p) && !p.contains("://");
+        // Programs that make a name (a link, a directory, a rename's destination) write the
+        // name itself: a link at its end is replaced or refused, not written through.
+        let makes_names = c.argv.first().is_some_and(|p| matches!(shell::basename(p), "ln" | "mkdir" | "mkfifo" | "mv"));
+        let program_writes = std::mem::take(&mut e.writes);
+        e.writes = program_writes.iter().filter(keep).map(|p| if makes_names { self.resolve(p, cwd) } else { self.resolve_opened(p, cwd) }).collect();
         // What is read, written or sent is opened, through a link at its end too; what is
         // removed is the name itself.
-        for (list, opened) in [(&mut e.reads, true), (&mut e.writes, true), (&mut e.deletes, false)] {
-            *list = list.iter().filter(|p| !shell::is_pseudo_file(p) && !p.contains("://")).map(|p| if opened { self.resolve_opened(p, cwd) } else { self.resolve(p, cwd) }).collect();
-        }
+        e.writes.extend(c.writes.iter().filter(keep).map(|p| self.resolve_opened(p, cwd)));
+        e.reads.extend(c.reads.iter().cloned());
+        e.reads = e.reads.iter().filter(keep).map(|p| self.resolve_opened(p, cwd)).collect();
+        e.deletes = e.deletes.iter().filter(keep).map(|p| self.resolve(p, cwd)).collect();
         for s in e.sends.iter_mut().filter(|s| s.as_str() != "-") {
             *s = self.resolve_opened(s, cwd);
         }
