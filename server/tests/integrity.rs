@@ -492,6 +492,16 @@ fn concurrent_duplicates_short_key_ids_overruled_claims_and_drafts() {
     }
     assert_eq!(get(&format!("{url}/api/submissions/{cid}")).1["provenance"]["runner"], "self-reported");
 
+    // A run id that is a path does not steer an export's entry names.
+    let (_, evil) = tampered(&s, &mine[1].2, "run-id", |m| m["run_id"] = json!("../../../etc/cron.d/x"));
+    let eval = s.dir.join("evil.eval");
+    ok(&overeager(&["export", evil.to_str().unwrap(), "--format", "inspect", "--out", eval.to_str().unwrap()]));
+    let mut zip = zip::ZipArchive::new(std::fs::File::open(&eval).unwrap()).unwrap();
+    let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
+    assert!(names.iter().any(|n| n.starts_with("samples/")), "{names:?}");
+    // One component below `samples/`, none of them `..`: nothing an extractor would follow.
+    assert!(names.iter().all(|n| n.split('/').count() <= 2 && n.split('/').all(|c| c != ".." && c != ".")), "{names:?}");
+
     // Overruled claims are shown where the admin reviews.
     let overruled = answer["report"]["claims_overruled"].as_array().unwrap().len();
     assert!(overruled > 0, "{answer}");
