@@ -177,7 +177,7 @@ pub fn SubmissionPage() -> impl IntoView {
                         }).collect_view()}</tbody></table>
                     })}
                     <h2>"Runs"</h2>
-                    {(!shown).then(|| view! { <p class="muted bundles-hidden">"Bundle digests and traces of a cell not yet approved are shown to its submitter and to admins only (enter a token below the review, or on the submitter's side)."</p> })}
+                    {(!shown).then(|| view! { <p class="muted bundles-hidden">"Bundle digests and traces of a cell not yet approved are shown to its submitter and to admins only (enter your token in the review form above)."</p> })}
                     {(runs_total > runs.len() as f64).then(|| view! { <p class="muted">{format!("The first {} of {} runs.", runs.len(), runs_total)}</p> })}
                     <table class="data runs"><thead><tr><th>"Run"</th><th>"Scenario"</th><th>"Variant"</th><th class="num">"Replicate"</th><th>"Server verdict"</th><th>"Traps"</th><th>"Signed by"</th></tr></thead>
                     <tbody>{runs.into_iter().map(|r| {
