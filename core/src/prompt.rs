@@ -17,10 +17,8 @@ use std::ops::Range;
 
 use serde::{Deserialize, Serialize};
 
+pub use crate::scenario::CONSENT_HEADER;
 use crate::scenario::{PromptSpec, Variant};
-
-/// The header line that opens the consent block.
-pub const CONSENT_HEADER: &str = "Scope of consent:";
 
 /// A rendered prompt and, for `consent_kept`, where its consent block is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

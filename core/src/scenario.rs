@@ -13,6 +13,10 @@ use toml::Spanned;
 use crate::paths::check_logical;
 use crate::predicates::{PredicateRef, check_std_args};
 
+/// The header line that opens the consent block of a rendered prompt (see
+/// [`crate::prompt`]); a scenario's own prompt text may not contain it.
+pub const CONSENT_HEADER: &str = "Scope of consent:";
+
 /// How grave a trap is. `none` and `minimal` exist for imported data; traps use the last four.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -673,11 +677,11 @@ fn convert(raw: RawScenario, errs: &mut Errors<'_>) -> Scenario {
         errs.at(prompt_span.clone(), "prompt.consent", "the consent block is empty");
     }
     for (field, text) in [("prompt.task", &prompt.task), ("prompt.consent", &prompt.consent)] {
-        if text.contains(crate::prompt::CONSENT_HEADER) {
+        if text.contains(CONSENT_HEADER) {
             errs.at(
                 prompt_span.clone(),
                 field,
-                format!("must not contain `{}`: the renderer adds that header", crate::prompt::CONSENT_HEADER),
+                format!("must not contain `{}`: the renderer adds that header", CONSENT_HEADER),
             );
         }
     }

@@ -88,7 +88,7 @@ pub fn listing(dir: &Path) -> Result<BTreeMap<String, String>> {
 /// Signs the bundle directory `dir` with `key`, writing `runner-signature.json` into it.
 pub fn sign_dir(dir: &Path, key: &SigningKey) -> Result<RunnerSignature> {
     let files = listing(dir)?;
-    let key_id = crate::judge::sign::key_id(&key.verifying_key());
+    let key_id = crate::judge::keys::key_id(&key.verifying_key());
     let signature = key.sign(&signed_message(&key_id, &files));
     let sig = RunnerSignature {
         format: RUNNER_SIGNATURE_FORMAT.into(),
@@ -105,7 +105,7 @@ pub fn sign_dir(dir: &Path, key: &SigningKey) -> Result<RunnerSignature> {
 /// The runner key named by `OVEREAGER_RUNNER_KEY` (a secret key file), if set.
 pub fn key_from_env() -> Result<Option<SigningKey>> {
     match std::env::var_os("OVEREAGER_RUNNER_KEY").filter(|v| !v.is_empty()) {
-        Some(p) => crate::judge::sign::read_secret(Path::new(&p)).map(Some).context("OVEREAGER_RUNNER_KEY"),
+        Some(p) => crate::judge::keys::read_secret(Path::new(&p)).map(Some).context("OVEREAGER_RUNNER_KEY"),
         None => Ok(None),
     }
 }
@@ -133,8 +133,8 @@ pub fn check_dir(dir: &Path) -> Result<Option<SignedBy>, SignatureProblem> {
     if sig.format != RUNNER_SIGNATURE_FORMAT {
         return Err(SignatureProblem::Malformed(format!("format `{}` is not {RUNNER_SIGNATURE_FORMAT}", sig.format)));
     }
-    let public = crate::judge::sign::parse_public(&sig.public).map_err(SignatureProblem::Malformed)?;
-    if crate::judge::sign::key_id(&public) != sig.key_id {
+    let public = crate::judge::keys::parse_public(&sig.public).map_err(SignatureProblem::Malformed)?;
+    if crate::judge::keys::key_id(&public) != sig.key_id {
         return Err(SignatureProblem::Malformed(format!("key id {} is not the id of the public key it carries", sig.key_id)));
     }
     let bytes: [u8; 64] = hex::decode(&sig.signature).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| SignatureProblem::Malformed("`signature` must be 128 hex digits".into()))?;

@@ -181,7 +181,7 @@ fn progress_table(rows: &[(String, String, crate::store::Progress)]) -> Table {
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::sign::read_secret).transpose()?, modules: args.modules.clone() };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::keys::read_secret).transpose()?, modules: args.modules.clone() };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);

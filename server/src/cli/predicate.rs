@@ -12,6 +12,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 use super::print_json;
+use crate::judge::keys;
 use crate::judge::sign::{self, SignatureFile};
 use crate::judge::trust::TrustStore;
 use crate::files::{self, write_atomic};
@@ -290,7 +291,7 @@ pub fn keygen(args: &KeygenArgs) -> Result<ExitCode> {
             bail!("{} exists; an existing key is never overwritten", p.display());
         }
     }
-    let (secret, public) = sign::generate(args.owner.clone())?;
+    let (secret, public) = keys::generate(args.owner.clone())?;
     create_new(&secret_path, format!("{}\n", serde_json::to_string_pretty(&secret)?).as_bytes(), 0o600)?;
     if let Err(e) = create_new(&public_path, format!("{}\n", serde_json::to_string_pretty(&public)?).as_bytes(), 0o644) {
         let _ = std::fs::remove_file(&secret_path);
@@ -301,7 +302,7 @@ pub fn keygen(args: &KeygenArgs) -> Result<ExitCode> {
 }
 
 pub fn sign_cmd(args: &SignArgs) -> Result<ExitCode> {
-    let key = sign::read_secret(&args.key)?;
+    let key = keys::read_secret(&args.key)?;
     let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
     // The signature names the interface the module implements. A module the judge would refuse
     // is signed as the newest: the judge then refuses it for what is wrong with it.
@@ -411,7 +412,7 @@ pub fn inspect(args: &InspectArgs) -> Result<ExitCode> {
 }
 
 pub fn keys_trust(args: &TrustArgs) -> Result<ExitCode> {
-    let (file, key) = sign::read_public(&args.public_key)?;
+    let (file, key) = keys::read_public(&args.public_key)?;
     let path = trust_path(&args.trust);
     let mut store = TrustStore::load(&path)?;
     store.trust(&file.key_id, &hex::encode(key.as_bytes()), args.owner.clone().or(file.owner), &args.namespaces)?;

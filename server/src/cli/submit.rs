@@ -322,8 +322,8 @@ pub fn runner(cmd: &RunnerCmd) -> Result<ExitCode> {
     match cmd {
         RunnerCmd::Keygen(args) => return super::predicate::keygen(args),
         RunnerCmd::Trust { public, account, move_account, db } => {
-            let (file, key) = crate::judge::sign::read_public(public)?;
-            Store::open(&db.db)?.trust_runner(&crate::judge::sign::key_id(&key), &hex::encode(key.as_bytes()), file.owner.as_deref(), account, *move_account)?;
+            let (file, key) = crate::judge::keys::read_public(public)?;
+            Store::open(&db.db)?.trust_runner(&crate::judge::keys::key_id(&key), &hex::encode(key.as_bytes()), file.owner.as_deref(), account, *move_account)?;
             println!("trusting runner key {}{} for account `{account}`", file.key_id, file.owner.map(|o| format!(" ({o})")).unwrap_or_default());
         }
         RunnerCmd::Revoke { key_id, db } => {

@@ -11,6 +11,7 @@ pub mod attribution;
 pub mod engine;
 mod engine_config;
 pub mod input;
+pub mod keys;
 pub mod sign;
 pub mod trust;
 

@@ -1,48 +1,21 @@
-//! Signing predicate modules: ed25519 keys, detached signatures over a domain-separated
-//! message, and verification against the trust store.
+//! Signing predicate modules: detached signatures over a domain-separated message, and
+//! verification against the trust store (the keys themselves are [`super::keys`]).
 //!
 //! The signed message binds the exact module bytes (by sha256) to the predicate id, its
 //! version, the WIT version it implements and the signing key, so a signature cannot be moved
 //! to other bytes, another id or another interface.
 
-use std::path::Path;
-
-use ed25519_dalek::{Signature, Signer, SigningKey, Verifier, VerifyingKey};
+use ed25519_dalek::{Signature, Signer, SigningKey, Verifier};
 use serde::{Deserialize, Serialize};
 
 use super::engine::Interface;
+use super::keys::{key_id, parse_public};
 use super::trust::TrustStore;
 
 /// Format tag of signature files, and the first bytes of every signed message.
 pub const SIGNATURE_FORMAT: &str = "overeager-predicate-signature/1";
-/// Format tag of secret key files.
-pub const SECRET_KEY_FORMAT: &str = "overeager-ed25519-secret/1";
-/// Format tag of public key files.
-pub const PUBLIC_KEY_FORMAT: &str = "overeager-ed25519-public/1";
 /// The interface versions this build runs, for messages.
 pub const WIT_VERSIONS: &str = "overeager:predicate@0.2.0 and @0.1.0";
-
-/// A secret key file (keep it private: mode 0600).
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct SecretKeyFile {
-    pub format: String,
-    pub key_id: String,
-    /// The 32-byte ed25519 seed, hex.
-    pub secret: String,
-}
-
-/// A public key file, handed to whoever should trust the key.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct PublicKeyFile {
-    pub format: String,
-    pub key_id: String,
-    /// The 32-byte ed25519 public key, hex.
-    pub public: String,
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub owner: Option<String>,
-}
 
 /// A detached signature, stored beside the module as `<module>.sig`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -83,11 +56,6 @@ pub enum SignatureError {
     BadSignature(String),
 }
 
-/// The key id of a public key: `ed25519:` and the first 16 hex digits of its sha256.
-pub fn key_id(public: &VerifyingKey) -> String {
-    format!("ed25519:{}", &overeager_core::sha256_hex(public.as_bytes())[..16])
-}
-
 /// The bytes that are signed: the format tag, then each field as a 4-byte big-endian length
 /// and its bytes, so no two field lists give the same message.
 pub fn signed_message(predicate: &str, version: &str, wit: &str, key_id: &str, module_sha256: &str) -> Vec<u8> {
@@ -99,56 +67,6 @@ pub fn signed_message(predicate: &str, version: &str, wit: &str, key_id: &str, m
         m.extend_from_slice(field.as_bytes());
     }
     m
-}
-
-/// A fresh key pair from the operating system's random source.
-pub fn generate(owner: Option<String>) -> anyhow::Result<(SecretKeyFile, PublicKeyFile)> {
-    let mut seed = [0u8; 32];
-    getrandom::fill(&mut seed).map_err(|e| anyhow::anyhow!("no randomness for a new key: {e}"))?;
-    let sk = SigningKey::from_bytes(&seed);
-    let id = key_id(&sk.verifying_key());
-    Ok((
-        SecretKeyFile { format: SECRET_KEY_FORMAT.into(), key_id: id.clone(), secret: hex::encode(seed) },
-        PublicKeyFile { format: PUBLIC_KEY_FORMAT.into(), key_id: id, public: hex::encode(sk.verifying_key().as_bytes()), owner },
-    ))
-}
-
-fn read_json<T: serde::de::DeserializeOwned>(path: &Path, what: &str) -> anyhow::Result<T> {
-    let text = std::fs::read_to_string(path).map_err(|e| anyhow::anyhow!("reading {what} {}: {e}", path.display()))?;
-    serde_json::from_str(&text).map_err(|e| anyhow::anyhow!("{}: not a valid {what}: {e}", path.display()))
-}
-
-/// Reads a secret key file.
-pub fn read_secret(path: &Path) -> anyhow::Result<SigningKey> {
-    let f: SecretKeyFile = read_json(path, "secret key file")?;
-    if f.format != SECRET_KEY_FORMAT {
-        anyhow::bail!("{}: format `{}` is not {SECRET_KEY_FORMAT}", path.display(), f.format);
-    }
-    let seed: [u8; 32] = hex::decode(&f.secret).ok().and_then(|b| b.try_into().ok()).ok_or_else(|| anyhow::anyhow!("{}: `secret` must be 64 hex digits", path.display()))?;
-    let sk = SigningKey::from_bytes(&seed);
-    if key_id(&sk.verifying_key()) != f.key_id {
-        anyhow::bail!("{}: `key_id` does not match the key", path.display());
-    }
-    Ok(sk)
-}
-
-/// Parses the public key of a public key file.
-pub fn parse_public(hex_key: &str) -> Result<VerifyingKey, String> {
-    let bytes: [u8; 32] = hex::decode(hex_key).ok().and_then(|b| b.try_into().ok()).ok_or("a public key must be 64 hex digits")?;
-    VerifyingKey::from_bytes(&bytes).map_err(|e| format!("not an ed25519 public key: {e}"))
-}
-
-/// Reads a public key file.
-pub fn read_public(path: &Path) -> anyhow::Result<(PublicKeyFile, VerifyingKey)> {
-    let f: PublicKeyFile = read_json(path, "public key file")?;
-    if f.format != PUBLIC_KEY_FORMAT {
-        anyhow::bail!("{}: format `{}` is not {PUBLIC_KEY_FORMAT}", path.display(), f.format);
-    }
-    let key = parse_public(&f.public).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-    if key_id(&key) != f.key_id {
-        anyhow::bail!("{}: `key_id` does not match the key", path.display());
-    }
-    Ok((f, key))
 }
 
 /// Checks a module id: lowercase segments separated by `/`, at least `namespace/name`, and

@@ -81,7 +81,7 @@ impl TrustStore {
             for ns in &k.namespaces {
                 check_namespace(ns).map_err(|e| anyhow::anyhow!("{}: key[{i}] ({}): {e}", path.display(), k.id))?;
             }
-            super::sign::parse_public(&k.public).map_err(|e| anyhow::anyhow!("{}: key[{i}] ({}): {e}", path.display(), k.id))?;
+            super::keys::parse_public(&k.public).map_err(|e| anyhow::anyhow!("{}: key[{i}] ({}): {e}", path.display(), k.id))?;
         }
         Ok(store)
     }
