@@ -6,21 +6,8 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
-use common::{Server, agent, call, demo_store, get, hostile, key, ok, overeager, scratch, signed};
+use common::{Server, agent, call, demo_store, get, hostile, key, multipart, ok, overeager, scratch, signed};
 use serde_json::{Value, json};
-
-/// A multipart/form-data body from (field, file name, bytes).
-fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
-    let boundary = "overeager-test-boundary-7f3a";
-    let mut body = Vec::new();
-    for (name, file, bytes) in parts {
-        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
-        body.extend_from_slice(bytes);
-        body.extend_from_slice(b"\r\n");
-    }
-    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    (format!("multipart/form-data; boundary={boundary}"), body)
-}
 
 fn post_form(url: &str, token: Option<&str>, parts: &[(&str, &str, &[u8])]) -> (u16, Value) {
     let (ct, body) = multipart(parts);

@@ -13,7 +13,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
-use common::board::{body, problems, runs_of, setup, sha256, submit_cli, submit_raw, tampered};
+use common::board::{body, declare_to, problems, runs_of, setup, sha256, submit_cli, submit_raw, tampered};
 use common::browser::{browser, chromedriver, wait_for};
 use common::{Server, agent, call, get, ok, overeager, repo};
 use fantoccini::Locator;
@@ -98,9 +98,7 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
     assert_eq!(report["claims_overruled"].as_array().unwrap().len() as u64, server_overeager, "{report}");
     // Another account cannot declare the same bundles: each counts for the account that
     // uploaded it first.
-    let declared: Vec<Value> = mine.iter().map(|(id, d, _)| json!({ "bundle": d, "run": id })).collect();
-    let (status, e) = call(agent().post(&format!("{url}/api/submissions")).header("Authorization", &format!("Bearer {}", s.tokens["t-sig"])).header("Content-Type", "application/json")
-        .send(&body(&json!({ "benchmark": "bench-t", "framework": "scripted", "model": "moderate", "runs": declared }))[..]));
+    let (status, e) = declare_to(url, &s.tokens["t-sig"], "bench-t", ("scripted", "moderate"), &mine, None);
     assert_eq!(status, 409, "{e}");
     assert!(e["error"].as_str().unwrap().contains("first uploaded by another account"), "{e}");
 

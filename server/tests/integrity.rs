@@ -12,9 +12,9 @@ use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use common::board::{Setup, body, problems, runs_of, setup, submit_cell, submit_raw, tampered};
+use common::board::{Setup, body, declare_to, problems, runs_of, setup, submit_cell, submit_raw, tampered};
 use common::browser::{browser, chromedriver, wait_for};
-use common::{Server, agent, call, get, hostile, key, ok, oe, overeager, repo, seeds, signed};
+use common::{Server, agent, call, get, hostile, key, multipart, ok, oe, overeager, repo, seeds, signed};
 use fantoccini::Locator;
 use serde_json::{Value, json};
 
@@ -29,8 +29,7 @@ fn post(url: &str, token: &str, v: &Value) -> (u16, Value) {
 
 /// Declares `runs` as the cell `framework · model` of `bench-t`: (status, answer).
 fn declare(url: &str, token: &str, cell: (&str, &str), runs: &[(String, String, PathBuf)]) -> (u16, Value) {
-    let declared: Vec<Value> = runs.iter().map(|(id, d, _)| json!({ "bundle": d, "run": id })).collect();
-    post(&format!("{url}/api/submissions"), token, &json!({ "benchmark": "bench-t", "framework": cell.0, "model": cell.1, "runs": declared }))
+    declare_to(url, token, "bench-t", cell, runs, None)
 }
 
 fn put_bundle(url: &str, token: &str, id: &str, run: &(String, String, PathBuf)) -> (u16, Value) {
@@ -182,24 +181,13 @@ fn run_plan(s: &Setup, id: &str, set: &Path, extra: &[&str]) {
 
 fn upload_module(url: &str, token: &str, module: &Path) -> (u16, Value) {
     let (m, sig) = (std::fs::read(module).unwrap(), std::fs::read(format!("{}.sig", module.display())).unwrap());
-    let boundary = "integrity-boundary-51";
-    let mut b = Vec::new();
-    for (name, bytes) in [("module", &m), ("signature", &sig)] {
-        b.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{name}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
-        b.extend_from_slice(bytes);
-        b.extend_from_slice(b"\r\n");
-    }
-    b.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
-    call(agent().post(&format!("{url}/api/predicates")).header("Authorization", &bearer(token)).header("Content-Type", &format!("multipart/form-data; boundary={boundary}")).send(&b[..]))
+    let (ct, b) = multipart(&[("module", "module", &m), ("signature", "signature", &sig)]);
+    call(agent().post(&format!("{url}/api/predicates")).header("Authorization", &bearer(token)).header("Content-Type", &ct).send(&b[..]))
 }
 
 fn upload_single(url: &str, token: &str, bundle: &Path) -> (u16, Value) {
-    let bytes = std::fs::read(bundle).unwrap();
-    let boundary = "integrity-boundary-52";
-    let mut b = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.oeb\"\r\nContent-Type: application/octet-stream\r\n\r\n").into_bytes();
-    b.extend_from_slice(&bytes);
-    b.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    call(agent().post(&format!("{url}/api/bundles")).header("Authorization", &bearer(token)).header("Content-Type", &format!("multipart/form-data; boundary={boundary}")).send(&b[..]))
+    let (ct, b) = multipart(&[("bundle", "b.oeb", &std::fs::read(bundle).unwrap())]);
+    call(agent().post(&format!("{url}/api/bundles")).header("Authorization", &bearer(token)).header("Content-Type", &ct).send(&b[..]))
 }
 
 /// 3. Revoking a predicate key or a runner key on a running server.
@@ -496,7 +484,7 @@ fn concurrent_duplicates_short_key_ids_overruled_claims_and_drafts() {
     let (_, evil) = tampered(&s, &mine[1].2, "run-id", |m| m["run_id"] = json!("../../../etc/cron.d/x"));
     let eval = s.dir.join("evil.eval");
     ok(&overeager(&["export", evil.to_str().unwrap(), "--format", "inspect", "--out", eval.to_str().unwrap()]));
-    let mut zip = zip::ZipArchive::new(std::fs::File::open(&eval).unwrap()).unwrap();
+    let zip = zip::ZipArchive::new(std::fs::File::open(&eval).unwrap()).unwrap();
     let names: Vec<String> = zip.file_names().map(|n| n.unwrap().into_owned()).collect();
     assert!(names.iter().any(|n| n.starts_with("samples/")), "{names:?}");
     // One component below `samples/`, none of them `..`: nothing an extractor would follow.

@@ -9,7 +9,7 @@ mod common;
 
 use std::path::Path;
 
-use common::{Server, agent, call, jsonl, ok, overeager, scratch};
+use common::{Server, agent, call, jsonl, multipart, ok, overeager, scratch};
 use overeager_core::{Channel, Event, Op};
 use serde_json::Value;
 
@@ -112,14 +112,8 @@ fn escapes_through_links_are_recorded_judged_and_accepted_by_the_server() {
     ok(&overeager(&["bundle", "pack", b.to_str().unwrap(), packed.to_str().unwrap()]));
     let bytes = std::fs::read(&packed).unwrap();
     let server = Server::start(&db, &work.join("trust.toml"));
-    let boundary = "overeager-links-boundary";
-    let mut body = format!("--{boundary}\r\nContent-Disposition: form-data; name=\"bundle\"; filename=\"b.oeb\"\r\nContent-Type: application/octet-stream\r\n\r\n").into_bytes();
-    body.extend_from_slice(&bytes);
-    body.extend_from_slice(format!("\r\n--{boundary}--\r\n").as_bytes());
-    let req = agent()
-        .post(&format!("{}/api/bundles", server.url))
-        .header("Content-Type", &format!("multipart/form-data; boundary={boundary}"))
-        .header("Authorization", &format!("Bearer {token}"));
+    let (ct, body) = multipart(&[("bundle", "b.oeb", &bytes)]);
+    let req = agent().post(&format!("{}/api/bundles", server.url)).header("Content-Type", &ct).header("Authorization", &format!("Bearer {token}"));
     let (status, answer) = call(req.send(&body[..]));
     assert_eq!(status, 201, "the server refused the bundle: {answer}");
     let traps = answer["verdict"]["traps"].as_array().unwrap();

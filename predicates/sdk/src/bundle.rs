@@ -600,9 +600,7 @@ impl Bundle {
         let mut e = reader::effects(&c.argv);
         let cwd = c.cwd.as_deref();
         let keep = |p: &&String| !shell::is_pseudo_file(p) && !p.contains("://");
-        // Programs that make a name (a link, a directory, a rename's destination) write the
-        // name itself: a link at its end is replaced or refused, not written through.
-        let makes_names = c.argv.first().is_some_and(|p| matches!(shell::basename(p), "ln" | "mkdir" | "mkfifo" | "mv"));
+        let makes_names = c.argv.first().is_some_and(|p| reader::makes_names(shell::basename(p)));
         let program_writes = std::mem::take(&mut e.writes);
         e.writes = program_writes.iter().filter(keep).map(|p| if makes_names { self.resolve(p, cwd) } else { self.resolve_opened(p, cwd) }).collect();
         // What is read, written or sent is opened, through a link at its end too; what is

@@ -285,6 +285,13 @@ pub fn own_state(program: &str) -> &'static [&'static str] {
     }
 }
 
+/// Whether the writes [`effects`] gives for this program (a base name) are names it makes (a
+/// link, a directory, a FIFO, a rename's destination): such a name is made or replaced itself,
+/// never written through a link at its end.
+pub fn makes_names(program: &str) -> bool {
+    matches!(program, "ln" | "mkdir" | "mkfifo" | "mv")
+}
+
 /// The effects of one program run, from its argv (redirections not included).
 pub fn effects(argv: &[String]) -> Effects {
     let mut e = Effects::default();

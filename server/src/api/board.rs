@@ -515,7 +515,7 @@ pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderM
             let declared = s.declared_runs(&sub.id)?;
             let digests: Vec<String> = received.iter().map(|b| b.bundle.clone()).collect();
             let elsewhere = s.bundles_elsewhere(&sub.id, &digests)?;
-            let trusted = trusted_runners(s, &sub.submitted_by)?;
+            let trusted = s.trusted_runner_keys(&sub.submitted_by)?;
             let report = verify_cell(&bench, &sub, &declared, &received, &elsewhere, &trusted);
             Ok((s.set_verification(&sub.id, &report)?, report))
         })
@@ -532,11 +532,6 @@ pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderM
     body["error"] = json!(format!("submission {} is refused as it stands ({} problem(s)); it stays a draft you can complete and verify again", sub.id, report.problems.len()));
     body["status"] = json!(422);
     Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)))
-}
-
-/// Public keys of the runner keys trusted now and registered to `account`.
-pub fn trusted_runners(s: &crate::store::Store, account: &str) -> anyhow::Result<BTreeSet<String>> {
-    Ok(s.runner_keys()?.into_iter().filter(|k| k.revoked_us.is_none() && k.account.as_deref() == Some(account)).map(|k| k.public).collect())
 }
 
 /// Paging of `GET /api/submissions`.
@@ -613,7 +608,8 @@ pub fn submission_json(s: &crate::store::Store, id: &str, viewer: Option<&TokenO
     let show_bundles = insider || matches!(c.status, SubmissionStatus::Approved | SubmissionStatus::Superseded);
     let received = s.received(&c.id)?;
     let provenance = s.provenance(&c, &received)?;
-    let names: BTreeMap<String, String> = s.benchmark(&c.benchmark)?.map(|b| b.scenarios.into_iter().map(|x| (x.hash, x.id)).collect()).unwrap_or_default();
+    let bench = s.benchmark(&c.benchmark)?;
+    let names: BTreeMap<&str, &str> = bench.iter().flat_map(|b| b.scenarios.iter().map(|x| (x.hash.as_str(), x.id.as_str()))).collect();
     let total = received.len();
     let overruled: BTreeSet<&str> = c.report.as_ref().map(|r| r.claims_overruled.iter().map(String::as_str).collect()).unwrap_or_default();
     let runs: Vec<Value> = received
@@ -624,7 +620,7 @@ pub fn submission_json(s: &crate::store::Store, id: &str, viewer: Option<&TokenO
             let m = b.manifest.as_ref();
             let run = m.map(|m| m.run_id.clone());
             json!({
-                "bundle": show_bundles.then(|| b.bundle.clone()), "run": run, "scenario": m.map(|m| names.get(&m.scenario.hash).cloned().unwrap_or_else(|| m.scenario.id.clone())),
+                "bundle": show_bundles.then(|| b.bundle.clone()), "run": run, "scenario": m.map(|m| names.get(m.scenario.hash.as_str()).copied().unwrap_or(m.scenario.id.as_str())),
                 "variant": m.map(|m| m.variant), "replicate": m.map(|m| m.replicate), "agent": m.map(|m| format!("{} {}", m.agent.id, m.agent.version)),
                 "timed_out": m.map(|m| m.timed_out), "outcome": b.verdict.as_ref().map(|v| v.outcome), "traps": b.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>()),
                 "runner_key": b.runner_key, "problem": b.problem, "trace": (show_bundles && b.verdict.is_some()).then(|| format!("/bundles/{}", b.bundle)),
@@ -634,7 +630,7 @@ pub fn submission_json(s: &crate::store::Store, id: &str, viewer: Option<&TokenO
         .collect();
     let cells = crate::report::submitted_cells(vec![(provenance.clone(), s.submission_records(&c, &received)?)]);
     let history = s.submission_history(&c)?;
-    let policy = s.benchmark(&c.benchmark)?.map(|b| b.policy);
+    let policy = bench.as_ref().map(|b| &b.policy);
     Ok(Some(json!({
         "submission": c, "provenance": provenance, "cells": cells, "runs": runs, "runs_total": total, "runs_offset": page.0,
         "bundles_shown": show_bundles, "history": history, "policy": policy,
@@ -748,10 +744,7 @@ fn rejudge_submission(s: &mut crate::store::Store, judge: &crate::judge::Judge, 
             continue;
         }
         let (Some(before), Some(m)) = (&b.verdict, &b.manifest) else { continue };
-        let mut loaded = crate::judge::input::load(&object_path_in(&objects, &b.bundle))?;
-        loaded.label = format!("{}.oeb", b.bundle);
-        let mut after = judge.judge(&loaded);
-        after.bundle = before.bundle.clone();
+        let after = judge_stored(judge, &objects, &b.bundle)?;
         modules.extend(after.versions.clone());
         if after.outcome != before.outcome {
             moved.push(Moved { run: m.run_id.clone(), bundle: b.bundle.clone(), variant: m.variant, before: before.outcome, after: after.outcome });
@@ -761,6 +754,16 @@ fn rejudge_submission(s: &mut crate::store::Store, judge: &crate::judge::Judge, 
     let r = Rejudged { at_us: crate::run::now_us(), judge: modules, bundles: verdicts.len() as u64, moved };
     s.put_rejudged(id, &verdicts, &r)?;
     Ok(r)
+}
+
+/// The verdict of `judge` on the stored bundle `digest`, named as received verdicts are
+/// (`<digest>.oeb`).
+fn judge_stored(judge: &crate::judge::Judge, objects: &std::path::Path, digest: &str) -> anyhow::Result<overeager_core::Verdict> {
+    let mut loaded = crate::judge::input::load(&object_path_in(objects, digest))?;
+    loaded.label = format!("{digest}.oeb");
+    let mut v = judge.judge(&loaded);
+    v.bundle = format!("{digest}.oeb");
+    Ok(v)
 }
 
 /// Judges again, with `judge`, every stored verdict that a module in `gone` (id, version)
@@ -782,11 +785,7 @@ pub fn rejudge_judged_by(s: &mut crate::store::Store, judge: &crate::judge::Judg
             None => {
                 let objects = s.objects_dir();
                 for b in bundles {
-                    let mut loaded = crate::judge::input::load(&object_path_in(&objects, &b))?;
-                    loaded.label = format!("{b}.oeb");
-                    let mut v = judge.judge(&loaded);
-                    v.bundle = format!("{b}.oeb");
-                    s.put_single_verdict(&b, &v)?;
+                    s.put_single_verdict(&b, &judge_stored(judge, &objects, &b)?)?;
                 }
             }
         }

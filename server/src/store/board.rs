@@ -283,6 +283,14 @@ pub struct RunnerKey {
     pub revoked_us: Option<u64>,
 }
 
+impl RunnerKey {
+    /// Whether the key is trusted now for bundles `account` submits: not revoked, and
+    /// registered to that account.
+    pub fn trusted_for(&self, account: &str) -> bool {
+        self.revoked_us.is_none() && self.account.as_deref() == Some(account)
+    }
+}
+
 /// Who ran a submitted cell, how, and what the server made of it: shown beside its row.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct Provenance {
@@ -347,12 +355,35 @@ fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
     })
 }
 
-/// Whether every bundle of a submission carries an intact signature by a runner key trusted
-/// now and registered to the submitter, as SQL over `cell_bundles b` and `cell_submissions s`.
-const ALL_TRUSTED_SQL: &str = "(SELECT count(*) > 0 AND count(*) = count(k.public) FROM cell_bundles b
-        LEFT JOIN runner_keys k ON k.public = b.runner_public AND k.revoked_us IS NULL AND k.account = s.submitted_by
-        WHERE b.submission = s.id)";
+/// A submission as lists show it ([`SubmissionSummary`]), as SQL over `cell_submissions s`;
+/// the caller adds `WHERE` and `ORDER BY`. Its runner is trusted when every bundle carries an
+/// intact signature by a runner key trusted now and registered to the submitter.
+const SUMMARY_SQL: &str = "SELECT s.id, s.benchmark, s.framework, s.model, s.status, s.submitted_by, s.declared_count,
+        (SELECT count(*) FROM cell_bundles b WHERE b.submission = s.id), s.problem_count,
+        (SELECT count(*) > 0 AND count(*) = count(k.public) FROM cell_bundles b
+            LEFT JOIN runner_keys k ON k.public = b.runner_public AND k.revoked_us IS NULL AND k.account = s.submitted_by
+            WHERE b.submission = s.id),
+        s.created_us, s.decided_us, s.superseded_by
+    FROM cell_submissions s";
 
+fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SubmissionSummary> {
+    let status: String = r.get(4)?;
+    Ok(SubmissionSummary {
+        id: r.get(0)?,
+        benchmark: r.get(1)?,
+        framework: r.get(2)?,
+        model: r.get(3)?,
+        status: SubmissionStatus::parse(&status)?,
+        submitted_by: r.get(5)?,
+        declared: r.get::<_, i64>(6)? as u64,
+        received: r.get::<_, i64>(7)? as u64,
+        problems: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
+        runner: if r.get::<_, bool>(9)? { "trusted" } else { "self-reported" }.into(),
+        created_us: r.get::<_, i64>(10)? as u64,
+        decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+        superseded_by: r.get(12)?,
+    })
+}
 const RECEIVED_SQL: &str = "SELECT bundle, received_us, manifest, verdict, runner_key, problem, runner_public FROM cell_bundles";
 
 fn received_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceivedBundle> {
@@ -501,31 +532,10 @@ impl Store {
     pub fn submission_summaries(&self, limit: usize, before: Option<(u64, &str)>, approved_only: bool) -> Result<Vec<SubmissionSummary>> {
         let (at, id) = before.map(|(t, i)| (t as i64, i.to_string())).unwrap_or((i64::MAX, String::new()));
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT s.id, s.benchmark, s.framework, s.model, s.status, s.submitted_by, s.declared_count,
-                    (SELECT count(*) FROM cell_bundles b WHERE b.submission = s.id), s.problem_count, {ALL_TRUSTED_SQL},
-                    s.created_us, s.decided_us, s.superseded_by
-             FROM cell_submissions s
-             WHERE (s.created_us < ?1 OR (s.created_us = ?1 AND s.id > ?2)) AND (?3 = 0 OR s.status = 'approved')
+            "{SUMMARY_SQL} WHERE (s.created_us < ?1 OR (s.created_us = ?1 AND s.id > ?2)) AND (?3 = 0 OR s.status = 'approved')
              ORDER BY s.created_us DESC, s.id LIMIT ?4"
         ))?;
-        let rows = stmt.query_map(params![at, id, approved_only as i64, limit as i64], |r| {
-            let status: String = r.get(4)?;
-            Ok(SubmissionSummary {
-                id: r.get(0)?,
-                benchmark: r.get(1)?,
-                framework: r.get(2)?,
-                model: r.get(3)?,
-                status: SubmissionStatus::parse(&status)?,
-                submitted_by: r.get(5)?,
-                declared: r.get::<_, i64>(6)? as u64,
-                received: r.get::<_, i64>(7)? as u64,
-                problems: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
-                runner: if r.get::<_, bool>(9)? { "trusted" } else { "self-reported" }.into(),
-                created_us: r.get::<_, i64>(10)? as u64,
-                decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
-                superseded_by: r.get(12)?,
-            })
-        })?;
+        let rows = stmt.query_map(params![at, id, approved_only as i64, limit as i64], summary_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -581,28 +591,11 @@ impl Store {
     /// The other submissions of the same cell by the same submitter to the same benchmark,
     /// newest first: a submission's history.
     pub fn submission_history(&self, s: &CellSubmission) -> Result<Vec<SubmissionSummary>> {
-        let mut stmt = self.conn.prepare("SELECT id FROM cell_submissions WHERE benchmark = ?1 AND framework = ?2 AND model = ?3 AND submitted_by = ?4 AND id <> ?5 ORDER BY created_us DESC, id")?;
-        let ids: Vec<String> = stmt.query_map(params![s.benchmark, s.framework, s.model, s.submitted_by, s.id], |r| r.get(0))?.collect::<Result<_, _>>()?;
-        let mut out = Vec::new();
-        for id in ids {
-            let Some(c) = self.cell_submission(&id)? else { continue };
-            out.push(SubmissionSummary {
-                received: self.conn.query_row("SELECT count(*) FROM cell_bundles WHERE submission = ?1", [&c.id], |r| r.get::<_, i64>(0))? as u64,
-                runner: String::new(),
-                id: c.id,
-                benchmark: c.benchmark,
-                framework: c.framework,
-                model: c.model,
-                status: c.status,
-                submitted_by: c.submitted_by,
-                declared: c.declared,
-                problems: c.problems,
-                created_us: c.created_us,
-                decided_us: c.decided_us,
-                superseded_by: c.superseded_by,
-            });
-        }
-        Ok(out)
+        let mut stmt = self.conn.prepare(&format!(
+            "{SUMMARY_SQL} WHERE s.benchmark = ?1 AND s.framework = ?2 AND s.model = ?3 AND s.submitted_by = ?4 AND s.id <> ?5 ORDER BY s.created_us DESC, s.id"
+        ))?;
+        let rows = stmt.query_map(params![s.benchmark, s.framework, s.model, s.submitted_by, s.id], summary_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Records a bundle received whole for a submission (counted in its uploads), which goes
@@ -768,7 +761,7 @@ impl Store {
     /// and the runner keys trusted now.
     pub fn provenance(&self, s: &CellSubmission, received: &[ReceivedBundle]) -> Result<Provenance> {
         let keys_now = self.runner_keys()?;
-        let trusted: BTreeSet<&str> = keys_now.iter().filter(|k| k.revoked_us.is_none() && k.account.as_deref() == Some(s.submitted_by.as_str())).map(|k| k.public.as_str()).collect();
+        let trusted: BTreeSet<&str> = keys_now.iter().filter(|k| k.trusted_for(&s.submitted_by)).map(|k| k.public.as_str()).collect();
         let revoked: BTreeSet<&str> = keys_now.iter().filter(|k| k.revoked_us.is_some()).map(|k| k.public.as_str()).collect();
         let mut agents = BTreeSet::new();
         let mut versions = BTreeSet::new();
@@ -896,6 +889,11 @@ impl Store {
             bail!("runner key {key} is not trusted here; `overeager runner list` (or GET /api/runners) shows the keys");
         }
         Ok(self.runner_keys()?.into_iter().find(|k| k.key_id == key || k.public == key).expect("just revoked"))
+    }
+
+    /// Public keys of the runner keys trusted now for bundles `account` submits.
+    pub fn trusted_runner_keys(&self, account: &str) -> Result<BTreeSet<String>> {
+        Ok(self.runner_keys()?.into_iter().filter(|k| k.trusted_for(account)).map(|k| k.public).collect())
     }
 
     /// The registered runner key with this public key (hex), trusted or revoked.

@@ -87,10 +87,8 @@ pub fn submit_raw(server: &str, token: &str, runs: &[(String, String, PathBuf)],
 }
 
 /// [`submit_raw`] to benchmark `bench` as the cell `framework · model`.
-pub fn submit_cell(server: &str, token: &str, bench: &str, (framework, model): (&str, &str), runs: &[(String, String, PathBuf)], claimed: Option<Value>) -> (u16, Value, Vec<(u16, Value)>) {
-    let declared: Vec<Value> = runs.iter().map(|(id, d, _)| json!({ "bundle": d, "run": id, "claimed": claimed })).collect();
-    let body_bytes = body(&json!({ "benchmark": bench, "framework": framework, "model": model, "runs": declared }));
-    let (status, opened) = call(agent().post(&format!("{server}/api/submissions")).header("Authorization", &format!("Bearer {token}")).header("Content-Type", "application/json").send(&body_bytes[..]));
+pub fn submit_cell(server: &str, token: &str, bench: &str, cell: (&str, &str), runs: &[(String, String, PathBuf)], claimed: Option<Value>) -> (u16, Value, Vec<(u16, Value)>) {
+    let (status, opened) = declare_to(server, token, bench, cell, runs, claimed);
     assert!(status == 201 || status == 200, "{status} {opened}");
     let id = opened["id"].as_str().unwrap().to_string();
     let mut puts = Vec::new();
@@ -100,6 +98,14 @@ pub fn submit_cell(server: &str, token: &str, bench: &str, (framework, model): (
     }
     let (status, answer) = call(agent().post(&format!("{server}/api/submissions/{id}/verify")).header("Authorization", &format!("Bearer {token}")).send_empty());
     (status, answer, puts)
+}
+
+/// Declares `runs` (each with the verdict `claimed`, if any) as the cell `framework · model`
+/// of benchmark `bench`: (status, answer).
+pub fn declare_to(server: &str, token: &str, bench: &str, (framework, model): (&str, &str), runs: &[(String, String, PathBuf)], claimed: Option<Value>) -> (u16, Value) {
+    let declared: Vec<Value> = runs.iter().map(|(id, d, _)| json!({ "bundle": d, "run": id, "claimed": claimed })).collect();
+    let body_bytes = body(&json!({ "benchmark": bench, "framework": framework, "model": model, "runs": declared }));
+    call(agent().post(&format!("{server}/api/submissions")).header("Authorization", &format!("Bearer {token}")).header("Content-Type", "application/json").send(&body_bytes[..]))
 }
 
 /// A copy of a packed bundle with `edit` applied to its manifest, repacked (without its runner

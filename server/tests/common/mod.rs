@@ -175,6 +175,19 @@ impl Drop for Server {
     }
 }
 
+/// A multipart/form-data body from (field, file name, bytes).
+pub fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
+    let boundary = "overeager-test-boundary-7f3a";
+    let mut body = Vec::new();
+    for (name, file, bytes) in parts {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{name}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
 /// A scratch directory under the target directory, emptied first.
 pub fn scratch(name: &str) -> PathBuf {
     let dir = repo().join("target/test-work").join(name);
