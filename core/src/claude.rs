@@ -202,7 +202,7 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                     let e = &mut out[idx];
                     e.ok = Some(!is_error);
                     if is_error && is_permission_refusal(&text) {
-                        crate::adapters::deny(e, &text);
+                        crate::adapters::parse::deny(e, &text);
                     } else if e.op == Op::Exec {
                         e.exit = Some(if is_error { exit_code_prefix(&text).unwrap_or(1) } else { 0 });
                     }
@@ -213,7 +213,7 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
             "system" if str_field(&v, "subtype") == Some("permission_denied") => {
                 if let Some(&idx) = str_field(&v, "tool_use_id").and_then(|id| pending.get(id)) {
                     let reason = str_field(&v, "message").or_else(|| str_field(&v, "reason")).unwrap_or("permission denied").to_string();
-                    crate::adapters::deny(&mut out[idx], &reason);
+                    crate::adapters::parse::deny(&mut out[idx], &reason);
                 }
             }
             "result" => {
@@ -222,7 +222,7 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                     if let Some(&idx) = str_field(d, "tool_use_id").and_then(|id| pending.get(id))
                         && out[idx].op != Op::Denied
                     {
-                        crate::adapters::deny(&mut out[idx], "permission denied");
+                        crate::adapters::parse::deny(&mut out[idx], "permission denied");
                     }
                 }
                 let mut e = Event::new(Channel::Agent, Op::Result, t, raw);

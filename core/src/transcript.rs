@@ -9,7 +9,8 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::adapters::{Format, json_lines, str_field};
+use crate::adapters::Format;
+use crate::adapters::parse::{json_lines, str_field};
 
 /// One tool call as the agent's stream records it.
 #[derive(Debug, Clone, PartialEq)]

@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{json_lines, path_event, str_field, unknown};
+use super::parse::{json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 

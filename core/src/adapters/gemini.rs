@@ -12,7 +12,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{exit_code_after, iso_us, json_lines, path_event, str_field, unknown};
+use super::parse::{exit_code_after, iso_us, json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
@@ -112,7 +112,7 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 let error_type = v.pointer("/error/type").and_then(Value::as_str).unwrap_or("");
                 if !ok && matches!(error_type, "tool_not_registered" | "permission_denied" | "execution_denied" | "policy_violation") {
                     let reason = v.pointer("/error/message").and_then(Value::as_str).unwrap_or(error_type).to_string();
-                    super::deny(e, &reason);
+                    super::parse::deny(e, &reason);
                 } else if e.op == Op::Exec {
                     let text = str_field(&v, "output").or_else(|| v.pointer("/error/message").and_then(Value::as_str)).unwrap_or("");
                     e.exit = exit_code_after(text, "Exit Code:");

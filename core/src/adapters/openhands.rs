@@ -13,7 +13,7 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
-use super::{iso_us, json_lines, path_event, str_field, unknown};
+use super::parse::{iso_us, json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
@@ -168,7 +168,7 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 // A confirmation the user (or a policy) refused: the call did not run.
                 "UserRejectObservation" => {
                     if let Some(&i) = str_field(&v, "tool_call_id").and_then(|c| pending.get(c)) {
-                        super::deny(&mut out[i], str_field(&v, "rejection_reason").unwrap_or("rejected"));
+                        super::parse::deny(&mut out[i], str_field(&v, "rejection_reason").unwrap_or("rejected"));
                     }
                 }
                 "MessageEvent" | "SystemPromptEvent" | "ConversationStateUpdateEvent" | "PauseEvent" | "CondensationSummaryEvent" | "Condensation" => {}

@@ -164,10 +164,11 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
 
 /// A run's ATIF trajectory and Inspect log, where the trace viewer's links find them.
 fn write_exports(site: &mut Site<'_>, store: &Store, run: &str) -> Result<()> {
-    use crate::report::export::{self, Format};
+    use crate::report::export;
+    use crate::report::formats::{self, Format};
     let Some(r) = export::run_from_store(store, run)? else { return Ok(()) };
     for (format, file) in [(Format::Atif, "atif.json"), (Format::Inspect, "inspect.eval")] {
-        let (bytes, _, _) = export::single_file(&r, format)?;
+        let (bytes, _, _) = formats::single_file(&r, format)?;
         site.write(&format!("api/runs/{run}/export/{file}"), &bytes)?;
     }
     Ok(())

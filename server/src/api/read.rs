@@ -293,7 +293,7 @@ pub struct ExportQuery {
 /// with the stored verdict.
 #[utoipa::path(get, path = "/api/runs/{id}/export", params(("id" = String, Path, description = "Run id"), ("format" = String, Query, description = "`atif` or `inspect`")), responses((status = 200, description = "The file, as an attachment"), (status = 400, description = "Unknown format"), (status = 404, description = "No such run, or it has no bundle yet")))]
 pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>, Query(q): Query<ExportQuery>) -> Api<Response> {
-    let format: crate::report::export::Format = q.format.as_deref().ok_or_else(|| ApiError::bad("pass ?format=atif or ?format=inspect"))?.parse().map_err(ApiError::bad)?;
+    let format: crate::report::formats::Format = q.format.as_deref().ok_or_else(|| ApiError::bad("pass ?format=atif or ?format=inspect"))?.parse().map_err(ApiError::bad)?;
     let st2 = st.clone();
     let run = tokio::task::spawn_blocking(move || {
         st2.read(|s| match s.run_row(&id)? {
@@ -305,7 +305,7 @@ pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>,
     .await
     .map_err(ApiError::internal)??
     .map_err(ApiError::not_found)?;
-    let (bytes, media, name) = crate::report::export::single_file(&run, format).map_err(ApiError::internal)?;
+    let (bytes, media, name) = crate::report::formats::single_file(&run, format).map_err(ApiError::internal)?;
     let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(media)), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
 }

@@ -202,12 +202,7 @@ fn events_jsonl(events: &[Event]) -> Result<Vec<u8>> {
 
 /// The format of a bundle's agent stream: the one its agent writes.
 pub fn event_format(manifest: &BundleManifest, mpath: &Path) -> Result<Format> {
-    manifest
-        .agent
-        .id
-        .parse::<crate::run::AgentSpec>()
-        .map(|a| a.event_format())
-        .ok()
+    Format::for_agent(&manifest.agent.id)
         .or_else(|| Format::for_framework(manifest.agent.framework.split(':').next().unwrap_or("")))
         .with_context(|| format!("{}: no adapter for agent `{}`", mpath.display(), manifest.agent.id))
 }

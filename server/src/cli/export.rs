@@ -7,7 +7,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use super::experiment::DbArg;
-use crate::report::export::{self, Format};
+use crate::report::export;
+use crate::report::formats::Format;
 use crate::report::{atif, inspect};
 use crate::store::Store;
 

@@ -342,40 +342,6 @@ pub fn build(b: &Bundle, run_id: String, experiment: Option<String>, bundle_dige
     Ok(RunExport { run_id, experiment, bundle_digest, manifest: b.manifest.clone(), scenario, prompt, verdict, timeline: t.steps, framework: t.framework, session: t.session })
 }
 
-/// The formats runs are exported in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
-pub enum Format {
-    /// ATIF v1.7 trajectories (Harbor / Terminal-Bench).
-    Atif,
-    /// Inspect eval logs.
-    Inspect,
-}
-
-impl std::str::FromStr for Format {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Format, String> {
-        match s {
-            "atif" => Ok(Format::Atif),
-            "inspect" => Ok(Format::Inspect),
-            other => Err(format!("unknown export format `{other}`; use `atif` or `inspect`")),
-        }
-    }
-}
-
-/// One run as one file in `format`: its bytes, media type and file name (an ATIF trajectory,
-/// or an Inspect `.eval` log).
-pub fn single_file(run: &RunExport, format: Format) -> Result<(Vec<u8>, &'static str, String)> {
-    Ok(match format {
-        Format::Atif => (super::atif::bytes(run), "application/json", format!("{}.trajectory.json", run.run_id)),
-        Format::Inspect => {
-            let task = run.task();
-            let runs = std::slice::from_ref(run);
-            let enc = super::inspect::Encoding::Eval;
-            (super::inspect::log_bytes(&task, runs, enc)?, "application/zip", super::inspect::file_name(&task, runs, enc))
-        }
-    })
-}
-
 /// A stored run with its stored verdict; `None` when the store has no such run.
 pub fn run_from_store(store: &crate::store::Store, id: &str) -> Result<Option<RunExport>> {
     let Some(row) = store.run_row(id)? else { return Ok(None) };

@@ -5,6 +5,7 @@
 
 pub mod atif;
 pub mod export;
+pub mod formats;
 pub mod inspect;
 pub mod plots;
 pub mod transfer;

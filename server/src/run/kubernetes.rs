@@ -122,6 +122,7 @@ impl KubeExecutor {
     /// An executor on an existing client. Installs the Ctrl-C handler that deletes the pods
     /// and policies of the runs in progress.
     pub fn with_client(client: kube::Client, settings: &KubePlacement) -> Arc<KubeExecutor> {
+        docker::also_on_interrupt(|| Box::pin(delete_live()));
         docker::install_interrupt_handler();
         Arc::new(KubeExecutor { client, settings: settings.clone(), limits: Limits::default() })
     }

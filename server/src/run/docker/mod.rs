@@ -860,8 +860,25 @@ pub(in crate::run) fn hold_if_interrupted<T>(result: &Result<T>) {
     }
 }
 
+/// A cleanup the interrupt handler runs after removing the Docker objects: another executor's
+/// objects (the Kubernetes executor's pods and policies).
+pub(in crate::run) type InterruptCleanup = fn() -> futures_util::future::BoxFuture<'static, ()>;
+
+fn interrupt_cleanups() -> std::sync::MutexGuard<'static, Vec<InterruptCleanup>> {
+    static CLEANUPS: Mutex<Vec<InterruptCleanup>> = Mutex::new(Vec::new());
+    CLEANUPS.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Has the interrupt handler run `cleanup` too (once, however often it is asked).
+pub(in crate::run) fn also_on_interrupt(cleanup: InterruptCleanup) {
+    let mut all = interrupt_cleanups();
+    if !all.iter().any(|c| std::ptr::fn_addr_eq(*c, cleanup)) {
+        all.push(cleanup);
+    }
+}
+
 /// On Ctrl-C or SIGTERM: removes every object this process made, on every Docker engine and
-/// in every Kubernetes namespace, then exits (130 / 143).
+/// wherever [`also_on_interrupt`] cleanups reach, then exits (130 / 143).
 pub(in crate::run) fn install_interrupt_handler() {
     static ONCE: OnceLock<()> = OnceLock::new();
     if ONCE.set(()).is_err() {
@@ -885,7 +902,10 @@ pub(in crate::run) fn install_interrupt_handler() {
                 eprintln!("{e:#}; `overeager docker prune` removes leftovers");
             }
         }
-        super::kubernetes::delete_live().await;
+        let cleanups = interrupt_cleanups().clone();
+        for cleanup in cleanups {
+            cleanup().await;
+        }
         std::process::exit(code);
     });
 }
