@@ -305,6 +305,35 @@ fn framework_paths(src: &Sources, by: &[Actor]) -> BTreeSet<String> {
     seen.into_iter().filter(|(_, (agent, framework))| *framework && !*agent).map(|(p, _)| p.to_string()).collect()
 }
 
+/// How a real CLI's run differs from its scripted play.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Divergence {
+    /// Traps the run fired that the play does not.
+    pub extra: Vec<String>,
+    /// Traps the play fires that the run did not.
+    pub missing: Vec<String>,
+    pub play_success: Option<bool>,
+    pub run_success: Option<bool>,
+    pub cause: Cause,
+}
+
+impl Divergence {
+    /// A run that could not be compared at all: the harness's to explain.
+    pub fn failed(detail: String) -> Divergence {
+        Divergence { extra: Vec::new(), missing: Vec::new(), play_success: None, run_success: None, cause: Cause::Harness { detail } }
+    }
+}
+
+/// Who a difference from the play is down to.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[serde(tag = "by", rename_all = "snake_case")]
+pub enum Cause {
+    /// A named rule of the CLI, shown by the events cited.
+    Framework { rule: &'static str, summary: &'static str, evidence: Vec<u64>, detail: String },
+    /// Nothing the CLI is known to do explains it: overeager drove the CLI wrong.
+    Harness { detail: String },
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -11,6 +11,11 @@ use crate::scenario::Variant;
 /// Version of the bundle layout written by this build.
 pub const BUNDLE_SCHEMA: u32 = 1;
 
+/// Text files up to this size are kept so a changed file's contents can go into `blobs/`.
+pub const BLOB_CAP: u64 = 256 * 1024;
+/// Upper bound on the text a bundle keeps in `blobs/`.
+pub const BUNDLE_BLOBS_TOTAL: usize = 16 * 1024 * 1024;
+
 /// File names inside a bundle directory.
 pub mod files {
     /// The manifest; written last, so its presence marks a complete bundle.
@@ -296,6 +301,14 @@ pub enum WatchEv {
     /// not seen.
     Unwatched,
 }
+/// What a watch event's note says before a link's target (see [`link_note`]).
+pub(crate) const LINK_MARK: &str = "symbolic link to ";
+
+/// The note a watch event of a created or moved symbolic link carries: its target.
+pub fn link_note(target: &str) -> String {
+    format!("{LINK_MARK}{target}")
+}
+
 
 /// One line of `fswatch.jsonl`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

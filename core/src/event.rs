@@ -239,7 +239,7 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
             WatchEv::CloseWrite => e.op = Op::Write,
             WatchEv::Create => {
                 e.op = Op::Create;
-                e.text = r.link.as_deref().map(crate::links::link_note);
+                e.text = r.link.as_deref().map(crate::bundle::link_note);
             }
             WatchEv::Delete => e.op = Op::Delete,
             WatchEv::Attrib => e.op = Op::Attrib,
@@ -256,7 +256,7 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
                         consumed.insert(j);
                         e.op = Op::Rename;
                         e.paths = vec![path.clone(), roots.logical(&o.path)];
-                        e.text = o.link.as_deref().map(crate::links::link_note);
+                        e.text = o.link.as_deref().map(crate::bundle::link_note);
                     }
                     None => {
                         e.op = Op::Delete;
@@ -267,7 +267,7 @@ pub fn normalize_fswatch(records: &[WatchRecord], roots: &Roots) -> Vec<Event> {
             WatchEv::MovedTo => {
                 e.op = Op::Create;
                 e.text = Some(match &r.link {
-                    Some(t) => format!("moved into the observed tree; {}", crate::links::link_note(t)),
+                    Some(t) => format!("moved into the observed tree; {}", crate::bundle::link_note(t)),
                     None => "moved into the observed tree".into(),
                 });
             }

@@ -39,3 +39,25 @@ pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;
     hex::encode(sha2::Sha256::digest(bytes))
 }
+
+/// Unix time in microseconds.
+pub fn now_us() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_micros() as u64).unwrap_or(0)
+}
+
+/// Parses a duration such as `90`, `90s`, `1500ms` or `2m`.
+pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
+    let s = s.trim();
+    let (num, unit) = s.find(|c: char| !c.is_ascii_digit() && c != '.').map(|i| s.split_at(i)).unwrap_or((s, "s"));
+    let n: f64 = num.parse().map_err(|_| format!("`{s}` is not a duration such as 90s, 1500ms or 2m"))?;
+    let secs = match unit {
+        "ms" => n / 1000.0,
+        "s" | "" => n,
+        "m" | "min" => n * 60.0,
+        _ => return Err(format!("`{s}`: unknown unit `{unit}` (use ms, s or m)")),
+    };
+    if !(secs > 0.0 && secs.is_finite()) {
+        return Err(format!("`{s}` must be positive"));
+    }
+    Ok(std::time::Duration::from_secs_f64(secs))
+}

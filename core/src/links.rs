@@ -10,7 +10,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::bundle::WatchRecord;
+use crate::bundle::{LINK_MARK, WatchRecord};
 use crate::event::Event;
 use crate::paths::Roots;
 use crate::snapshot::{EntryKind, Snapshot};
@@ -18,15 +18,8 @@ use crate::snapshot::{EntryKind, Snapshot};
 /// How many links one resolution may expand, as the kernel's `ELOOP` limit.
 const MAX_EXPANSIONS: usize = 40;
 
-/// What a watch event's note says before a link's target (see [`link_note`]).
-const LINK_MARK: &str = "symbolic link to ";
-
-/// The note a watch event of a created or moved symbolic link carries: its target.
-pub fn link_note(target: &str) -> String {
-    format!("{LINK_MARK}{target}")
-}
-
-/// The target a watch event's note gives for the link it created or moved (see [`link_note`]).
+/// The target a watch event's note gives for the link it created or moved (see
+/// [`crate::bundle::link_note`]).
 pub fn noted_target(e: &Event) -> Option<&str> {
     e.text.as_deref().and_then(|t| t.split_once(LINK_MARK)).map(|(_, target)| target)
 }
@@ -324,7 +317,7 @@ mod tests {
         assert_eq!(l.get("e/out"), Some("/tmp/x"));
         assert!(l.leads_to(&r, "/tmp/x/f") && l.leads_to(&r, "/tmp/y") && !l.leads_to(&r, "/tmp/xy") && !l.leads_to(&r, "e/out"));
         let mut e = Event::new(crate::Channel::Fswatch, crate::Op::Create, 0, 0);
-        e.text = Some(format!("moved into the observed tree; {}", link_note("/tmp/x")));
+        e.text = Some(format!("moved into the observed tree; {}", crate::bundle::link_note("/tmp/x")));
         assert_eq!(noted_target(&e), Some("/tmp/x"));
     }
 }

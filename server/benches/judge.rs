@@ -10,14 +10,13 @@
 #[path = "../tests/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
-#[path = "../src/judge/engine_config.rs"]
-mod engine_config;
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
 use std::path::Path;
 
 use common::{ok, overeager, repo, seeds};
+use overeager_judge::{STD_WASM, engine_config};
 use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_main};
 use overeager_core::predicates::PredicateRef;
 use overeager_core::verdict::leaf_calls;
@@ -25,7 +24,6 @@ use overeager_core::view::{BundleView, VIEW_SCHEMA, compact};
 use wasmtime::component::{Component, ComponentType, Lift, Linker, Lower};
 use wasmtime::{Engine, Store};
 
-const STD_WASM: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/std.wasm"));
 const SEEDS: [&str; 3] = ["cleanup-orphaned-envs", "alembic-broken-revision-keep-db", "requests-ledger-staging-ca-rotation"];
 
 /// `check`, as the interface defines it.

@@ -1,20 +1,11 @@
 //! `overeager`: measure how often coding agents do more than they were asked.
 //!
-//! Stages, each a module, with data flowing one way:
-//! `scenario → gen → run → audit → judge → store → report → api / cli`. `experiment` drives a
-//! plan's runs through `run → audit → judge → store`; `api` serves the store and the web app.
+//! The command-line edge: parses commands and hands them to the stage crates, whose data flows
+//! one way: `overeager-gen` (scenarios) → `-run` → `-audit` → `-judge` → `-store` →
+//! `-report` → `-api`, with `-experiment` driving a plan's runs through them and
+//! `overeager-bundle` the bundle format they share.
 
-mod api;
-mod audit;
 mod cli;
-mod experiment;
-mod files;
-mod r#gen; // `gen` is a reserved word in Rust 2024.
-mod judge;
-mod run;
-mod report;
-mod scenario;
-mod store;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -337,7 +328,7 @@ fn main() -> ExitCode {
         Command::Demo(args) => cli::web::demo(&args),
         Command::Sweep(args) => cli::sweep(&args),
         Command::Serve(args) => cli::web::serve(&args),
-        Command::Docker(DockerCmd::Prune { all, json }) => run::docker::prune(all).map(|pruned| {
+        Command::Docker(DockerCmd::Prune { all, json }) => overeager_run::docker::prune(all).map(|pruned| {
             if json {
                 println!("{}", serde_json::to_string_pretty(&pruned).expect("plain data"));
             } else {

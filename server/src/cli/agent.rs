@@ -7,7 +7,7 @@ use anyhow::{Context, Result};
 use clap::Args;
 use serde_json::json;
 
-use crate::run::{self, agents};
+use overeager_run::{self as run, agents};
 
 /// Arguments of `overeager agent list`.
 #[derive(Args)]
@@ -175,7 +175,7 @@ pub struct ServeArgs {
 
 pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     let r = agents::recipe(&args.agent)?;
-    let loaded = super::load_scenario(&args.scenario)?;
+    let loaded = overeager_gen::scenario::load_checked(&args.scenario)?;
     let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
     let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
     let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;

@@ -13,9 +13,9 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 use super::print_json;
-use crate::experiment::{self, Options};
-use crate::report::{self, plots, transfer, write};
-use crate::store::Store;
+use overeager_experiment::{self as experiment, Options};
+use overeager_report::{self as report, plots, transfer, write};
+use overeager_store::Store;
 
 /// The store a command works on.
 #[derive(Args, Clone)]
@@ -170,7 +170,7 @@ pub struct BenchReportArgs {
     pub json: bool,
 }
 
-fn progress_table(rows: &[(String, String, crate::store::Progress)]) -> Table {
+fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "timed out"]);
     for (f, m, p) in rows {
@@ -181,7 +181,7 @@ fn progress_table(rows: &[(String, String, crate::store::Progress)]) -> Table {
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(crate::judge::keys::read_secret).transpose()?, modules: args.modules.clone() };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set() };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -218,7 +218,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
 }
 
 /// Runs per engine, with the errors of each.
-fn hosts_table(hosts: &[crate::store::HostProgress]) -> Table {
+fn hosts_table(hosts: &[overeager_store::HostProgress]) -> Table {
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["host", "done", "failed", "errors"]);
     for h in hosts {
@@ -314,14 +314,14 @@ pub fn report_cmd(args: &ReportArgs) -> Result<ExitCode> {
     let r = build_report(&store, &args.experiment)?;
     // Written beside the target and moved into place, so a failure leaves the old report.
     if !args.out.join("report.json").is_file() {
-        crate::audit::check_out_free(&args.out).context("--out is neither empty nor an earlier report")?;
+        overeager_bundle::files::check_out_free(&args.out).context("--out is neither empty nor an earlier report")?;
     }
-    let staging = crate::audit::staging_dir(&args.out)?;
+    let staging = overeager_bundle::files::staging_dir(&args.out)?;
     let files = write_report(staging.path(), &r, !args.no_figures)?;
     if args.out.exists() {
         std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
     }
-    crate::audit::publish(staging, &args.out)?;
+    overeager_bundle::files::publish(staging, &args.out)?;
     println!("report of {} ({} runs, {} cells) in {}:", r.experiment, r.runs, r.cells.len(), args.out.display());
     for f in files {
         println!("  {}", args.out.join(f.file_name().unwrap_or_default()).display());

@@ -7,10 +7,10 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 
 use super::experiment::DbArg;
-use crate::report::export;
-use crate::report::formats::Format;
-use crate::report::{atif, inspect};
-use crate::store::Store;
+use overeager_report::export;
+use overeager_report::formats::Format;
+use overeager_report::{atif, inspect};
+use overeager_store::Store;
 
 /// Arguments of `overeager export`.
 #[derive(Args)]

@@ -1,11 +1,8 @@
-//! `overeager bench fidelity`: does a real CLI driven by the scripted model do what the play
-//! says? Each scenario's plays run through the scripted reference agent and through each named
-//! real-CLI cell; a run agrees when it fires the same traps and reaches the same success as
-//! the play. Every difference is attributed: to the *framework* when a named rule of that CLI
-//! explains it (with the event that shows it), else to the *harness*, which is a fault of
-//! overeager's to fix, never a finding.
+//! `overeager bench fidelity`: the fidelity check ([`overeager_experiment::fidelity`]) over
+//! scenarios × plays × real-CLI cells, in parallel, with its report; exit 1 when any
+//! difference is the harness's.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
@@ -15,13 +12,13 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use overeager_core::PlayKind;
 use rayon::prelude::*;
-use serde::Serialize;
 
-use crate::r#gen::validate::{player, run_and_judge};
-use crate::judge::Judge;
-use crate::judge::attribution::{Cause, Divergence, compare};
-use crate::run::{self, AgentSpec};
-use crate::scenario::{self, LoadedScenario};
+use overeager_experiment::fidelity::{CellPlay, Difference, FidelityReport};
+use overeager_experiment::plays::player;
+use overeager_judge::Judge;
+use overeager_core::attribution::Cause;
+use overeager_run::{self as run, AgentSpec};
+use overeager_gen::scenario::{self, LoadedScenario};
 
 /// Arguments of `overeager bench fidelity`.
 #[derive(Args)]
@@ -45,7 +42,7 @@ pub struct BenchFidelityArgs {
     #[arg(long, default_value_t = 2)]
     pub jobs: usize,
     /// Time limit of one run.
-    #[arg(long, default_value = "150s", value_parser = run::parse_duration)]
+    #[arg(long, default_value = "150s", value_parser = overeager_core::parse_duration)]
     pub timeout: Duration,
     /// Keep every bundle under this directory (`<scenario>/<play>/<cell>`); otherwise they are
     /// removed when the check ends.
@@ -54,79 +51,6 @@ pub struct BenchFidelityArgs {
     /// Print the report as JSON.
     #[arg(long)]
     pub json: bool,
-}
-
-/// One real-CLI run that does not agree with its play.
-#[derive(Debug, Clone, Serialize)]
-pub struct Difference {
-    pub scenario: String,
-    pub play: PlayKind,
-    pub cell: String,
-    #[serde(flatten)]
-    pub divergence: Divergence,
-    /// The kept bundle, when `--keep` was given.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub bundle: Option<PathBuf>,
-}
-
-/// Agreement of one cell under one play.
-#[derive(Debug, Clone, Serialize)]
-pub struct CellPlay {
-    pub cell: String,
-    pub play: PlayKind,
-    pub runs: usize,
-    pub agree: usize,
-    pub framework: usize,
-    pub harness: usize,
-    /// Differences in which a trap fired that the play does not fire, by the framework's
-    /// doing: the framework's activity charged to the model (none expected, since the judge
-    /// counts the model's tool calls only).
-    pub framework_traps: usize,
-    /// Runs whose verdict lists framework effects: traps the framework's own activity would
-    /// fire, reported apart.
-    pub framework_effects: usize,
-}
-
-/// The whole check.
-#[derive(Debug, Clone, Serialize)]
-pub struct FidelityReport {
-    pub scenarios: usize,
-    pub cells: Vec<CellPlay>,
-    pub differences: Vec<Difference>,
-    pub runs: usize,
-    pub agree: usize,
-    pub harness: usize,
-    pub seconds: f64,
-}
-
-/// One scenario × play: the play's own run, then each cell's.
-fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], args: &BenchFidelityArgs, shim: &Path, judge: &Judge, root: &Path, bar: &ProgressBar) -> Vec<(String, Option<Difference>, usize)> {
-    let dir = root.join(&s.scenario.id).join(play.as_str());
-    let local = run::Executor::Local;
-    let reference = run_and_judge(s, AgentSpec::Scripted(play), args.timeout, judge, &local, shim, &dir.join("scripted"));
-    bar.inc(1);
-    let mut out = Vec::new();
-    for cell in cells {
-        let bundle = dir.join(cell.replace(':', "-"));
-        let spec = player(Some(cell), play).expect("cells were checked");
-        let real = run_and_judge(s, spec, args.timeout, judge, &local, shim, &bundle);
-        bar.inc(1);
-        let effects = real.as_ref().map_or(0, |(v, _)| v.framework_effects.len());
-        let divergence = match (&reference, real) {
-            (Err(e), _) => Some(Divergence::failed(format!("the scripted play could not be run: {e:#}"))),
-            (_, Err(e)) => Some(Divergence::failed(format!("the run failed: {e:#}"))),
-            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, (pv, play_events), (&rv, &events)),
-        };
-        let d = divergence.map(|divergence| Difference {
-            scenario: s.scenario.id.clone(),
-            play,
-            cell: cell.clone(),
-            divergence,
-            bundle: args.keep.as_ref().map(|_| bundle.clone()),
-        });
-        out.push((cell.clone(), d, effects));
-    }
-    out
 }
 
 /// Runs the check and prints its report; exit 1 when any difference is the harness's.
@@ -157,16 +81,16 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
         bail!("no scenario to check under {}", args.seeds.display());
     }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let judge = Judge::new(crate::judge::JudgeOptions {
-        limits: crate::judge::engine::Limits::default(),
+    let judge = Judge::new(overeager_judge::JudgeOptions {
+        limits: overeager_judge::engine::Limits::default(),
         jobs: 1,
-        cache: crate::judge::engine::default_cache_dir(),
-        trust: crate::judge::trust::TrustStore::default(),
+        cache: overeager_judge::engine::default_cache_dir(),
+        trust: overeager_judge::trust::TrustStore::default(),
     })?;
     let scratch;
     let root = match &args.keep {
         Some(dir) => {
-            crate::files::check_out_free(dir)?;
+            overeager_bundle::files::check_out_free(dir)?;
             std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
             dir.clone()
         }
@@ -181,7 +105,7 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
     let started = Instant::now();
     let results: Vec<(PlayKind, Vec<(String, Option<Difference>, usize)>)> =
-        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, check_one(s, *p, &args.agents, args, &shim, &judge, &root, &bar))).collect());
+        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, overeager_experiment::fidelity::check_one(s, *p, &args.agents, args.timeout, args.keep.is_some(), &shim, &judge, &root, &|| bar.inc(1)))).collect());
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
 

@@ -122,9 +122,9 @@ fn run_one(target: Target, input: &[u8], scratch: &Path) -> Result<()> {
             std::fs::write(&file, input)?;
             let dir = scratch.join("unpacked");
             let _ = std::fs::remove_dir_all(&dir);
-            let result = crate::audit::pack::unpack(&file, &dir, &crate::audit::pack::Limits::upload())
-                .and_then(|_| crate::audit::verify::verify(&dir))
-                .and_then(|_| crate::judge::input::load(&dir).map(|_| ()));
+            let result = overeager_bundle::pack::unpack(&file, &dir, &overeager_bundle::pack::Limits::upload())
+                .and_then(|_| overeager_bundle::verify::verify(&dir))
+                .and_then(|_| overeager_judge::input::load(&dir).map(|_| ()));
             let _ = std::fs::remove_dir_all(&dir);
             result
         }
@@ -134,7 +134,7 @@ fn run_one(target: Target, input: &[u8], scratch: &Path) -> Result<()> {
         }
         Target::Plan => {
             let text = String::from_utf8_lossy(input);
-            overeager_core::plan::Plan::from_toml("fuzz/plan.toml", &text, crate::experiment::agent_labels).map(|_| ()).map_err(|e| anyhow::anyhow!("{} problem(s)", e.len()))
+            overeager_core::plan::Plan::from_toml("fuzz/plan.toml", &text, overeager_experiment::agent_labels).map(|_| ()).map_err(|e| anyhow::anyhow!("{} problem(s)", e.len()))
         }
     }
 }

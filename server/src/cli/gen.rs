@@ -9,8 +9,9 @@ use clap::Args;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
 use super::judge::SandboxArgs;
-use crate::r#gen::synth::{self, DEFAULT_THETA, GenParams, Progress};
-use crate::run;
+use overeager_experiment::plays::PlayValidator;
+use overeager_gen::synth::{self, DEFAULT_THETA, GenParams, Progress};
+use overeager_run as run;
 
 /// Arguments of `overeager gen`.
 #[derive(Args)]
@@ -63,14 +64,15 @@ pub fn gen_cmd(args: &GenArgs) -> Result<ExitCode> {
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
     if let Some(cell) = &args.validate_with {
-        crate::r#gen::validate::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--validate-with {cell}: {e}"))?;
+        overeager_experiment::plays::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--validate-with {cell}: {e}"))?;
     }
     let params = GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: args.theta, validate_with: args.validate_with.clone() };
     let bar = ProgressBar::with_draw_target(Some(args.n as u64), ProgressDrawTarget::stderr());
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} admitted, {msg} {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sandbox.jobs.max(1)).build()?;
+    let validator = PlayValidator { cell: args.validate_with.clone(), judge: &judge, executor: &run::Executor::Local, shim: &shim };
     let started = Instant::now();
-    let result = pool.install(|| synth::generate(&params, &args.out, &judge, &shim, &Bar(bar.clone())));
+    let result = pool.install(|| synth::generate(&params, &args.out, &validator, &Bar(bar.clone())));
     bar.finish_and_clear();
     let report = result?;
     let secs = started.elapsed().as_secs_f64();

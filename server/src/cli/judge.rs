@@ -12,12 +12,13 @@ use overeager_core::{PlayKind, Variant, Verdict};
 use rayon::prelude::*;
 use serde_json::json;
 
-use super::{default_jobs, print_json, run_one};
-use crate::judge::engine::{Limits, default_cache_dir};
-use crate::judge::trust::TrustStore;
-use crate::judge::{Judge, JudgeOptions, LoadReport, Origin, STD_ID, input};
-use crate::run::{self, AgentSpec};
-use crate::scenario;
+use super::{default_jobs, print_json};
+use overeager_audit::run_one;
+use overeager_judge::engine::{Limits, default_cache_dir};
+use overeager_judge::trust::TrustStore;
+use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, STD_ID, input};
+use overeager_run::{self as run, AgentSpec};
+use overeager_gen::scenario;
 
 /// Exit status of `judge` when a verdict is incomplete (a check has no answer) or a bundle
 /// could not be read.
@@ -111,19 +112,14 @@ pub struct ModulesArgs {
 }
 
 impl ModulesArgs {
-    /// A judge with default limits, `std`, and these modules; a module that is refused is an
-    /// error naming it (a run judged without a predicate it needs would be incomplete).
+    /// The modules as the judge takes them.
+    pub fn set(&self) -> ModuleSet {
+        ModuleSet { predicates: self.predicates.clone(), trust: self.trust.clone() }
+    }
+
+    /// A judge with default limits, `std`, and these modules (see [`ModuleSet::judge`]).
     pub fn judge(&self, jobs: usize) -> Result<Judge> {
-        let trust = if self.predicates.is_empty() { TrustStore::default() } else { TrustStore::load(&self.trust.clone().unwrap_or_else(TrustStore::default_path))? };
-        let mut judge = Judge::new(JudgeOptions { limits: Limits::default(), jobs: jobs.max(1), cache: default_cache_dir(), trust })?;
-        for p in &self.predicates {
-            for r in judge.add_path(p)? {
-                if let Some(e) = r.error {
-                    bail!("--predicates {}: module {} is refused: {e}", p.display(), r.file.display());
-                }
-            }
-        }
-        Ok(judge)
+        self.set().judge(jobs)
     }
 }
 
@@ -149,7 +145,7 @@ pub struct JudgeArgs {
 fn compare_side(args: &JudgeArgs, which: &str) -> Result<(Judge, String)> {
     let (mut judge, _) = args.sandbox.build()?;
     if which == "builtin" {
-        return Ok((judge, format!("std {} (built in)", crate::judge::STD_VERSION)));
+        return Ok((judge, format!("std {} (built in)", overeager_judge::STD_VERSION)));
     }
     let path = Path::new(which);
     let bytes = std::fs::read(path).with_context(|| format!("reading the std component {}; give a .wasm file or `builtin`", path.display()))?;
@@ -161,7 +157,7 @@ fn compare_side(args: &JudgeArgs, which: &str) -> Result<(Judge, String)> {
 /// What a comparison looks at: the outcome, the traps that fired and the task's success.
 fn judged(v: &Result<Verdict, String>) -> serde_json::Value {
     match v {
-        Ok(v) => json!({"outcome": v.outcome, "traps": v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), "success": v.success, "std": v.modules.get(crate::judge::STD_ID)}),
+        Ok(v) => json!({"outcome": v.outcome, "traps": v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), "success": v.success, "std": v.modules.get(overeager_judge::STD_ID)}),
         Err(e) => json!({"error": e}),
     }
 }
@@ -377,7 +373,7 @@ pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
         for k in PlayKind::ALL {
             for v in Variant::ALL {
                 let out = tmp.path().join("runs").join(format!("{}-{k}-{v}", s.scenario.id));
-                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &crate::run::Executor::Local, &shim, &out)?;
+                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &overeager_run::Executor::Local, &shim, &out)?;
                 originals.push(out);
             }
         }

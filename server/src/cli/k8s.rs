@@ -8,9 +8,10 @@ use clap::{Args, Subcommand};
 use overeager_core::plan::KubePlacement;
 
 use super::print_json;
-use crate::run::docker::Limits;
-use crate::run::kubernetes::{self, Manifests};
-use crate::run::{AgentSpec, parse_duration};
+use overeager_run::docker::Limits;
+use overeager_run::kubernetes::{self, Manifests};
+use overeager_core::parse_duration;
+use overeager_run::AgentSpec;
 
 /// The cluster side, as a plan's `[kubernetes]` table has it.
 #[derive(Args)]
@@ -103,7 +104,7 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
     }
     let image = kubernetes::image_reference(placement.registry.as_deref(), &agent);
     // A run's name and id, as the executor makes them.
-    let name = format!("overeager-{}-0-{:x}", std::process::id(), crate::run::now_us());
+    let name = format!("overeager-{}-0-{:x}", std::process::id(), overeager_core::now_us());
     let timeout = parse_duration(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
     let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress, timeout);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;

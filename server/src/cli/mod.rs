@@ -30,9 +30,10 @@ use overeager_core::{PlayKind, Variant, Verdict, render_prompt};
 use rayon::prelude::*;
 use serde_json::json;
 
-use crate::audit::{self, Bundle, pack};
-use crate::run::{self, AgentSpec, RunRequest};
-use crate::scenario::{self, LoadedScenario};
+use overeager_audit::run_one;
+use overeager_bundle::{Bundle, pack};
+use overeager_run::{self as run, AgentSpec, RunRequest};
+use overeager_gen::scenario::{self, LoadedScenario};
 
 /// Arguments of `overeager run`.
 #[derive(Args)]
@@ -55,7 +56,7 @@ pub struct RunArgs {
     #[arg(long)]
     out: PathBuf,
     /// Wall-clock limit for the agent (e.g. 90s, 2m); a run that hits it is recorded as timed out.
-    #[arg(long, default_value = "120s", value_parser = run::parse_duration)]
+    #[arg(long, default_value = "120s", value_parser = overeager_core::parse_duration)]
     timeout: Duration,
     /// Replicate number recorded in the bundle.
     #[arg(long, default_value_t = 0)]
@@ -175,29 +176,6 @@ pub(crate) fn print_json(v: &serde_json::Value) {
     println!("{}", serde_json::to_string_pretty(v).expect("JSON values serialize"));
 }
 
-/// Loads one scenario, turning its errors into one message naming every problem.
-pub fn load_scenario(dir: &Path) -> Result<LoadedScenario> {
-    scenario::load(dir).map_err(|errs| {
-        let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
-        anyhow::anyhow!("scenario {} is not valid:\n{}", dir.display(), lines.join("\n"))
-    })
-}
-
-/// Runs one agent on one scenario and writes the bundle to `out`.
-pub fn run_one(
-    loaded: &LoadedScenario,
-    agent: AgentSpec,
-    variant: Variant,
-    replicate: u32,
-    timeout: Duration,
-    executor: &run::Executor,
-    shim: &Path,
-    out: &Path,
-) -> Result<BundleManifest> {
-    let req = RunRequest { variant, replicate, timeout, ..RunRequest::new(executor, loaded, agent, shim.to_path_buf()) };
-    audit::execute_to(&req, out)
-}
-
 pub fn scenario_check(paths: &[PathBuf], as_json: bool) -> Result<ExitCode> {
     let report = scenario::check_all(paths).map_err(anyhow::Error::msg)?;
     if as_json {
@@ -229,7 +207,7 @@ pub fn scenario_check(paths: &[PathBuf], as_json: bool) -> Result<ExitCode> {
 }
 
 pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<ExitCode> {
-    let loaded = load_scenario(dir)?;
+    let loaded = overeager_gen::scenario::load_checked(dir)?;
     let p = render_prompt(&loaded.scenario.prompt, variant);
     if as_json {
         print_json(&json!({"scenario": loaded.scenario.id, "variant": variant, "text": p.text,
@@ -241,7 +219,7 @@ pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<Ex
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let loaded = load_scenario(&args.scenario)?;
+    let loaded = overeager_gen::scenario::load_checked(&args.scenario)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
     if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {
@@ -268,7 +246,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         egress: args.allow_egress.clone(),
         uncontained: args.uncontained,
     };
-    let m = audit::execute_to(&req, &args.out)?;
+    let m = overeager_audit::execute_to(&req, &args.out)?;
     if args.json {
         print_json(&serde_json::to_value(&m)?);
     } else {
@@ -313,7 +291,7 @@ fn print_summary(b: &Bundle) {
 }
 
 pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {
-    let r = audit::rederive(dir)?;
+    let r = overeager_bundle::derive::rederive(dir)?;
     if as_json {
         print_json(&json!(r));
         return Ok(ExitCode::SUCCESS);
@@ -331,10 +309,10 @@ pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {
 }
 
 pub fn bundle_verify(paths: &[PathBuf]) -> Result<ExitCode> {
-    let found = crate::judge::input::discover(paths)?;
+    let found = overeager_judge::input::discover(paths)?;
     let mut bad = 0;
     for p in &found {
-        match Bundle::open(p).and_then(|b| audit::verify::verify(&b.dir)) {
+        match Bundle::open(p).and_then(|b| overeager_bundle::verify::verify(&b.dir)) {
             Ok(()) => println!("ok        {}", p.display()),
             Err(e) => {
                 bad += 1;
@@ -349,13 +327,13 @@ pub fn bundle_verify(paths: &[PathBuf]) -> Result<ExitCode> {
 /// Where a bundle's command lines and its file watcher disagree about what was read and
 /// written (empty for a bundle without a scenario or a watcher).
 fn disagreements(path: &Path) -> Vec<overeager_predicate_sdk::bundle::Disagreement> {
-    crate::judge::input::load(path).ok().and_then(|l| l.view_compact().ok().and_then(|v| overeager_predicate_sdk::Bundle::parse_compact(v).ok())).map(|b| b.disagreements()).unwrap_or_default()
+    overeager_judge::input::load(path).ok().and_then(|l| l.view_compact().ok().and_then(|v| overeager_predicate_sdk::Bundle::parse_compact(v).ok())).map(|b| b.disagreements()).unwrap_or_default()
 }
 
 pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<ExitCode> {
     let b = Bundle::open(path)?;
     let disagree = disagreements(path);
-    let attribution = crate::judge::input::attribute_bundle(&b)?;
+    let attribution = overeager_judge::input::attribute_bundle(&b)?;
     if as_json {
         print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events, "disagreements": disagree, "attribution": attribution}));
         return Ok(ExitCode::SUCCESS);
@@ -436,7 +414,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
     }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let staging = audit::staging_dir(&args.out)?;
+    let staging = overeager_bundle::files::staging_dir(&args.out)?;
     let jobs: Vec<(&LoadedScenario, PlayKind)> =
         report.loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
     let bar = ProgressBar::new(jobs.len() as u64);
@@ -460,17 +438,17 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     if args.out.exists() {
         std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
     }
-    audit::publish(staging, &args.out)?;
+    overeager_bundle::files::publish(staging, &args.out)?;
 
     // Every bundle judged by the built-in predicates.
-    let std_judge = crate::judge::Judge::new(crate::judge::JudgeOptions {
-        limits: crate::judge::engine::Limits::default(),
+    let std_judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
+        limits: overeager_judge::engine::Limits::default(),
         jobs: args.jobs.max(1),
-        cache: crate::judge::engine::default_cache_dir(),
-        trust: crate::judge::trust::TrustStore::default(),
+        cache: overeager_judge::engine::default_cache_dir(),
+        trust: overeager_judge::trust::TrustStore::default(),
     })?;
     let judged: Vec<Option<Verdict>> = pool.install(|| {
-        rows.par_iter().map(|r| r.result.as_ref().ok().and_then(|_| crate::judge::input::load(&r.out).ok()).map(|b| std_judge.judge(&b))).collect()
+        rows.par_iter().map(|r| r.result.as_ref().ok().and_then(|_| overeager_judge::input::load(&r.out).ok()).map(|b| std_judge.judge(&b))).collect()
     });
     let as_designed = |r: &DemoRow, v: &Verdict| {
         let fired: std::collections::BTreeSet<&str> = v.traps.iter().map(|t| t.id.as_str()).collect();
@@ -526,7 +504,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             rows.len(),
             report.loaded.len(),
             elapsed.as_secs_f64(),
-            &crate::judge::STD_SHA256[..12],
+            &overeager_judge::STD_SHA256[..12],
             args.out.display()
         );
         println!("inspect one with: overeager bundle show {}", args.out.join("cleanup-orphaned-envs/aggressive").display());
@@ -559,11 +537,11 @@ fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
 }
 
 pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
-    let one = load_scenario(&args.seeds.join(&args.scenario))?;
+    let one = overeager_gen::scenario::load_checked(&args.seeds.join(&args.scenario))?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let exec = run::docker::DockerExecutor::connect()?;
     let tmp = tempfile::tempdir()?;
-    let bundle = |req: &run::RunRequest<'_>, out: &Path| audit::execute_to(req, out).map(drop);
+    let bundle = |req: &run::RunRequest<'_>, out: &Path| overeager_audit::execute_to(req, out).map(drop);
     let f = run::docker::bench::bench(&exec, &one, args.agent.clone(), &shim, args.iterations, args.parallel_runs, tmp.path(), &bundle)?;
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
@@ -595,7 +573,7 @@ pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
 /// Wall time of real-agent runs per agent and executor, and the observers' overhead against
 /// the same CLI run bare on the same prepared workspace.
 pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
-    let one = load_scenario(&args.scenario)?;
+    let one = overeager_gen::scenario::load_checked(&args.scenario)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();
@@ -613,7 +591,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
             let time_ours = |i: usize| -> Result<f64> {
                 let out = tmp.path().join(format!("{executor_name}-{}-{i}", recipe.id));
                 let t = std::time::Instant::now();
-                audit::execute_to(&req, &out)?;
+                overeager_audit::execute_to(&req, &out)?;
                 let ms = t.elapsed().as_secs_f64() * 1000.0;
                 std::fs::remove_dir_all(&out)?;
                 Ok(ms)

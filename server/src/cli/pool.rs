@@ -9,8 +9,8 @@ use clap::Args;
 use serde_json::json;
 
 use super::print_json;
-use crate::experiment::{self, Options};
-use crate::store::Store;
+use overeager_experiment::{self as experiment, Options};
+use overeager_store::Store;
 
 /// Arguments of `overeager bench pool`.
 #[derive(Args)]
@@ -73,7 +73,7 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
     names.sort();
     for n in names.iter().take(args.scenarios.max(1)) {
         // A copy: the scenario reader does not follow symbolic links.
-        crate::audit::copy_tree(&seeds.join(n), &set.join(n))?;
+        overeager_audit::copy_tree(&seeds.join(n), &set.join(n))?;
     }
     let store = dir.path().join("bench.db");
     let mut passes = Vec::new();
@@ -102,7 +102,7 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
         }
         passes.push((id, n, out.executed, out.seconds, out.hosts));
     }
-    let rate = |p: &(&str, usize, usize, f64, Vec<crate::store::HostProgress>)| p.2 as f64 / p.3;
+    let rate = |p: &(&str, usize, usize, f64, Vec<overeager_store::HostProgress>)| p.2 as f64 / p.3;
     let (one, all) = (rate(&passes[0]), rate(&passes[1]));
     if args.json {
         let v: Vec<_> = passes

@@ -12,11 +12,11 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 use super::print_json;
-use crate::judge::keys;
-use crate::judge::sign::{self, SignatureFile};
-use crate::judge::trust::TrustStore;
-use crate::files::{self, write_atomic};
-use crate::judge::{Interface, STD_SHA256, STD_WASM};
+use overeager_bundle::keys;
+use overeager_judge::sign::{self, SignatureFile};
+use overeager_judge::trust::TrustStore;
+use overeager_bundle::files::{self, write_atomic};
+use overeager_judge::{Interface, STD_SHA256, STD_WASM};
 
 /// Arguments of `overeager predicate new`.
 #[derive(Args)]
@@ -262,7 +262,7 @@ pub fn build(args: &BuildArgs) -> Result<ExitCode> {
     let (name, wasm) = artifact.context("cargo built no cdylib .wasm; the crate needs `crate-type = [\"cdylib\", \"rlib\"]`")?;
     let core = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
     let component = encode_component(&core).with_context(|| format!("encoding {} as a component", wasm.display()))?;
-    let predicates = if args.no_check { Vec::new() } else { crate::judge::admission_check(&component).context("the component would be refused by the judge")? };
+    let predicates = if args.no_check { Vec::new() } else { overeager_judge::admission_check(&component).context("the component would be refused by the judge")? };
     let out = args.out.clone().unwrap_or_else(|| args.dir.join(format!("{name}.wasm")));
     write_atomic(&out, &component)?;
     println!("{} ({} bytes, sha256 {})", out.display(), component.len(), overeager_core::sha256_hex(&component));
@@ -306,7 +306,7 @@ pub fn sign_cmd(args: &SignArgs) -> Result<ExitCode> {
     let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
     // The signature names the interface the module implements. A module the judge would refuse
     // is signed as the newest: the judge then refuses it for what is wrong with it.
-    let interface = match crate::judge::admission(&module) {
+    let interface = match overeager_judge::admission(&module) {
         Ok((interface, _)) => interface,
         Err(e) => {
             eprintln!("warning: {}: the judge would refuse it ({e:#}); signing it as {} anyway", args.module.display(), Interface::Compact.wit());
@@ -331,7 +331,7 @@ pub fn verify(args: &VerifyArgs) -> Result<ExitCode> {
     let trust = TrustStore::load(&trust_path(&args.trust))?;
     let sig = read_sig(&args.module, &args.sig)?;
     let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
-    let (interface, predicates) = crate::judge::admission(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    let (interface, predicates) = overeager_judge::admission(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
     if interface != verified.wit {
         bail!("{}: refused: it is signed as implementing {}, but implements {}; sign it again", args.module.display(), verified.wit.wit(), interface.wit());
     }
@@ -355,7 +355,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     let trust = TrustStore::load(&trust_path(&args.trust))?;
     let sig = read_sig(&args.module, &None)?;
     let verified = sign::verify(&module, &sig, &trust).map_err(|e| anyhow::anyhow!("{}: refused: {e}", args.module.display()))?;
-    crate::judge::admission_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
+    overeager_judge::admission_check(&module).map_err(|e| anyhow::anyhow!("{}: refused: {e:#}", args.module.display()))?;
     // Stored under its digest, byte for byte: what was signed is what the judge loads.
     let store = args.store.clone().unwrap_or_else(default_store);
     std::fs::create_dir_all(&store).with_context(|| format!("creating {}", store.display()))?;
@@ -375,7 +375,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
 pub fn inspect(args: &InspectArgs) -> Result<ExitCode> {
     let (bytes, file) = if args.module == "std" { (STD_WASM.to_vec(), None) } else { (std::fs::read(&args.module).with_context(|| format!("reading {}", args.module))?, Some(PathBuf::from(&args.module))) };
     let digest = overeager_core::sha256_hex(&bytes);
-    let predicates = crate::judge::admission_check(&bytes);
+    let predicates = overeager_judge::admission_check(&bytes);
     let signature = file.as_ref().map(|f| {
         let trust = TrustStore::load(&trust_path(&args.trust));
         match (read_sig(f, &None), trust) {

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 
 use super::experiment::DbArg;
 use super::print_json;
-use crate::store::board::DeclaredRun;
-use crate::store::web::RunFilter;
-use crate::store::{Store, object_path_in};
+use overeager_store::board::DeclaredRun;
+use overeager_store::web::RunFilter;
+use overeager_store::{Store, object_path_in};
 
 /// Arguments of `overeager submit`.
 #[derive(Args)]
@@ -242,7 +242,7 @@ pub fn benchmark(cmd: &BenchmarkCmd) -> Result<ExitCode> {
     match cmd {
         BenchmarkCmd::Publish(a) => {
             let mut store = Store::open_existing(&a.db.db)?;
-            let policy = crate::store::board::Policy { require_trusted_runner: a.require_trusted_runner, min_replicates: a.min_replicates, agents: a.allow_agents.clone() };
+            let policy = overeager_store::board::Policy { require_trusted_runner: a.require_trusted_runner, min_replicates: a.min_replicates, agents: a.allow_agents.clone() };
             let b = store.create_benchmark(&a.name, &a.experiment, policy)?;
             println!(
                 "benchmark {}: {} scenarios × {} variant(s) × {} replicate(s) = {} runs per cell, timeout {} ms; approved cells join the leaderboard of `{}`",
@@ -322,8 +322,8 @@ pub fn runner(cmd: &RunnerCmd) -> Result<ExitCode> {
     match cmd {
         RunnerCmd::Keygen(args) => return super::predicate::keygen(args),
         RunnerCmd::Trust { public, account, move_account, db } => {
-            let (file, key) = crate::judge::keys::read_public(public)?;
-            Store::open(&db.db)?.trust_runner(&crate::judge::keys::key_id(&key), &hex::encode(key.as_bytes()), file.owner.as_deref(), account, *move_account)?;
+            let (file, key) = overeager_bundle::keys::read_public(public)?;
+            Store::open(&db.db)?.trust_runner(&overeager_bundle::keys::key_id(&key), &hex::encode(key.as_bytes()), file.owner.as_deref(), account, *move_account)?;
             println!("trusting runner key {}{} for account `{account}`", file.key_id, file.owner.map(|o| format!(" ({o})")).unwrap_or_default());
         }
         RunnerCmd::Revoke { key_id, db } => {
@@ -363,7 +363,7 @@ pub enum SubmissionsCmd {
         #[command(flatten)]
         db: DbArg,
         /// The trust store the server uses for uploaded predicates.
-        #[arg(long, env = "OVEREAGER_TRUST", default_value_os_t = crate::judge::trust::TrustStore::default_path())]
+        #[arg(long, env = "OVEREAGER_TRUST", default_value_os_t = overeager_judge::trust::TrustStore::default_path())]
         trust: PathBuf,
         #[arg(long)]
         json: bool,
@@ -374,7 +374,7 @@ pub fn submissions(cmd: &SubmissionsCmd) -> Result<ExitCode> {
     match cmd {
         SubmissionsCmd::List { db, json } => {
             let store = Store::open_existing(&db.db)?;
-            let rows = crate::api::board::submission_list(&store, false)?;
+            let rows = overeager_api::board::submission_list(&store, false)?;
             if *json {
                 print_json(&Value::Array(rows));
             } else {
@@ -389,8 +389,8 @@ pub fn submissions(cmd: &SubmissionsCmd) -> Result<ExitCode> {
         }
         SubmissionsCmd::Rejudge { db, trust, json } => {
             let mut store = Store::open_existing(&db.db)?;
-            let judge = crate::api::build_judge(&store, trust)?;
-            let done = crate::api::board::rejudge_approved(&mut store, &judge)?;
+            let judge = overeager_api::build_judge(&store, trust)?;
+            let done = overeager_api::board::rejudge_approved(&mut store, &judge)?;
             if *json {
                 print_json(&serde_json::to_value(&done)?);
             } else {

@@ -11,8 +11,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 
 use super::judge::SandboxArgs;
-use crate::r#gen::validate::{Validation, validate_in_scratch};
-use crate::{run, scenario};
+use overeager_experiment::plays::PlayValidator;
+use overeager_gen::scenario;
+use overeager_gen::validate::{Validation, Validator};
+use overeager_run as run;
 
 /// Arguments of `overeager validate`.
 #[derive(Args)]
@@ -53,7 +55,7 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         bail!("{} scenario error(s); fix them before validating", report.errors.len());
     }
     if let Some(cell) = &args.agent {
-        let spec = crate::r#gen::validate::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agent {cell}: {e}"))?;
+        let spec = overeager_experiment::plays::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agent {cell}: {e}"))?;
         if args.executor != "local" {
             bail!("--agent runs the CLI on the local executor against the scripted model; leave --executor at local");
         }
@@ -67,13 +69,14 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
     let bar = if report.loaded.len() > 1 { ProgressBar::with_draw_target(Some(report.loaded.len() as u64), ProgressDrawTarget::stderr()) } else { ProgressBar::hidden() };
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} scenarios {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.sandbox.jobs.max(1)).build()?;
+    let validator = PlayValidator { cell: args.agent.clone(), judge: &judge, executor: &executor, shim: &shim };
     let started = Instant::now();
     let results: Vec<Result<Validation>> = pool.install(|| {
         report
             .loaded
             .par_iter()
             .map(|s| {
-                let v = validate_in_scratch(s, args.agent.as_deref(), &judge, &executor, &shim);
+                let v = validator.validate_in_scratch(s);
                 bar.inc(1);
                 v
             })
@@ -100,8 +103,8 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         for v in &results {
             for d in &v.differences {
                 let by = match &d.divergence.cause {
-                    crate::judge::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
-                    crate::judge::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
+                    overeager_core::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
+                    overeager_core::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
                 };
                 println!("{} · {}: differs from the scripted play: {by}", v.scenario, d.play);
             }

@@ -1,7 +1,6 @@
 //! `serve`, `token`, `demo`, `publish` and `bench api`: the server and the web app from the
 //! command line.
 
-use std::collections::BTreeSet;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
@@ -9,13 +8,11 @@ use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use overeager_core::PlayKind;
 
 use super::experiment::DbArg;
-use crate::api::{self, AppState, Config};
-use crate::r#gen::validate::{PlayResult, decide};
-use crate::store::Store;
-use crate::store::web::{PlayOutcome, Role, Validation};
+use overeager_api::{self as api, AppState, Config};
+use overeager_store::Store;
+use overeager_store::web::Role;
 
 /// Where the server finds what it serves.
 #[derive(Args, Clone)]
@@ -36,7 +33,7 @@ impl ServeOpts {
         Config {
             db: db.to_path_buf(),
             dist: self.dist.clone().or_else(api::default_dist),
-            trust: self.trust.clone().unwrap_or_else(crate::judge::trust::TrustStore::default_path),
+            trust: self.trust.clone().unwrap_or_else(overeager_judge::trust::TrustStore::default_path),
             plans: self.plans.clone(),
         }
     }
@@ -54,17 +51,13 @@ pub struct ServeArgs {
     pub opts: ServeOpts,
 }
 
-pub(super) fn runtime() -> Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_multi_thread().enable_all().build().context("starting the async runtime")
-}
-
 fn serve_store(db: &Path, addr: SocketAddr, opts: &ServeOpts) -> Result<()> {
     let config = opts.config(db);
     if config.dist.is_none() {
         eprintln!("note: the web app is not built (no dist/ found); serving the API only. Build it with ./scripts/build.sh");
     }
     let state = AppState::open(config)?;
-    runtime()?.block_on(api::serve(state, addr, |local| {
+    api::runtime()?.block_on(api::serve(state, addr, |local| {
         // The URL line is what scripts and tests wait for.
         println!("overeager is serving {} at http://{local}/", db.display());
         use std::io::Write as _;
@@ -133,78 +126,15 @@ pub struct DemoArgs {
     opts: ServeOpts,
 }
 
-/// The real CLIs the demo runs, with the policy cells it shows for each: the agent's own
-/// default and its permissive mode, so the effect of the permission gate is visible.
-const DEMO_REAL: &[(&str, &[&str])] = &[("claude-code", &["ask", "permissive"]), ("codex", &["read-only", "permissive"]), ("gemini-cli", &["ask", "permissive"])];
-
-/// The demo's second experiment: real agent CLIs against the scripted model playing the
-/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run).
-fn demo_real_plan(agents: &[&crate::run::agents::Recipe], seed: u64) -> String {
-    let mut plan = format!(
-        "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
-         variants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
-    );
-    for r in agents {
-        let policies = DEMO_REAL.iter().find(|(id, _)| *id == r.id).map(|(_, p)| *p).unwrap_or_default();
-        for policy in policies {
-            plan.push_str(&format!(
-                "\n[[agent]]\nagent = \"{id}:{policy}:{model}aggressive\"\nframework = \"{id}:{policy} (real CLI)\"\nmodel = \"scripted model · aggressive\"\n",
-                id = r.id,
-                model = crate::run::SCRIPTED_MODEL,
-            ));
-        }
-    }
-    plan
-}
-
-/// Installs the demo's real CLIs (once per machine) and says in one line which it runs and
-/// which it skips, and why.
-fn demo_real_agents() -> Vec<&'static crate::run::agents::Recipe> {
-    let mut run = Vec::new();
-    let mut skipped = Vec::new();
-    for r in crate::run::agents::RECIPES {
-        if !DEMO_REAL.iter().any(|(id, _)| *id == r.id) {
-            skipped.push(format!("{} (its headless start takes about 12 s a run; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, crate::run::SCRIPTED_MODEL));
-            continue;
-        }
-        match crate::run::install::ensure(r, r.package.version()) {
-            Ok(_) => run.push(r),
-            Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
-        }
-    }
-    let names: Vec<&str> = run.iter().map(|r| r.id).collect();
-    eprintln!("demo: real CLIs: {}; skipped: {}", if names.is_empty() { "none".into() } else { names.join(", ") }, if skipped.is_empty() { "none".into() } else { skipped.join("; ") });
-    run
-}
-
-/// The demo plan: the three scripted plays (which also validate each scenario) and two
-/// simulated policies, on both prompt variants.
-fn demo_plan(replicates: u32, seed: u64) -> String {
-    let mut plan = format!(
-        "# Written by `overeager demo`.\nid = \"demo\"\ntitle = \"Demo: scripted plays and simulated policies on a small bench\"\nscenarios = \"bench\"\n\
-         variants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = {replicates}\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = {seed}\n"
-    );
-    for (agent, framework, model) in [
-        ("scripted:cautious", "scripted", "cautious"),
-        ("scripted:moderate", "scripted", "moderate"),
-        ("scripted:aggressive", "scripted", "aggressive"),
-        ("sim:permissive", "sim-permissive", "sim-base"),
-        ("sim:ask", "sim-ask", "sim-base"),
-    ] {
-        plan.push_str(&format!("\n[[agent]]\nagent = \"{agent}\"\nframework = \"{framework}\"\nmodel = \"{model}\"\n"));
-    }
-    plan
-}
-
 pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let started = Instant::now();
     // 1. A small bench, synthesized and validated from the seeds.
-    let shim = crate::run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_run::locate_shim().map_err(anyhow::Error::msg)?;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs).max(1);
-    let judge = crate::judge::Judge::new(crate::judge::JudgeOptions {
+    let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
         limits: Default::default(),
         jobs,
-        cache: crate::judge::engine::default_cache_dir(),
+        cache: overeager_judge::engine::default_cache_dir(),
         trust: Default::default(),
     })?;
     if args.out.exists() {
@@ -218,46 +148,47 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     // Written first: it also marks the directory as the demo's, for the next run to replace.
     let plan = args.out.join("demo.toml");
-    std::fs::write(&plan, demo_plan(args.replicates, args.seed))?;
+    std::fs::write(&plan, overeager_experiment::demo::plan(args.replicates, args.seed))?;
     let bench = args.out.join("bench");
-    let params = crate::r#gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12, validate_with: None };
+    let params = overeager_gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12, validate_with: None };
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
     struct Quiet;
-    impl crate::r#gen::synth::Progress for Quiet {
+    impl overeager_gen::synth::Progress for Quiet {
         fn seeds_validated(&self, _: usize, _: usize) {}
         fn candidate(&self, _: usize, _: usize) {}
     }
     eprintln!("demo: synthesizing a bench of {} scenarios from {} …", args.n, args.seeds.display());
-    let gen_report = pool.install(|| crate::r#gen::synth::generate(&params, &bench, &judge, &shim, &Quiet))?;
+    let validator = overeager_experiment::plays::PlayValidator { cell: None, judge: &judge, executor: &overeager_run::Executor::Local, shim: &shim };
+    let gen_report = pool.install(|| overeager_gen::synth::generate(&params, &bench, &validator, &Quiet))?;
     let db = args.out.join("overeager.db");
     // 2. Real agent CLIs against the scripted model, as an experiment of their own, first: the
     // web app opens on the newest experiment, the scripted and simulated one.
-    let real_agents = if args.no_real { Vec::new() } else { demo_real_agents() };
+    let real_agents = if args.no_real { Vec::new() } else { overeager_experiment::demo::real_agents() };
     let real = if real_agents.is_empty() {
         None
     } else {
         let plan = args.out.join("demo-real.toml");
-        std::fs::write(&plan, demo_real_plan(&real_agents, args.seed))?;
+        std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.seed))?;
         eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
         let t = Instant::now();
-        let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
+        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
     // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
-    let outcome = crate::experiment::run(Store::open(&db)?, &plan, &crate::experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
+    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default() })?;
     // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
     let mut store = Store::open(&db)?;
-    let validated = record_validations(&mut store, "demo")?;
+    let validated = overeager_experiment::plays::record_validations(&mut store, "demo")?;
     // 5. The report with its figures.
     let records = store.records("demo")?;
-    let report = crate::report::build("demo", "Demo", &records, &store.labelled(Some("demo"))?);
+    let report = overeager_report::build("demo", "Demo", &records, &store.labelled(Some("demo"))?);
     let report_dir = args.out.join("report");
-    let staging = crate::audit::staging_dir(&report_dir)?;
-    let figures = crate::report::plots::draw_all(staging.path(), &report)?;
-    crate::report::write::data_files(staging.path(), &report)?;
-    std::fs::write(staging.path().join("report.md"), crate::report::write::markdown(&report, &figures))?;
-    crate::audit::publish(staging, &report_dir)?;
+    let staging = overeager_bundle::files::staging_dir(&report_dir)?;
+    let figures = overeager_report::plots::draw_all(staging.path(), &report)?;
+    overeager_report::write::data_files(staging.path(), &report)?;
+    std::fs::write(staging.path().join("report.md"), overeager_report::write::markdown(&report, &figures))?;
+    overeager_bundle::files::publish(staging, &report_dir)?;
     println!(
         "demo: {} runs ({} failed) of {} scenarios × 5 agents × 2 variants × {} replicates in {:.0} s; {validated} scenarios validated; report in {}",
         outcome.progress.done,
@@ -270,7 +201,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     print_cells(&report);
     if let Some((real, t)) = &real {
         let records = store.records("demo-real")?;
-        let report = crate::report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
+        let report = overeager_report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
         println!("demo: {} real-CLI runs ({} failed) in {:.0} s", real.progress.done, real.progress.failed, t);
         print_cells(&report);
     }
@@ -282,52 +213,12 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
 }
 
 /// Prints an experiment's cells, one line each.
-fn print_cells(report: &crate::report::Report) {
-    let mut cells: Vec<&crate::report::Cell> = report.cells.iter().collect();
+fn print_cells(report: &overeager_report::Report) {
+    let mut cells: Vec<&overeager_report::Cell> = report.cells.iter().collect();
     cells.sort_by_key(|c| c.label());
     for c in cells {
         println!("  {:<56} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
     }
-}
-
-/// Records the validator's decision on each scenario of an experiment whose agents include the
-/// three scripted plays: their first kept-variant replicate are the plays the validator runs.
-/// Returns how many scenarios were decided.
-pub fn record_validations(store: &mut Store, experiment: &str) -> Result<usize> {
-    let records = store.records(experiment)?;
-    let mut plays: std::collections::BTreeMap<&str, [Option<&crate::store::RunRecord>; 3]> = Default::default();
-    for r in records.iter().filter(|r| r.variant == overeager_core::Variant::ConsentKept && r.replicate == 0 && r.framework == "scripted") {
-        let Some(i) = PlayKind::ALL.iter().position(|k| r.agent == format!("scripted:{}", k.as_str())) else { continue };
-        plays.entry(r.scenario_hash.as_str()).or_default()[i] = Some(r);
-    }
-    let mut n = 0;
-    for (hash, found) in plays {
-        let [Some(c), Some(m), Some(a)] = found else { continue };
-        let Some(detail) = store.scenario_detail(hash)? else { continue };
-        let declared: Vec<String> = detail.scenario.traps.iter().map(|t| t.id.clone()).collect();
-        let result = |k: PlayKind, r: &crate::store::RunRecord| PlayResult {
-            play: k,
-            fired: r.traps.iter().map(|(t, _)| t.clone()).collect::<BTreeSet<_>>(),
-            success: r.success,
-            errors: if r.complete { Vec::new() } else { vec!["a predicate had no answer".into()] },
-            designed: detail.scenario.plays.get(k).fires.iter().cloned().collect(),
-        };
-        let results = [result(PlayKind::Cautious, c), result(PlayKind::Moderate, m), result(PlayKind::Aggressive, a)];
-        let decision = decide(&declared, &results);
-        let v = Validation {
-            admitted: decision.is_ok(),
-            rejection: decision.err().map(|e| e.to_string()),
-            plays: results
-                .iter()
-                .zip([c, m, a])
-                .map(|(p, r)| PlayOutcome { play: p.play.as_str().into(), fired: p.fired.iter().cloned().collect(), success: p.success, run: Some(r.run.clone()) })
-                .collect(),
-            validated_us: crate::run::now_us(),
-        };
-        store.put_validation(hash, &v)?;
-        n += 1;
-    }
-    Ok(n)
 }
 
 /// Arguments of `overeager publish`.
@@ -400,11 +291,11 @@ pub struct BenchApiArgs {
 /// Serves the store in-process and loads `GET /api/leaderboard` with wrk; with `--mixed`,
 /// loads four endpoints alone and then all together, and reports each one's p99 both ways.
 pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
-    let newest = crate::store::Store::open_existing(&args.db.db)?.experiments()?.into_iter().max_by_key(|e| e.created_us);
+    let newest = overeager_store::Store::open_existing(&args.db.db)?.experiments()?.into_iter().max_by_key(|e| e.created_us);
     let Some(experiment) = newest.map(|e| e.id) else {
         bail!("{} has no experiment to rank; run `overeager demo --no-serve` or `overeager experiment run <plan>` first", args.db.db.display());
     };
-    let (rt, addr) = super::scale::serve_in_process(&args.db.db)?;
+    let (rt, addr) = api::serve_in_process(&args.db.db)?;
     if args.mixed {
         let paths = ["/api/leaderboard".to_string(), format!("/api/runs?experiment={experiment}"), "/api/scenarios".into(), "/api/experiments".into()];
         let urls: Vec<String> = paths.iter().map(|p| format!("http://{addr}{p}")).collect();

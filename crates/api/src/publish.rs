@@ -1,0 +1,201 @@
+//! `overeager publish`: the leaderboard, scenarios, runs and traces as a static site. The web
+//! app is copied as built; each API document it reads is written as a file at the API's path
+//! plus `.json` (`api/experiments/<id>/report.json`), and every page a link can point at gets
+//! its own `index.html`, so deep links work from any file server without rewrite rules.
+
+use std::collections::BTreeSet;
+use std::path::Path;
+
+use anyhow::{Context, Result, bail};
+use serde_json::json;
+
+use super::{read, trace};
+use overeager_bundle::files::{check_out_free, staging_dir};
+use overeager_store::Store;
+use overeager_store::web::RunFilter;
+
+/// What `publish` wrote.
+#[derive(Debug, serde::Serialize)]
+pub struct Published {
+    pub experiments: usize,
+    pub scenarios: usize,
+    pub runs: usize,
+    pub traces: usize,
+    /// Runs whose trace was left out (over `max_traces`).
+    pub traces_left_out: usize,
+    pub files: usize,
+}
+
+/// The marker the web app looks for to read files instead of the live API.
+const STATIC_META: &str = r#"<meta name="overeager-static" content="true">"#;
+
+struct Site<'a> {
+    root: &'a Path,
+    index: String,
+    files: usize,
+}
+
+impl Site<'_> {
+    fn write(&mut self, rel: &str, bytes: &[u8]) -> Result<()> {
+        let p = self.root.join(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        std::fs::write(&p, bytes).with_context(|| format!("writing {}", p.display()))?;
+        self.files += 1;
+        Ok(())
+    }
+    fn json(&mut self, api_path: &str, v: &impl serde::Serialize) -> Result<()> {
+        self.write(&format!("api/{api_path}.json"), &serde_json::to_vec(v)?)
+    }
+    /// A page at `route` (e.g. `runs/<id>`), so a deep link finds the app.
+    fn page(&mut self, route: &str) -> Result<()> {
+        let index = self.index.clone();
+        self.write(&format!("{route}/index.html"), index.as_bytes())
+    }
+}
+
+/// Writes the static site into `out` (which must not exist, or be empty); it appears complete
+/// or not at all.
+pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<Published> {
+    check_out_free(out)?;
+    let index_path = dist.join("index.html");
+    let index = std::fs::read_to_string(&index_path).with_context(|| format!("reading {}: build the web app first (./scripts/build.sh)", index_path.display()))?;
+    let Some(head) = index.find("<head>") else { bail!("{}: no <head> element to mark as static", index_path.display()) };
+    let index = format!("{}{STATIC_META}{}", &index[..head + 6], &index[head + 6..]);
+    let store = Store::open_existing(db)?;
+    let staging = staging_dir(out)?;
+    let mut site = Site { root: staging.path(), index, files: 0 };
+    copy_dir(dist, staging.path(), &mut site.files)?;
+    site.write("index.html", site.index.clone().as_bytes())?;
+    for route in ["matrix", "scenarios", "runs", "plots", "predicates", "transfer", "submissions"] {
+        site.page(route)?;
+    }
+
+    // Experiments, reports, figures, run lists.
+    // Newest first, as listed: the traces of the newest experiment come first under --max-traces.
+    let exps = read::newest_first(&store)?;
+    site.json("experiments", &read::experiment_list(&store, &exps)?)?;
+    let mut runs_total = 0;
+    let mut traced = 0;
+    let mut left_out = 0;
+    let mut digests = BTreeSet::new();
+    for e in &exps {
+        let mut report = overeager_report::build(&e.id, &e.title, &store.records(&e.id)?, &store.labelled(Some(&e.id))?);
+        report.submitted = overeager_report::submitted_cells(store.approved_cells(&e.id)?);
+        site.json(&format!("experiments/{}/report", e.id), &report)?;
+        for (name, svg) in read::render_plots(&report)? {
+            site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
+        }
+        let runs = store.all_run_rows(&RunFilter { experiment: Some(e.id.clone()), ..RunFilter::default() })?;
+        site.json(&format!("experiments/{}/runs", e.id), &json!({ "total": runs.len(), "runs": runs }))?;
+        runs_total += runs.len();
+        let objects = store.objects_dir();
+        for r in &runs {
+            let verdict = store.run_verdict(&r.id)?;
+            site.json(&format!("runs/{}", r.id), &json!({ "run": r, "verdict": verdict }))?;
+            site.page(&format!("runs/{}", r.id))?;
+            let Some(d) = &r.bundle else { continue };
+            if digests.contains(d) {
+                continue;
+            }
+            if traced >= max_traces {
+                left_out += 1;
+                continue;
+            }
+            let t = trace::build(d, &overeager_store::object_path_in(&objects, d), Some(r.clone()), None, verdict)?;
+            write_trace(&mut site, d, &t)?;
+            write_exports(&mut site, &store, &r.id)?;
+            digests.insert(d.clone());
+            traced += 1;
+        }
+    }
+    // Submissions and their traces.
+    let subs = store.submissions(None)?;
+    site.json("bundles", &json!({ "submissions": subs }))?;
+    for s in &subs {
+        if digests.insert(s.bundle.clone()) {
+            let path = overeager_store::object_path_in(&store.objects_dir(), &s.bundle);
+            let t = trace::build(&s.bundle, &path, None, Some(s.clone()), Some(s.verdict.clone()))?;
+            write_trace(&mut site, &s.bundle, &t)?;
+            traced += 1;
+        }
+    }
+
+    // Approved leaderboard submissions, their pages and traces (drafts and rejected ones are
+    // not public).
+    let approved = super::board::submission_list(&store, true)?;
+    site.json("submissions", &json!({ "submissions": approved }))?;
+    for row in &approved {
+        let id = row["id"].as_str().unwrap_or_default();
+        let Some(doc) = super::board::submission_json(&store, id, None, (0, usize::MAX))? else { continue };
+        site.json(&format!("submissions/{id}"), &doc)?;
+        site.page(&format!("submissions/{id}"))?;
+        for b in doc["runs"].as_array().into_iter().flatten() {
+            let Some(d) = b["bundle"].as_str().filter(|_| b["trace"].is_string()) else { continue };
+            if digests.insert(d.to_string()) {
+                let Some(sub) = store.cell_bundle_as_submission(d)? else { continue };
+                let path = overeager_store::object_path_in(&store.objects_dir(), d);
+                let t = trace::build(d, &path, None, Some(sub.clone()), Some(sub.verdict.clone()))?;
+                write_trace(&mut site, d, &t)?;
+                traced += 1;
+            }
+        }
+    }
+
+    // Scenarios.
+    let rows = store.scenario_rows()?;
+    site.json("scenarios", &json!({ "scenarios": rows, "archetypes": {}, "axes": {} }))?;
+    for r in &rows {
+        if let Some(d) = store.scenario_detail(&r.hash)? {
+            site.json(&format!("scenarios/{}", r.hash), &read::scenario_json(&d))?;
+            site.page(&format!("scenarios/{}", r.hash))?;
+        }
+    }
+    // Predicates (the built-in library as the server would list it) and transfer.
+    let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: overeager_judge::engine::default_cache_dir(), trust: Default::default() })?;
+    site.json("predicates", &json!({ "loaded": read::loaded_modules(&judge), "uploads": store.predicate_rows()? }))?;
+    let (cases, truns) = (store.transfer_cases()?, store.transfer_runs()?);
+    site.json("transfer", &json!({ "cases": cases.len(), "rows": overeager_report::transfer::rows(&cases, &truns) }))?;
+    let files = site.files;
+    overeager_bundle::files::publish(staging, out)?;
+    Ok(Published { experiments: exps.len(), scenarios: rows.len(), runs: runs_total, traces: traced, traces_left_out: left_out, files })
+}
+
+/// A run's ATIF trajectory and Inspect log, where the trace viewer's links find them.
+fn write_exports(site: &mut Site<'_>, store: &Store, run: &str) -> Result<()> {
+    use overeager_report::export;
+    use overeager_report::formats::{self, Format};
+    let Some(r) = export::run_from_store(store, run)? else { return Ok(()) };
+    for (format, file) in [(Format::Atif, "atif.json"), (Format::Inspect, "inspect.eval")] {
+        let (bytes, _, _) = formats::single_file(&r, format)?;
+        site.write(&format!("api/runs/{run}/export/{file}"), &bytes)?;
+    }
+    Ok(())
+}
+
+fn write_trace(site: &mut Site<'_>, digest: &str, t: &trace::Trace) -> Result<()> {
+    site.write(&format!("api/bundles/{digest}.json"), &t.summary)?;
+    for (k, c) in t.chunks.iter().enumerate() {
+        site.write(&format!("api/bundles/{digest}/events/{k}.json"), c)?;
+    }
+    for (name, body) in &t.raw {
+        site.write(&format!("api/bundles/{digest}/raw/{name}.txt"), body)?;
+    }
+    site.page(&format!("bundles/{digest}"))
+}
+
+fn copy_dir(from: &Path, to: &Path, files: &mut usize) -> Result<()> {
+    for entry in walkdir::WalkDir::new(from).min_depth(1) {
+        let entry = entry?;
+        let rel = entry.path().strip_prefix(from).expect("below its root");
+        let dest = to.join(rel);
+        if entry.file_type().is_dir() {
+            std::fs::create_dir_all(&dest)?;
+        } else {
+            std::fs::copy(entry.path(), &dest).with_context(|| format!("copying {}", entry.path().display()))?;
+            *files += 1;
+        }
+    }
+    Ok(())
+}

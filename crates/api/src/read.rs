@@ -1,0 +1,482 @@
+//! Read-only endpoints: public, cached where the work is heavy.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{Html, IntoResponse, Response};
+use overeager_core::Variant;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState, json_bytes, trace};
+use overeager_store::object_path_in;
+use overeager_store::web::RunFilter;
+
+type Api<T> = Result<T, ApiError>;
+
+/// Liveness and what the server serves.
+#[utoipa::path(get, path = "/api/health", responses((status = 200, description = "The server is up")))]
+pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let schema = st.read(|s| s.schema_version())?;
+    Ok(Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION"), "schema": schema, "web_app": st.config.dist.is_some() })))
+}
+
+/// `?experiment=` or the newest experiment.
+async fn experiment_or_newest(st: &AppState, named: Option<String>) -> Api<String> {
+    match named.filter(|e| !e.is_empty()) {
+        Some(e) => Ok(e),
+        None => st.default_experiment()?.ok_or_else(|| ApiError::not_found("the store has no experiments yet: run `overeager experiment run <plan>` or `overeager demo`")),
+    }
+}
+
+async fn cached_report(st: &Arc<AppState>, experiment: &str) -> Api<Arc<super::CachedReport>> {
+    if let Some(r) = st.recent_report(experiment) {
+        return Ok(r);
+    }
+    let st2 = st.clone();
+    let id = experiment.to_string();
+    let r = tokio::task::spawn_blocking(move || st2.report(&id)).await.map_err(ApiError::internal)??;
+    r.ok_or_else(|| ApiError::not_found(format!("no experiment `{experiment}` in this store; GET /api/experiments lists them")))
+}
+
+#[derive(Deserialize)]
+pub struct LeaderboardQuery {
+    experiment: Option<String>,
+    /// `kept`/`consent_kept` (default) or `stripped`/`consent_stripped`.
+    variant: Option<String>,
+}
+
+fn parse_variant(v: Option<&str>) -> Api<Variant> {
+    match v.unwrap_or("kept") {
+        "kept" | "consent_kept" => Ok(Variant::ConsentKept),
+        "stripped" | "consent_stripped" => Ok(Variant::ConsentStripped),
+        other => Err(ApiError::bad(format!("variant `{other}` is not one of kept, stripped (or consent_kept, consent_stripped)"))),
+    }
+}
+
+/// The leaderboard of one variant: every cell with its overeager rate and Wilson interval,
+/// lowest rate first.
+#[utoipa::path(get, path = "/api/leaderboard",
+    params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)"),
+           ("variant" = Option<String>, Query, description = "kept (default) or stripped")),
+    responses((status = 200, description = "Cells of the variant"), (status = 400, description = "Unknown variant"), (status = 404, description = "No such experiment")))]
+pub async fn leaderboard(State(st): State<Arc<AppState>>, Query(q): Query<LeaderboardQuery>) -> Api<Response> {
+    let variant = parse_variant(q.variant.as_deref())?;
+    let exp = experiment_or_newest(&st, q.experiment).await?;
+    let r = cached_report(&st, &exp).await?;
+    let i = if variant == Variant::ConsentKept { 0 } else { 1 };
+    Ok(json_bytes(r.leaderboard[i].clone()))
+}
+
+#[derive(Deserialize)]
+pub struct ExperimentQuery {
+    experiment: Option<String>,
+}
+
+/// Every framework × model × variant cell of an experiment (the matrix).
+#[utoipa::path(get, path = "/api/cells", params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)")),
+    responses((status = 200, description = "Cells"), (status = 404, description = "No such experiment")))]
+pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQuery>) -> Api<Json<Value>> {
+    let exp = experiment_or_newest(&st, q.experiment).await?;
+    let r = cached_report(&st, &exp).await?;
+    Ok(Json(json!({ "experiment": exp, "simulated": r.report.simulated, "cells": r.report.cells })))
+}
+
+/// Experiments with their progress, newest first.
+#[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
+pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
+    let list = st.experiment_list.get(st.store_version()?, || st.read(|s| experiment_list(s, &newest_first(s)?)))?;
+    // Whether one is running is this process's own state: always current.
+    let list = list
+        .iter()
+        .map(|e| {
+            let mut e = e.clone();
+            e["running"] = Value::Bool(e["id"].as_str().is_some_and(|id| running.iter().any(|r| r == id)));
+            e
+        })
+        .collect();
+    Ok(Json(Value::Array(list)))
+}
+
+/// The store's experiments, newest first.
+pub fn newest_first(s: &overeager_store::Store) -> anyhow::Result<Vec<overeager_store::Experiment>> {
+    let mut exps = s.experiments()?;
+    exps.sort_by(|a, b| b.created_us.cmp(&a.created_us).then_with(|| a.id.cmp(&b.id)));
+    Ok(exps)
+}
+
+/// Experiments with their progress, as `/api/experiments` lists them (shared with the static
+/// export), each with `running: false`; the server marks the ones it is running.
+pub fn experiment_list(s: &overeager_store::Store, exps: &[overeager_store::Experiment]) -> anyhow::Result<Vec<Value>> {
+    exps.iter()
+        .map(|e| {
+            let simulated = e.plan.agents.iter().any(|a| a.agent.starts_with("sim:"));
+            Ok(json!({
+                "id": e.id, "title": e.title, "created_us": e.created_us, "progress": s.progress(&e.id)?,
+                "simulated": simulated, "running": false,
+            }))
+        })
+        .collect()
+}
+
+/// One experiment: its plan and progress per agent.
+#[utoipa::path(get, path = "/api/experiments/{id}", params(("id" = String, Path, description = "experiment id")),
+    responses((status = 200, description = "The experiment"), (status = 404, description = "No such experiment")))]
+pub async fn experiment(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
+    let v = st.read(|s| {
+        let Some(e) = s.experiment(&id)? else { return Ok(None) };
+        let by_agent: Vec<Value> = s.progress_by_agent(&id)?.into_iter().map(|(f, m, p)| json!({ "framework": f, "model": m, "progress": p })).collect();
+        Ok(Some(json!({ "experiment": e, "progress": s.progress(&id)?, "by_agent": by_agent, "failures": s.failures(&id, 20)? })))
+    })?;
+    v.map(Json).ok_or_else(|| ApiError::not_found(format!("no experiment `{id}`; GET /api/experiments lists them")))
+}
+
+/// The experiment's full report (every table of `overeager report`).
+#[utoipa::path(get, path = "/api/experiments/{id}/report", params(("id" = String, Path, description = "experiment id")),
+    responses((status = 200, description = "The report"), (status = 404, description = "No such experiment")))]
+pub async fn report(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Response> {
+    Ok(json_bytes(cached_report(&st, &id).await?.json.clone()))
+}
+
+/// The names of an experiment's figures.
+pub const PLOTS: &[&str] = &["forest", "heatmap", "dumbbell"];
+
+/// A figure of the report as SVG: `forest.svg`, `heatmap.svg` or `dumbbell.svg`.
+#[utoipa::path(get, path = "/api/experiments/{id}/plots/{name}",
+    params(("id" = String, Path, description = "experiment id"), ("name" = String, Path, description = "forest.svg, heatmap.svg or dumbbell.svg")),
+    responses((status = 200, description = "SVG", content_type = "image/svg+xml"), (status = 404, description = "No such experiment or figure")))]
+pub async fn plot(State(st): State<Arc<AppState>>, Path((id, name)): Path<(String, String)>) -> Api<Response> {
+    let r = cached_report(&st, &id).await?;
+    let stem = name.strip_suffix(".svg").unwrap_or(&name).to_string();
+    if !PLOTS.contains(&stem.as_str()) {
+        return Err(ApiError::not_found(format!("no figure `{name}`; figures are {}", PLOTS.iter().map(|p| format!("{p}.svg")).collect::<Vec<_>>().join(", "))));
+    }
+    let svg = r.plots.lock().unwrap_or_else(|p| p.into_inner()).get(&stem).cloned();
+    let svg = match svg {
+        Some(s) => s,
+        None => {
+            let report = r.report.clone();
+            let all = tokio::task::spawn_blocking(move || render_plots(&report)).await.map_err(ApiError::internal)??;
+            let mut cache = r.plots.lock().unwrap_or_else(|p| p.into_inner());
+            cache.extend(all);
+            cache.get(&stem).cloned().ok_or_else(|| ApiError::not_found(format!("experiment `{id}` has no {stem} figure (it has nothing to show)")))?
+        }
+    };
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("image/svg+xml"))], svg).into_response())
+}
+
+/// Draws every figure and returns the SVGs by name.
+pub fn render_plots(report: &overeager_report::Report) -> anyhow::Result<BTreeMap<String, Bytes>> {
+    let dir = tempfile::tempdir()?;
+    let mut out = BTreeMap::new();
+    for f in overeager_report::plots::draw_all(dir.path(), report)? {
+        if f.extension().is_some_and(|e| e == "svg") {
+            let stem = f.file_stem().expect("figures have names").to_string_lossy().into_owned();
+            out.insert(stem, Bytes::from(std::fs::read(&f)?));
+        }
+    }
+    Ok(out)
+}
+
+/// Plans that `POST /api/experiments` may start.
+#[utoipa::path(get, path = "/api/plans", responses((status = 200, description = "Plan names")))]
+pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let mut names = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(&st.config.plans) {
+        for e in entries.flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "toml")
+                && let Some(stem) = p.file_stem()
+            {
+                names.push(stem.to_string_lossy().into_owned());
+            }
+        }
+    }
+    names.sort();
+    Ok(Json(json!({ "dir": st.config.plans.display().to_string(), "plans": names })))
+}
+
+/// Scenarios, filtered by archetype and by axis levels (`?archetype=…&ambiguity=implicit`).
+#[utoipa::path(get, path = "/api/scenarios",
+    params(("archetype" = Option<String>, Query, description = "archetype"), ("q" = Option<String>, Query, description = "text in id or title"),
+           ("admitted" = Option<bool>, Query, description = "validator decision")),
+    responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
+pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<Value>> {
+    let rows = st.scenario_rows.get(st.store_version()?, || st.read(|s| s.scenario_rows()))?;
+    let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
+    let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
+    for r in rows.iter() {
+        *archetypes.entry(r.archetype.clone()).or_default() += 1;
+        for (a, l) in &r.axes {
+            *axes.entry(a.clone()).or_default().entry(l.clone()).or_default() += 1;
+        }
+    }
+    for key in q.keys() {
+        if !["archetype", "q", "admitted"].contains(&key.as_str()) && !axes.contains_key(key) {
+            return Err(ApiError::bad(format!("unknown filter `{key}`: use archetype, q, admitted or an axis ({})", axes.keys().cloned().collect::<Vec<_>>().join(", "))));
+        }
+    }
+    let text = q.get("q").map(|t| t.to_lowercase());
+    let admitted = match q.get("admitted").map(String::as_str) {
+        None | Some("") => None,
+        Some("true") => Some(true),
+        Some("false") => Some(false),
+        Some(o) => return Err(ApiError::bad(format!("admitted=`{o}`: use true or false"))),
+    };
+    let list: Vec<_> = rows
+        .iter()
+        .filter(|r| q.get("archetype").is_none_or(|a| a.is_empty() || &r.archetype == a))
+        .filter(|r| text.as_ref().is_none_or(|t| r.id.to_lowercase().contains(t) || r.title.to_lowercase().contains(t)))
+        .filter(|r| admitted.is_none_or(|a| r.admitted == Some(a)))
+        .filter(|r| q.iter().filter(|(k, _)| axes.contains_key(*k)).all(|(k, v)| v.is_empty() || r.axes.get(k) == Some(v)))
+        .collect();
+    Ok(Json(json!({ "scenarios": list, "archetypes": archetypes, "axes": axes })))
+}
+
+/// A scenario with its fixture tree, both prompts (and where the consent block is), traps,
+/// plays and validator result.
+#[utoipa::path(get, path = "/api/scenarios/{key}", params(("key" = String, Path, description = "content hash or id")),
+    responses((status = 200, description = "The scenario"), (status = 404, description = "Unknown scenario")))]
+pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) -> Api<Json<Value>> {
+    let d = st.read(|s| s.scenario_detail(&key))?.ok_or_else(|| ApiError::not_found(format!("no scenario with hash or id `{key}`; GET /api/scenarios lists them")))?;
+    Ok(Json(scenario_json(&d)))
+}
+
+/// The detail document of a scenario (shared with the static export).
+pub fn scenario_json(d: &overeager_store::web::ScenarioDetail) -> Value {
+    let kept = overeager_core::render_prompt(&d.scenario.prompt, Variant::ConsentKept);
+    let stripped = overeager_core::render_prompt(&d.scenario.prompt, Variant::ConsentStripped);
+    json!({
+        "row": d.row, "scenario": d.scenario, "fixture": d.fixture, "validation": d.validation,
+        "prompts": {
+            "consent_kept": { "text": kept.text, "block": kept.consent_block.map(|r| [r.start, r.end]) },
+            "consent_stripped": { "text": stripped.text, "block": stripped.consent_block.map(|r| [r.start, r.end]) },
+        },
+    })
+}
+
+/// Runs, filtered by experiment, cell (framework, model, variant), agent, scenario and outcome.
+#[utoipa::path(get, path = "/api/runs",
+    params(("experiment" = Option<String>, Query, description = "experiment id"), ("framework" = Option<String>, Query, description = "framework"),
+           ("model" = Option<String>, Query, description = "model"), ("agent" = Option<String>, Query, description = "agent spec"),
+           ("variant" = Option<String>, Query, description = "consent_kept or consent_stripped"), ("scenario" = Option<String>, Query, description = "scenario id"),
+           ("outcome" = Option<String>, Query, description = "overeager, clean, incomplete, timed_out, failed, pending"),
+           ("limit" = Option<u32>, Query, description = "at most 5000, default 200"), ("offset" = Option<u32>, Query, description = "rows to skip"),
+           ("after" = Option<i64>, Query, description = "the `next` cursor of the previous page")),
+    responses((status = 200, description = "Matching runs and their total"), (status = 400, description = "A bad filter")))]
+pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<overeager_store::web::RunPage>> {
+    let page = st.read(|s| s.run_rows(&f)).map_err(|e| ApiError::bad(format!("{e:#}")))?;
+    Ok(Json(page))
+}
+
+/// One run and its verdict.
+#[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
+    responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]
+pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
+    let (row, verdict) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?)))?;
+    let row = row.ok_or_else(|| ApiError::not_found(format!("no run `{id}`; GET /api/runs lists them")))?;
+    Ok(Json(json!({ "run": row, "verdict": verdict })))
+}
+
+/// `?format=` of a run export.
+#[derive(Deserialize)]
+pub struct ExportQuery {
+    format: Option<String>,
+}
+
+/// A run for other tools: its ATIF trajectory (Harbor), or its Inspect eval log (`.eval`),
+/// with the stored verdict.
+#[utoipa::path(get, path = "/api/runs/{id}/export", params(("id" = String, Path, description = "Run id"), ("format" = String, Query, description = "`atif` or `inspect`")), responses((status = 200, description = "The file, as an attachment"), (status = 400, description = "Unknown format"), (status = 404, description = "No such run, or it has no bundle yet")))]
+pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>, Query(q): Query<ExportQuery>) -> Api<Response> {
+    let format: overeager_report::formats::Format = q.format.as_deref().ok_or_else(|| ApiError::bad("pass ?format=atif or ?format=inspect"))?.parse().map_err(ApiError::bad)?;
+    let st2 = st.clone();
+    let run = tokio::task::spawn_blocking(move || {
+        st2.read(|s| match s.run_row(&id)? {
+            None => Ok(Err(format!("no run `{id}`; GET /api/runs lists them"))),
+            Some(row) if row.bundle.is_none() => Ok(Err(format!("run `{id}` has no bundle yet (status {})", row.status))),
+            Some(_) => Ok(overeager_report::export::run_from_store(s, &id)?.ok_or_else(|| format!("no run `{id}`"))),
+        })
+    })
+    .await
+    .map_err(ApiError::internal)??
+    .map_err(ApiError::not_found)?;
+    let (bytes, media, name) = overeager_report::formats::single_file(&run, format).map_err(ApiError::internal)?;
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(media)), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
+}
+
+fn check_digest(d: &str) -> Api<()> {
+    if d.len() == 64 && d.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()) {
+        Ok(())
+    } else {
+        Err(ApiError::bad(format!("`{d}` is not a bundle digest (64 lowercase hex digits)")))
+    }
+}
+
+/// The trace of a stored bundle, built on first use and then cached.
+pub(crate) async fn load_trace(st: &Arc<AppState>, digest: &str) -> Api<Arc<trace::Trace>> {
+    check_digest(digest)?;
+    if let Some(t) = st.traces.get(digest) {
+        return Ok(t);
+    }
+    let st2 = st.clone();
+    let d = digest.to_string();
+    let t = tokio::task::spawn_blocking(move || -> Api<Arc<trace::Trace>> {
+        let (path, run, verdict, submission) = st2.read(|s| {
+            let path = object_path_in(&s.objects_dir(), &d);
+            let run = match s.run_by_bundle(&d)? {
+                Some(id) => Some((s.run_row(&id)?, s.run_verdict(&id)?)),
+                None => None,
+            };
+            let submission = match s.submissions(Some(&d))?.into_iter().next() {
+                Some(x) => Some(x),
+                None => s.cell_bundle_as_submission(&d)?,
+            };
+            let (run, verdict) = match run {
+                Some((r, v)) => (r, v),
+                None => (None, submission.as_ref().map(|s| s.verdict.clone())),
+            };
+            Ok((path, run, verdict, submission))
+        })?;
+        if !path.is_file() {
+            return Err(ApiError::not_found(format!("no bundle {d} in this store")));
+        }
+        Ok(Arc::new(trace::build(&d, &path, run, submission, verdict)?))
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    st.traces.put(digest, t.clone());
+    Ok(t)
+}
+
+/// A bundle for the trace viewer: manifest, prompt, verdict with fired traps and their
+/// evidence, snapshot diff, counts per channel and op, and how the events are chunked.
+#[utoipa::path(get, path = "/api/bundles/{digest}", params(("digest" = String, Path, description = "sha256 of the packed bundle")),
+    responses((status = 200, description = "Summary"), (status = 404, description = "Unknown bundle")))]
+pub async fn bundle(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
+    Ok(json_bytes(load_trace(&st, &digest).await?.summary.clone()))
+}
+
+/// One chunk of the merged events (all three channels), in seq order.
+#[utoipa::path(get, path = "/api/bundles/{digest}/events/{chunk}",
+    params(("digest" = String, Path, description = "bundle digest"), ("chunk" = usize, Path, description = "chunk number from 0")),
+    responses((status = 200, description = "Events"), (status = 404, description = "Unknown bundle or chunk")))]
+pub async fn bundle_events(State(st): State<Arc<AppState>>, Path((digest, chunk)): Path<(String, String)>) -> Api<Response> {
+    let t = load_trace(&st, &digest).await?;
+    let k: usize = chunk.trim_end_matches(".json").parse().map_err(|_| ApiError::bad(format!("chunk `{chunk}` is not a number")))?;
+    let c = t.chunks.get(k).ok_or_else(|| ApiError::not_found(format!("bundle {digest} has chunks 0..{}", t.chunks.len())))?;
+    Ok(json_bytes(c.clone()))
+}
+
+/// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, `net` (runs with network), or `prompt`.
+#[utoipa::path(get, path = "/api/bundles/{digest}/raw/{name}",
+    params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch, net or prompt")),
+    responses((status = 200, description = "The file", content_type = "text/plain"), (status = 404, description = "Unknown bundle or file")))]
+pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): Path<(String, String)>) -> Api<Response> {
+    let t = load_trace(&st, &digest).await?;
+    let name = name.trim_end_matches(".json").to_string();
+    let body = t.raw.get(&name).cloned().ok_or_else(|| {
+        ApiError::not_found(format!("bundle {digest} has no raw file `{name}`; it has {}", t.raw.keys().cloned().collect::<Vec<_>>().join(", ")))
+    })?;
+    Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/plain; charset=utf-8"))], body).into_response())
+}
+
+/// The packed bundle (`.oeb`), to judge or inspect offline.
+#[utoipa::path(get, path = "/api/bundles/{digest}/download", params(("digest" = String, Path, description = "bundle digest")),
+    responses((status = 200, description = "tar.zst", content_type = "application/octet-stream"), (status = 404, description = "Unknown bundle")))]
+pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
+    check_digest(&digest)?;
+    let path = st.read(|s| Ok(object_path_in(&s.objects_dir(), &digest)))?;
+    let file = tokio::fs::File::open(&path).await.map_err(|_| ApiError::not_found(format!("no bundle {digest} in this store")))?;
+    let len = file.metadata().await.map_err(ApiError::internal)?.len();
+    // Streamed in pieces: a large bundle costs the server no memory.
+    let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 << 10));
+    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{digest}.oeb\"")).map_err(ApiError::internal)?;
+    Ok((
+        [(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition), (header::CONTENT_LENGTH, HeaderValue::from(len))],
+        body,
+    )
+        .into_response())
+}
+
+/// Submitted bundles with the server's verdicts.
+#[utoipa::path(get, path = "/api/bundles", responses((status = 200, description = "Submissions, newest first")))]
+pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let subs = st.read(|s| s.submissions(None))?;
+    Ok(Json(json!({ "submissions": subs })))
+}
+
+/// The modules a judge uses, as the predicate registry lists them (shared with the static export).
+pub fn loaded_modules(judge: &overeager_judge::Judge) -> Vec<Value> {
+    judge
+        .modules()
+        .map(|m| json!({ "id": m.id, "digest": m.digest, "version": m.version, "key_id": m.key_id, "owner": m.owner, "predicates": m.predicates.iter().map(|p| json!({"name": p.name, "summary": p.summary})).collect::<Vec<_>>() }))
+        .collect()
+}
+
+/// Uploaded modules as they stand now: an approved module whose signing key was revoked (or
+/// left the trust store) since is `revoked` (or `untrusted`), with the reason; the judge no
+/// longer loads it.
+pub fn uploads_now(rows: Vec<overeager_store::web::PredicateRow>, trust: &overeager_judge::trust::TrustStore) -> Vec<Value> {
+    rows.into_iter()
+        .map(|r| {
+            let key = trust.get(&r.key_id);
+            let (status, reason) = match key {
+                Some(k) if k.revoked => ("revoked".to_string(), Some(k.revoked_reason.clone().unwrap_or_else(|| format!("signing key {} was revoked", r.key_id)))),
+                None if r.status != "rejected" => ("untrusted".to_string(), Some(format!("signing key {} is no longer in the trust store", r.key_id))),
+                _ => (r.status.clone(), None),
+            };
+            let mut v = serde_json::to_value(&r).expect("JSON");
+            v["decided_status"] = json!(r.status);
+            v["status"] = json!(status);
+            v["revoked_reason"] = json!(reason);
+            v
+        })
+        .collect()
+}
+
+/// The predicate registry: the built-in library and every upload with its status now.
+#[utoipa::path(get, path = "/api/predicates", responses((status = 200, description = "Modules")))]
+pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let judge = st.judge();
+    let loaded = loaded_modules(&judge);
+    let trust = super::load_trust(&st.config.trust)?;
+    let uploads = uploads_now(st.read(|s| s.predicate_rows())?, &trust);
+    Ok(Json(json!({ "loaded": loaded, "uploads": uploads })))
+}
+
+/// The keys of the trust store: who may sign predicate modules, for which namespaces, and
+/// which were revoked.
+#[utoipa::path(get, path = "/api/keys", responses((status = 200, description = "Keys")))]
+pub async fn keys(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let trust = super::load_trust(&st.config.trust)?;
+    Ok(Json(json!({ "keys": trust.keys })))
+}
+
+/// AutoElicit transfer rates per source → target agent.
+#[utoipa::path(get, path = "/api/transfer", responses((status = 200, description = "Rows")))]
+pub async fn transfer(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+    let (cases, runs) = st.read(|s| Ok((s.transfer_cases()?, s.transfer_runs()?)))?;
+    let rows = overeager_report::transfer::rows(&cases, &runs);
+    let mut by_severity: BTreeMap<String, u64> = BTreeMap::new();
+    for c in &cases {
+        *by_severity.entry(c.severity.clone()).or_default() += 1;
+    }
+    Ok(Json(json!({ "cases": cases.len(), "by_severity": by_severity, "rows": rows })))
+}
+
+pub async fn no_such_endpoint(Path(rest): Path<String>) -> ApiError {
+    ApiError::not_found(format!("no endpoint /api/{rest}; see /api/openapi.json"))
+}
+
+pub async fn no_web_app() -> (StatusCode, Html<&'static str>) {
+    (
+        StatusCode::NOT_FOUND,
+        Html("<!doctype html><title>overeager</title><p>The web app is not built. Build it with <code>./scripts/build.sh</code> (or point <code>OVEREAGER_DIST</code> at a built <code>dist/</code>); the API is at <a href=\"/api/openapi.json\">/api/openapi.json</a>.</p>"),
+    )
+}

@@ -1,0 +1,163 @@
+//! A bundle prepared for the trace viewer: a summary (manifest, prompt, verdict, fired traps,
+//! snapshot diff, counts) and the merged events in fixed-size chunks, so the viewer shows the
+//! first events at once and fetches the rest while the reader is already scrolling.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result};
+use axum::body::Bytes;
+use overeager_core::Verdict;
+use overeager_core::bundle::files;
+use serde::Serialize;
+
+use overeager_bundle::Bundle;
+use overeager_store::web::{RunRow, Submission};
+
+/// Events per chunk.
+pub const CHUNK: usize = 2000;
+
+/// The raw files a viewer may open, by the name used in URLs.
+pub const RAW: &[(&str, &str)] = &[("shell", files::SHIM), ("agent", files::AGENT), ("fswatch", files::FSWATCH), ("net", files::NET), ("model", files::MODEL), ("prompt", files::PROMPT)];
+
+/// Largest raw file served whole; longer ones are cut (the download has everything).
+const RAW_CAP: usize = 4 << 20;
+
+/// What the trace viewer's first request returns.
+#[derive(Debug, Serialize)]
+pub struct Summary<'a> {
+    pub digest: &'a str,
+    pub manifest: &'a overeager_core::bundle::BundleManifest,
+    pub prompt: String,
+    /// The run of an experiment this bundle belongs to.
+    pub run: Option<RunRow>,
+    /// The submission it came from.
+    pub submission: Option<Submission>,
+    /// The server's verdict (the run's or the submission's).
+    pub verdict: Option<Verdict>,
+    pub n_events: usize,
+    pub chunk: usize,
+    pub chunks: usize,
+    /// Events per channel and per op.
+    pub by_channel: BTreeMap<String, u64>,
+    pub by_op: BTreeMap<String, u64>,
+    pub diff: overeager_core::snapshot::SnapshotDiff,
+    /// Raw files present, with their sizes.
+    pub raw: BTreeMap<String, u64>,
+    /// The events the agent framework caused on its own (not the model's tool calls), and
+    /// the files only it changed (see `overeager_core::attribution`).
+    pub framework: Vec<u64>,
+    pub framework_paths: Vec<String>,
+}
+
+/// A bundle ready to serve.
+pub struct Trace {
+    pub summary: Bytes,
+    pub chunks: Vec<Bytes>,
+    pub raw: BTreeMap<String, Bytes>,
+}
+
+/// Reads a packed bundle and prepares it, with the run, submission and verdict it belongs to.
+pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Option<Submission>, verdict: Option<Verdict>) -> Result<Trace> {
+    let b = Bundle::open(packed).with_context(|| format!("opening bundle {digest}"))?;
+    let mut by_channel = BTreeMap::new();
+    let mut by_op = BTreeMap::new();
+    for e in &b.events {
+        *by_channel.entry(e.channel.as_str().to_string()).or_insert(0u64) += 1;
+        *by_op.entry(e.op.as_str().to_string()).or_insert(0u64) += 1;
+    }
+    let mut raw = BTreeMap::new();
+    let mut raw_sizes = BTreeMap::new();
+    for (name, file) in RAW {
+        if let Ok(bytes) = std::fs::read(b.dir.join(file)) {
+            raw_sizes.insert(name.to_string(), bytes.len() as u64);
+            let mut bytes = bytes;
+            if bytes.len() > RAW_CAP {
+                bytes.truncate(RAW_CAP);
+                bytes.extend_from_slice(format!("\n… cut at {RAW_CAP} bytes; download the bundle for the rest\n").as_bytes());
+            }
+            raw.insert(name.to_string(), Bytes::from(bytes));
+        }
+    }
+    let prompt = raw.get("prompt").map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
+    let attribution = overeager_judge::input::attribute_bundle(&b)?;
+    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_core::attribution::Actor::Framework).map(|e| e.seq).collect();
+    let chunks: Vec<Bytes> = b.events.chunks(CHUNK).map(|c| serde_json::to_vec(c).map(Bytes::from)).collect::<Result<_, _>>()?;
+    let summary = Summary {
+        digest,
+        manifest: &b.manifest,
+        prompt,
+        run,
+        submission,
+        verdict,
+        n_events: b.events.len(),
+        chunk: CHUNK,
+        chunks: chunks.len().max(1),
+        by_channel,
+        by_op,
+        diff: b.diff(),
+        raw: raw_sizes,
+        framework,
+        framework_paths: attribution.framework_paths.iter().cloned().collect(),
+    };
+    let summary = Bytes::from(serde_json::to_vec(&summary)?);
+    let chunks = if chunks.is_empty() { vec![Bytes::from_static(b"[]")] } else { chunks };
+    Ok(Trace { summary, chunks, raw })
+}
+
+impl Trace {
+    /// The bytes it holds.
+    pub fn size(&self) -> usize {
+        self.summary.len() + self.chunks.iter().map(Bytes::len).sum::<usize>() + self.raw.values().map(Bytes::len).sum::<usize>()
+    }
+}
+
+/// The most recently used traces, by bundle digest, at most `cap` of them and `cap_bytes` in
+/// all (a trace larger than that is served and not kept).
+pub struct Cache {
+    cap: usize,
+    cap_bytes: usize,
+    entries: Mutex<Vec<(String, Arc<Trace>)>>,
+}
+
+impl Cache {
+    pub fn new(cap: usize, cap_bytes: usize) -> Cache {
+        Cache { cap, cap_bytes, entries: Mutex::new(Vec::new()) }
+    }
+
+    /// The cached trace, moved to the front.
+    pub fn get(&self, digest: &str) -> Option<Arc<Trace>> {
+        let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        let i = e.iter().position(|(d, _)| d == digest)?;
+        let hit = e.remove(i);
+        let t = hit.1.clone();
+        e.insert(0, hit);
+        Some(t)
+    }
+
+    pub fn put(&self, digest: &str, t: Arc<Trace>) {
+        let mut e = self.entries.lock().unwrap_or_else(|p| p.into_inner());
+        e.retain(|(d, _)| d != digest);
+        e.insert(0, (digest.to_string(), t));
+        e.truncate(self.cap);
+        let mut total = 0;
+        e.retain(|(_, t)| {
+            let keep = total + t.size() <= self.cap_bytes;
+            if keep {
+                total += t.size();
+            }
+            keep
+        });
+    }
+
+    /// Forgets a trace whose verdict changed.
+    pub fn forget(&self, digest: &str) {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).retain(|(d, _)| d != digest);
+    }
+
+    /// Forgets every trace (after verdicts were re-judged).
+    pub fn clear(&self) {
+        self.entries.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+}

@@ -1,0 +1,65 @@
+//! The plans of `overeager demo`, the main job: the scripted plays and simulated policies on a
+//! small synthesized bench, and the real agent CLIs against the scripted model.
+
+/// The real CLIs the demo runs, with the policy cells it shows for each: the agent's own
+/// default and its permissive mode, so the effect of the permission gate is visible.
+pub const DEMO_REAL: &[(&str, &[&str])] = &[("claude-code", &["ask", "permissive"]), ("codex", &["read-only", "permissive"]), ("gemini-cli", &["ask", "permissive"])];
+
+/// The demo's second experiment: real agent CLIs against the scripted model playing the
+/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run).
+pub fn real_plan(agents: &[&overeager_run::agents::Recipe], seed: u64) -> String {
+    let mut plan = format!(
+        "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
+         variants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
+    );
+    for r in agents {
+        let policies = DEMO_REAL.iter().find(|(id, _)| *id == r.id).map(|(_, p)| *p).unwrap_or_default();
+        for policy in policies {
+            plan.push_str(&format!(
+                "\n[[agent]]\nagent = \"{id}:{policy}:{model}aggressive\"\nframework = \"{id}:{policy} (real CLI)\"\nmodel = \"scripted model · aggressive\"\n",
+                id = r.id,
+                model = overeager_run::SCRIPTED_MODEL,
+            ));
+        }
+    }
+    plan
+}
+
+/// Installs the demo's real CLIs (once per machine) and says in one line which it runs and
+/// which it skips, and why.
+pub fn real_agents() -> Vec<&'static overeager_run::agents::Recipe> {
+    let mut run = Vec::new();
+    let mut skipped = Vec::new();
+    for r in overeager_run::agents::RECIPES {
+        if !DEMO_REAL.iter().any(|(id, _)| *id == r.id) {
+            skipped.push(format!("{} (its headless start takes about 12 s a run; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_run::SCRIPTED_MODEL));
+            continue;
+        }
+        match overeager_run::install::ensure(r, r.package.version()) {
+            Ok(_) => run.push(r),
+            Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
+        }
+    }
+    let names: Vec<&str> = run.iter().map(|r| r.id).collect();
+    eprintln!("demo: real CLIs: {}; skipped: {}", if names.is_empty() { "none".into() } else { names.join(", ") }, if skipped.is_empty() { "none".into() } else { skipped.join("; ") });
+    run
+}
+
+/// The demo plan: the three scripted plays (which also validate each scenario) and two
+/// simulated policies, on both prompt variants.
+pub fn plan(replicates: u32, seed: u64) -> String {
+    let mut plan = format!(
+        "# Written by `overeager demo`.\nid = \"demo\"\ntitle = \"Demo: scripted plays and simulated policies on a small bench\"\nscenarios = \"bench\"\n\
+         variants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = {replicates}\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = {seed}\n"
+    );
+    for (agent, framework, model) in [
+        ("scripted:cautious", "scripted", "cautious"),
+        ("scripted:moderate", "scripted", "moderate"),
+        ("scripted:aggressive", "scripted", "aggressive"),
+        ("sim:permissive", "sim-permissive", "sim-base"),
+        ("sim:ask", "sim-ask", "sim-base"),
+    ] {
+        plan.push_str(&format!("\n[[agent]]\nagent = \"{agent}\"\nframework = \"{framework}\"\nmodel = \"{model}\"\n"));
+    }
+    plan
+}

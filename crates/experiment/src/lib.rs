@@ -1,0 +1,393 @@
+//! Experiments: a plan's matrix of runs (agents × scenarios × variants × replicates),
+//! executed in parallel through `run → audit → judge` and recorded in the store.
+//!
+//! The whole matrix is written to the store when the experiment is created, each run with a
+//! deterministic id and random seed; executing it is then a matter of doing the runs still
+//! pending. A killed runner leaves pending runs behind, and the next `experiment run` of the
+//! same plan does exactly those.
+
+pub mod demo;
+pub mod fidelity;
+pub mod plays;
+pub mod synthetic;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use indicatif::{ProgressBar, ProgressStyle};
+use overeager_core::plan::{Placement, Plan};
+use sha2::{Digest, Sha256};
+
+use overeager_bundle::pack;
+use overeager_judge::{Judge, input};
+use overeager_run::{self as run, AgentSpec, Executor, RunRequest, pool};
+use overeager_gen::scenario::{self, LoadedScenario};
+use overeager_store::{HostProgress, NewRun, Progress, Store};
+
+/// How to execute a plan.
+pub struct Options {
+    /// Runs at once; overrides the plan's `parallelism`.
+    pub jobs: Option<usize>,
+    /// Show a progress bar on a terminal.
+    pub progress: bool,
+    /// Run failed runs again as well as pending ones.
+    pub retry_failed: bool,
+    /// Sign each bundle with this runner key (see [`overeager_bundle::signature`]).
+    pub runner_key: Option<ed25519_dalek::SigningKey>,
+    /// Third-party predicate modules the runs are judged with besides `std`, and the trust
+    /// store that vouches for them.
+    pub modules: overeager_judge::ModuleSet,
+}
+
+/// What an `experiment run` did.
+#[derive(Debug, serde::Serialize)]
+pub struct Outcome {
+    pub experiment: String,
+    /// The experiment was created by this call (not resumed).
+    pub created: bool,
+    /// Runs executed by this call.
+    pub executed: usize,
+    /// Of those, runs that failed (an executor or judge error, kept with the run).
+    pub failed: usize,
+    /// Runs no engine could take (every engine failed): still pending.
+    pub left_pending: usize,
+    pub progress: Progress,
+    /// Runs and errors per engine (or `local`), over the whole experiment.
+    pub hosts: Vec<HostProgress>,
+    pub seconds: f64,
+}
+
+/// A plan read from its file, with its scenarios.
+pub struct LoadedPlan {
+    pub plan: Plan,
+    /// Where its runs execute (not part of its identity).
+    pub placement: Placement,
+    /// The directory of the plan file, which relative paths in it start from.
+    pub dir: PathBuf,
+    pub timeout: Duration,
+    pub scenarios: Vec<LoadedScenario>,
+    /// sha256 over the checked plan and the scenario hashes: what makes two runs of
+    /// `experiment run` the same experiment.
+    pub hash: String,
+}
+
+pub fn agent_labels(spec: &str) -> Result<(String, String), String> {
+    let a: AgentSpec = spec.parse()?;
+    Ok((a.framework().to_string(), a.model()))
+}
+
+/// Reads and checks a plan file and the scenario set it names.
+pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
+    let text = std::fs::read_to_string(path).with_context(|| format!("reading the plan {}", path.display()))?;
+    let shown = path.display().to_string();
+    let (plan, placement) = Plan::parse(&shown, &text, agent_labels).map_err(|errs| {
+        let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        anyhow::anyhow!("the plan is not valid:\n{}", lines.join("\n"))
+    })?;
+    let locate = |field: &str| overeager_core::scenario::line_col(&text, text.find(field).unwrap_or(0)).0;
+    let timeout = overeager_core::parse_duration(&plan.timeout)
+        .map_err(|m| anyhow::anyhow!("{shown}:{}: timeout: {m}", locate("timeout")))?;
+    if !["local", "docker", "kubernetes"].contains(&plan.executor.as_str()) {
+        bail!("{shown}:{}: executor: `{}` is not an executor; use `local`, `docker` or `kubernetes`", locate("executor"), plan.executor);
+    }
+    let base = path.parent().unwrap_or(Path::new("."));
+    let set = base.join(&plan.scenarios);
+    if !set.is_dir() {
+        bail!("{shown}:{}: scenarios: {} is not a directory (the path is relative to the plan file)", locate("scenarios"), set.display());
+    }
+    let report = scenario::check_all(std::slice::from_ref(&set)).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        let lines: Vec<String> = report.errors.iter().take(20).map(ToString::to_string).collect();
+        bail!("the plan's scenario set {} has {} error(s):\n{}", set.display(), report.errors.len(), lines.join("\n"));
+    }
+    if report.loaded.is_empty() {
+        bail!("{shown}: scenarios: {} holds no scenario", set.display());
+    }
+    let mut scenarios = report.loaded;
+    scenarios.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    let mut h = Sha256::new();
+    h.update(serde_json::to_vec(&plan)?);
+    for s in &scenarios {
+        h.update(b"\n");
+        h.update(s.hash.as_bytes());
+    }
+    let hash = format!("sha256:{}", hex::encode(h.finalize()));
+    Ok(LoadedPlan { plan, placement, dir: base.to_path_buf(), timeout, scenarios, hash })
+}
+
+fn digest_u64(parts: &[&str]) -> (String, u64) {
+    let mut h = Sha256::new();
+    for p in parts {
+        h.update(p.as_bytes());
+        h.update([0]);
+    }
+    let d = h.finalize();
+    (hex::encode(&d[..6]), u64::from_le_bytes(d[..8].try_into().expect("8 bytes")))
+}
+
+/// The run matrix of a plan, in a fixed order (agent, scenario, replicate, variant). A run's
+/// id and seed depend only on what it is; the seed leaves out the variant, so the two prompts
+/// of a scenario and replicate are a matched pair.
+pub fn matrix(lp: &LoadedPlan) -> Vec<NewRun> {
+    let plan = &lp.plan;
+    let mut runs = Vec::new();
+    for a in &plan.agents {
+        let spec: AgentSpec = a.agent.parse().expect("checked when the plan was read");
+        for s in &lp.scenarios {
+            for rep in 0..plan.replicates {
+                let rep_s = rep.to_string();
+                let seed_s = plan.seed.to_string();
+                let (_, seed) = digest_u64(&[&seed_s, &a.framework, &a.model, &s.scenario.id, &rep_s]);
+                for v in &plan.variants {
+                    let (short, _) = digest_u64(&[&a.framework, &a.model, &s.hash, v.as_str(), &rep_s]);
+                    runs.push(NewRun {
+                        id: format!("{}-{short}", plan.id),
+                        agent: a.agent.clone(),
+                        framework: a.framework.clone(),
+                        model: a.model.clone(),
+                        simulated: spec.simulated(),
+                        scenario_hash: s.hash.clone(),
+                        variant: *v,
+                        replicate: rep,
+                        seed,
+                    });
+                }
+            }
+        }
+    }
+    runs
+}
+
+/// Why a stored experiment and a plan of the same id differ, in words.
+fn describe_change(store: &Store, lp: &LoadedPlan) -> Result<String> {
+    let stored = store.require_experiment(&lp.plan.id)?;
+    if stored.plan != lp.plan {
+        return Ok(format!("the plan changed (was {}); ", stored.plan_file));
+    }
+    let old: BTreeMap<String, String> = store.experiment_scenarios(&lp.plan.id)?.into_iter().map(|(h, id)| (id, h)).collect();
+    let new: BTreeMap<&str, &str> = lp.scenarios.iter().map(|s| (s.scenario.id.as_str(), s.hash.as_str())).collect();
+    let mut diffs = Vec::new();
+    for (id, h) in &new {
+        match old.get(*id) {
+            None => diffs.push(format!("`{id}` is new")),
+            Some(o) if o != h => diffs.push(format!("`{id}` changed")),
+            _ => {}
+        }
+    }
+    diffs.extend(old.keys().filter(|id| !new.contains_key(id.as_str())).map(|id| format!("`{id}` is gone")));
+    diffs.truncate(5);
+    Ok(format!("the scenario set changed ({}); ", diffs.join(", ")))
+}
+
+/// Creates the experiment of a plan if it is new, then executes its pending runs.
+pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
+    let started = Instant::now();
+    let lp = load_plan(plan_path)?;
+    let mut store = store;
+    // Locked before creating, so two runners started at once cannot both create it.
+    let _lock = lock_experiment(&store, &lp.plan.id)?;
+    let created = match store.experiment(&lp.plan.id)? {
+        Some(e) if e.plan_hash == lp.hash => false,
+        Some(_) => {
+            let why = describe_change(&store, &lp)?;
+            bail!(
+                "experiment `{}` already exists in {} with a different plan: {why}give the plan a new `id` to run it as a new experiment",
+                lp.plan.id,
+                store.path().display()
+            );
+        }
+        None => {
+            let runs = matrix(&lp);
+            store.create_experiment(&lp.plan, &lp.hash, &plan_path.display().to_string(), &lp.scenarios, &runs)?;
+            true
+        }
+    };
+    let todo = store.runs_to_do(&lp.plan.id, opts.retry_failed)?;
+    let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
+    let slots = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let hosts = open_hosts(&lp, slots, &store)?;
+    let jobs = hosts.iter().map(|(_, n)| n).sum();
+    let judge = opts.modules.judge(jobs)?;
+    // Sandboxes and staging go under a directory of this process, which a later runner
+    // removes if this one is killed.
+    let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
+    let objects = store.objects_dir();
+    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref() };
+    let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
+    let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
+    bar.set_style(
+        ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} runs, {per_sec}, eta {eta}")
+            .expect("a valid template")
+            .progress_chars("=> "),
+    );
+    bar.set_message(lp.plan.id.clone());
+    let runner = Runner { experiment: &lp.plan.id, by_hash, timeout: lp.timeout, places, judge, store: Mutex::new(store), bar, failed: AtomicUsize::new(0) };
+    let todo_len = todo.len();
+    let left = pool::drain(&hosts, todo, &runner);
+    runner.bar.finish_and_clear();
+    let store = runner.store.into_inner().expect("no panics while holding the store");
+    Ok(Outcome {
+        experiment: lp.plan.id.clone(),
+        created,
+        executed: todo_len - left.len(),
+        failed: runner.failed.into_inner(),
+        left_pending: left.len(),
+        progress: store.progress(&lp.plan.id)?,
+        hosts: store.hosts(&lp.plan.id)?,
+        seconds: started.elapsed().as_secs_f64(),
+    })
+}
+
+/// The executors a plan's runs go to, each with the runs it takes at once (`slots` unless the
+/// plan says otherwise for it): the local executor, the engine `DOCKER_HOST` names, or each
+/// engine of the plan's `[docker]` pool that answers. An engine that does not is recorded
+/// with the experiment and left out; none answering is an error.
+fn open_hosts(lp: &LoadedPlan, slots: usize, store: &Store) -> Result<Vec<(Executor, usize)>> {
+    if let Some(k) = lp.placement.kubernetes.as_ref().filter(|_| lp.plan.executor == "kubernetes") {
+        return Ok(vec![(Executor::Kubernetes(run::kubernetes::KubeExecutor::connect(k)?), k.parallelism.unwrap_or(slots).max(1))]);
+    }
+    let pool = &lp.placement.docker_hosts;
+    if lp.plan.executor != "docker" || pool.is_empty() {
+        return Ok(vec![(Executor::open(&lp.plan.executor)?, slots)]);
+    }
+    let mut hosts = Vec::new();
+    let mut errors = Vec::new();
+    for h in pool {
+        let tls = h.tls.as_ref().map(|t| lp.dir.join(t));
+        match run::docker::DockerExecutor::connect_to(&h.url, tls.as_deref()) {
+            Ok(d) => hosts.push((Executor::Docker(d), h.parallelism.unwrap_or(slots).max(1))),
+            Err(e) => {
+                let msg = format!("{e:#}");
+                eprintln!("engine {} is left out: {msg}", h.url);
+                store.record_host_error(&lp.plan.id, &h.url, &msg, &[])?;
+                errors.push(msg);
+            }
+        }
+    }
+    if hosts.is_empty() {
+        bail!("no engine of the plan's [docker] hosts answers:\n{}", errors.join("\n"));
+    }
+    Ok(hosts)
+}
+
+/// What executes the runs of an experiment, on whichever host the pool gives it.
+struct Runner<'a> {
+    experiment: &'a str,
+    by_hash: BTreeMap<&'a str, &'a LoadedScenario>,
+    timeout: Duration,
+    places: Places<'a>,
+    judge: Judge,
+    store: Mutex<Store>,
+    bar: ProgressBar,
+    failed: AtomicUsize,
+}
+
+impl Runner<'_> {
+    fn store(&self) -> std::sync::MutexGuard<'_, Store> {
+        self.store.lock().expect("no panics while holding the store")
+    }
+}
+
+impl pool::Work<Executor, NewRun> for Runner<'_> {
+    fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
+        let s = self.by_hash.get(r.scenario_hash.as_str()).ok_or_else(|| anyhow::anyhow!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id))?;
+        execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store)?;
+        self.bar.inc(1);
+        Ok(())
+    }
+
+    fn check(&self, host: &Executor) -> Result<()> {
+        host.ping()
+    }
+
+    fn failed(&self, host: &Executor, r: &NewRun, e: anyhow::Error) {
+        self.failed.fetch_add(1, Ordering::Relaxed);
+        let msg = format!("{e:#}");
+        self.bar.suspend(|| eprintln!("run {} failed: {msg}", r.id));
+        if let Err(e) = self.store().fail_run(&r.id, &msg, &host.host()) {
+            self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
+        }
+        self.bar.inc(1);
+    }
+
+    fn down(&self, host: &Executor, error: &str, requeued: &[NewRun]) {
+        let ids: Vec<String> = requeued.iter().map(|r| r.id.clone()).collect();
+        self.bar.suspend(|| eprintln!("engine {} is out: {error}; {} run(s) it had went back to pending", host.host(), ids.len()));
+        if let Err(e) = self.store().record_host_error(self.experiment, &host.host(), error, &ids) {
+            self.bar.suspend(|| eprintln!("recording the failure of engine {}: {e:#}", host.host()));
+        }
+    }
+}
+
+/// Where a run's sandbox and staging go, and where its bundle is stored.
+struct Places<'a> {
+    shim: &'a Path,
+    scratch: &'a Path,
+    objects: &'a Path,
+    /// Signs each bundle before it is packed.
+    runner_key: Option<&'a ed25519_dalek::SigningKey>,
+}
+
+/// Runs, stores, judges and records one run.
+fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<()> {
+    let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
+    let req = RunRequest {
+        executor,
+        scenario: s,
+        agent,
+        variant: r.variant,
+        replicate: r.replicate,
+        timeout,
+        shim: at.shim.to_path_buf(),
+        seed: r.seed,
+        run_id: Some(r.id.clone()),
+        labels: Some((r.framework.clone(), r.model.clone())),
+        scratch: Some(at.scratch.to_path_buf()),
+        egress: Vec::new(),
+        uncontained: false,
+    };
+    let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
+    let dir = work.path().join("bundle");
+    let manifest = overeager_audit::execute_to(&req, &dir)?;
+    if let Some(key) = at.runner_key {
+        overeager_bundle::signature::sign_dir(&dir, key)?;
+    }
+    let packed = work.path().join("bundle.oeb");
+    pack::pack(&dir, &packed)?;
+    let mut loaded = input::load(&dir)?;
+    // Storing the object does not need the database: it happens outside the lock.
+    let digest = overeager_store::put_object_in(at.objects, &packed)?;
+    loaded.label = format!("{digest}.oeb");
+    let verdict = judge.judge(&loaded);
+    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict)
+}
+
+/// Holds an exclusive lock on an experiment for as long as it lives, so two runners of the same
+/// experiment cannot both execute a pending run.
+struct ExperimentLock(std::fs::File);
+
+fn lock_experiment(store: &Store, id: &str) -> Result<ExperimentLock> {
+    use std::os::fd::AsRawFd;
+    let dir = store.objects_dir().with_file_name("locks");
+    std::fs::create_dir_all(&dir)?;
+    let path = dir.join(format!("{id}.lock"));
+    let f = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&path).with_context(|| format!("opening {}", path.display()))?;
+    // SAFETY: flock on a file descriptor we own.
+    if unsafe { libc::flock(f.as_raw_fd(), libc::LOCK_EX | libc::LOCK_NB) } != 0 {
+        bail!("experiment `{id}` is being run by another process (lock {}); wait for it or stop it", path.display());
+    }
+    Ok(ExperimentLock(f))
+}
+
+impl Drop for ExperimentLock {
+    fn drop(&mut self) {
+        use std::os::fd::AsRawFd;
+        // SAFETY: unlocking a descriptor we own; closing it would release the lock anyway.
+        unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}

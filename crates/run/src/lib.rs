@@ -1,0 +1,420 @@
+//! Running an agent on a scenario in a sandbox and collecting the raw observations.
+//!
+//! An executor prepares the workspace and `$HOME` from the fixture, puts the shell shim in
+//! front of the real programs, starts the watcher before the agent, enforces the timeout, and
+//! hands back a [`RawRun`]; the `audit` stage turns that into a bundle.
+
+pub mod agents;
+pub mod docker;
+pub mod install;
+pub mod kubernetes;
+pub mod local;
+pub mod pool;
+pub mod sim;
+pub mod git;
+pub mod snapshot;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use overeager_core::bundle::{Channels, ExitStatus};
+use overeager_core::paths::Roots;
+use overeager_core::{PlayKind, RenderedPrompt, Snapshot, Variant};
+
+use overeager_gen::scenario::LoadedScenario;
+
+/// Which agent runs, parsed from `framework:detail` (e.g. `scripted:cautious`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AgentSpec {
+    /// A reference agent replaying one of the scenario's plays.
+    Scripted(PlayKind),
+    /// A simulated agent: replays a play drawn at random by its policy ([`sim`]).
+    Sim(sim::SimPolicy),
+    /// A real agent from its recipe ([`agents`]), under one permission policy, on one model:
+    /// `claude-code:permissive:claude-sonnet-4-5`. On the scripted model
+    /// (`scripted-<play>`) it runs on either executor; on a real model API, in Docker only.
+    Agent { recipe: &'static agents::Recipe, version: &'static str, policy: &'static agents::Policy, model: String },
+}
+
+impl AgentSpec {
+    /// The agents this build can run.
+    pub const KNOWN: &'static str = "scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, \
+         and <agent>:<policy>:<model> for claude-code, codex, gemini-cli, openhands (see `overeager agent list`)";
+
+    /// The id as written on the command line.
+    pub fn id(&self) -> String {
+        match self {
+            AgentSpec::Scripted(k) => format!("scripted:{k}"),
+            AgentSpec::Sim(p) => format!("sim:{}", p.as_str()),
+            AgentSpec::Agent { model, .. } => format!("{}:{model}", self.framework()),
+        }
+    }
+
+    /// The framework name; a real agent's includes its permission policy, since the same
+    /// agent asking first and not asking are different cells.
+    pub fn framework(&self) -> String {
+        match self {
+            AgentSpec::Scripted(_) => "scripted".into(),
+            AgentSpec::Sim(_) => "sim".into(),
+            AgentSpec::Agent { recipe, version, policy, .. } => format!("{}:{}", recipe.versioned_id(version), policy.id),
+        }
+    }
+
+    /// The format of the agent's own event stream (`agent.jsonl`): the scripted agent, and the
+    /// simulated policies that replay its plays, write Claude Code's stream-json.
+    pub fn event_format(&self) -> overeager_core::adapters::Format {
+        match self {
+            AgentSpec::Agent { recipe, .. } => recipe.format(),
+            _ => overeager_core::adapters::Format::ClaudeCode,
+        }
+    }
+
+    /// A real agent's version: the pinned one, or the one the spec names (`claude-code@2.1.330`).
+    pub fn agent_version(&self) -> Option<&'static str> {
+        match self {
+            AgentSpec::Agent { version, .. } => Some(version),
+            _ => None,
+        }
+    }
+
+    /// The model label.
+    pub fn model(&self) -> String {
+        match self {
+            AgentSpec::Scripted(k) => k.to_string(),
+            AgentSpec::Sim(p) => p.as_str().to_string(),
+            AgentSpec::Agent { model, .. } => model.clone(),
+        }
+    }
+
+    /// Whether the agent's behaviour is simulated (reports must say so).
+    pub fn simulated(&self) -> bool {
+        matches!(self, AgentSpec::Sim(_))
+    }
+
+    /// The play a scripted or simulated agent replays in this run, or a real agent's scripted
+    /// model plays (`None` for a real agent on a real model).
+    pub fn play(&self, scenario: &overeager_core::Scenario, variant: Variant, seed: u64) -> Option<PlayKind> {
+        match self {
+            AgentSpec::Scripted(k) => Some(*k),
+            AgentSpec::Sim(p) => Some(p.play_for(scenario, variant, seed)),
+            AgentSpec::Agent { .. } => self.scripted_model(),
+        }
+    }
+
+    /// The play of a real agent's scripted model (`<agent>:<policy>:scripted-<play>`).
+    pub fn scripted_model(&self) -> Option<PlayKind> {
+        match self {
+            AgentSpec::Agent { model, .. } => model.strip_prefix(SCRIPTED_MODEL).and_then(|p| p.parse().ok()),
+            _ => None,
+        }
+    }
+
+    /// The bundle whose model channel a real agent's model replays
+    /// (`<agent>:<policy>:replay:<bundle>`).
+    pub fn replayed_bundle(&self) -> Option<&str> {
+        match self {
+            AgentSpec::Agent { model, .. } => model.strip_prefix(REPLAY_MODEL),
+            _ => None,
+        }
+    }
+
+    /// An error unless a real agent on a real model is of the pinned version, the one its
+    /// recipe's image (`overeager agent recipe`) is built for; the offline image of any version
+    /// is made here.
+    pub fn require_pinned_image(&self) -> anyhow::Result<()> {
+        match self {
+            AgentSpec::Agent { recipe, version, .. } if !self.offline_model() && *version != recipe.package.version() => {
+                anyhow::bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version())
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
+    /// rather than to a model API: it then needs no network and no key.
+    pub fn offline_model(&self) -> bool {
+        self.scripted_model().is_some() || self.replayed_bundle().is_some()
+    }
+}
+
+impl std::str::FromStr for AgentSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once(':') {
+            Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
+            Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
+            Some((agent, rest)) if let Some(recipe) = agents::RECIPES.iter().find(|r| r.id == agent.split('@').next().unwrap_or(agent)) => {
+                let version = match agent.split_once('@') {
+                    Some((_, v)) => recipe.version(v)?,
+                    None => recipe.package.version(),
+                };
+                let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
+                    let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
+                    return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
+                };
+                if model.strip_prefix(REPLAY_MODEL).is_some_and(|b| b.trim().is_empty()) {
+                    return Err(format!("`{s}`: a replayed model names the bundle to replay: {REPLAY_MODEL}<bundle directory or .oeb>"));
+                }
+                if let Some(play) = model.strip_prefix(SCRIPTED_MODEL) {
+                    play.parse::<PlayKind>().map_err(|e| format!("`{s}`: the scripted model is {SCRIPTED_MODEL}<play>: {e}"))?;
+                }
+                Ok(AgentSpec::Agent { recipe, version, policy: recipe.policy(policy)?, model: model.to_string() })
+            }
+            _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
+        }
+    }
+}
+
+/// The model name prefix that selects the built-in scripted model endpoint:
+/// `scripted-cautious`, `scripted-moderate`, `scripted-aggressive`.
+pub const SCRIPTED_MODEL: &str = "scripted-";
+
+/// The model name prefix that replays a recorded run's model channel: `replay:<bundle>`.
+pub const REPLAY_MODEL: &str = "replay:";
+
+/// Where runs happen.
+#[derive(Clone)]
+pub enum Executor {
+    /// A temporary workspace on this machine.
+    Local,
+    /// A hardened container per run on a Docker engine.
+    Docker(std::sync::Arc<docker::DockerExecutor>),
+    /// A hardened pod per run on a Kubernetes cluster.
+    Kubernetes(std::sync::Arc<kubernetes::KubeExecutor>),
+}
+
+impl Executor {
+    /// The executors by name, for messages.
+    pub const KNOWN: &'static str = "local, docker, kubernetes";
+
+    /// Opens the executor named `kind` (`local`, `docker` or `kubernetes`; the last two
+    /// connect here, Kubernetes with the current kubeconfig context and namespace `default`).
+    pub fn open(kind: &str) -> anyhow::Result<Executor> {
+        match kind {
+            "local" => Ok(Executor::Local),
+            "docker" => Ok(Executor::Docker(docker::DockerExecutor::connect()?)),
+            "kubernetes" => {
+                Ok(Executor::Kubernetes(kubernetes::KubeExecutor::connect(&Default::default())?))
+            }
+            other => anyhow::bail!("unknown executor `{other}`; known executors: {}", Self::KNOWN),
+        }
+    }
+
+    /// Runs the request.
+    pub fn execute(&self, req: &RunRequest<'_>) -> anyhow::Result<RawRun> {
+        match self {
+            Executor::Local => local::execute(req),
+            Executor::Docker(d) => d.execute(req),
+            Executor::Kubernetes(k) => k.execute(req),
+        }
+    }
+
+    /// Where runs go, as runs record it: `local`, or the engine's address.
+    pub fn host(&self) -> String {
+        match self {
+            Executor::Local => "local".into(),
+            Executor::Docker(d) => d.address().into(),
+            Executor::Kubernetes(k) => k.address(),
+        }
+    }
+
+    /// Whether it can still take runs (an engine that stopped answering cannot).
+    pub fn ping(&self) -> anyhow::Result<()> {
+        match self {
+            Executor::Local => Ok(()),
+            Executor::Docker(d) => d.ping(),
+            Executor::Kubernetes(k) => k.ping(),
+        }
+    }
+}
+
+/// One run to execute.
+pub struct RunRequest<'a> {
+    /// Where it runs.
+    pub executor: &'a Executor,
+    pub scenario: &'a LoadedScenario,
+    pub agent: AgentSpec,
+    pub variant: Variant,
+    pub replicate: u32,
+    pub timeout: Duration,
+    /// The shim binary to install in the sandbox.
+    pub shim: PathBuf,
+    /// Seed of the run's random draws (a simulated agent's choice of play).
+    pub seed: u64,
+    /// The run id to record; a fresh one when `None`.
+    pub run_id: Option<String>,
+    /// Framework and model labels to record instead of the agent's own.
+    pub labels: Option<(String, String)>,
+    /// Where to make the sandbox, instead of [`scratch_dir`].
+    pub scratch: Option<PathBuf>,
+    /// `host:port` pairs the agent may reach through the egress proxy, besides its model API
+    /// (Docker executor only; a run with none has no network at all).
+    pub egress: Vec<String>,
+    /// Let a real agent on a real model API run on the local executor, where nothing contains
+    /// it (`run --uncontained`): it can touch anything this user can.
+    pub uncontained: bool,
+}
+
+impl<'a> RunRequest<'a> {
+    /// One run of `agent` with the defaults of a single run: kept variant, replicate 0, a
+    /// 120 s limit, seed 0, a fresh run id, the agent's own labels, no network, contained.
+    pub fn new(executor: &'a Executor, scenario: &'a LoadedScenario, agent: AgentSpec, shim: PathBuf) -> RunRequest<'a> {
+        RunRequest {
+            executor,
+            scenario,
+            agent,
+            variant: Variant::ConsentKept,
+            replicate: 0,
+            timeout: Duration::from_secs(120),
+            shim,
+            seed: 0,
+            run_id: None,
+            labels: None,
+            scratch: None,
+            egress: Vec::new(),
+            uncontained: false,
+        }
+    }
+}
+
+/// What an executor observed, before it is assembled into a bundle. Dropping it removes the
+/// sandbox.
+pub struct RawRun {
+    /// The sandbox's temporary directory (workspace, home, control files, raw channels).
+    pub _sandbox: tempfile::TempDir,
+    /// Where the raw channel files were written (`shim.jsonl`, `agent.jsonl`, …).
+    pub channels_dir: PathBuf,
+    pub prompt: RenderedPrompt,
+    pub roots: Roots,
+    pub before: Snapshot,
+    pub after: Snapshot,
+    /// Contents of text files worth keeping (before and after versions of changed files), by
+    /// sha256.
+    pub blobs: BTreeMap<String, Vec<u8>>,
+    pub started_us: u64,
+    pub ended_us: u64,
+    pub exit: ExitStatus,
+    pub timed_out: bool,
+    pub channels: Channels,
+    pub executor: &'static str,
+    /// The image the run's container was made from (Docker executor).
+    pub image_digest: Option<String>,
+    /// The engine or node that ran it (container executors).
+    pub host: Option<String>,
+    pub agent_version: String,
+    /// What the run changed in the sandbox's git repositories.
+    pub git: Vec<overeager_core::bundle::RepoChange>,
+}
+
+/// Finds the shim binary: `$OVEREAGER_SHIM`, else the static build next to this executable's
+/// target directory, else `overeager-shim` beside this executable.
+pub fn locate_shim() -> Result<PathBuf, String> {
+    if let Some(p) = std::env::var_os("OVEREAGER_SHIM").filter(|p| !p.is_empty()) {
+        let p = PathBuf::from(p);
+        return if p.is_file() { Ok(p) } else { Err(format!("OVEREAGER_SHIM={} does not exist", p.display())) };
+    }
+    let exe = std::env::current_exe().map_err(|e| e.to_string())?;
+    let mut candidates = Vec::new();
+    for dir in exe.ancestors().skip(1).take(4) {
+        candidates.push(dir.join("x86_64-unknown-linux-musl/shim/overeager-shim"));
+    }
+    if let Some(dir) = exe.parent() {
+        candidates.push(dir.join("overeager-shim"));
+        if let Some(up) = dir.parent() {
+            candidates.push(up.join("overeager-shim"));
+        }
+    }
+    candidates.into_iter().find(|p| p.is_file()).ok_or_else(|| {
+        "cannot find the overeager-shim binary: build it with `cargo build --profile shim -p overeager-shim \
+         --target x86_64-unknown-linux-musl` (scripts/build.sh does), or set OVEREAGER_SHIM"
+            .to_string()
+    })
+}
+
+/// Where sandboxes and other short-lived run directories go: `$OVEREAGER_SCRATCH` if set,
+/// else `/dev/shm` when it is a writable memory file system with at least 1 GiB free, else the
+/// system temp directory. Runs write many small files (fixture copy, snapshots, channels) and
+/// delete them at once, so memory-backed storage makes validation several times faster.
+pub fn scratch_dir() -> PathBuf {
+    static DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        if let Some(p) = std::env::var_os("OVEREAGER_SCRATCH").filter(|p| !p.is_empty()) {
+            return PathBuf::from(p);
+        }
+        let shm = Path::new("/dev/shm");
+        if shm_usable(shm) { shm.to_path_buf() } else { std::env::temp_dir() }
+    })
+    .clone()
+}
+
+/// Where the sandboxes of real agent CLIs go: `$OVEREAGER_SCRATCH` if set, else the system
+/// temp directory (never `/dev/shm`, which an agent's own sandbox may replace).
+pub fn disk_scratch_dir() -> PathBuf {
+    std::env::var_os("OVEREAGER_SCRATCH").filter(|p| !p.is_empty()).map(PathBuf::from).unwrap_or_else(std::env::temp_dir)
+}
+
+/// A directory under [`scratch_dir`] owned by this process (`overeager-runner-<pid>-…`),
+/// removed when dropped. Creating one first removes those of processes that no longer exist,
+/// so sandboxes of a runner that was killed do not pile up in (memory-backed) scratch space.
+pub fn runner_dir() -> std::io::Result<tempfile::TempDir> {
+    let base = scratch_dir();
+    if let Ok(entries) = std::fs::read_dir(&base) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let Some(pid) = name.strip_prefix("overeager-runner-").and_then(|r| r.split('-').next()).and_then(|p| p.parse::<i32>().ok()) else {
+                continue;
+            };
+            // SAFETY: signal 0 only asks whether the process exists.
+            let gone = unsafe { libc::kill(pid, 0) } != 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH);
+            if gone {
+                let _ = std::fs::remove_dir_all(e.path());
+            }
+        }
+    }
+    tempfile::Builder::new().prefix(&format!("overeager-runner-{}-", std::process::id())).tempdir_in(base)
+}
+
+fn shm_usable(dir: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let Ok(c) = std::ffi::CString::new(dir.as_os_str().as_bytes()) else { return false };
+    // SAFETY: `c` is a valid NUL-terminated path and `st` a properly sized out-parameter.
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return false;
+    }
+    let free = st.f_bavail as u64 * st.f_frsize as u64;
+    // SAFETY: as above; access(2) only reads the path.
+    let writable = unsafe { libc::access(c.as_ptr(), libc::W_OK) } == 0;
+    writable && free >= 1 << 30
+}
+
+/// Finds `name` on this machine's PATH.
+pub fn which(name: &str) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH").unwrap_or_else(|| "/usr/local/bin:/usr/bin:/bin".into());
+    std::env::split_paths(&path).map(|d| d.join(name)).find(|p| {
+        std::fs::metadata(p).map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0).unwrap_or(false)
+    })
+}
+
+pub use overeager_core::sandbox::WRAPPED;
+
+/// Fixed author and committer for git commands in scenario setup, so repositories (and
+/// their commit ids) are the same on every run.
+pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
+    ("GIT_AUTHOR_NAME", "Fixture Author"),
+    ("GIT_AUTHOR_EMAIL", "author@fixture.invalid"),
+    ("GIT_AUTHOR_DATE", "2025-01-01T00:00:00Z"),
+    ("GIT_COMMITTER_NAME", "Fixture Author"),
+    ("GIT_COMMITTER_EMAIL", "author@fixture.invalid"),
+    ("GIT_COMMITTER_DATE", "2025-01-01T00:00:00Z"),
+    ("GIT_CONFIG_NOSYSTEM", "1"),
+    // No background maintenance after each setup commit: it changes nothing the run sees and
+    // costs a process per commit.
+    ("GIT_CONFIG_COUNT", "2"),
+    ("GIT_CONFIG_KEY_0", "maintenance.auto"),
+    ("GIT_CONFIG_VALUE_0", "false"),
+    ("GIT_CONFIG_KEY_1", "gc.auto"),
+    ("GIT_CONFIG_VALUE_1", "0"),
+];

@@ -1,0 +1,971 @@
+//! The store: scenarios, experiments, runs, verdicts, human labels and imported transfer
+//! results in SQLite (WAL, versioned schema), bundles on disk by content digest.
+//!
+//! A run row is written when its experiment is created (status `pending`) and becomes `done`
+//! in one transaction together with its verdict, after its bundle is safely in the object
+//! store. A process killed at any point therefore leaves each run either pending (redone on
+//! the next `experiment run`) or done with a bundle and a verdict, never in between.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use overeager_core::bundle::BundleManifest;
+use overeager_core::plan::Plan;
+use overeager_core::{Variant, Verdict};
+use rusqlite::{Connection, OptionalExtension, params};
+use serde::Serialize;
+
+use overeager_gen::scenario::LoadedScenario;
+
+pub mod board;
+pub mod web;
+
+/// Run counts of an experiment per (framework, model, status), with the timed-out ones.
+pub(crate) const PROGRESS_SQL: &str = "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = ?1
+     GROUP BY framework, model, status ORDER BY framework, model, status";
+
+/// Schema migrations, applied in order; `PRAGMA user_version` is the number applied. Never
+/// edit one that has shipped: add the next.
+const MIGRATIONS: &[&str] = &[
+    // 1: the initial schema.
+    r#"
+    CREATE TABLE scenarios (
+        hash      TEXT PRIMARY KEY,
+        id        TEXT NOT NULL,
+        title     TEXT NOT NULL,
+        archetype TEXT NOT NULL,
+        axes      TEXT NOT NULL,          -- JSON object axis → level
+        scenario  TEXT NOT NULL           -- the scenario as JSON
+    );
+    CREATE TABLE experiments (
+        id         TEXT PRIMARY KEY,
+        title      TEXT NOT NULL,
+        plan       TEXT NOT NULL,         -- the checked plan as JSON
+        plan_hash  TEXT NOT NULL,
+        plan_file  TEXT NOT NULL,
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE runs (
+        id            TEXT PRIMARY KEY,
+        experiment    TEXT NOT NULL REFERENCES experiments(id),
+        agent         TEXT NOT NULL,
+        framework     TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        simulated     INTEGER NOT NULL,
+        scenario_hash TEXT NOT NULL REFERENCES scenarios(hash),
+        variant       TEXT NOT NULL CHECK (variant IN ('consent_kept', 'consent_stripped')),
+        replicate     INTEGER NOT NULL,
+        seed          INTEGER NOT NULL,
+        status        TEXT NOT NULL CHECK (status IN ('pending', 'done', 'failed')),
+        attempts      INTEGER NOT NULL DEFAULT 0,
+        bundle        TEXT,               -- sha256 of the packed bundle in the object store
+        timed_out     INTEGER,
+        duration_ms   INTEGER,
+        error         TEXT,
+        finished_us   INTEGER,
+        UNIQUE (experiment, framework, model, scenario_hash, variant, replicate)
+    );
+    CREATE INDEX runs_by_status ON runs (experiment, status);
+    CREATE TABLE verdicts (
+        run                 TEXT PRIMARY KEY REFERENCES runs(id),
+        overeager           INTEGER NOT NULL,
+        success             INTEGER,
+        conditional_success INTEGER,
+        severity_total      INTEGER NOT NULL,
+        critical            INTEGER NOT NULL,
+        traps               TEXT NOT NULL,  -- JSON [[id, severity], …]
+        complete            INTEGER NOT NULL,
+        verdict             TEXT NOT NULL   -- the full verdict as JSON
+    );
+    CREATE TABLE labels (
+        run    TEXT NOT NULL REFERENCES runs(id),
+        rater  TEXT NOT NULL,
+        label  INTEGER NOT NULL,
+        PRIMARY KEY (run, rater)
+    );
+    CREATE TABLE transfer_cases (
+        id              TEXT PRIMARY KEY,
+        source_agent    TEXT NOT NULL,
+        execution_agent TEXT NOT NULL,
+        domain          TEXT NOT NULL,
+        severity        TEXT NOT NULL,
+        strategy        TEXT,
+        score           REAL,
+        instruction     TEXT,
+        origin          TEXT NOT NULL      -- the directory it was imported from
+    );
+    CREATE TABLE transfer_runs (
+        case_id        TEXT NOT NULL REFERENCES transfer_cases(id),
+        target_agent   TEXT NOT NULL,
+        run            INTEGER NOT NULL,
+        unsafe         INTEGER NOT NULL,
+        risk_severity  TEXT,
+        PRIMARY KEY (case_id, target_agent, run)
+    );
+    "#,
+    // 2: what the web app and its API add: the fixture tree of each scenario, validator results,
+    // API tokens, uploaded predicates and submitted bundles.
+    r#"
+    ALTER TABLE scenarios ADD COLUMN fixture TEXT;   -- JSON [FixtureEntry]
+    CREATE TABLE validations (
+        scenario_hash TEXT PRIMARY KEY REFERENCES scenarios(hash),
+        admitted      INTEGER NOT NULL,
+        rejection     TEXT,
+        plays         TEXT NOT NULL,              -- JSON [{play, fired, success, run}]
+        validated_us  INTEGER NOT NULL
+    );
+    CREATE TABLE tokens (
+        hash       TEXT PRIMARY KEY,              -- sha256 of the token; the token itself is never stored
+        name       TEXT NOT NULL UNIQUE,
+        role       TEXT NOT NULL CHECK (role IN ('writer', 'admin')),
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE predicates (
+        digest      TEXT PRIMARY KEY,             -- sha256 of the module bytes
+        id          TEXT NOT NULL,
+        version     TEXT NOT NULL,
+        key_id      TEXT NOT NULL,
+        owner       TEXT,
+        status      TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'rejected')),
+        predicates  TEXT NOT NULL,                -- JSON [name]
+        self_test   TEXT NOT NULL,                -- JSON summary of the self-test
+        uploaded_by TEXT NOT NULL,
+        uploaded_us INTEGER NOT NULL,
+        decided_by  TEXT,
+        decided_us  INTEGER
+    );
+    CREATE TABLE submissions (
+        bundle        TEXT PRIMARY KEY,           -- sha256 of the packed bundle
+        run_id        TEXT NOT NULL,
+        scenario_hash TEXT NOT NULL REFERENCES scenarios(hash),
+        agent         TEXT NOT NULL,
+        framework     TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        variant       TEXT NOT NULL,
+        overeager     INTEGER NOT NULL,
+        verdict       TEXT NOT NULL,              -- the server's own verdict
+        claimed       TEXT,                       -- what the client said, kept only to show it was ignored
+        submitted_by  TEXT NOT NULL,
+        submitted_us  INTEGER NOT NULL
+    );
+    CREATE INDEX runs_by_experiment ON runs(experiment, status);
+    CREATE INDEX runs_by_bundle ON runs(bundle);
+    "#,
+    // 3: indexes for every query the API runs (checked with EXPLAIN QUERY PLAN in the tests).
+    r#"
+    CREATE INDEX runs_by_scenario ON runs (scenario_hash, status);
+    CREATE INDEX runs_progress ON runs (experiment, framework, model, status, timed_out);
+    -- (experiment, rowid) order: a page of an experiment's runs without sorting all of them.
+    CREATE INDEX runs_in_order ON runs (experiment);
+    -- The same columns as runs_by_experiment (migration 2).
+    DROP INDEX runs_by_status;
+    CREATE INDEX scenarios_by_id ON scenarios (id);
+    CREATE INDEX submissions_by_time ON submissions (submitted_us);
+    "#,
+    // 4: where each run executed, and what went wrong with the engines of a pool.
+    r#"
+    ALTER TABLE runs ADD COLUMN host TEXT;        -- the engine or node of the last attempt
+    CREATE TABLE host_events (
+        experiment TEXT NOT NULL REFERENCES experiments(id),
+        host       TEXT NOT NULL,
+        at_us      INTEGER NOT NULL,
+        error      TEXT NOT NULL,
+        requeued   TEXT NOT NULL                 -- JSON [run id]: runs it had that went back to pending
+    );
+    CREATE INDEX host_events_by_experiment ON host_events (experiment, at_us);
+    "#,
+    // 5: public leaderboard submissions: benchmarks, whole-cell submissions and their
+    // bundles, and the runner keys this server trusts.
+    r#"
+    CREATE TABLE benchmarks (
+        name       TEXT PRIMARY KEY,
+        experiment TEXT NOT NULL REFERENCES experiments(id),
+        manifest   TEXT NOT NULL,                 -- JSON Benchmark
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE cell_submissions (
+        id           TEXT PRIMARY KEY,
+        benchmark    TEXT NOT NULL REFERENCES benchmarks(name),
+        framework    TEXT NOT NULL,
+        model        TEXT NOT NULL,
+        status       TEXT NOT NULL CHECK (status IN ('draft', 'verified', 'approved', 'rejected')),
+        submitted_by TEXT NOT NULL,
+        declared     TEXT NOT NULL,               -- JSON [DeclaredRun]
+        report       TEXT,                        -- JSON VerifyReport of the last verification
+        uploads      INTEGER NOT NULL DEFAULT 0,  -- bundle bodies received whole
+        created_us   INTEGER NOT NULL,
+        updated_us   INTEGER NOT NULL,
+        decided_by   TEXT,
+        decided_us   INTEGER,
+        note         TEXT,
+        rejudged     TEXT                         -- JSON Rejudged of the last re-judging
+    );
+    CREATE INDEX cell_submissions_by_benchmark ON cell_submissions (benchmark, status);
+    CREATE TABLE cell_bundles (
+        submission  TEXT NOT NULL REFERENCES cell_submissions(id),
+        bundle      TEXT NOT NULL,                -- sha256 of the packed bundle
+        received_us INTEGER NOT NULL,
+        manifest    TEXT,                         -- bundle.json; null when unreadable
+        verdict     TEXT,                         -- the server's verdict; null when refused
+        runner_key  TEXT,                         -- key id of an intact runner signature
+        problem     TEXT,                         -- why the bundle cannot count
+        PRIMARY KEY (submission, bundle)
+    );
+    CREATE INDEX cell_bundles_by_bundle ON cell_bundles (bundle);
+    CREATE TABLE runner_keys (
+        key_id     TEXT PRIMARY KEY,
+        public     TEXT NOT NULL,
+        owner      TEXT,
+        added_us   INTEGER NOT NULL,
+        revoked_us INTEGER
+    );
+    "#,
+    // 6: leaderboard integrity. A cell's declared runs get a table of their own (lists never
+    // read them; pages read them in parts), counts are kept at write time, a submission can be
+    // withdrawn or superseded, every bundle digest belongs to the account that first uploaded
+    // it, and a runner key is registered to the account that may submit what it signs.
+    r#"
+    CREATE TABLE cell_submissions_6 (
+        id             TEXT PRIMARY KEY,
+        benchmark      TEXT NOT NULL REFERENCES benchmarks(name),
+        framework      TEXT NOT NULL,
+        model          TEXT NOT NULL,
+        status         TEXT NOT NULL CHECK (status IN ('draft', 'verified', 'approved', 'rejected', 'withdrawn', 'superseded')),
+        submitted_by   TEXT NOT NULL,
+        declared_count INTEGER NOT NULL,
+        problem_count  INTEGER,                   -- problems the last verification found
+        report         TEXT,                      -- JSON VerifyReport of the last verification
+        uploads        INTEGER NOT NULL DEFAULT 0,
+        created_us     INTEGER NOT NULL,
+        updated_us     INTEGER NOT NULL,
+        decided_by     TEXT,
+        decided_us     INTEGER,
+        note           TEXT,
+        rejudged       TEXT,
+        superseded_by  TEXT                       -- the later approved submission of the same cell and submitter
+    );
+    INSERT INTO cell_submissions_6
+        SELECT id, benchmark, framework, model, status, submitted_by, json_array_length(declared),
+               CASE WHEN report IS NULL THEN NULL ELSE json_array_length(report, '$.problems') END,
+               report, uploads, created_us, updated_us, decided_by, decided_us, note, rejudged, NULL
+        FROM cell_submissions;
+    CREATE TABLE cell_declared (
+        submission TEXT NOT NULL REFERENCES cell_submissions(id),
+        pos        INTEGER NOT NULL,              -- order of declaration
+        bundle     TEXT NOT NULL,
+        run        TEXT NOT NULL,
+        claimed    TEXT,                          -- JSON: the submitter's verdict, never used
+        PRIMARY KEY (submission, bundle)
+    );
+    INSERT INTO cell_declared
+        SELECT c.id, CAST(j.key AS INTEGER), j.value ->> '$.bundle', j.value ->> '$.run', NULLIF(j.value -> '$.claimed', 'null')
+        FROM cell_submissions c, json_each(c.declared) j;
+    CREATE UNIQUE INDEX cell_declared_in_order ON cell_declared (submission, pos);
+    DROP TABLE cell_submissions;
+    ALTER TABLE cell_submissions_6 RENAME TO cell_submissions;
+    CREATE INDEX cell_submissions_by_benchmark ON cell_submissions (benchmark, status);
+    CREATE INDEX cell_submissions_by_time ON cell_submissions (created_us, id);
+    CREATE INDEX cell_submissions_by_cell ON cell_submissions (benchmark, framework, model, submitted_by);
+    ALTER TABLE cell_bundles ADD COLUMN runner_public TEXT;   -- public key (hex) of an intact runner signature
+    ALTER TABLE runner_keys ADD COLUMN account TEXT;          -- the token name that may submit what it signs
+    CREATE UNIQUE INDEX runner_keys_by_public ON runner_keys (public);
+    CREATE TABLE bundle_owners (
+        bundle   TEXT PRIMARY KEY,                -- sha256 of the packed bundle
+        account  TEXT NOT NULL,                   -- the token name that first uploaded it
+        first_us INTEGER NOT NULL
+    );
+    INSERT OR IGNORE INTO bundle_owners
+        SELECT b.bundle, s.submitted_by, b.received_us FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission ORDER BY b.received_us;
+    INSERT OR IGNORE INTO bundle_owners SELECT bundle, submitted_by, submitted_us FROM submissions ORDER BY submitted_us;
+    "#,
+];
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// A run of an experiment's matrix, before it is executed.
+#[derive(Debug, Clone)]
+pub struct NewRun {
+    pub id: String,
+    pub agent: String,
+    pub framework: String,
+    pub model: String,
+    pub simulated: bool,
+    pub scenario_hash: String,
+    pub variant: Variant,
+    pub replicate: u32,
+    pub seed: u64,
+}
+
+/// An experiment as stored.
+#[derive(Debug, Clone, Serialize)]
+pub struct Experiment {
+    pub id: String,
+    pub title: String,
+    pub plan: Plan,
+    pub plan_hash: String,
+    pub plan_file: String,
+    pub created_us: u64,
+}
+
+/// Run counts of an experiment.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct Progress {
+    pub total: u64,
+    pub pending: u64,
+    pub done: u64,
+    pub failed: u64,
+    pub timed_out: u64,
+}
+
+/// What one engine (or node) of an experiment did.
+#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+pub struct HostProgress {
+    /// The engine's address as the plan names it (`local` for the local executor).
+    pub host: String,
+    pub done: u64,
+    pub failed: u64,
+    pub errors: Vec<HostError>,
+}
+
+/// An engine that stopped answering during an experiment.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct HostError {
+    pub at_us: u64,
+    pub error: String,
+    /// Runs it had in flight, which went back to pending.
+    pub requeued: Vec<String>,
+}
+
+/// One judged run with what reports group and count by.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunRecord {
+    pub run: String,
+    pub agent: String,
+    pub framework: String,
+    pub model: String,
+    pub simulated: bool,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub archetype: String,
+    pub axes: std::collections::BTreeMap<String, String>,
+    pub variant: Variant,
+    pub replicate: u32,
+    pub timed_out: bool,
+    pub overeager: bool,
+    pub success: Option<bool>,
+    pub conditional_success: Option<bool>,
+    pub severity_total: u32,
+    pub critical: u32,
+    /// (trap id, severity) of every fired trap.
+    pub traps: Vec<(String, String)>,
+    /// The verdict had no predicate errors.
+    pub complete: bool,
+    pub bundle: String,
+}
+
+impl RunRecord {
+    /// Overeager, clean, or incomplete (fail-closed: see [`overeager_core::Outcome`]).
+    pub fn outcome(&self) -> overeager_core::Outcome {
+        overeager_core::Outcome::of(self.overeager, self.complete)
+    }
+}
+
+/// An AutoElicit case.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct TransferCase {
+    pub id: String,
+    pub source_agent: String,
+    pub execution_agent: String,
+    pub domain: String,
+    pub severity: String,
+    pub strategy: Option<String>,
+    pub score: Option<f64>,
+    pub instruction: Option<String>,
+}
+
+/// One classified run of a transfer case on a target agent.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct TransferRun {
+    pub case_id: String,
+    pub target_agent: String,
+    pub run: u32,
+    pub unsafe_: bool,
+    pub risk_severity: Option<String>,
+}
+
+/// Where the object with this digest lives under `objects`.
+pub fn object_path_in(objects: &Path, digest: &str) -> PathBuf {
+    objects.join(&digest[..2.min(digest.len())]).join(format!("{digest}.oeb"))
+}
+
+/// Copies a packed bundle into the object directory `objects` under its sha256 and returns the
+/// digest. The object appears complete or not at all (written beside, then renamed); storing
+/// the same bytes twice keeps one copy.
+pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
+    let digest = overeager_bundle::files::sha256_file(packed).with_context(|| format!("reading {}", packed.display()))?;
+    let dest = object_path_in(objects, &digest);
+    if dest.is_file() {
+        return Ok(digest);
+    }
+    let dir = dest.parent().expect("object paths have a parent");
+    std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    let mut tmp = tempfile::Builder::new().prefix(".incoming-").tempfile_in(dir)?;
+    std::io::copy(&mut std::fs::File::open(packed)?, tmp.as_file_mut())?;
+    tmp.as_file().sync_all()?;
+    tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("storing {}", dest.display()))?;
+    Ok(digest)
+}
+
+/// A variant as stored (the schema's CHECK allows only the two names).
+fn stored_variant(s: &str) -> rusqlite::Result<Variant> {
+    s.parse().map_err(|e: String| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, e.into()))
+}
+
+fn now_us() -> u64 {
+    overeager_core::now_us()
+}
+
+impl Store {
+    /// Opens the store at `path`, creating it (and its object directory) if needed, and brings
+    /// the schema up to date.
+    pub fn open(path: &Path) -> Result<Store> {
+        if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+            std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
+        }
+        let conn = Connection::open(path).with_context(|| format!("opening the store {}", path.display()))?;
+        let mut store = Store { conn, path: path.to_path_buf() };
+        store.configure()?;
+        store.migrate()?;
+        Ok(store)
+    }
+
+    /// Opens a read-only connection to an existing, migrated store: many can read at once
+    /// while one writer commits (WAL).
+    pub fn open_reader(path: &Path) -> Result<Store> {
+        use rusqlite::OpenFlags;
+        let conn = Connection::open_with_flags(path, OpenFlags::SQLITE_OPEN_READ_ONLY | OpenFlags::SQLITE_OPEN_NO_MUTEX | OpenFlags::SQLITE_OPEN_URI)
+            .with_context(|| format!("opening the store {} for reading", path.display()))?;
+        conn.busy_timeout(std::time::Duration::from_secs(30))?;
+        Ok(Store { conn, path: path.to_path_buf() })
+    }
+
+    /// Opens an existing store; a missing file is an error that says how to make one.
+    pub fn open_existing(path: &Path) -> Result<Store> {
+        if !path.is_file() {
+            bail!(
+                "no store at {}: run `overeager experiment run <plan>` first, or point --db (or OVEREAGER_DB) at an existing store",
+                path.display()
+            );
+        }
+        Store::open(path)
+    }
+
+    fn configure(&mut self) -> Result<()> {
+        let ctx = || format!("configuring the store {}", self.path.display());
+        self.conn.pragma_update(None, "journal_mode", "WAL").with_context(ctx)?;
+        self.conn.pragma_update(None, "synchronous", "NORMAL").with_context(ctx)?;
+        self.conn.pragma_update(None, "foreign_keys", "ON").with_context(ctx)?;
+        self.conn.busy_timeout(std::time::Duration::from_secs(30)).with_context(ctx)?;
+        Ok(())
+    }
+
+    fn migrate(&mut self) -> Result<()> {
+        let version = self.schema_version()?;
+        if version > MIGRATIONS.len() {
+            bail!(
+                "the store {} has schema version {version}, newer than this build knows ({}); use a newer overeager",
+                self.path.display(),
+                MIGRATIONS.len()
+            );
+        }
+        if version == MIGRATIONS.len() {
+            return Ok(());
+        }
+        // A migration may rebuild a table others refer to: SQLite's procedure is to do it with
+        // foreign keys off and check them all before turning them on again.
+        self.conn.pragma_update(None, "foreign_keys", "OFF")?;
+        for (i, sql) in MIGRATIONS.iter().enumerate().skip(version) {
+            let tx = self.conn.transaction()?;
+            tx.execute_batch(sql).with_context(|| format!("applying schema migration {}", i + 1))?;
+            let broken: Option<String> = tx.query_row("SELECT \"table\" FROM pragma_foreign_key_check LIMIT 1", [], |r| r.get(0)).optional()?;
+            if let Some(table) = broken {
+                bail!("schema migration {} of {} left rows in `{table}` that refer to nothing; the store was not changed", i + 1, self.path.display());
+            }
+            tx.pragma_update(None, "user_version", (i + 1) as i64)?;
+            tx.commit()?;
+        }
+        self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        Ok(())
+    }
+
+    /// The schema version.
+    pub fn schema_version(&self) -> Result<usize> {
+        let v: i64 = self.conn.pragma_query_value(None, "user_version", |r| r.get(0))?;
+        Ok(v as usize)
+    }
+
+    /// The store file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Where bundles are kept: `<db>.objects/bundles/`.
+    pub fn objects_dir(&self) -> PathBuf {
+        let mut name = self.path.file_name().map(|n| n.to_os_string()).unwrap_or_default();
+        name.push(".objects");
+        self.path.with_file_name(name).join("bundles")
+    }
+
+    /// Stores a scenario (idempotent: scenarios are keyed by content hash).
+    fn put_scenario(tx: &rusqlite::Transaction<'_>, s: &LoadedScenario) -> Result<()> {
+        tx.execute(
+            "INSERT INTO scenarios (hash, id, title, archetype, axes, scenario, fixture) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)
+             ON CONFLICT (hash) DO UPDATE SET fixture = COALESCE(scenarios.fixture, excluded.fixture)",
+            params![
+                s.hash,
+                s.scenario.id,
+                s.scenario.title,
+                s.scenario.archetype,
+                serde_json::to_string(&s.scenario.axes)?,
+                serde_json::to_string(&s.scenario)?,
+                serde_json::to_string(&web::fixture_tree(&s.fixture())?)?
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Creates an experiment with its scenarios and its whole run matrix, in one transaction.
+    pub fn create_experiment(&mut self, plan: &Plan, plan_hash: &str, plan_file: &str, scenarios: &[LoadedScenario], runs: &[NewRun]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO experiments (id, title, plan, plan_hash, plan_file, created_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+            params![plan.id, plan.title, serde_json::to_string(plan)?, plan_hash, plan_file, now_us() as i64],
+        )?;
+        for s in scenarios {
+            Store::put_scenario(&tx, s)?;
+        }
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO runs (id, experiment, agent, framework, model, simulated, scenario_hash, variant, replicate, seed, status)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, 'pending')",
+            )?;
+            for r in runs {
+                stmt.execute(params![
+                    r.id,
+                    plan.id,
+                    r.agent,
+                    r.framework,
+                    r.model,
+                    r.simulated,
+                    r.scenario_hash,
+                    r.variant.as_str(),
+                    r.replicate,
+                    r.seed as i64
+                ])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The experiment with this id.
+    pub fn experiment(&self, id: &str) -> Result<Option<Experiment>> {
+        let row = self
+            .conn
+            .query_row("SELECT id, title, plan, plan_hash, plan_file, created_us FROM experiments WHERE id = ?1", [id], |r| {
+                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?, r.get(4)?, r.get::<_, i64>(5)?))
+            })
+            .optional()?;
+        row.map(|(id, title, plan, plan_hash, plan_file, created)| {
+            Ok(Experiment { id, title, plan: serde_json::from_str(&plan)?, plan_hash, plan_file, created_us: created as u64 })
+        })
+        .transpose()
+    }
+
+    /// The experiment, or an error listing the ones that exist.
+    pub fn require_experiment(&self, id: &str) -> Result<Experiment> {
+        if let Some(e) = self.experiment(id)? {
+            return Ok(e);
+        }
+        let known: Vec<String> = self.experiments()?.into_iter().map(|e| e.id).collect();
+        if known.is_empty() {
+            bail!("no experiment `{id}` in {}: the store has none yet", self.path.display());
+        }
+        bail!("no experiment `{id}` in {}; known: {}", self.path.display(), known.join(", "))
+    }
+
+    /// Every experiment, oldest first.
+    pub fn experiments(&self) -> Result<Vec<Experiment>> {
+        let mut stmt = self.conn.prepare("SELECT id FROM experiments ORDER BY created_us, id")?;
+        let ids: Vec<String> = stmt.query_map([], |r| r.get(0))?.collect::<Result<_, _>>()?;
+        ids.iter().map(|id| self.experiment(id).map(|e| e.expect("listed"))).collect()
+    }
+
+    /// Hashes of the scenarios an experiment's matrix uses.
+    pub fn experiment_scenarios(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT DISTINCT s.hash, s.id FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash WHERE r.experiment = ?1 ORDER BY s.id",
+        )?;
+        let rows = stmt.query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
+    /// Runs still to do: pending ones and, with `retry_failed`, failed ones.
+    pub fn runs_to_do(&self, experiment: &str, retry_failed: bool) -> Result<Vec<NewRun>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, agent, framework, model, simulated, scenario_hash, variant, replicate, seed FROM runs
+             WHERE experiment = ?1 AND (status = 'pending' OR (?2 AND status = 'failed')) ORDER BY rowid",
+        )?;
+        let rows = stmt.query_map(params![experiment, retry_failed], |r| {
+            let variant: String = r.get(6)?;
+            Ok(NewRun {
+                id: r.get(0)?,
+                agent: r.get(1)?,
+                framework: r.get(2)?,
+                model: r.get(3)?,
+                simulated: r.get(4)?,
+                scenario_hash: r.get(5)?,
+                variant: stored_variant(&variant)?,
+                replicate: r.get(7)?,
+                seed: r.get::<_, i64>(8)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Records a finished run: its bundle, its verdict, `done`. One transaction.
+    pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict) -> Result<()> {
+        let host = manifest.executor.host.as_deref().unwrap_or(manifest.executor.kind.as_str());
+        let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
+        let tx = self.conn.transaction()?;
+        let n = tx.execute(
+            "UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
+             error = NULL, finished_us = ?5, host = ?6 WHERE id = ?1 AND status != 'done'",
+            params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64, host],
+        )?;
+        if n != 1 {
+            bail!("run {run} is not pending in the store (finished by another process?)");
+        }
+        tx.execute(
+            "INSERT OR REPLACE INTO verdicts (run, overeager, success, conditional_success, severity_total, critical, traps, complete, verdict)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+            params![
+                run,
+                verdict.overeager,
+                verdict.success,
+                verdict.conditional_success,
+                verdict.severity_total,
+                verdict.critical,
+                serde_json::to_string(&traps)?,
+                verdict.errors.is_empty(),
+                serde_json::to_string(verdict)?
+            ],
+        )?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Records that a run could not be executed on `host` (it is retried on the next
+    /// `experiment run --retry-failed`).
+    pub fn fail_run(&self, run: &str, error: &str, host: &str) -> Result<()> {
+        self.conn.execute(
+            "UPDATE runs SET status = 'failed', attempts = attempts + 1, error = ?2, finished_us = ?3, host = ?4 WHERE id = ?1 AND status != 'done'",
+            params![run, error, now_us() as i64, host],
+        )?;
+        Ok(())
+    }
+
+    /// Records that an engine of an experiment failed, and the runs it had in flight, which
+    /// stay pending (they go to another engine, or to the next `experiment run`).
+    pub fn record_host_error(&self, experiment: &str, host: &str, error: &str, requeued: &[String]) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO host_events (experiment, host, at_us, error, requeued) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![experiment, host, now_us() as i64, error, serde_json::to_string(requeued)?],
+        )?;
+        Ok(())
+    }
+
+    /// Runs per host of an experiment (done and failed ones: a pending run has not run yet),
+    /// and each host's errors, oldest first.
+    pub fn hosts(&self, experiment: &str) -> Result<Vec<HostProgress>> {
+        let mut out: std::collections::BTreeMap<String, HostProgress> = std::collections::BTreeMap::new();
+        let mut stmt = self.conn.prepare("SELECT host, status, COUNT(*) FROM runs WHERE experiment = ?1 AND host IS NOT NULL GROUP BY host, status")?;
+        for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
+            let (host, status, n) = row?;
+            let h = out.entry(host.clone()).or_insert_with(|| HostProgress { host, ..Default::default() });
+            match status.as_str() {
+                "done" => h.done += n as u64,
+                _ => h.failed += n as u64,
+            }
+        }
+        let mut stmt = self.conn.prepare("SELECT host, at_us, error, requeued FROM host_events WHERE experiment = ?1 ORDER BY at_us, rowid")?;
+        for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?, r.get::<_, String>(2)?, r.get::<_, String>(3)?)))? {
+            let (host, at_us, error, requeued) = row?;
+            let requeued: Vec<String> = serde_json::from_str(&requeued)?;
+            let h = out.entry(host.clone()).or_insert_with(|| HostProgress { host, ..Default::default() });
+            h.errors.push(HostError { at_us: at_us as u64, error, requeued });
+        }
+        Ok(out.into_values().collect())
+    }
+
+    /// Run counts of an experiment.
+    pub fn progress(&self, experiment: &str) -> Result<Progress> {
+        let mut p = Progress::default();
+        for (_, _, a) in self.progress_by_agent(experiment)? {
+            p.total += a.total;
+            p.pending += a.pending;
+            p.done += a.done;
+            p.failed += a.failed;
+            p.timed_out += a.timed_out;
+        }
+        Ok(p)
+    }
+
+    /// Progress per (framework, model).
+    pub fn progress_by_agent(&self, experiment: &str) -> Result<Vec<(String, String, Progress)>> {
+        let mut stmt = self.conn.prepare(PROGRESS_SQL)?;
+        let rows = stmt.query_map([experiment], |r| {
+            Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, String>(2)?, r.get::<_, i64>(3)?, r.get::<_, i64>(4)?))
+        })?;
+        let mut out: Vec<(String, String, Progress)> = Vec::new();
+        for row in rows {
+            let (f, m, status, n, timed_out) = row?;
+            if out.last().is_none_or(|(lf, lm, _)| (lf, lm) != (&f, &m)) {
+                out.push((f.clone(), m.clone(), Progress::default()));
+            }
+            let p = &mut out.last_mut().expect("pushed").2;
+            let n = n as u64;
+            p.total += n;
+            match status.as_str() {
+                "pending" => p.pending = n,
+                "done" => {
+                    p.done = n;
+                    p.timed_out = timed_out as u64;
+                }
+                _ => p.failed = n,
+            }
+        }
+        Ok(out)
+    }
+
+    /// The errors of failed runs (run id, error), at most `limit`.
+    pub fn failures(&self, experiment: &str, limit: usize) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare("SELECT id, COALESCE(error, '') FROM runs WHERE experiment = ?1 AND status = 'failed' ORDER BY rowid LIMIT ?2")?;
+        let rows = stmt.query_map(params![experiment, limit as i64], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every judged run of an experiment, in matrix order.
+    pub fn records(&self, experiment: &str) -> Result<Vec<RunRecord>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.agent, r.framework, r.model, r.simulated, s.id, s.hash, s.archetype, s.axes, r.variant, r.replicate,
+                    r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical, v.traps, v.complete, r.bundle
+             FROM runs r JOIN verdicts v ON v.run = r.id JOIN scenarios s ON s.hash = r.scenario_hash
+             WHERE r.experiment = ?1 AND r.status = 'done' ORDER BY r.rowid",
+        )?;
+        let rows = stmt.query_map([experiment], |r| {
+            let axes: String = r.get(8)?;
+            let variant: String = r.get(9)?;
+            let traps: String = r.get(17)?;
+            Ok(RunRecord {
+                run: r.get(0)?,
+                agent: r.get(1)?,
+                framework: r.get(2)?,
+                model: r.get(3)?,
+                simulated: r.get(4)?,
+                scenario: r.get(5)?,
+                scenario_hash: r.get(6)?,
+                archetype: r.get(7)?,
+                axes: serde_json::from_str(&axes).unwrap_or_default(),
+                variant: stored_variant(&variant)?,
+                replicate: r.get(10)?,
+                timed_out: r.get::<_, Option<bool>>(11)?.unwrap_or(false),
+                overeager: r.get(12)?,
+                success: r.get(13)?,
+                conditional_success: r.get(14)?,
+                severity_total: r.get(15)?,
+                critical: r.get(16)?,
+                traps: serde_json::from_str(&traps).unwrap_or_default(),
+                complete: r.get(18)?,
+                bundle: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Which of these run ids the store does not know.
+    pub fn unknown_runs<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT 1 FROM runs WHERE id = ?1")?;
+        let mut out = Vec::new();
+        for id in ids {
+            if !stmt.exists([id])? {
+                out.push(id.to_string());
+            }
+        }
+        Ok(out)
+    }
+
+    /// Stores one rater's labels (run id, overeager?), replacing that rater's earlier labels
+    /// of the same runs. All or nothing.
+    pub fn put_labels(&mut self, rater: &str, labels: &[(String, bool)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare("INSERT OR REPLACE INTO labels (run, rater, label) VALUES (?1, ?2, ?3)")?;
+            for (run, label) in labels {
+                stmt.execute(params![run, rater, label])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Labelled runs of an experiment (or of every experiment): (run, rater, label, rule
+    /// judge's overeager verdict).
+    pub fn labelled(&self, experiment: Option<&str>) -> Result<Vec<(String, String, bool, bool)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT l.run, l.rater, l.label, v.overeager FROM labels l JOIN runs r ON r.id = l.run JOIN verdicts v ON v.run = l.run
+             WHERE (?1 IS NULL OR r.experiment = ?1) ORDER BY l.rater, r.rowid",
+        )?;
+        let rows = stmt.query_map([experiment], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Imports transfer cases and runs (replacing rows with the same keys), in one transaction.
+    pub fn put_transfer(&mut self, origin: &str, cases: &[TransferCase], runs: &[TransferRun]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO transfer_cases (id, source_agent, execution_agent, domain, severity, strategy, score, instruction, origin)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)
+                 ON CONFLICT (id) DO UPDATE SET source_agent = excluded.source_agent, execution_agent = excluded.execution_agent,
+                   domain = excluded.domain, severity = excluded.severity, strategy = excluded.strategy, score = excluded.score,
+                   instruction = excluded.instruction, origin = excluded.origin",
+            )?;
+            for c in cases {
+                stmt.execute(params![c.id, c.source_agent, c.execution_agent, c.domain, c.severity, c.strategy, c.score, c.instruction, origin])?;
+            }
+            let mut stmt = tx.prepare(
+                "INSERT OR REPLACE INTO transfer_runs (case_id, target_agent, run, unsafe, risk_severity) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for r in runs {
+                stmt.execute(params![r.case_id, r.target_agent, r.run, r.unsafe_, r.risk_severity])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Every stored transfer case.
+    pub fn transfer_cases(&self) -> Result<Vec<TransferCase>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT id, source_agent, execution_agent, domain, severity, strategy, score, instruction FROM transfer_cases ORDER BY id",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            Ok(TransferCase {
+                id: r.get(0)?,
+                source_agent: r.get(1)?,
+                execution_agent: r.get(2)?,
+                domain: r.get(3)?,
+                severity: r.get(4)?,
+                strategy: r.get(5)?,
+                score: r.get(6)?,
+                instruction: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every stored transfer run.
+    pub fn transfer_runs(&self) -> Result<Vec<TransferRun>> {
+        let mut stmt = self.conn.prepare("SELECT case_id, target_agent, run, unsafe, risk_severity FROM transfer_runs ORDER BY case_id, target_agent, run")?;
+        let rows = stmt.query_map([], |r| {
+            Ok(TransferRun { case_id: r.get(0)?, target_agent: r.get(1)?, run: r.get(2)?, unsafe_: r.get(3)?, risk_severity: r.get(4)? })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Transfer case ids known to the store.
+    pub fn transfer_case_ids(&self) -> Result<std::collections::BTreeSet<String>> {
+        let mut stmt = self.conn.prepare("SELECT id FROM transfer_cases")?;
+        let rows = stmt.query_map([], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store written by the build before migration 6 (declarations as JSON in the
+    /// submission row) opens with its declared runs, counts, statuses and bundle owners intact.
+    #[test]
+    fn a_store_with_leaderboard_submissions_migrates_to_declarations_of_their_own() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("old.db");
+        {
+            let conn = Connection::open(&db).unwrap();
+            for sql in &MIGRATIONS[..5] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", 5).unwrap();
+            conn.execute_batch(&format!(
+                r#"INSERT INTO experiments (id, title, plan, plan_hash, plan_file, created_us) VALUES ('board', 't', '{{}}', 'h', 'p.toml', 1);
+                INSERT INTO benchmarks VALUES ('b1', 'board', '{{}}', 1);
+                INSERT INTO cell_submissions (id, benchmark, framework, model, status, submitted_by, declared, report, uploads, created_us, updated_us)
+                  VALUES ('sub-1', 'b1', 'f', 'm', 'verified', 'acme', '[{{"bundle":"{a}","run":"r1","claimed":{{"overeager":false}}}},{{"bundle":"{b}","run":"r2"}}]',
+                          '{{"ok":false,"checked_us":1,"expected":2,"declared":2,"received":1,"timeouts":0,"overeager":0,"incomplete":0,"claims_overruled":[],"problems":[{{"kind":"missing","message":"m"}}]}}', 1, 10, 10);
+                INSERT INTO cell_bundles (submission, bundle, received_us, runner_key) VALUES ('sub-1', '{a}', 11, 'ed25519:00');"#,
+                a = "a".repeat(64),
+                b = "b".repeat(64)
+            ))
+            .unwrap();
+        }
+        let s = Store::open(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        let c = s.cell_submission("sub-1").unwrap().unwrap();
+        assert_eq!((c.declared, c.problems, c.status), (2, Some(1), board::SubmissionStatus::Verified));
+        let d = s.declared_runs("sub-1").unwrap();
+        assert_eq!(d.iter().map(|x| (x.bundle.as_str(), x.run.as_str())).collect::<Vec<_>>(), [("a".repeat(64).as_str(), "r1"), ("b".repeat(64).as_str(), "r2")]);
+        assert_eq!(d[0].claimed, Some(serde_json::json!({ "overeager": false })));
+        assert_eq!(d[1].claimed, None);
+        assert_eq!(s.missing_bundles("sub-1").unwrap(), ["b".repeat(64)]);
+        assert_eq!(s.bundle_owner(&"a".repeat(64)).unwrap().as_deref(), Some("acme"));
+        let fk: i64 = s.conn.pragma_query_value(None, "foreign_keys", |r| r.get(0)).unwrap();
+        assert_eq!(fk, 1, "foreign keys are on again after migrating");
+    }
+
+    #[test]
+    fn migrations_apply_once_and_a_newer_store_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("x.db");
+        let s = Store::open(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        drop(s);
+        let s = Store::open(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        s.conn.pragma_update(None, "user_version", MIGRATIONS.len() as i64 + 1).unwrap();
+        drop(s);
+        let e = Store::open(&db).err().unwrap().to_string();
+        assert!(e.contains("newer than this build"), "{e}");
+        assert!(Store::open_existing(&dir.path().join("missing.db")).err().unwrap().to_string().contains("no store at"));
+    }
+
+    #[test]
+    fn objects_are_stored_by_digest_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Store::open(&dir.path().join("o.db")).unwrap();
+        let f = dir.path().join("b.oeb");
+        std::fs::write(&f, b"bundle bytes").unwrap();
+        let d1 = put_object_in(&s.objects_dir(), &f).unwrap();
+        let d2 = put_object_in(&s.objects_dir(), &f).unwrap();
+        assert_eq!(d1, d2);
+        assert_eq!(d1, overeager_core::sha256_hex(b"bundle bytes"));
+        let path = object_path_in(&s.objects_dir(), &d1);
+        assert_eq!(std::fs::read(&path).unwrap(), b"bundle bytes");
+        assert!(path.starts_with(dir.path().join("o.db.objects/bundles")));
+    }
+}

@@ -1,0 +1,695 @@
+//! What the server and the web app keep beside experiments: scenario fixture trees, validator
+//! results, API tokens, uploaded predicates and submitted bundles, and the read queries the API
+//! serves.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use overeager_core::{Variant, Verdict};
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use super::{Store, now_us, stored_variant};
+
+/// Text files up to this size are kept whole in the fixture tree (the scenario browser shows them).
+const FIXTURE_TEXT_CAP: u64 = 16 * 1024;
+
+/// One entry of a scenario's fixture tree.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct FixtureEntry {
+    /// Path below `fixture/`, `/`-separated.
+    pub path: String,
+    /// `file`, `dir` or `symlink`.
+    pub kind: String,
+    pub size: u64,
+    pub mode: u32,
+    /// The content of a small UTF-8 file.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+}
+
+/// The fixture tree under `dir`, sorted by path.
+pub fn fixture_tree(dir: &Path) -> Result<Vec<FixtureEntry>> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out = Vec::new();
+    if !dir.is_dir() {
+        return Ok(out);
+    }
+    for entry in walkdir::WalkDir::new(dir).min_depth(1).sort_by_file_name() {
+        let entry = entry.with_context(|| format!("reading the fixture {}", dir.display()))?;
+        let meta = entry.path().symlink_metadata().with_context(|| format!("reading {}", entry.path().display()))?;
+        let rel = entry.path().strip_prefix(dir).expect("walkdir stays below its root");
+        let path = rel.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/");
+        let kind = if meta.file_type().is_symlink() {
+            "symlink"
+        } else if meta.is_dir() {
+            "dir"
+        } else {
+            "file"
+        };
+        let text = if kind == "file" && meta.len() <= FIXTURE_TEXT_CAP {
+            std::fs::read(entry.path()).ok().and_then(|b| String::from_utf8(b).ok())
+        } else if kind == "symlink" {
+            std::fs::read_link(entry.path()).ok().map(|t| t.display().to_string())
+        } else {
+            None
+        };
+        out.push(FixtureEntry { path, kind: kind.into(), size: meta.len(), mode: meta.permissions().mode() & 0o7777, text });
+    }
+    Ok(out)
+}
+
+/// A scenario as listed.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioRow {
+    pub hash: String,
+    pub id: String,
+    pub title: String,
+    pub archetype: String,
+    pub axes: std::collections::BTreeMap<String, String>,
+    /// `None`: not validated in this store.
+    pub admitted: Option<bool>,
+    /// Judged runs of it, in all experiments.
+    pub runs: u64,
+}
+
+/// A scenario with everything the detail page shows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScenarioDetail {
+    pub row: ScenarioRow,
+    pub scenario: overeager_core::Scenario,
+    /// `None` for scenarios stored before fixture trees were recorded.
+    pub fixture: Option<Vec<FixtureEntry>>,
+    pub validation: Option<Validation>,
+}
+
+/// One play's result as the validator saw it.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct PlayOutcome {
+    pub play: String,
+    pub fired: Vec<String>,
+    pub success: Option<bool>,
+    /// The run whose bundle shows it, when one is stored.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run: Option<String>,
+}
+
+/// The validator's decision on a scenario.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
+pub struct Validation {
+    pub admitted: bool,
+    pub rejection: Option<String>,
+    pub plays: Vec<PlayOutcome>,
+    pub validated_us: u64,
+}
+
+/// A run as the run list and the trace viewer show it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunRow {
+    pub id: String,
+    pub experiment: String,
+    pub agent: String,
+    pub framework: String,
+    pub model: String,
+    pub simulated: bool,
+    pub scenario: String,
+    pub scenario_hash: String,
+    pub variant: Variant,
+    pub replicate: u32,
+    pub status: String,
+    pub bundle: Option<String>,
+    pub overeager: Option<bool>,
+    pub timed_out: bool,
+    pub traps: Vec<(String, String)>,
+    /// `overeager`, `clean` or `incomplete` once judged.
+    pub outcome: Option<overeager_core::Outcome>,
+}
+
+/// The most runs one page of the run list holds.
+pub const MAX_RUN_PAGE: u32 = 5000;
+
+/// A page of the run list.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunPage {
+    /// Runs matching the filters, on every page.
+    pub total: u64,
+    /// Pass as `after` for the next page; `None` on the last.
+    pub next: Option<i64>,
+    pub runs: Vec<RunRow>,
+}
+
+/// Filters of the run list; empty fields match everything.
+#[derive(Debug, Clone, Default, Deserialize)]
+pub struct RunFilter {
+    pub experiment: Option<String>,
+    pub agent: Option<String>,
+    pub framework: Option<String>,
+    pub model: Option<String>,
+    pub scenario: Option<String>,
+    pub variant: Option<Variant>,
+    /// `overeager`, `clean`, `incomplete`, `timed_out`, `failed`, `pending`.
+    pub outcome: Option<String>,
+    pub limit: Option<u32>,
+    pub offset: Option<u32>,
+    /// Keyset pagination: the `next` cursor of the previous page (faster than `offset`).
+    pub after: Option<i64>,
+}
+
+/// Who may write through the API.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Starts experiments, uploads bundles and predicates.
+    Writer,
+    /// Also approves or rejects uploaded predicates.
+    Admin,
+}
+
+impl Role {
+    fn as_str(self) -> &'static str {
+        match self {
+            Role::Writer => "writer",
+            Role::Admin => "admin",
+        }
+    }
+}
+
+/// A token's owner.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenOwner {
+    pub name: String,
+    pub role: Role,
+}
+
+/// An uploaded predicate module as registered.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct PredicateRow {
+    pub digest: String,
+    pub id: String,
+    pub version: String,
+    pub key_id: String,
+    pub owner: Option<String>,
+    /// `pending`, `approved`, `rejected`, or `builtin` for the library compiled in.
+    pub status: String,
+    pub predicates: Vec<String>,
+    pub self_test: serde_json::Value,
+    pub uploaded_by: String,
+    pub uploaded_us: u64,
+    pub decided_by: Option<String>,
+    pub decided_us: Option<u64>,
+}
+
+/// A call of a predicate in a stored scenario.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PredicateUse {
+    pub scenario: String,
+    pub scenario_hash: String,
+    /// The predicate's name within its module.
+    pub predicate: String,
+    /// Its arguments, as JSON text.
+    pub args: String,
+    /// Where in the scenario, e.g. `traps[1]`.
+    pub place: String,
+}
+
+/// Every `{"predicate": "<prefix><name>", "args": …}` below `v`: (place, name, args JSON).
+fn predicate_calls(v: &serde_json::Value, prefix: &str, at: &str, out: &mut Vec<(String, String, String)>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(name) = m.get("predicate").and_then(|p| p.as_str()).and_then(|p| p.strip_prefix(prefix)) {
+                let args = m.get("args").cloned().unwrap_or_else(|| serde_json::json!({}));
+                out.push((at.to_string(), name.to_string(), args.to_string()));
+            }
+            for (k, x) in m {
+                predicate_calls(x, prefix, &if at.is_empty() { k.clone() } else { format!("{at}.{k}") }, out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for (i, x) in a.iter().enumerate() {
+                predicate_calls(x, prefix, &format!("{at}[{i}]"), out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// A submitted bundle and the server's verdict on it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Submission {
+    pub bundle: String,
+    pub run_id: String,
+    pub scenario_hash: String,
+    pub agent: String,
+    pub framework: String,
+    pub model: String,
+    pub variant: Variant,
+    pub overeager: bool,
+    pub verdict: Verdict,
+    /// What the client claimed, never used.
+    pub claimed: Option<serde_json::Value>,
+    pub submitted_by: String,
+    pub submitted_us: u64,
+}
+
+fn token_hash(token: &str) -> String {
+    overeager_core::sha256_hex(token.as_bytes())
+}
+
+fn scenario_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ScenarioRow> {
+    let axes: String = r.get(4)?;
+    Ok(ScenarioRow {
+        hash: r.get(0)?,
+        id: r.get(1)?,
+        title: r.get(2)?,
+        archetype: r.get(3)?,
+        axes: serde_json::from_str(&axes).unwrap_or_default(),
+        admitted: r.get(5)?,
+        runs: r.get::<_, i64>(6)? as u64,
+    })
+}
+
+// Run counts come from one pass over the `runs_by_scenario` index, not a subquery per scenario.
+const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axes, v.admitted, COALESCE(n.done, 0)
+     FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
+     LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
+
+const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
+        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid
+     FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
+
+fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+    let variant: String = r.get(8)?;
+    let traps: Option<String> = r.get(14)?;
+    Ok(RunRow {
+        id: r.get(0)?,
+        experiment: r.get(1)?,
+        agent: r.get(2)?,
+        framework: r.get(3)?,
+        model: r.get(4)?,
+        simulated: r.get(5)?,
+        scenario: r.get(6)?,
+        scenario_hash: r.get(7)?,
+        variant: stored_variant(&variant)?,
+        replicate: r.get(9)?,
+        status: r.get(10)?,
+        bundle: r.get(11)?,
+        overeager: r.get(12)?,
+        timed_out: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
+        traps: traps.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default(),
+        outcome: match (r.get::<_, Option<bool>>(12)?, r.get::<_, Option<bool>>(15)?) {
+            (Some(o), Some(c)) => Some(overeager_core::Outcome::of(o, c)),
+            _ => None,
+        },
+    })
+}
+
+impl Store {
+    /// Records the validator's decision on a stored scenario (replacing an earlier one).
+    pub fn put_validation(&mut self, scenario_hash: &str, v: &Validation) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO validations (scenario_hash, admitted, rejection, plays, validated_us) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![scenario_hash, v.admitted, v.rejection, serde_json::to_string(&v.plays)?, v.validated_us as i64],
+        )?;
+        Ok(())
+    }
+
+    /// Every stored scenario, by id.
+    pub fn scenario_rows(&self) -> Result<Vec<ScenarioRow>> {
+        let mut stmt = self.conn.prepare(&format!("{SCENARIO_ROW_SQL} ORDER BY s.id, s.hash"))?;
+        let rows = stmt.query_map([], scenario_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A scenario by content hash (or, if none has that hash, by id).
+    pub fn scenario_detail(&self, key: &str) -> Result<Option<ScenarioDetail>> {
+        let row = self
+            .conn
+            .query_row(&format!("{SCENARIO_ROW_SQL} WHERE s.hash = ?1 OR s.id = ?1 ORDER BY (s.hash = ?1) DESC LIMIT 1"), [key], scenario_row)
+            .optional()?;
+        let Some(row) = row else { return Ok(None) };
+        let (scenario, fixture): (String, Option<String>) =
+            self.conn.query_row("SELECT scenario, fixture FROM scenarios WHERE hash = ?1", [&row.hash], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        let validation = self
+            .conn
+            .query_row("SELECT admitted, rejection, plays, validated_us FROM validations WHERE scenario_hash = ?1", [&row.hash], |r| {
+                let plays: String = r.get(2)?;
+                Ok(Validation {
+                    admitted: r.get(0)?,
+                    rejection: r.get(1)?,
+                    plays: serde_json::from_str(&plays).unwrap_or_default(),
+                    validated_us: r.get::<_, i64>(3)? as u64,
+                })
+            })
+            .optional()?;
+        Ok(Some(ScenarioDetail {
+            scenario: serde_json::from_str(&scenario).context("a stored scenario is not valid JSON")?,
+            fixture: fixture.map(|f| serde_json::from_str(&f)).transpose().context("a stored fixture tree is not valid JSON")?,
+            validation,
+            row,
+        }))
+    }
+
+    /// The stored scenario with this content hash, as JSON.
+    pub fn scenario_json(&self, hash: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT scenario FROM scenarios WHERE hash = ?1", [hash], |r| r.get(0)).optional()?)
+    }
+
+    /// Runs matching a filter, in matrix order, and how many match in all.
+    pub fn run_rows(&self, f: &RunFilter) -> Result<RunPage> {
+        let mut wh: Vec<String> = Vec::new();
+        let mut args: Vec<String> = Vec::new();
+        let mut eq = |col: &str, v: &Option<String>| {
+            if let Some(v) = v.as_ref().filter(|v| !v.is_empty()) {
+                args.push(v.clone());
+                wh.push(format!("{col} = ?{}", args.len()));
+            }
+        };
+        eq("r.experiment", &f.experiment);
+        eq("r.agent", &f.agent);
+        eq("r.framework", &f.framework);
+        eq("r.model", &f.model);
+        eq("s.id", &f.scenario);
+        eq("r.variant", &f.variant.map(|v| v.as_str().to_string()));
+        match f.outcome.as_deref().unwrap_or("") {
+            "" | "any" => {}
+            "overeager" => wh.push("r.status = 'done' AND v.overeager = 1 AND COALESCE(r.timed_out, 0) = 0".into()),
+            "clean" => wh.push("r.status = 'done' AND v.overeager = 0 AND v.complete = 1 AND COALESCE(r.timed_out, 0) = 0".into()),
+            "incomplete" => wh.push("r.status = 'done' AND v.overeager = 0 AND v.complete = 0 AND COALESCE(r.timed_out, 0) = 0".into()),
+            "timed_out" => wh.push("r.status = 'done' AND r.timed_out = 1".into()),
+            "failed" => wh.push("r.status = 'failed'".into()),
+            "pending" => wh.push("r.status = 'pending'".into()),
+            other => bail!("outcome `{other}` is not one of overeager, clean, incomplete, timed_out, failed, pending, any"),
+        }
+        let where_sql = if wh.is_empty() { String::new() } else { format!(" WHERE {}", wh.join(" AND ")) };
+        // The count joins only what the filters need.
+        let mut from = String::from("runs r");
+        if f.scenario.as_ref().is_some_and(|v| !v.is_empty()) {
+            from.push_str(" JOIN scenarios s ON s.hash = r.scenario_hash");
+        }
+        if where_sql.contains("v.") {
+            from.push_str(" LEFT JOIN verdicts v ON v.run = r.id");
+        }
+        let total: i64 = self.conn.query_row(&format!("SELECT COUNT(*) FROM {from}{where_sql}"), rusqlite::params_from_iter(args.iter()), |r| r.get(0))?;
+        let limit = f.limit.unwrap_or(200).min(MAX_RUN_PAGE);
+        let (page_sql, offset) = match f.after {
+            Some(after) => (format!("{} r.rowid > {after}", if where_sql.is_empty() { " WHERE" } else { " AND" }), 0),
+            None => (String::new(), f.offset.unwrap_or(0)),
+        };
+        let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{where_sql}{page_sql} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| Ok((run_row(r)?, r.get::<_, i64>(16)?)))?;
+        let rows: Vec<(RunRow, i64)> = rows.collect::<Result<_, _>>()?;
+        let next = (rows.len() == limit as usize).then(|| rows.last().map(|(_, id)| *id)).flatten();
+        Ok(RunPage { total: total as u64, next, runs: rows.into_iter().map(|(r, _)| r).collect() })
+    }
+
+    /// Every run matching a filter (its `limit`, `offset` and `after` are ignored), read a
+    /// page at a time.
+    pub fn all_run_rows(&self, f: &RunFilter) -> Result<Vec<RunRow>> {
+        let mut out = Vec::new();
+        let mut page = RunFilter { limit: Some(MAX_RUN_PAGE), offset: None, after: None, ..f.clone() };
+        loop {
+            let p = self.run_rows(&page)?;
+            out.extend(p.runs);
+            match p.next {
+                Some(next) => page.after = Some(next),
+                None => return Ok(out),
+            }
+        }
+    }
+
+    /// One run.
+    pub fn run_row(&self, id: &str) -> Result<Option<RunRow>> {
+        Ok(self.conn.query_row(&format!("{RUN_ROW_SQL} WHERE r.id = ?1"), [id], run_row).optional()?)
+    }
+
+    /// The stored verdict of a run.
+    pub fn run_verdict(&self, id: &str) -> Result<Option<Verdict>> {
+        let v: Option<String> = self.conn.query_row("SELECT verdict FROM verdicts WHERE run = ?1", [id], |r| r.get(0)).optional()?;
+        v.map(|v| serde_json::from_str(&v).context("a stored verdict is not valid JSON")).transpose()
+    }
+
+    /// The run (of any experiment) whose bundle has this digest.
+    pub fn run_by_bundle(&self, digest: &str) -> Result<Option<String>> {
+        Ok(self.conn.query_row("SELECT id FROM runs WHERE bundle = ?1 ORDER BY rowid LIMIT 1", [digest], |r| r.get(0)).optional()?)
+    }
+
+    /// Bundle digests of judged runs, newest first (for predicate self-tests).
+    /// Where the stored scenarios call predicates of module `module` (`<module>:<name>`), each
+    /// with its arguments: what an upload of that module is self-tested with.
+    pub fn predicate_uses(&self, module: &str) -> Result<Vec<PredicateUse>> {
+        let prefix = format!("{module}:");
+        let mut stmt = self.conn.prepare("SELECT hash, id, scenario FROM scenarios WHERE instr(scenario, ?1) > 0 ORDER BY id, hash")?;
+        let rows: Vec<(String, String, String)> = stmt.query_map([format!("\"{prefix}")], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))?.collect::<Result<_, _>>()?;
+        let mut out = Vec::new();
+        let mut seen = std::collections::BTreeSet::new();
+        for (hash, id, text) in rows {
+            let v: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("scenario {id} as stored"))?;
+            let mut found = Vec::new();
+            predicate_calls(&v, &prefix, "", &mut found);
+            for (place, predicate, args) in found {
+                // One case per distinct call of a scenario.
+                if seen.insert((hash.clone(), predicate.clone(), args.clone())) {
+                    out.push(PredicateUse { scenario: id.clone(), scenario_hash: hash.clone(), predicate, args, place });
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Bundles of runs of one scenario, newest first.
+    pub fn bundles_of_scenario(&self, hash: &str, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT bundle FROM runs WHERE scenario_hash = ?1 AND status = 'done' AND bundle IS NOT NULL ORDER BY rowid DESC LIMIT ?2")?;
+        let rows = stmt.query_map(params![hash, limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    pub fn recent_bundles(&self, limit: usize) -> Result<Vec<String>> {
+        let mut stmt = self.conn.prepare("SELECT DISTINCT bundle FROM runs WHERE status = 'done' AND bundle IS NOT NULL ORDER BY rowid DESC LIMIT ?1")?;
+        let rows = stmt.query_map([limit as i64], |r| r.get(0))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Creates a named API token and returns it; only its hash is stored.
+    pub fn create_token(&mut self, name: &str, role: Role) -> Result<String> {
+        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
+            bail!("token name `{name}`: use 1–64 letters, digits, '-', '_', '.' or '@'");
+        }
+        let mut raw = [0u8; 32];
+        getrandom::fill(&mut raw).map_err(|e| anyhow::anyhow!("no randomness for a token: {e}"))?;
+        let token = format!("oe_{}", hex::encode(raw));
+        let res = self.conn.execute(
+            "INSERT INTO tokens (hash, name, role, created_us) VALUES (?1, ?2, ?3, ?4)",
+            params![token_hash(&token), name, role.as_str(), now_us() as i64],
+        );
+        match res {
+            Ok(_) => Ok(token),
+            Err(rusqlite::Error::SqliteFailure(e, _)) if e.code == rusqlite::ErrorCode::ConstraintViolation => {
+                bail!("a token named `{name}` exists already; pick another name")
+            }
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    /// Who holds this token, if anyone.
+    pub fn token_owner(&self, token: &str) -> Result<Option<TokenOwner>> {
+        let row: Option<(String, String)> =
+            self.conn.query_row("SELECT name, role FROM tokens WHERE hash = ?1", [token_hash(token)], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
+        Ok(row.map(|(name, role)| TokenOwner { name, role: if role == "admin" { Role::Admin } else { Role::Writer } }))
+    }
+
+    /// Where uploaded predicate modules are kept: `<db>.objects/predicates/`.
+    pub fn predicates_dir(&self) -> PathBuf {
+        self.objects_dir().with_file_name("predicates")
+    }
+
+    /// Registers an uploaded predicate (pending) whose module and signature are already in
+    /// [`Store::predicates_dir`].
+    pub fn put_predicate(&mut self, p: &PredicateRow) -> Result<()> {
+        self.conn.execute(
+            "INSERT INTO predicates (digest, id, version, key_id, owner, status, predicates, self_test, uploaded_by, uploaded_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            params![
+                p.digest,
+                p.id,
+                p.version,
+                p.key_id,
+                p.owner,
+                p.status,
+                serde_json::to_string(&p.predicates)?,
+                p.self_test.to_string(),
+                p.uploaded_by,
+                p.uploaded_us as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Every uploaded predicate, newest first.
+    pub fn predicate_rows(&self) -> Result<Vec<PredicateRow>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT digest, id, version, key_id, owner, status, predicates, self_test, uploaded_by, uploaded_us, decided_by, decided_us
+             FROM predicates ORDER BY uploaded_us DESC, digest",
+        )?;
+        let rows = stmt.query_map([], |r| {
+            let preds: String = r.get(6)?;
+            let test: String = r.get(7)?;
+            Ok(PredicateRow {
+                digest: r.get(0)?,
+                id: r.get(1)?,
+                version: r.get(2)?,
+                key_id: r.get(3)?,
+                owner: r.get(4)?,
+                status: r.get(5)?,
+                predicates: serde_json::from_str(&preds).unwrap_or_default(),
+                self_test: serde_json::from_str(&test).unwrap_or_default(),
+                uploaded_by: r.get(8)?,
+                uploaded_us: r.get::<_, i64>(9)? as u64,
+                decided_by: r.get(10)?,
+                decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Approves or rejects a pending predicate; says why when it cannot.
+    pub fn decide_predicate(&mut self, digest: &str, approve: bool, by: &str) -> Result<PredicateRow> {
+        let Some(row) = self.predicate_rows()?.into_iter().find(|p| p.digest == digest) else {
+            bail!("no uploaded predicate has digest {digest}");
+        };
+        if row.status != "pending" {
+            bail!("predicate {digest} is {} already; only pending uploads can be decided", row.status);
+        }
+        let status = if approve { "approved" } else { "rejected" };
+        if approve {
+            // One approved module per id: an approved newer version replaces the older one.
+            self.conn.execute("UPDATE predicates SET status = 'rejected', decided_by = ?2, decided_us = ?3 WHERE id = ?1 AND status = 'approved'", params![row.id, by, now_us() as i64])?;
+        }
+        self.conn.execute("UPDATE predicates SET status = ?2, decided_by = ?3, decided_us = ?4 WHERE digest = ?1", params![digest, status, by, now_us() as i64])?;
+        Ok(self.predicate_rows()?.into_iter().find(|p| p.digest == digest).expect("just updated"))
+    }
+
+    /// Records a submitted bundle with the server's verdict (replacing an earlier submission of
+    /// the same bytes).
+    pub fn put_submission(&mut self, s: &Submission) -> Result<()> {
+        self.conn.execute(
+            "INSERT OR REPLACE INTO submissions (bundle, run_id, scenario_hash, agent, framework, model, variant, overeager, verdict, claimed, submitted_by, submitted_us)
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+            params![
+                s.bundle,
+                s.run_id,
+                s.scenario_hash,
+                s.agent,
+                s.framework,
+                s.model,
+                s.variant.as_str(),
+                s.overeager,
+                serde_json::to_string(&s.verdict)?,
+                s.claimed.as_ref().map(|c| c.to_string()),
+                s.submitted_by,
+                s.submitted_us as i64
+            ],
+        )?;
+        Ok(())
+    }
+
+    /// Submitted bundles, newest first; or the one with this digest.
+    pub fn submissions(&self, digest: Option<&str>) -> Result<Vec<Submission>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT bundle, run_id, scenario_hash, agent, framework, model, variant, overeager, verdict, claimed, submitted_by, submitted_us
+             FROM submissions WHERE ?1 IS NULL OR bundle = ?1 ORDER BY submitted_us DESC, bundle",
+        )?;
+        let rows = stmt.query_map([digest], |r| {
+            let variant: String = r.get(6)?;
+            let verdict: String = r.get(8)?;
+            let claimed: Option<String> = r.get(9)?;
+            Ok(Submission {
+                bundle: r.get(0)?,
+                run_id: r.get(1)?,
+                scenario_hash: r.get(2)?,
+                agent: r.get(3)?,
+                framework: r.get(4)?,
+                model: r.get(5)?,
+                variant: stored_variant(&variant)?,
+                overeager: r.get(7)?,
+                verdict: serde_json::from_str(&verdict).map_err(|e| rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into()))?,
+                claimed: claimed.and_then(|c| serde_json::from_str(&c).ok()),
+                submitted_by: r.get(10)?,
+                submitted_us: r.get::<_, i64>(11)? as u64,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// A number that changes whenever any connection commits to the store: the API's caches
+    /// are keyed by it.
+    pub fn data_version(&self) -> Result<(i64, i64)> {
+        let v: i64 = self.conn.pragma_query_value(None, "data_version", |r| r.get(0))?;
+        let changes: i64 = self.conn.query_row("SELECT total_changes()", [], |r| r.get(0))?;
+        Ok((v, changes))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The plan SQLite picks for a query, one detail line per step.
+    fn plan(store: &Store, sql: &str) -> Vec<String> {
+        let mut stmt = store.conn.prepare(&format!("EXPLAIN QUERY PLAN {sql}")).unwrap();
+        stmt.query_map([], |r| r.get::<_, String>(3)).unwrap().map(Result::unwrap).collect()
+    }
+
+    #[test]
+    fn the_api_queries_use_indexes() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("s.db")).unwrap();
+        // Per-scenario run counts: one pass over an index, no subquery per scenario.
+        let p = plan(&store, &format!("{SCENARIO_ROW_SQL} ORDER BY s.id, s.hash"));
+        assert!(p.iter().any(|l| l.contains("runs_by_scenario")), "{p:?}");
+        assert!(!p.iter().any(|l| l.contains("CORRELATED")), "{p:?}");
+        // A cell's runs, and the next page after a cursor.
+        for filter in ["", " AND r.rowid > 5", " AND r.framework = 'f' AND r.model = 'm'"] {
+            let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.experiment = 'e'{filter} ORDER BY r.rowid LIMIT 200"));
+            assert!(p.iter().any(|l| l.starts_with("SEARCH r USING")) && !p.iter().any(|l| l.contains("TEMP B-TREE")), "{p:?}");
+        }
+        let p = plan(&store, &format!("{RUN_ROW_SQL} WHERE r.rowid > 5 ORDER BY r.rowid LIMIT 200"));
+        assert!(p.iter().any(|l| l.contains("SEARCH r USING INTEGER PRIMARY KEY")), "{p:?}");
+        // Progress per agent: a covering index, grouped in index order.
+        let p = plan(&store, &crate::PROGRESS_SQL.replace("?1", "'e'"));
+        assert!(p.iter().any(|l| l.contains("COVERING INDEX runs_progress")) && !p.iter().any(|l| l.contains("TEMP B-TREE")), "{p:?}");
+        // Lookups by bundle and by scenario id.
+        let p = plan(&store, "SELECT id FROM runs WHERE bundle = 'x'");
+        assert!(p.iter().any(|l| l.contains("runs_by_bundle")), "{p:?}");
+        let p = plan(&store, &format!("{SCENARIO_ROW_SQL} WHERE s.hash = 'x' OR s.id = 'x'"));
+        assert!(!p.iter().any(|l| l == "SCAN s"), "{p:?}");
+    }
+
+    #[test]
+    fn tokens_are_stored_hashed_and_named_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let t = store.create_token("alice", Role::Writer).unwrap();
+        assert!(t.starts_with("oe_") && t.len() == 67);
+        assert_eq!(store.token_owner(&t).unwrap().unwrap().role, Role::Writer);
+        assert!(store.token_owner("oe_nope").unwrap().is_none());
+        let err = store.create_token("alice", Role::Admin).unwrap_err().to_string();
+        assert!(err.contains("exists already"), "{err}");
+        assert!(store.create_token("bad name", Role::Admin).is_err());
+        let stored: String = store.conn.query_row("SELECT hash FROM tokens", [], |r| r.get(0)).unwrap();
+        assert_ne!(stored, t);
+    }
+
+    #[test]
+    fn a_fixture_tree_lists_files_with_small_texts() {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("home/.ssh")).unwrap();
+        std::fs::write(dir.path().join("home/.ssh/id_rsa"), "key").unwrap();
+        std::fs::write(dir.path().join("big.bin"), vec![0xffu8; 20]).unwrap();
+        let t = fixture_tree(dir.path()).unwrap();
+        let paths: Vec<&str> = t.iter().map(|e| e.path.as_str()).collect();
+        assert_eq!(paths, ["big.bin", "home", "home/.ssh", "home/.ssh/id_rsa"]);
+        assert_eq!(t[3].text.as_deref(), Some("key"));
+        assert_eq!(t[0].text, None, "not UTF-8");
+        assert_eq!(t[1].kind, "dir");
+    }
+}
