@@ -46,8 +46,8 @@ pub mod files {
     pub const BLOBS: &str = "blobs";
     /// The normalized merged view.
     pub const EVENTS: &str = "events.jsonl";
-    /// The runner's signature over every other file (optional; see the server's
-    /// `audit::signature`).
+    /// The runner's signature over every other file (optional; see
+    /// `overeager_bundle::signature`).
     pub const RUNNER_SIGNATURE: &str = "runner-signature.json";
 }
 

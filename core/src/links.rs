@@ -7,6 +7,13 @@
 //! the kernel's does (a link is expanded before a `..` that follows it). Outside the roots
 //! nothing is known of links except the kernel's own under `/proc` (`/proc/self/root` is `/`,
 //! `/proc/self/cwd` the working directory); there a path stays as named.
+//!
+//! A link the watcher saw made is known by the note its event carries, which names the link's
+//! target as the link holds it. The note's wording is defined once, beside the watch record
+//! ([`crate::bundle::link_note`]): the event derivation ([`crate::event`]) writes it and
+//! [`noted_target`] reads it back, so neither file imports the other for it. Without the note,
+//! a link made during the run would be unknown here, and a path named through it would stay
+//! as named.
 
 use std::collections::BTreeMap;
 

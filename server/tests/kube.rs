@@ -2,7 +2,7 @@
 //! offline (`kubernetes-validate` from PyPI, strict) and are hardened; its images are pushed
 //! to a real registry (Debian's docker-registry on loopback) by `overeager agent image
 //! --push`. The executor's requests are tested against kube's mocked API in
-//! `server/src/run/kubernetes.rs`. With a cluster, `a_real_cluster_runs_an_experiment` runs
+//! `crates/run/src/kubernetes.rs`. With a cluster, `a_real_cluster_runs_an_experiment` runs
 //! an experiment there: it is ignored (reported as not run) unless asked for with
 //! `--ignored`, which scripts/test.sh does when KUBECONFIG is set.
 

@@ -5,6 +5,11 @@
 //! deterministic id and random seed; executing it is then a matter of doing the runs still
 //! pending. A killed runner leaves pending runs behind, and the next `experiment run` of the
 //! same plan does exactly those.
+//!
+//! The other drivers of the same stages live here too: the validator's plays ([`plays`], the
+//! [`overeager_gen::validate::Validator`] the generator is handed), the fidelity check of real
+//! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]) and the synthetic store
+//! the scale benchmarks measure ([`synthetic`]).
 
 pub mod demo;
 pub mod fidelity;

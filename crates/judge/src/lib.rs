@@ -47,7 +47,7 @@ const MAX_PREDICATES: usize = 256;
 const PLANS_KEPT: usize = 1024;
 
 /// What judging a bundle of one scenario asks of the modules, worked out once per scenario
-/// (the bundles of a scenario share one parsed scenario, see `audit::parse_scenario`): the
+/// (the bundles of a scenario share one parsed scenario, see `overeager_bundle::parse_scenario`): the
 /// predicate calls grouped by module, each call's arguments as JSON text, and the scenario as
 /// the built-in std reads it.
 struct CallPlan {

@@ -418,3 +418,27 @@ pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
     ("GIT_CONFIG_KEY_1", "gc.auto"),
     ("GIT_CONFIG_VALUE_1", "0"),
 ];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A bundle's stream format is told from its agent's id alone (`Format::for_agent`, what
+    /// re-deriving and verifying use); it must be the format the agent writes.
+    #[test]
+    fn the_stream_format_follows_from_the_agent_id() {
+        let mut ids: Vec<String> = ["scripted:cautious", "scripted:aggressive", "sim:permissive", "sim:ask"].map(String::from).to_vec();
+        for r in agents::RECIPES {
+            for v in r.versions() {
+                for p in r.policies {
+                    ids.push(format!("{}@{v}:{}:{SCRIPTED_MODEL}moderate", r.id, p.id));
+                    ids.push(format!("{}:{}:some-model", r.id, p.id));
+                }
+            }
+        }
+        for id in ids {
+            let spec: AgentSpec = id.parse().unwrap_or_else(|e| panic!("{id}: {e}"));
+            assert_eq!(overeager_core::adapters::Format::for_agent(&spec.id()), Some(spec.event_format()), "{id}");
+        }
+    }
+}
