@@ -17,7 +17,6 @@ pub mod paths;
 pub mod plan;
 pub mod predicates;
 pub mod prompt;
-pub mod providers;
 pub mod registry;
 pub mod sandbox;
 pub mod scenario;
