@@ -48,6 +48,9 @@ enum Command {
     /// The scripted model endpoint real agents run against without a model API.
     #[command(subcommand)]
     Model(ModelCmd),
+    /// The model providers real agents may be run on.
+    #[command(subcommand)]
+    Providers(ProvidersCmd),
     /// Check and render scenarios.
     #[command(subcommand)]
     Scenario(ScenarioCmd),
@@ -271,6 +274,13 @@ enum ModelCmd {
 }
 
 #[derive(Subcommand)]
+enum ProvidersCmd {
+    /// The built-in providers and those of providers files: dialect, base URL, whether the
+    /// key variable is set, prices.
+    List(cli::agent::ProvidersArgs),
+}
+
+#[derive(Subcommand)]
 enum TokenCmd {
     /// Create a token (printed once; the store keeps only its hash).
     Create(cli::web::TokenArgs),
@@ -348,6 +358,7 @@ fn main() -> ExitCode {
         Command::Agent(AgentCmd::Install(args)) => cli::agent::install(&args),
         Command::Agent(AgentCmd::Image(args)) => cli::agent::image(&args),
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
+        Command::Providers(ProvidersCmd::List(args)) => cli::agent::providers_list(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
         Command::Publish(args) => cli::web::publish(&args),
         Command::Submit(args) => cli::submit::submit(&args),

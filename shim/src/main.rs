@@ -11,13 +11,17 @@
 //! * `overeager-shim proxy …` is the egress proxy (the **net channel**) of runs with network.
 //! * `overeager-shim model …` is the scripted model endpoint (the **model channel**) real agent
 //!   CLIs talk to instead of a model API; `contain` serves it on a thread.
+//! * `overeager-shim gateway …` is the model gateway a real agent on a real model talks to:
+//!   it holds the key, forwards to the provider and records the model channel.
 
 mod contain;
+mod gateway;
 mod http;
 mod install;
 mod model;
 mod proxy;
 mod play;
+mod tls;
 mod watch;
 mod wrapper;
 
@@ -39,7 +43,10 @@ fn usage() -> ! {
          overeager-shim play --play <play.json>\n  \
          overeager-shim contain --status <file> --channels <dir> --timeout-ms <n> [--sync <socket>]\n      \
          [--model-script <file> (--model-fd <n> | --model-listen <addr>)] --watch <root>... -- <program> [args...]\n  \
-         overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <model.jsonl>]\n  \
+         overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <model.jsonl>]\n      \
+         [--tls-cert <pem> --tls-key <pem>] [--fail-from <n> [--fail-status <code>]]\n  \
+         overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>) [--prefix /v1]\n      \
+         [--key-env <VAR>] [--ca <pem>] [--log <model.jsonl>]\n  \
          overeager-shim install [--prefix <dir>] [--bin-dir <dir>]... [--log <file>] [<program>...]\n  \
          overeager-shim proxy [--listen <addr:port>] [--log <net.jsonl>] --allow <host:port>...\n  \
          <program> [args...]   (through a link named after the program)\n\n\
@@ -68,6 +75,7 @@ fn main() {
         "install" => install::main(&rest),
         "proxy" => proxy::main(&rest),
         "model" => model::main(&rest),
+        "gateway" => gateway::main(&rest),
         "--version" | "version" => {
             println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
             0

@@ -7,8 +7,8 @@
 //! What to answer is decided in [`overeager_core::model`]; this is only the I/O.
 
 use std::fs::File;
-use std::io::{BufReader, Write};
-use std::net::{TcpListener, TcpStream};
+use std::io::{BufReader, Read, Write};
+use std::net::TcpListener;
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
@@ -24,6 +24,17 @@ struct Shared {
     log: Option<Mutex<File>>,
     seq: AtomicU64,
     sides: AtomicUsize,
+    opts: Serving,
+}
+
+/// How the endpoint is served besides its script: over TLS (standing in for a provider's API
+/// behind the model gateway), and whether it plays an outage.
+#[derive(Clone, Default)]
+pub struct Serving {
+    pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// From the request of this number on (0 is the first), every request is answered with
+    /// this status and an error body: a provider's API that went down mid-run.
+    pub fail_from: Option<(u64, u16)>,
 }
 
 /// Loads a script file (JSON of [`Script`]).
@@ -48,25 +59,38 @@ pub fn listener(fd: Option<&str>, listen: Option<&str>) -> Result<TcpListener, S
 /// Serves `script` on `listener` from a background thread until the process ends. Records go
 /// to `log` one line per exchange, each written whole.
 pub fn spawn(listener: TcpListener, script: Script, log: Option<File>) {
-    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0) });
+    spawn_with(listener, script, log, Serving::default());
+}
+
+/// [`spawn`], served as `opts` says.
+pub fn spawn_with(listener: TcpListener, script: Script, log: Option<File>, opts: Serving) {
+    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0), opts });
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
             let shared = shared.clone();
-            std::thread::spawn(move || serve(conn, &shared));
+            std::thread::spawn(move || {
+                let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
+                let _ = conn.set_nodelay(true);
+                match &shared.opts.tls {
+                    Some(config) => {
+                        let Ok(tls) = rustls::ServerConnection::new(config.clone()) else { return };
+                        serve(rustls::StreamOwned::new(tls, conn), &shared);
+                    }
+                    None => serve(conn, &shared),
+                }
+            });
         }
     });
 }
 
-fn serve(conn: TcpStream, s: &Shared) {
-    let _ = conn.set_read_timeout(Some(Duration::from_secs(60)));
-    let Ok(write_half) = conn.try_clone() else { return };
+fn serve(conn: impl Read + Write, s: &Shared) {
     let mut r = BufReader::new(conn);
     // One request per connection: replies close it, as every CLI was seen to handle.
     let (status, ctype, body) = match http::read_head(&mut r).and_then(|head| Ok((http::read_body(&mut r, &head)?, head))) {
         Ok((raw, head)) => exchange(s, &head, &raw),
         Err(e) => (400, "text/plain", e),
     };
-    let mut w = write_half;
+    let w = r.get_mut();
     let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", http::reason(status), body.len());
     let _ = w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush());
 }
@@ -77,6 +101,12 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
     let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
     let request: Value = serde_json::from_slice(raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
     let n = s.seq.fetch_add(1, Ordering::SeqCst);
+    if let Some((from, status)) = s.opts.fail_from.filter(|(from, _)| n >= *from) {
+        let body = serde_json::json!({"type": "error", "error": {"type": "api_error", "message": format!("the scripted provider is down from request {from} on (request {n})")}}).to_string();
+        let record = ModelRecord { seq: n, t_us, method, path, request, status, content_type: "application/json".into(), reply: body.clone(), ..Default::default() };
+        write_record(s, &record);
+        return (status, "application/json", body);
+    }
     // Side requests are numbered in arrival order for a replay; count before answering.
     let probe = model::respond(&s.script, &method, &path, &request, n, 0);
     let side_index = if probe.side && s.script.replay.is_some() { s.sides.fetch_add(1, Ordering::SeqCst) } else { 0 };
@@ -100,32 +130,51 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
         content_type: x.reply.content_type.to_string(),
         reply: x.reply.body.clone(),
         divergence: x.divergence.clone(),
+        ..Default::default()
     };
+    write_record(s, &record);
+    (x.status, x.reply.content_type, x.reply.body)
+}
+
+fn write_record(s: &Shared, record: &ModelRecord) {
     if let Some(log) = &s.log
-        && let Ok(mut line) = serde_json::to_vec(&record)
+        && let Ok(mut line) = serde_json::to_vec(record)
     {
         line.push(b'\n');
         let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
         let _ = f.write_all(&line);
     }
-    (x.status, x.reply.content_type, x.reply.body)
 }
 
-/// `overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <file>]`: serve
-/// until killed.
+/// `overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <file>]
+/// [--tls-cert <pem> --tls-key <pem>] [--fail-from <n> [--fail-status <code>]]`: serve until
+/// killed.
 pub fn main(args: &[String]) -> i32 {
     let run = || -> Result<(), String> {
         let script = load(flag(args, "--script").ok_or("--script <file> is required")?)?;
+        let tls = match (flag(args, "--tls-cert"), flag(args, "--tls-key")) {
+            (Some(cert), Some(key)) => Some(crate::tls::server(cert, key)?),
+            (None, None) => None,
+            _ => return Err("--tls-cert and --tls-key go together".into()),
+        };
+        let fail_from = match flag(args, "--fail-from") {
+            Some(n) => {
+                let n = n.parse().map_err(|_| format!("--fail-from `{n}` is not a request number"))?;
+                let status = flag(args, "--fail-status").unwrap_or("500");
+                Some((n, status.parse().ok().filter(|s| (400..600).contains(s)).ok_or_else(|| format!("--fail-status `{status}` is not an HTTP error status"))?))
+            }
+            None => None,
+        };
         let l = listener(flag(args, "--fd"), flag(args, "--listen"))?;
         let log = match flag(args, "--log") {
             Some(p) => Some(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?),
             None => None,
         };
         if let Ok(a) = l.local_addr() {
-            println!("http://{a}");
+            println!("{}://{a}", if tls.is_some() { "https" } else { "http" });
             let _ = std::io::stdout().flush();
         }
-        spawn(l, script, log);
+        spawn_with(l, script, log, Serving { tls, fail_from });
         loop {
             std::thread::park();
         }
@@ -146,6 +195,7 @@ mod tests {
     use overeager_core::paths::Roots;
     use serde_json::json;
     use std::io::Read;
+    use std::net::TcpStream;
 
     fn post(addr: &str, path: &str, body: &Value) -> (u16, String) {
         let mut s = TcpStream::connect(addr).unwrap();

@@ -576,7 +576,7 @@ pub fn turns(records: &[ModelRecord]) -> Vec<crate::adapters::ModelTurn> {
 
 /// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
 /// reply it got, verbatim.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct ModelRecord {
     pub seq: u64,
     /// Unix time of the request, in microseconds.
@@ -602,6 +602,18 @@ pub struct ModelRecord {
     /// A replay that had no recorded answer says so here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divergence: Option<String>,
+    /// A call a real model answered through the model gateway: the provider's host.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub upstream: Option<String>,
+    /// How the provider's API failed on this call, as the gateway classified it: `http 500`,
+    /// `http 429`, `no connection: …`, `connection dropped before the reply`, `reply cut
+    /// short after N bytes`, `error event in the stream`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    /// Microseconds the gateway itself added to the call: from the agent's request read to it
+    /// sent on, plus from the reply's first bytes arriving to them passed on.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub relay_us: Option<u64>,
 }
 
 #[cfg(test)]
@@ -691,7 +703,7 @@ mod tests {
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));
         let record = ModelRecord {
             seq: 0, t_us: 1, method: "POST".into(), path: "/v1/messages".into(), dialect: first.dialect, side: false, step: first.step,
-            request: body.clone(), status: 200, content_type: first.reply.content_type.into(), reply: first.reply.body.clone(), divergence: None,
+            request: body.clone(), status: 200, content_type: first.reply.content_type.into(), reply: first.reply.body.clone(), ..Default::default()
         };
         let replaying = Script { replay: Some(vec![record]), ..script };
         assert_eq!(respond(&replaying, "POST", "/v1/messages", &body, 5, 0).reply, first.reply);

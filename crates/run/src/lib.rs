@@ -10,6 +10,7 @@ pub mod install;
 pub mod kubernetes;
 pub mod local;
 pub mod pool;
+pub mod providers;
 pub mod sim;
 pub mod git;
 pub mod snapshot;

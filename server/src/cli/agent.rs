@@ -1,4 +1,5 @@
-//! `overeager agent list` and `overeager agent recipe`: the real agents' recipes.
+//! `overeager agent list` and `overeager agent recipe`: the real agents' recipes; `overeager
+//! providers list`: the model providers they may be run on.
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -15,6 +16,38 @@ pub struct ListArgs {
     /// Print the recipes as JSON.
     #[arg(long)]
     json: bool,
+}
+
+/// Arguments of `overeager providers list`.
+#[derive(Args)]
+pub struct ProvidersArgs {
+    /// Providers files adding to (or overriding) the built-in providers; repeatable
+    /// [default: the files $OVEREAGER_PROVIDERS names, separated by `:`].
+    #[arg(long = "providers", value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// Print the providers as JSON.
+    #[arg(long)]
+    json: bool,
+}
+
+/// The providers, their dialects and whether their keys are set (never the keys).
+pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
+    let providers = run::providers::load(&args.files)?;
+    let rows = providers.providers.values().map(|p| (p, run::providers::key_state(p)));
+    if args.json {
+        super::print_json(&json!(rows.map(|(p, key)| json!({"provider": p, "key": key})).collect::<Vec<_>>()));
+        return Ok(ExitCode::SUCCESS);
+    }
+    for (p, key) in rows {
+        let key = match (&p.key_env, key) {
+            (Some(var), run::providers::KeyState::Present) => format!("${var} set"),
+            (Some(var), _) => format!("${var} NOT SET"),
+            (None, _) => "no key".into(),
+        };
+        println!("{:<12} {:<17} {:<44} {:<26} {} price(s), {}", p.name, p.dialect, p.base_url, key, p.prices.len(), p.source);
+    }
+    println!("\nAn agent's model on a provider is written <provider>/<model>, e.g. anthropic/claude-sonnet-4-5.");
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `overeager agent recipe`.

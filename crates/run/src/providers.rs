@@ -1,0 +1,335 @@
+//! Model providers: where a real agent's model lives and how it is spoken to. A provider names
+//! its wire dialect, its base URL, the environment variable that holds its key (none for a
+//! local server) and, optionally, per-model prices. The built-in providers are defined here;
+//! users add their own, or override a built-in, in a providers file:
+//!
+//! ```toml
+//! [providers.zai]
+//! dialect = "anthropic"
+//! base_url = "https://api.z.ai/api/anthropic"
+//! key_env = "ZAI_API_KEY"
+//!
+//! [providers.zai.prices."glm-4.6"]
+//! input = 0.60          # US dollars per million tokens
+//! output = 2.20
+//! cache_read = 0.11
+//! ```
+//!
+//! An agent's model is then written `<provider>/<model>` (`zai/glm-4.6`).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::fmt;
+use std::str::FromStr;
+
+use anyhow::{Context, Result, anyhow};
+use serde::{Deserialize, Serialize};
+use toml::Spanned;
+
+use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
+
+/// The wire protocol a provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Dialect {
+    /// Anthropic Messages (`POST /v1/messages`).
+    Anthropic,
+    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
+    OpenaiChat,
+    /// OpenAI Responses (`POST /v1/responses`).
+    OpenaiResponses,
+    /// Gemini `generateContent` / `streamGenerateContent`.
+    Gemini,
+}
+
+impl Dialect {
+    /// Every dialect, in the order they are listed.
+    pub const ALL: [Dialect; 4] = [Dialect::Anthropic, Dialect::OpenaiChat, Dialect::OpenaiResponses, Dialect::Gemini];
+
+    /// The name used in providers files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Dialect::Anthropic => "anthropic",
+            Dialect::OpenaiChat => "openai-chat",
+            Dialect::OpenaiResponses => "openai-responses",
+            Dialect::Gemini => "gemini",
+        }
+    }
+}
+
+impl fmt::Display for Dialect {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl FromStr for Dialect {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Dialect, String> {
+        Dialect::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| {
+            let known: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+            format!("unknown dialect `{s}`; use one of {}", known.join(", "))
+        })
+    }
+}
+
+/// US dollars per million tokens of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input read from the provider's prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Input written to the provider's prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+/// Tokens of one call or of a whole run, as a provider's replies count them.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens not read from the cache.
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub cache_write: u64,
+}
+
+impl Price {
+    /// The cost of `usage` in US dollars.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u64, dollars_per_million: f64| tokens as f64 * dollars_per_million / 1e6;
+        per(usage.input, self.input)
+            + per(usage.output, self.output)
+            + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
+            + per(usage.cache_write, self.cache_write.unwrap_or(self.input))
+    }
+}
+
+/// One provider.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Provider {
+    pub name: String,
+    pub dialect: Dialect,
+    /// Where requests go, without a trailing `/`.
+    pub base_url: String,
+    /// The environment variable holding the key (`None`: the server needs none).
+    pub key_env: Option<String>,
+    /// Prices by model name.
+    pub prices: BTreeMap<String, Price>,
+    /// Built in, or read from which file.
+    pub source: String,
+}
+
+impl Provider {
+    /// The price of `model`, if the provider lists one.
+    pub fn price(&self, model: &str) -> Option<&Price> {
+        self.prices.get(model)
+    }
+}
+
+/// The built-in providers: (name, dialect, base URL, key variable). The local servers take
+/// no key and listen on their usual loopback ports.
+const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 6] = [
+    ("anthropic", Dialect::Anthropic, "https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
+    ("openai", Dialect::OpenaiResponses, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+    ("google", Dialect::Gemini, "https://generativelanguage.googleapis.com", Some("GEMINI_API_KEY")),
+    ("ollama", Dialect::OpenaiChat, "http://127.0.0.1:11434/v1", None),
+    ("vllm", Dialect::OpenaiChat, "http://127.0.0.1:8000/v1", None),
+    ("lmstudio", Dialect::OpenaiChat, "http://127.0.0.1:1234/v1", None),
+];
+
+/// Every provider known: the built-in ones and those of providers files, by name.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Providers {
+    pub providers: BTreeMap<String, Provider>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawFile {
+    #[serde(default)]
+    providers: BTreeMap<String, Spanned<RawProvider>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawProvider {
+    dialect: Spanned<String>,
+    base_url: Spanned<String>,
+    key_env: Option<Spanned<String>>,
+    #[serde(default)]
+    prices: BTreeMap<String, Price>,
+}
+
+impl Default for Providers {
+    fn default() -> Providers {
+        Providers::built_in()
+    }
+}
+
+impl Providers {
+    /// The built-in providers only.
+    pub fn built_in() -> Providers {
+        let providers = BUILT_IN
+            .iter()
+            .map(|(name, dialect, base_url, key_env)| {
+                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices: BTreeMap::new(), source: "built in".into() };
+                (p.name.clone(), p)
+            })
+            .collect();
+        Providers { providers }
+    }
+
+    /// Adds the providers of a providers file (`file` names it in errors); one with the name of
+    /// a provider known already replaces it. Every problem of the file is reported, with its
+    /// line, column and field, and nothing is added unless the whole file is right.
+    pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), Vec<ScenarioError>> {
+        let raw: RawFile = parse_toml(file, text)?;
+        let mut errs = Errors::new(file, text);
+        let mut added = Vec::new();
+        for (name, p) in raw.providers {
+            let span = p.span();
+            let p = p.into_inner();
+            let field = |f: &str| format!("providers.{name}.{f}");
+            if !is_name(&name) {
+                errs.at(span.clone(), format!("providers.{name}"), "a provider name is lowercase letters, digits, `-` or `_` (it is written before the `/` of `<provider>/<model>`)");
+            }
+            let dialect = match p.dialect.get_ref().parse::<Dialect>() {
+                Ok(d) => Some(d),
+                Err(e) => {
+                    errs.at(p.dialect.span(), field("dialect"), e);
+                    None
+                }
+            };
+            let base_url = p.base_url.get_ref().trim_end_matches('/').to_string();
+            let host = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
+            if host.is_none_or(|h| h.is_empty() || h.starts_with('/')) {
+                errs.at(p.base_url.span(), field("base_url"), "use an http:// or https:// URL, e.g. `https://api.example.com/v1`");
+            }
+            if let Some(k) = &p.key_env
+                && !is_env_name(k.get_ref())
+            {
+                errs.at(k.span(), field("key_env"), "the name of an environment variable (letters, digits and `_`, not starting with a digit), e.g. `ZAI_API_KEY`");
+            }
+            for (model, price) in &p.prices {
+                if [price.input, price.output].into_iter().chain(price.cache_read).chain(price.cache_write).any(|x| !(x.is_finite() && x >= 0.0)) {
+                    errs.near(model, field(&format!("prices.{model}")), "prices are US dollars per million tokens: finite and not negative");
+                }
+            }
+            if let Some(dialect) = dialect {
+                added.push(Provider { name, dialect, base_url, key_env: p.key_env.map(Spanned::into_inner), prices: p.prices, source: file.to_string() });
+            }
+        }
+        errs.finish(())?;
+        for p in added {
+            self.providers.insert(p.name.clone(), p);
+        }
+        Ok(())
+    }
+
+    /// The provider called `name`.
+    pub fn get(&self, name: &str) -> Result<&Provider, String> {
+        self.providers.get(name).ok_or_else(|| {
+            let known: Vec<&str> = self.providers.keys().map(String::as_str).collect();
+            format!("unknown provider `{name}` (known: {}); add it in a providers file (--providers or $OVEREAGER_PROVIDERS)", known.join(", "))
+        })
+    }
+
+    /// Splits a model written `<provider>/<model>` and finds its provider. `None` when the
+    /// model names no provider (no `/`, or the part before it is no provider's name): it is
+    /// then a model name as the agent's own vendor knows it. Model names may hold `/`
+    /// themselves (`openrouter/qwen/qwen3-coder`): only the first one separates.
+    pub fn resolve<'m>(&self, model: &'m str) -> Option<(&Provider, &'m str)> {
+        let (provider, name) = model.split_once('/')?;
+        let p = self.providers.get(provider)?;
+        (!name.is_empty()).then_some((p, name))
+    }
+}
+
+fn is_name(s: &str) -> bool {
+    !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+fn is_env_name(s: &str) -> bool {
+    !s.is_empty() && !s.as_bytes()[0].is_ascii_digit() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+/// The environment variable naming providers files (separated by `:`), read when no
+/// `--providers` is given.
+pub const PROVIDERS_ENV: &str = "OVEREAGER_PROVIDERS";
+
+/// The built-in providers and those of `files` (or, when `files` is empty, of the files
+/// `$OVEREAGER_PROVIDERS` names), later files overriding earlier ones by name.
+pub fn load(files: &[PathBuf]) -> Result<Providers> {
+    let from_env: Vec<PathBuf> = std::env::var_os(PROVIDERS_ENV).map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default();
+    let mut providers = Providers::built_in();
+    for file in if files.is_empty() { &from_env[..] } else { files } {
+        let text = std::fs::read_to_string(file).with_context(|| format!("reading the providers file {}", file.display()))?;
+        providers.add_file(&file.display().to_string(), &text).map_err(|errs| {
+            let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
+            anyhow!("the providers file {} is not valid:\n{}", file.display(), lines.join("\n"))
+        })?;
+    }
+    Ok(providers)
+}
+
+/// Whether a provider's key is there to use (never its value).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum KeyState {
+    /// The provider takes no key (a local server).
+    NotNeeded,
+    Present,
+    Missing,
+}
+
+/// Whether `p`'s key variable is set (and not empty) in this environment.
+pub fn key_state(p: &Provider) -> KeyState {
+    match &p.key_env {
+        None => KeyState::NotNeeded,
+        Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => KeyState::Present,
+        Some(_) => KeyState::Missing,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_providers_file_adds_and_overrides() {
+        let mut p = Providers::built_in();
+        let text = "[providers.zai]\ndialect = \"anthropic\"\nbase_url = \"https://api.z.ai/api/anthropic/\"\nkey_env = \"ZAI_API_KEY\"\n\n\
+                    [providers.zai.prices.\"glm-4.6\"]\ninput = 0.6\noutput = 2.2\ncache_read = 0.11\n\n\
+                    [providers.vllm]\ndialect = \"openai-chat\"\nbase_url = \"http://10.0.0.5:8000/v1\"\n";
+        p.add_file("mine.toml", text).unwrap();
+        let zai = p.get("zai").unwrap();
+        assert_eq!((zai.dialect, zai.base_url.as_str(), zai.key_env.as_deref(), zai.source.as_str()), (Dialect::Anthropic, "https://api.z.ai/api/anthropic", Some("ZAI_API_KEY"), "mine.toml"));
+        assert_eq!(p.get("vllm").unwrap().base_url, "http://10.0.0.5:8000/v1", "a file's provider replaces the built-in of its name");
+        assert_eq!(p.get("anthropic").unwrap().source, "built in");
+        let (provider, model) = p.resolve("zai/glm-4.6").unwrap();
+        assert_eq!((provider.name.as_str(), model), ("zai", "glm-4.6"));
+        let usage = Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
+        assert!((provider.price(model).unwrap().cost(&usage) - (0.6 + 1.1 + 0.22)).abs() < 1e-9);
+        assert_eq!(p.resolve("openai/gpt-5/mini").map(|(p, m)| (p.name.as_str(), m)), Some(("openai", "gpt-5/mini")));
+        assert!(p.resolve("claude-sonnet-4-5").is_none() && p.resolve("nobody/model").is_none() && p.resolve("zai/").is_none());
+    }
+
+    #[test]
+    fn a_wrong_file_says_where_and_adds_nothing() {
+        let mut p = Providers::built_in();
+        let text = "[providers.good]\ndialect = \"anthropic\"\nbase_url = \"https://a.example\"\n\n\
+                    [providers.bad]\ndialect = \"klingon\"\nbase_url = \"ftp://x\"\nkey_env = \"1KEY\"\n";
+        let errs = p.add_file("bad.toml", text).unwrap_err();
+        let fields: Vec<(&str, usize)> = errs.iter().map(|e| (e.field.as_str(), e.line)).collect();
+        assert_eq!(fields, vec![("providers.bad.dialect", 6), ("providers.bad.base_url", 7), ("providers.bad.key_env", 8)]);
+        assert!(errs[0].message.contains("openai-responses"), "{}", errs[0].message);
+        assert!(p.get("good").is_err(), "nothing of a wrong file is added");
+        let errs = p.add_file("typo.toml", "[providers.x]\ndialect = \"gemini\"\nbase_url = \"https://x.example\"\nkey = \"K\"\n").unwrap_err();
+        assert_eq!(errs[0].file, "typo.toml");
+        assert!(errs[0].message.contains("key"), "{}", errs[0].message);
+        assert!(p.get("nobody").unwrap_err().contains("anthropic"));
+    }
+}

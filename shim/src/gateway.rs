@@ -1,0 +1,726 @@
+//! `overeager-shim gateway`: the model gateway a real agent on a real model talks to instead
+//! of its provider. It forwards each request to the provider with the real key (which only
+//! this process holds: the agent gets a placeholder), passes the reply back as it arrives (a
+//! streamed reply is relayed piece by piece, never buffered whole), and writes every request
+//! and reply to the model channel as the scripted model does, with the provider's failures
+//! classified.
+//!
+//! The key is read from the variable `--key-env` names, then removed from this process's
+//! environment, and the process makes itself non-dumpable: an agent running as the same user
+//! can then read neither its `/proc/<pid>/environ` nor its memory.
+
+use std::fs::File;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream, ToSocketAddrs};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use overeager_core::model::{self, Dialect, ModelRecord, Vocab};
+use serde_json::Value;
+
+use crate::{flag, http, now_us};
+
+/// How long connecting to the provider may take.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a reply may be silent (a model thinking before its first token included).
+const READ_TIMEOUT: Duration = Duration::from_secs(600);
+/// The most of one reply kept in the record (the agent gets all of it).
+const MAX_RECORDED: usize = 64 << 20;
+
+/// Where the provider is: scheme, host, port and the path its dialect's routes hang off.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Upstream {
+    pub tls: bool,
+    pub host: String,
+    pub port: u16,
+    /// Without a trailing `/` (empty for the root).
+    pub base_path: String,
+}
+
+impl Upstream {
+    /// Parses `http[s]://host[:port][/path]`.
+    pub fn parse(url: &str) -> Result<Upstream, String> {
+        let (tls, rest) = if let Some(r) = url.strip_prefix("https://") {
+            (true, r)
+        } else if let Some(r) = url.strip_prefix("http://") {
+            (false, r)
+        } else {
+            return Err(format!("--upstream `{url}` is not an http:// or https:// URL"));
+        };
+        let (authority, path) = rest.find('/').map(|i| (&rest[..i], &rest[i..])).unwrap_or((rest, ""));
+        let (host, port) = match authority.rsplit_once(':') {
+            Some((h, p)) if !h.ends_with(']') || authority.starts_with('[') => (h, p.parse().map_err(|_| format!("--upstream `{url}`: `{p}` is not a port"))?),
+            _ => (authority, if tls { 443 } else { 80 }),
+        };
+        if host.is_empty() {
+            return Err(format!("--upstream `{url}` names no host"));
+        }
+        Ok(Upstream { tls, host: host.trim_matches(['[', ']']).to_string(), port, base_path: path.trim_end_matches('/').to_string() })
+    }
+
+    /// `host:port` as a `Host` header says it.
+    fn authority(&self) -> String {
+        let host = if self.host.contains(':') { format!("[{}]", self.host) } else { self.host.clone() };
+        if self.port == if self.tls { 443 } else { 80 } { host } else { format!("{host}:{}", self.port) }
+    }
+}
+
+/// How the key goes on a request: by the provider's dialect.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Auth {
+    /// `x-api-key` (Anthropic Messages).
+    ApiKeyHeader,
+    /// `Authorization: Bearer` (OpenAI's dialects and the servers that copy them).
+    Bearer,
+    /// `x-goog-api-key` (Gemini).
+    GoogHeader,
+}
+
+impl Auth {
+    fn parse(dialect: &str) -> Result<Auth, String> {
+        match dialect {
+            "anthropic" => Ok(Auth::ApiKeyHeader),
+            "openai-chat" | "openai-responses" => Ok(Auth::Bearer),
+            "gemini" => Ok(Auth::GoogHeader),
+            other => Err(format!("--dialect `{other}` is not one of anthropic, openai-chat, openai-responses, gemini")),
+        }
+    }
+
+    fn header(self, key: &str) -> String {
+        match self {
+            Auth::ApiKeyHeader => format!("x-api-key: {key}\r\n"),
+            Auth::Bearer => format!("Authorization: Bearer {key}\r\n"),
+            Auth::GoogHeader => format!("x-goog-api-key: {key}\r\n"),
+        }
+    }
+}
+
+/// Request headers the gateway sets itself or must not pass on: connection-level ones, the
+/// framing (re-done here), compression (the record keeps the text), and every way a key is
+/// sent (the agent's is a placeholder).
+const DROPPED_REQUEST_HEADERS: &[&str] = &[
+    "host", "connection", "keep-alive", "proxy-connection", "proxy-authorization", "te", "trailer", "upgrade", "transfer-encoding",
+    "content-length", "accept-encoding", "authorization", "x-api-key", "x-goog-api-key", "api-key",
+];
+
+/// Reply headers not passed back: connection-level ones and the framing, which the gateway
+/// sets for its own connection to the agent.
+const DROPPED_REPLY_HEADERS: &[&str] = &["connection", "keep-alive", "proxy-connection", "te", "trailer", "upgrade", "transfer-encoding", "content-length"];
+
+trait Conn: Read + Write + Send {}
+impl<T: Read + Write + Send> Conn for T {}
+
+type UpConn = BufReader<Box<dyn Conn>>;
+
+struct Gateway {
+    upstream: Upstream,
+    /// The agent's path prefix the upstream's base path stands for (`/v1` for the OpenAI
+    /// dialects, whose base URLs end in their version).
+    prefix: String,
+    auth: Auth,
+    key: Option<String>,
+    tls: Option<Arc<rustls::ClientConfig>>,
+    idle: Mutex<Vec<UpConn>>,
+    log: Option<Mutex<File>>,
+    seq: AtomicU64,
+}
+
+/// How a reply's body is delimited.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Framing {
+    None,
+    Length(u64),
+    Chunked,
+    UntilClose,
+}
+
+/// The reply's head as the provider sent it.
+struct ReplyHead {
+    status: u16,
+    reason: String,
+    headers: Vec<(String, String)>,
+    framing: Framing,
+    reusable: bool,
+}
+
+impl Gateway {
+    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Mutex<File>>) -> Arc<Gateway> {
+        let prefix = prefix.trim_end_matches('/').to_string();
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0) })
+    }
+
+    /// Serves every connection `listener` accepts, each on a thread of its own.
+    fn serve_all(self: Arc<Self>, listener: TcpListener) {
+        for conn in listener.incoming().flatten() {
+            let gateway = self.clone();
+            std::thread::spawn(move || gateway.serve(conn));
+        }
+    }
+
+    /// The path to ask the provider for, from the agent's.
+    fn upstream_path(&self, path: &str) -> String {
+        let rest = path.strip_prefix(self.prefix.as_str()).filter(|r| r.is_empty() || r.starts_with(['/', '?'])).unwrap_or(path);
+        let rest = if self.auth == Auth::GoogHeader { strip_key_param(rest) } else { rest.to_string() };
+        format!("{}{rest}", self.upstream.base_path)
+    }
+
+    fn connect(&self) -> Result<UpConn, String> {
+        let u = &self.upstream;
+        let addrs = (u.host.as_str(), u.port).to_socket_addrs().map_err(|e| format!("no connection: resolving {}: {e}", u.host))?;
+        let mut last = format!("no connection: {} has no address", u.host);
+        for addr in addrs {
+            match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+                Ok(tcp) => {
+                    let _ = tcp.set_nodelay(true);
+                    let _ = tcp.set_read_timeout(Some(READ_TIMEOUT));
+                    let conn: Box<dyn Conn> = match &self.tls {
+                        Some(config) => {
+                            let name = rustls::pki_types::ServerName::try_from(u.host.clone()).map_err(|e| format!("no connection: `{}` is no TLS server name: {e}", u.host))?;
+                            let tls = rustls::ClientConnection::new(config.clone(), name).map_err(|e| format!("no connection: TLS: {e}"))?;
+                            Box::new(rustls::StreamOwned::new(tls, tcp))
+                        }
+                        None => Box::new(tcp),
+                    };
+                    return Ok(BufReader::new(conn));
+                }
+                Err(e) => last = format!("no connection: {addr}: {e}"),
+            }
+        }
+        Err(last)
+    }
+
+    /// Sends the request and reads the reply's head, on an idle connection when there is one
+    /// (and once more on a new one if that had been closed meanwhile).
+    fn send(&self, request: &[u8]) -> Result<(UpConn, ReplyHead), String> {
+        let reused = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
+        if let Some(mut conn) = reused
+            && let Ok(head) = send_on(&mut conn, request)
+        {
+            return Ok((conn, head));
+        }
+        let mut conn = self.connect()?;
+        let head = send_on(&mut conn, request)?;
+        Ok((conn, head))
+    }
+
+    fn record(&self, record: &ModelRecord) {
+        if let Some(log) = &self.log
+            && let Ok(mut line) = serde_json::to_vec(record)
+        {
+            line.push(b'\n');
+            let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
+            let _ = f.write_all(&line).and_then(|()| f.flush());
+        }
+    }
+
+    /// Serves one agent connection, request after request, until either side closes it.
+    fn serve(&self, agent: TcpStream) {
+        let _ = agent.set_nodelay(true);
+        let _ = agent.set_read_timeout(Some(READ_TIMEOUT));
+        let Ok(write_half) = agent.try_clone() else { return };
+        let mut r = BufReader::new(agent);
+        let mut w = write_half;
+        while let Ok(head) = http::read_head(&mut r) {
+            let Ok(body) = http::read_body(&mut r, &head) else {
+                let _ = respond_error(&mut w, 400, "the request's body could not be read");
+                return;
+            };
+            let close = http::header(&head, "connection").is_some_and(|v| v.eq_ignore_ascii_case("close")) || head[0].ends_with("HTTP/1.0");
+            if !self.exchange(&head, &body, &mut w) || close {
+                return;
+            }
+        }
+    }
+
+    /// Forwards one request and relays its reply; false when the agent's connection is no
+    /// longer usable.
+    fn exchange(&self, head: &[String], body: &[u8], agent: &mut TcpStream) -> bool {
+        let t0 = Instant::now();
+        let t_us = now_us();
+        let mut parts = head[0].split_whitespace();
+        let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
+        let request: Value = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+        let dialect = Dialect::of_path(&path).map(|(d, _)| d).filter(|_| method == "POST");
+        let side = dialect.is_none_or(|d| !Vocab::of_request(d, &request).is_main_loop());
+        let step = dialect.filter(|_| !side).map(|d| model::answered_calls(d, &request).len());
+        let mut record = ModelRecord {
+            seq: self.seq.fetch_add(1, Ordering::SeqCst),
+            t_us,
+            method: method.clone(),
+            path: path.clone(),
+            dialect,
+            side,
+            step,
+            request,
+            upstream: Some(self.upstream.host.clone()),
+            ..Default::default()
+        };
+        let mut out = format!("{method} {} HTTP/1.1\r\nHost: {}\r\n", self.upstream_path(&path), self.upstream.authority()).into_bytes();
+        for line in &head[1..] {
+            let name = line.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+            if !DROPPED_REQUEST_HEADERS.contains(&name.as_str()) {
+                out.extend_from_slice(line.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        if let Some(key) = &self.key {
+            out.extend_from_slice(self.auth.header(key).as_bytes());
+        }
+        out.extend_from_slice(format!("Accept-Encoding: identity\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        let (mut up, reply) = match self.send(&out) {
+            Ok(x) => x,
+            Err(failure) => {
+                let message = format!("the model gateway could not reach {}: {failure}", self.upstream.host);
+                record.status = 502;
+                record.content_type = "application/json".into();
+                record.reply = error_body(&message);
+                record.failure = Some(failure);
+                record.relay_us = Some(t0.elapsed().as_micros() as u64);
+                self.record(&record);
+                return respond_error(agent, 502, &message).is_ok();
+            }
+        };
+        let sent = t0.elapsed();
+        record.status = reply.status;
+        let ctype = reply.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.clone()).unwrap_or_default();
+        record.content_type = ctype.clone();
+        let mut head_out = format!("HTTP/1.1 {} {}\r\n", reply.status, reply.reason);
+        for (k, v) in &reply.headers {
+            if !DROPPED_REPLY_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+                head_out.push_str(&format!("{k}: {v}\r\n"));
+            }
+        }
+        head_out.push_str(match reply.framing {
+            Framing::None => "Content-Length: 0\r\n",
+            Framing::Length(_) => "",
+            Framing::Chunked | Framing::UntilClose => "Transfer-Encoding: chunked\r\n",
+        });
+        if let Framing::Length(n) = reply.framing {
+            head_out.push_str(&format!("Content-Length: {n}\r\n"));
+        }
+        head_out.push_str("\r\n");
+        let head_in = Instant::now();
+        let agent_ok = agent.write_all(head_out.as_bytes()).and_then(|()| agent.flush()).is_ok();
+        let head_relay = head_in.elapsed();
+        let mut relay = Relay { agent, agent_ok, chunked: matches!(reply.framing, Framing::Chunked | Framing::UntilClose), kept: Vec::new(), total: 0, first: None };
+        let relayed = relay.body(&mut up, reply.framing);
+        let agent_ok = relay.agent_ok;
+        record.relay_us = Some((sent + head_relay + relay.first.unwrap_or_default()).as_micros() as u64);
+        record.reply = String::from_utf8_lossy(&relay.kept).into_owned();
+        record.failure = match relayed {
+            Err(n) => Some(format!("reply cut short after {n} bytes")),
+            Ok(()) if reply.status == 429 || reply.status >= 500 => Some(format!("http {}", reply.status)),
+            Ok(()) if ctype.contains("event-stream") && has_error_event(&record.reply) => Some("error event in the stream".into()),
+            Ok(()) => None,
+        };
+        self.record(&record);
+        if relayed.is_ok() && reply.reusable && agent_ok {
+            self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(up);
+        }
+        agent_ok && relayed.is_ok()
+    }
+}
+
+/// Writes `request` on `conn` and reads the reply's head.
+fn send_on(conn: &mut UpConn, request: &[u8]) -> Result<ReplyHead, String> {
+    conn.get_mut().write_all(request).and_then(|()| conn.get_mut().flush()).map_err(|e| format!("connection dropped before the reply: {e}"))?;
+    read_reply_head(conn)
+}
+
+fn read_reply_head(conn: &mut UpConn) -> Result<ReplyHead, String> {
+    loop {
+        let lines = http::read_head(conn).map_err(|e| format!("connection dropped before the reply: {e}"))?;
+        let mut status_line = lines[0].splitn(3, ' ');
+        let version = status_line.next().unwrap_or("");
+        let status: u16 = status_line.next().and_then(|s| s.parse().ok()).ok_or_else(|| format!("not an HTTP reply: `{}`", lines[0]))?;
+        let reason = status_line.next().unwrap_or("").to_string();
+        if (100..200).contains(&status) {
+            // An interim reply (100 Continue): the real one follows.
+            continue;
+        }
+        let headers: Vec<(String, String)> = lines[1..].iter().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
+        let chunked = http::header(&lines, "transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+        let length = http::header(&lines, "content-length").and_then(|v| v.parse::<u64>().ok());
+        let framing = if status == 204 || status == 304 {
+            Framing::None
+        } else if chunked {
+            Framing::Chunked
+        } else if let Some(n) = length {
+            Framing::Length(n)
+        } else {
+            Framing::UntilClose
+        };
+        let closes = http::header(&lines, "connection").is_some_and(|v| v.eq_ignore_ascii_case("close")) || version == "HTTP/1.0";
+        return Ok(ReplyHead { status, reason, headers, framing, reusable: !closes && framing != Framing::UntilClose });
+    }
+}
+
+/// The agent's side of relaying one reply: what was passed on, what is kept for the record.
+struct Relay<'a> {
+    agent: &'a mut TcpStream,
+    /// Whether the agent's connection still takes writes (it may hang up mid-reply; the body
+    /// is then still read to its end, for the record).
+    agent_ok: bool,
+    /// Re-chunked to the agent (the provider's chunks, or a body that ends with the connection).
+    chunked: bool,
+    kept: Vec<u8>,
+    total: usize,
+    /// How long the first piece took from arriving to being passed on.
+    first: Option<Duration>,
+}
+
+impl Relay<'_> {
+    fn pass(&mut self, data: &[u8]) {
+        let arrived = Instant::now();
+        if self.agent_ok {
+            let a = &mut *self.agent;
+            let written = if self.chunked {
+                a.write_all(format!("{:x}\r\n", data.len()).as_bytes()).and_then(|()| a.write_all(data)).and_then(|()| a.write_all(b"\r\n"))
+            } else {
+                a.write_all(data)
+            };
+            self.agent_ok = written.and_then(|()| a.flush()).is_ok();
+        }
+        self.first.get_or_insert_with(|| arrived.elapsed());
+        if self.kept.len() < MAX_RECORDED {
+            self.kept.extend_from_slice(&data[..data.len().min(MAX_RECORDED - self.kept.len())]);
+        }
+        self.total += data.len();
+    }
+
+    fn finish(&mut self) {
+        if self.chunked && self.agent_ok {
+            self.agent_ok = self.agent.write_all(b"0\r\n\r\n").and_then(|()| self.agent.flush()).is_ok();
+        }
+    }
+
+    /// Passes on up to `left` bytes as they arrive; false if the provider's side ended first.
+    fn pass_exactly(&mut self, up: &mut UpConn, mut left: usize) -> bool {
+        while left > 0 {
+            let buf = match up.fill_buf() {
+                Ok(b) if !b.is_empty() => b,
+                _ => return false,
+            };
+            let take = buf.len().min(left);
+            self.pass(&buf[..take]);
+            up.consume(take);
+            left -= take;
+        }
+        true
+    }
+
+    /// Relays the reply's body as it arrives. `Err(n)`: the provider's side ended after `n`
+    /// bytes, before the body was whole.
+    fn body(&mut self, up: &mut UpConn, framing: Framing) -> Result<(), usize> {
+        match framing {
+            Framing::None => Ok(()),
+            Framing::Length(n) => if self.pass_exactly(up, n as usize) { Ok(()) } else { Err(self.total) },
+            Framing::UntilClose => loop {
+                let buf = up.fill_buf().map_err(|_| self.total)?;
+                if buf.is_empty() {
+                    self.finish();
+                    return Ok(());
+                }
+                let n = buf.len();
+                self.pass(buf);
+                up.consume(n);
+            },
+            Framing::Chunked => loop {
+                let mut size_line = String::new();
+                if up.read_line(&mut size_line).unwrap_or(0) == 0 {
+                    return Err(self.total);
+                }
+                let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| self.total)?;
+                if size == 0 {
+                    // Trailers, up to the blank line.
+                    loop {
+                        let mut t = String::new();
+                        if up.read_line(&mut t).unwrap_or(0) == 0 || t.trim().is_empty() {
+                            break;
+                        }
+                    }
+                    self.finish();
+                    return Ok(());
+                }
+                if !self.pass_exactly(up, size) {
+                    return Err(self.total);
+                }
+                let mut crlf = [0u8; 2];
+                up.read_exact(&mut crlf).map_err(|_| self.total)?;
+            },
+        }
+    }
+}
+
+/// Whether a streamed reply carries an error event (Anthropic's `event: error`, the Responses
+/// API's `response.failed`).
+fn has_error_event(sse: &str) -> bool {
+    sse.lines().any(|l| matches!(l.trim(), "event: error" | "event: response.failed"))
+}
+
+/// A query without its `key=` parameter (Gemini clients may send their key there).
+fn strip_key_param(path_and_query: &str) -> String {
+    let Some((path, query)) = path_and_query.split_once('?') else { return path_and_query.to_string() };
+    let kept: Vec<&str> = query.split('&').filter(|p| !p.starts_with("key=")).collect();
+    if kept.is_empty() { path.to_string() } else { format!("{path}?{}", kept.join("&")) }
+}
+
+fn error_body(message: &str) -> String {
+    serde_json::json!({"type": "error", "error": {"type": "gateway_error", "message": message}}).to_string()
+}
+
+fn respond_error(w: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
+    let body = error_body(message);
+    let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", http::reason(status), body.len());
+    w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush())
+}
+
+/// Takes the key out of the environment and makes this process non-dumpable.
+fn take_key(var: Option<&str>) -> Result<Option<String>, String> {
+    // SAFETY: prctl with these arguments only changes this process's dumpable flag.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        return Err(format!("cannot make the gateway non-dumpable: {}", std::io::Error::last_os_error()));
+    }
+    let Some(var) = var else { return Ok(None) };
+    let key = std::env::var(var).ok().filter(|k| !k.is_empty()).ok_or_else(|| format!("the key variable {var} is not set"))?;
+    // SAFETY: called before any thread starts, so nothing reads the environment concurrently.
+    unsafe { std::env::remove_var(var) };
+    Ok(Some(key))
+}
+
+/// `overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>)
+/// [--prefix /v1] [--key-env VAR] [--ca <pem>] [--log <model.jsonl>]`: serve until killed.
+pub fn main(args: &[String]) -> i32 {
+    let run = || -> Result<(), String> {
+        let upstream = Upstream::parse(flag(args, "--upstream").ok_or("--upstream <url> is required")?)?;
+        let auth = Auth::parse(flag(args, "--dialect").ok_or("--dialect <anthropic|openai-chat|openai-responses|gemini> is required")?)?;
+        let key = take_key(flag(args, "--key-env"))?;
+        let tls = if upstream.tls { Some(crate::tls::client(flag(args, "--ca"))?) } else { None };
+        let listener: TcpListener = crate::model::listener(flag(args, "--fd"), flag(args, "--listen"))?;
+        let log = match flag(args, "--log") {
+            Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
+            None => None,
+        };
+        let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log);
+        if let Ok(a) = listener.local_addr() {
+            println!("overeager model gateway: listening on http://{a}");
+            let _ = std::io::stdout().flush();
+        }
+        gateway.serve_all(listener);
+        Ok(())
+    };
+    match run() {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("overeager-shim gateway: {e}");
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overeager_core::Step;
+    use overeager_core::model::Script;
+    use overeager_core::paths::Roots;
+    use std::sync::mpsc;
+
+    /// A test certificate authority and a certificate it issued for `localhost` and
+    /// 127.0.0.1, as PEM files in `dir`: (ca, cert, key).
+    fn test_ca(dir: &std::path::Path) -> (String, String, String) {
+        use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
+        let ca_key = KeyPair::generate().unwrap();
+        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
+        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+        let ca_cert = ca_params.self_signed(&ca_key).unwrap();
+        let issuer = Issuer::new(ca_params, ca_key);
+        let leaf_key = KeyPair::generate().unwrap();
+        let leaf = CertificateParams::new(vec!["localhost".to_string(), "127.0.0.1".to_string()]).unwrap().signed_by(&leaf_key, &issuer).unwrap();
+        let path = |n: &str, text: String| {
+            let p = dir.join(n);
+            std::fs::write(&p, text).unwrap();
+            p.to_string_lossy().into_owned()
+        };
+        (path("ca.pem", ca_cert.pem()), path("cert.pem", leaf.pem()), path("key.pem", leaf_key.serialize_pem()))
+    }
+
+    fn script() -> Script {
+        Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), replay: None, first_delay_ms: 0 }
+    }
+
+    /// A gateway on a loopback port in front of `upstream`, recording to `log`.
+    fn gateway(upstream: &str, dialect: &str, key: Option<&str>, ca: Option<&str>, log: &std::path::Path) -> String {
+        let up = Upstream::parse(upstream).unwrap();
+        let tls = up.tls.then(|| crate::tls::client(ca).unwrap());
+        let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
+        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Mutex::new(File::create(log).unwrap())));
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let addr = l.local_addr().unwrap().to_string();
+        std::thread::spawn(move || g.serve_all(l));
+        addr
+    }
+
+    /// One request on a new connection; the whole reply (status, head, de-chunked body).
+    fn call(addr: &str, path: &str, headers: &str, body: &str) -> (u16, String, String) {
+        let mut s = TcpStream::connect(addr).unwrap();
+        write!(s, "POST {path} HTTP/1.1\r\nHost: {addr}\r\n{headers}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}", body.len()).unwrap();
+        let mut r = BufReader::new(s);
+        let head = http::read_head(&mut r).unwrap();
+        let status = head[0][9..12].parse().unwrap();
+        let body = http::read_body(&mut r, &head).unwrap_or_default();
+        (status, head.join("\n"), String::from_utf8(body).unwrap())
+    }
+
+    /// The records of `log` once there are `n` (a record is written once its reply has been
+    /// passed on, so just after the agent has it).
+    fn records(log: &std::path::Path, n: usize) -> Vec<ModelRecord> {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let r: Vec<ModelRecord> = std::fs::read_to_string(log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+            if r.len() >= n || Instant::now() > deadline {
+                return r;
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[test]
+    fn forwards_over_tls_to_a_trusted_provider_and_records_every_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ca, cert, key) = test_ca(dir.path());
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let provider = format!("https://localhost:{}", l.local_addr().unwrap().port());
+        let serving = crate::model::Serving { tls: Some(crate::tls::server(&cert, &key).unwrap()), fail_from: Some((2, 503)) };
+        crate::model::spawn_with(l, script(), None, serving);
+        let log = dir.path().join("model.jsonl");
+        let gw = gateway(&provider, "anthropic", Some("sk-test-real"), Some(&ca), &log);
+        let tools = r#"[{"name": "Bash", "input_schema": {"properties": {"command": {}}}}]"#;
+        let body = format!(r#"{{"model": "m", "tools": {tools}, "messages": [{{"role": "user", "content": "go"}}]}}"#);
+        let (status, _, reply) = call(&gw, "/v1/messages", "x-api-key: placeholder\r\n", &body);
+        assert_eq!(status, 200, "{reply}");
+        assert!(reply.contains("ls -la"), "the provider's answer comes back: {reply}");
+        let stream = body.replace(r#""model": "m""#, r#""model": "m", "stream": true"#);
+        let (status, head, reply) = call(&gw, "/v1/messages", "", &stream);
+        assert_eq!(status, 200);
+        assert!(head.to_ascii_lowercase().contains("text/event-stream") && reply.contains("event: message_stop"), "{head}\n{reply}");
+        // The provider goes down: its status comes back and the record classifies it.
+        let (status, _, _) = call(&gw, "/v1/messages", "", &body);
+        assert_eq!(status, 503);
+        let r = records(&log, 3);
+        assert_eq!(r.len(), 3);
+        assert_eq!((r[0].step, r[0].side, r[0].status, r[0].upstream.as_deref(), r[0].failure.as_deref()), (Some(0), false, 200, Some("localhost"), None));
+        assert!(r[1].reply.contains("event: message_stop") && r[1].relay_us.is_some());
+        assert_eq!((r[2].status, r[2].failure.as_deref()), (503, Some("http 503")));
+        // A provider whose certificate no trusted authority issued is refused.
+        let untrusted = dir.path().join("untrusted.jsonl");
+        let gw = gateway(&provider, "anthropic", None, None, &untrusted);
+        let (status, _, reply) = call(&gw, "/v1/messages", "", &body);
+        assert_eq!(status, 502, "{reply}");
+        let r = records(&untrusted, 1);
+        assert!(r[0].failure.as_deref().is_some_and(|f| f.starts_with("connection dropped before the reply") || f.starts_with("no connection")), "{:?}", r[0].failure);
+    }
+
+    /// A plain-HTTP provider that hands each request's head to the test and answers as the
+    /// test's closure says.
+    fn provider(answer: impl Fn(&[String], &mut TcpStream) + Send + Sync + 'static) -> (String, mpsc::Receiver<Vec<String>>) {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port());
+        let (tx, rx) = mpsc::channel();
+        let answer = Arc::new(answer);
+        std::thread::spawn(move || {
+            for conn in l.incoming().flatten() {
+                let (tx, answer) = (tx.clone(), answer.clone());
+                std::thread::spawn(move || {
+                    let mut w = conn.try_clone().unwrap();
+                    let mut r = BufReader::new(conn);
+                    while let Ok(head) = http::read_head(&mut r) {
+                        let _ = http::read_body(&mut r, &head);
+                        answer(&head, &mut w);
+                        let _ = tx.send(head);
+                    }
+                });
+            }
+        });
+        (url, rx)
+    }
+
+    #[test]
+    fn the_real_key_replaces_the_placeholder_and_streams_pass_through_unbuffered() {
+        let dir = tempfile::tempdir().unwrap();
+        let (ack_tx, ack_rx) = mpsc::channel::<()>();
+        let ack_rx = Mutex::new(ack_rx);
+        let (buffered_tx, buffered_rx) = mpsc::channel::<bool>();
+        let (url, heads) = provider(move |head, w| {
+            if head[0].contains("/stream") {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+                let first = "data: {\"n\":1}\n\n";
+                write!(w, "{:x}\r\n{first}\r\n", first.len()).unwrap();
+                w.flush().unwrap();
+                // The rest is sent only once the agent has the first piece: a gateway that
+                // waited for the whole reply would never pass it on.
+                let got = ack_rx.lock().unwrap().recv_timeout(Duration::from_secs(20)).is_ok();
+                buffered_tx.send(!got).unwrap();
+                let rest = "data: {\"n\":2}\n\n";
+                write!(w, "{:x}\r\n{rest}\r\n0\r\n\r\n", rest.len()).unwrap();
+            } else if head[0].contains("/cut") {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{{\"partial\":").unwrap();
+                let _ = w.shutdown(std::net::Shutdown::Both);
+            } else {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
+            }
+            w.flush().unwrap();
+        });
+        let log = dir.path().join("model.jsonl");
+        let gw = gateway(&url, "openai-chat", Some("sk-test-real"), None, &log);
+        let (status, _, _) = call(&gw, "/v1/chat/completions", "Authorization: Bearer placeholder\r\nX-Other: kept\r\n", "{}");
+        assert_eq!(status, 200);
+        let head = heads.recv().unwrap();
+        assert!(head[0].starts_with("POST /v1/chat/completions "), "the agent's /v1 maps onto the provider's base path: {}", head[0]);
+        let lower: Vec<String> = head.iter().map(|h| h.to_ascii_lowercase()).collect();
+        assert!(lower.contains(&"authorization: bearer sk-test-real".to_string()), "{head:?}");
+        assert!(!lower.iter().any(|h| h.contains("placeholder")), "the agent's placeholder key is not passed on: {head:?}");
+        assert!(lower.contains(&"x-other: kept".to_string()) && lower.contains(&"accept-encoding: identity".to_string()), "{head:?}");
+        // Streaming: the first event reaches the agent while the provider still holds the rest.
+        let mut s = TcpStream::connect(&gw).unwrap();
+        write!(s, "POST /v1/stream HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{{}}").unwrap();
+        let mut r = BufReader::new(s);
+        let head = http::read_head(&mut r).unwrap();
+        assert!(head.iter().any(|h| h.eq_ignore_ascii_case("transfer-encoding: chunked")), "{head:?}");
+        let mut size = String::new();
+        r.read_line(&mut size).unwrap();
+        let mut first = vec![0u8; usize::from_str_radix(size.trim(), 16).unwrap()];
+        r.read_exact(&mut first).unwrap();
+        assert_eq!(first, b"data: {\"n\":1}\n\n");
+        ack_tx.send(()).unwrap();
+        assert!(!buffered_rx.recv().unwrap(), "the gateway passed the first event on before the reply ended");
+        let mut rest = Vec::new();
+        r.read_to_end(&mut rest).unwrap();
+        assert!(String::from_utf8_lossy(&rest).contains("data: {\"n\":2}"));
+        // A reply cut short is passed on as far as it came, and classified.
+        let mut s = TcpStream::connect(&gw).unwrap();
+        write!(s, "POST /v1/cut HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
+        let mut got = Vec::new();
+        let _ = s.read_to_end(&mut got);
+        let r = records(&log, 3);
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert_eq!(r[1].reply, "data: {\"n\":1}\n\ndata: {\"n\":2}\n\n", "the record holds the whole stream");
+        assert_eq!(r[2].failure.as_deref(), Some("reply cut short after 11 bytes"));
+        assert!(r.iter().all(|x| !serde_json::to_string(x).unwrap().contains("sk-test-real")), "no key in the record");
+    }
+
+    #[test]
+    fn upstream_urls_and_paths() {
+        let u = Upstream::parse("https://api.z.ai/api/anthropic/").unwrap();
+        assert_eq!((u.tls, u.host.as_str(), u.port, u.base_path.as_str(), u.authority()), (true, "api.z.ai", 443, "/api/anthropic", "api.z.ai".to_string()));
+        let u = Upstream::parse("http://127.0.0.1:8000/v1").unwrap();
+        assert_eq!((u.tls, u.port, u.base_path.as_str(), u.authority()), (false, 8000, "/v1", "127.0.0.1:8000".to_string()));
+        assert!(Upstream::parse("ftp://x").is_err() && Upstream::parse("https://:1").is_err() && Upstream::parse("http://h:port").is_err());
+        assert_eq!(strip_key_param("/v1beta/models/g:streamGenerateContent?alt=sse&key=AIza"), "/v1beta/models/g:streamGenerateContent?alt=sse");
+        assert_eq!(strip_key_param("/m?key=k"), "/m");
+        assert!(has_error_event("event: message_start\ndata: {}\n\nevent: error\ndata: {\"type\":\"error\"}\n"));
+        assert!(!has_error_event("data: {\"text\":\"event: error\"}\n"));
+    }
+}
