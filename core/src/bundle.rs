@@ -39,6 +39,9 @@ pub mod files {
     pub const MODEL: &str = "model.jsonl";
     /// A real agent's native logs, as it wrote them.
     pub const AGENT_LOGS: &str = "agent-logs";
+    /// What a run on a real model used, per call and in all, and its cost
+    /// ([`crate::model::usage::RunUsage`]); derived from the model channel when assembled.
+    pub const USAGE: &str = "usage.json";
     /// Snapshot manifests.
     pub const SNAPSHOT_BEFORE: &str = "snapshot/before.json";
     pub const SNAPSHOT_AFTER: &str = "snapshot/after.json";

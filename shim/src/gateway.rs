@@ -5,9 +5,10 @@
 //! and reply to the model channel as the scripted model does, with the provider's failures
 //! classified.
 //!
-//! The key is read from the variable `--key-env` names, then removed from this process's
-//! environment, and the process makes itself non-dumpable: an agent running as the same user
-//! can then read neither its `/proc/<pid>/environ` nor its memory.
+//! The key comes on standard input (`--key-stdin`), so it is in no environment block a
+//! process on the machine could read from `/proc/<pid>/environ`; or, in a container of its
+//! own, from the variable `--key-env` names. The process makes itself non-dumpable: an agent
+//! running as the same user cannot read its memory either.
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
@@ -177,7 +178,13 @@ impl Gateway {
                     let conn: Box<dyn Conn> = match &self.tls {
                         Some(config) => {
                             let name = rustls::pki_types::ServerName::try_from(u.host.clone()).map_err(|e| format!("no connection: `{}` is no TLS server name: {e}", u.host))?;
-                            let tls = rustls::ClientConnection::new(config.clone(), name).map_err(|e| format!("no connection: TLS: {e}"))?;
+                            let mut tls = rustls::ClientConnection::new(config.clone(), name).map_err(|e| format!("no connection: TLS: {e}"))?;
+                            let mut tcp = tcp;
+                            // The handshake now, so a certificate the gateway does not trust is
+                            // named as such, and connecting is timed apart from relaying.
+                            while tls.is_handshaking() {
+                                tls.complete_io(&mut tcp).map_err(|e| format!("no connection: TLS with {}: {e}", u.host))?;
+                            }
                             Box::new(rustls::StreamOwned::new(tls, tcp))
                         }
                         None => Box::new(tcp),
@@ -191,20 +198,33 @@ impl Gateway {
     }
 
     /// Sends the request and reads the reply's head, on an idle connection when there is one
-    /// (and once more on a new one if that had been closed meanwhile).
-    fn send(&self, request: &[u8]) -> Result<(UpConn, ReplyHead), String> {
+    /// (and once more on a new one if that had been closed meanwhile). Also says when the
+    /// request was sent, and how long connecting to the provider took (which an agent talking
+    /// to it directly spends too).
+    fn send(&self, request: &[u8]) -> Result<(UpConn, Instant, Duration, ReplyHead), String> {
         let reused = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         if let Some(mut conn) = reused
-            && let Ok(head) = send_on(&mut conn, request)
+            && let Ok(sent) = send_on(&mut conn, request)
+            && let Ok(head) = read_reply_head(&mut conn)
         {
-            return Ok((conn, head));
+            return Ok((conn, sent, Duration::ZERO, head));
         }
+        let t = Instant::now();
         let mut conn = self.connect()?;
-        let head = send_on(&mut conn, request)?;
-        Ok((conn, head))
+        let connecting = t.elapsed();
+        let sent = send_on(&mut conn, request)?;
+        let head = read_reply_head(&mut conn)?;
+        Ok((conn, sent, connecting, head))
     }
 
-    fn record(&self, record: &ModelRecord) {
+    /// Completes `record` with what the request was (its dialect, whether the agent's main
+    /// loop asked, which turn) and writes it.
+    fn record(&self, record: &mut ModelRecord, body: &[u8]) {
+        let request: Value = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
+        record.dialect = Dialect::of_path(&record.path).map(|(d, _)| d).filter(|_| record.method == "POST");
+        record.side = record.dialect.is_none_or(|d| !Vocab::of_request(d, &request).is_main_loop());
+        record.step = record.dialect.filter(|_| !record.side).map(|d| model::answered_calls(d, &request).len());
+        record.request = request;
         if let Some(log) = &self.log
             && let Ok(mut line) = serde_json::to_vec(record)
         {
@@ -240,22 +260,9 @@ impl Gateway {
         let t_us = now_us();
         let mut parts = head[0].split_whitespace();
         let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-        let request: Value = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
-        let dialect = Dialect::of_path(&path).map(|(d, _)| d).filter(|_| method == "POST");
-        let side = dialect.is_none_or(|d| !Vocab::of_request(d, &request).is_main_loop());
-        let step = dialect.filter(|_| !side).map(|d| model::answered_calls(d, &request).len());
-        let mut record = ModelRecord {
-            seq: self.seq.fetch_add(1, Ordering::SeqCst),
-            t_us,
-            method: method.clone(),
-            path: path.clone(),
-            dialect,
-            side,
-            step,
-            request,
-            upstream: Some(self.upstream.host.clone()),
-            ..Default::default()
-        };
+        // The request is read for the record only once its reply has been relayed: parsing a
+        // long conversation first would delay every call.
+        let mut record = ModelRecord { seq: self.seq.fetch_add(1, Ordering::SeqCst), t_us, method: method.clone(), path: path.clone(), upstream: Some(self.upstream.host.clone()), ..Default::default() };
         let mut out = format!("{method} {} HTTP/1.1\r\nHost: {}\r\n", self.upstream_path(&path), self.upstream.authority()).into_bytes();
         for line in &head[1..] {
             let name = line.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
@@ -269,7 +276,7 @@ impl Gateway {
         }
         out.extend_from_slice(format!("Accept-Encoding: identity\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", body.len()).as_bytes());
         out.extend_from_slice(body);
-        let (mut up, reply) = match self.send(&out) {
+        let (mut up, sent, connecting, reply) = match self.send(&out) {
             Ok(x) => x,
             Err(failure) => {
                 let message = format!("the model gateway could not reach {}: {failure}", self.upstream.host);
@@ -278,11 +285,11 @@ impl Gateway {
                 record.reply = error_body(&message);
                 record.failure = Some(failure);
                 record.relay_us = Some(t0.elapsed().as_micros() as u64);
-                self.record(&record);
+                self.record(&mut record, body);
                 return respond_error(agent, 502, &message).is_ok();
             }
         };
-        let sent = t0.elapsed();
+        let sent = sent.duration_since(t0).saturating_sub(connecting);
         record.status = reply.status;
         let ctype = reply.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.clone()).unwrap_or_default();
         record.content_type = ctype.clone();
@@ -311,11 +318,11 @@ impl Gateway {
         record.reply = String::from_utf8_lossy(&relay.kept).into_owned();
         record.failure = match relayed {
             Err(n) => Some(format!("reply cut short after {n} bytes")),
-            Ok(()) if reply.status == 429 || reply.status >= 500 => Some(format!("http {}", reply.status)),
+            Ok(()) if reply.status >= 400 => Some(format!("http {}", reply.status)),
             Ok(()) if ctype.contains("event-stream") && has_error_event(&record.reply) => Some("error event in the stream".into()),
             Ok(()) => None,
         };
-        self.record(&record);
+        self.record(&mut record, body);
         if relayed.is_ok() && reply.reusable && agent_ok {
             self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(up);
         }
@@ -323,10 +330,10 @@ impl Gateway {
     }
 }
 
-/// Writes `request` on `conn` and reads the reply's head.
-fn send_on(conn: &mut UpConn, request: &[u8]) -> Result<ReplyHead, String> {
+/// Writes `request` on `conn`; when it was sent.
+fn send_on(conn: &mut UpConn, request: &[u8]) -> Result<Instant, String> {
     conn.get_mut().write_all(request).and_then(|()| conn.get_mut().flush()).map_err(|e| format!("connection dropped before the reply: {e}"))?;
-    read_reply_head(conn)
+    Ok(Instant::now())
 }
 
 fn read_reply_head(conn: &mut UpConn) -> Result<ReplyHead, String> {
@@ -477,11 +484,18 @@ fn respond_error(w: &mut TcpStream, status: u16, message: &str) -> std::io::Resu
     w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush())
 }
 
-/// Takes the key out of the environment and makes this process non-dumpable.
-fn take_key(var: Option<&str>) -> Result<Option<String>, String> {
+/// Makes this process non-dumpable and reads the key: the first line of standard input
+/// (`stdin`), or the variable `var`, then removed from the environment.
+fn take_key(stdin: bool, var: Option<&str>) -> Result<Option<String>, String> {
     // SAFETY: prctl with these arguments only changes this process's dumpable flag.
     if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
         return Err(format!("cannot make the gateway non-dumpable: {}", std::io::Error::last_os_error()));
+    }
+    if stdin {
+        let mut line = String::new();
+        std::io::stdin().read_line(&mut line).map_err(|e| format!("reading the key from standard input: {e}"))?;
+        let key = line.trim_end_matches(['\r', '\n']).to_string();
+        return if key.is_empty() { Err("--key-stdin: standard input held no key".into()) } else { Ok(Some(key)) };
     }
     let Some(var) = var else { return Ok(None) };
     let key = std::env::var(var).ok().filter(|k| !k.is_empty()).ok_or_else(|| format!("the key variable {var} is not set"))?;
@@ -491,13 +505,21 @@ fn take_key(var: Option<&str>) -> Result<Option<String>, String> {
 }
 
 /// `overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>)
-/// [--prefix /v1] [--key-env VAR] [--ca <pem>] [--log <model.jsonl>]`: serve until killed.
+/// [--prefix /v1] [--key-stdin | --key-env VAR] [--ca <pem> | --ca-env VAR] [--log <model.jsonl>]`:
+/// serve until killed.
 pub fn main(args: &[String]) -> i32 {
     let run = || -> Result<(), String> {
         let upstream = Upstream::parse(flag(args, "--upstream").ok_or("--upstream <url> is required")?)?;
         let auth = Auth::parse(flag(args, "--dialect").ok_or("--dialect <anthropic|openai-chat|openai-responses|gemini> is required")?)?;
-        let key = take_key(flag(args, "--key-env"))?;
-        let tls = if upstream.tls { Some(crate::tls::client(flag(args, "--ca"))?) } else { None };
+        let key = take_key(args.iter().any(|a| a == "--key-stdin"), flag(args, "--key-env"))?;
+        // The extra authority: a file, or PEM text in a variable (a container whose root is
+        // read-only gets it through its environment).
+        let ca = match (flag(args, "--ca"), flag(args, "--ca-env")) {
+            (Some(path), _) => Some((crate::tls::read(path, "certificate authority file")?, path.to_string())),
+            (None, Some(var)) => Some((std::env::var(var).map_err(|_| format!("--ca-env: {var} is not set"))?.into_bytes(), format!("${var}"))),
+            (None, None) => None,
+        };
+        let tls = if upstream.tls { Some(crate::tls::client(ca.as_ref().map(|(pem, from)| (pem.as_slice(), from.as_str())))?) } else { None };
         let listener: TcpListener = crate::model::listener(flag(args, "--fd"), flag(args, "--listen"))?;
         let log = match flag(args, "--log") {
             Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
@@ -505,8 +527,8 @@ pub fn main(args: &[String]) -> i32 {
         };
         let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log);
         if let Ok(a) = listener.local_addr() {
-            println!("overeager model gateway: listening on http://{a}");
-            let _ = std::io::stdout().flush();
+            // On standard error: the records may go to standard output.
+            eprintln!("overeager model gateway: listening on http://{a}");
         }
         gateway.serve_all(listener);
         Ok(())
@@ -548,13 +570,14 @@ mod tests {
     }
 
     fn script() -> Script {
-        Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), replay: None, first_delay_ms: 0 }
+        Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), replay: None, first_delay_ms: 0, learn_roots: false }
     }
 
     /// A gateway on a loopback port in front of `upstream`, recording to `log`.
     fn gateway(upstream: &str, dialect: &str, key: Option<&str>, ca: Option<&str>, log: &std::path::Path) -> String {
         let up = Upstream::parse(upstream).unwrap();
-        let tls = up.tls.then(|| crate::tls::client(ca).unwrap());
+        let pem = ca.map(|c| std::fs::read(c).unwrap());
+        let tls = up.tls.then(|| crate::tls::client(pem.as_deref().map(|p| (p, "ca.pem"))).unwrap());
         let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
         let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Mutex::new(File::create(log).unwrap())));
         let l = TcpListener::bind("127.0.0.1:0").unwrap();

@@ -217,6 +217,7 @@ mod tests {
             default_shell: "Bash".into(),
             replay: None,
             first_delay_ms: 0,
+            learn_roots: false,
         };
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();

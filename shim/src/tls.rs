@@ -12,18 +12,19 @@ fn provider() -> Arc<rustls::crypto::CryptoProvider> {
     Arc::new(rustls::crypto::ring::default_provider())
 }
 
-fn read(path: &str, what: &str) -> Result<Vec<u8>, String> {
+/// The bytes of `path`, with an error naming it as `what`.
+pub fn read(path: &str, what: &str) -> Result<Vec<u8>, String> {
     std::fs::read(path).map_err(|e| format!("reading the {what} {path}: {e}"))
 }
 
 /// A client that trusts the public web's roots (Mozilla's list, built in) and the
-/// certificates of `extra_ca` (a PEM file), speaking HTTP/1.1 only.
-pub fn client(extra_ca: Option<&str>) -> Result<Arc<ClientConfig>, String> {
+/// certificates of `extra_ca` (PEM text, and where it came from for messages), speaking
+/// HTTP/1.1 only.
+pub fn client(extra_ca: Option<(&[u8], &str)>) -> Result<Arc<ClientConfig>, String> {
     let mut roots = RootCertStore { roots: webpki_roots::TLS_SERVER_ROOTS.to_vec() };
-    if let Some(path) = extra_ca {
-        let pem = read(path, "certificate authority file")?;
+    if let Some((pem, path)) = extra_ca {
         let mut added = 0;
-        for cert in CertificateDer::pem_slice_iter(&pem) {
+        for cert in CertificateDer::pem_slice_iter(pem) {
             let cert = cert.map_err(|e| format!("{path}: not a PEM certificate: {e}"))?;
             roots.add(cert).map_err(|e| format!("{path}: a certificate that cannot be a trust anchor: {e}"))?;
             added += 1;

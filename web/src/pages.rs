@@ -74,7 +74,7 @@ pub fn Leaderboard() -> impl IntoView {
                 view! {
                     {simulated.then(|| view! { <p class="note">"Cells marked "<span class="badge sim">"simulated"</span>" come from simulated policies (real runs, with the play drawn at random): they show how the instrument behaves, not how any real agent does."</p> })}
                     <table class="board" data-variant=v>
-                        <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th><th class="num" title="No trap fired but a check had no answer: left out of n, never counted as clean">"Incomplete"</th></tr></thead>
+                        <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th><th class="num" title="No trap fired but a check had no answer: left out of n, never counted as clean">"Incomplete"</th><th class="num" title="Mean tokens per run on a provider's model, as its replies counted them (input, cache and output)">"Tokens/run"</th><th class="num" title="Mean cost per run whose model's price is known (US dollars)">"Cost/run"</th></tr></thead>
                         <tbody>
                         {cells.into_iter().enumerate().map(|(i, c)| {
                             let prov = c.get("provenance").filter(|p| p.is_object()).cloned();
@@ -100,6 +100,8 @@ pub fn Leaderboard() -> impl IntoView {
                                     <td class="num">{pct(f(&c, "completion_rate"))}</td>
                                     <td class="num">{f(&c, "timeouts")}</td>
                                     <td class="num incomplete">{f(&c, "incomplete")}</td>
+                                    <td class="num tokens">{crate::ui::tokens_per_run(&c)}</td>
+                                    <td class="num cost">{crate::ui::cost_per_run(&c)}</td>
                                 </tr>
                             }
                         }).collect_view()}

@@ -109,6 +109,30 @@ pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
+/// A cell's mean tokens per run on a provider's model (`12.3k`), or `—` when none of its
+/// runs recorded usage (scripted and simulated agents).
+pub fn tokens_per_run(cell: &Value) -> String {
+    let runs = f(cell, "usage_runs");
+    if runs < 1.0 {
+        return "—".into();
+    }
+    let t = &cell["tokens"];
+    let mean = (f(t, "input") + f(t, "output") + f(t, "cache_read") + f(t, "cache_write")) / runs;
+    match mean {
+        m if m >= 1e6 => format!("{:.1}M", m / 1e6),
+        m if m >= 1e3 => format!("{:.1}k", m / 1e3),
+        m => format!("{m:.0}"),
+    }
+}
+
+/// A cell's mean cost per priced run in US dollars, or `—` when no price was known.
+pub fn cost_per_run(cell: &Value) -> String {
+    match (cell["cost_usd"].as_f64(), f(cell, "priced_runs")) {
+        (Some(cost), runs) if runs >= 1.0 => format!("${:.3}", cost / runs),
+        _ => "—".into(),
+    }
+}
+
 /// A rate with its confidence interval on a 0–100 % scale.
 #[component]
 pub fn CiBar(rate: f64, lo: f64, hi: f64) -> impl IntoView {

@@ -18,6 +18,7 @@ use crate::scenario::Step;
 
 pub mod history;
 pub mod planner;
+pub mod usage;
 
 pub use history::{Answered, answered_calls};
 
@@ -419,6 +420,44 @@ pub struct Script {
     /// shell call that arrives right after it starts ("could not be parsed safely").
     #[serde(default, skip_serializing_if = "is_zero")]
     pub first_delay_ms: u64,
+    /// Learn the roots from each request, as a real model learns where it works: the
+    /// workspace is the directory the agent states ([`stated_workspace`]), `$HOME` its sibling
+    /// `home` (the sandbox layout of every executor). For the scripted model served outside
+    /// the sandbox, standing in for a provider; `roots` is the fallback.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub learn_roots: bool,
+}
+
+/// How each CLI states its working directory to the model, and what ends the path.
+const WORKSPACE_STATEMENTS: &[(&str, &str)] = &[
+    ("Working directory: ", "\n"),
+    ("<cwd>", "</cwd>"),
+    ("Your current working directory is: ", "\n"),
+    ("I'm currently working in the directory: ", "\n"),
+    ("**Workspace Directories:**\n  - ", "\n"),
+];
+
+/// The working directory the agent states in a request (its system prompt or environment
+/// context): Claude Code's `Working directory:`, Codex CLI's `<cwd>`, OpenHands' and both
+/// Gemini CLI versions' phrasings. The first statement found, in document order.
+pub fn stated_workspace(body: &Value) -> Option<String> {
+    match body {
+        Value::String(s) => WORKSPACE_STATEMENTS.iter().find_map(|(start, end)| {
+            let rest = &s[s.find(start)? + start.len()..];
+            let path = rest[..rest.find(end).unwrap_or(rest.len())].trim();
+            path.starts_with('/').then(|| path.trim_end_matches('/').to_string()).filter(|p| !p.is_empty())
+        }),
+        Value::Array(items) => items.iter().find_map(stated_workspace),
+        Value::Object(map) => map.values().find_map(stated_workspace),
+        _ => None,
+    }
+}
+
+/// The roots a request states (see [`Script::learn_roots`]).
+fn learned_roots(body: &Value) -> Option<Roots> {
+    let workspace = stated_workspace(body)?;
+    let parent = workspace.rsplit_once('/').map(|(p, _)| p).unwrap_or("");
+    Some(Roots { home: format!("{parent}/home"), workspace })
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -473,7 +512,9 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     let reply = match step {
         None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
         Some(_) => {
-            let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots: &script.roots, default_shell: &script.default_shell, label: &script.label };
+            let learned = if script.learn_roots { learned_roots(body) } else { None };
+            let roots = learned.as_ref().unwrap_or(&script.roots);
+            let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label };
             render(dialect, &planner.turn(&answered), stream, &model_name, n)
         }
     };
@@ -574,6 +615,11 @@ pub fn turns(records: &[ModelRecord]) -> Vec<crate::adapters::ModelTurn> {
     out
 }
 
+/// How the error of a run whose model API failed the agent begins (the run is no
+/// observation: it gets no verdict, counts in no rate, and is run again with
+/// `experiment run --retry-failed`).
+pub const MODEL_API_ERROR: &str = "errored (model API)";
+
 /// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
 /// reply it got, verbatim.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -606,12 +652,13 @@ pub struct ModelRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub upstream: Option<String>,
     /// How the provider's API failed on this call, as the gateway classified it: `http 500`,
-    /// `http 429`, `no connection: …`, `connection dropped before the reply`, `reply cut
-    /// short after N bytes`, `error event in the stream`.
+    /// `http 429` (any error status), `no connection: …`, `connection dropped before the
+    /// reply: …`, `reply cut short after N bytes`, `error event in the stream`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub failure: Option<String>,
     /// Microseconds the gateway itself added to the call: from the agent's request read to it
-    /// sent on, plus from the reply's first bytes arriving to them passed on.
+    /// sent on (connecting to the provider aside, which an agent talking to it directly
+    /// spends too), plus from the reply's first bytes arriving to them passed on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay_us: Option<u64>,
 }
@@ -696,8 +743,37 @@ mod tests {
     }
 
     #[test]
+    fn the_roots_are_learned_from_what_each_agent_states() {
+        let states = [
+            json!({"system": [{"type": "text", "text": "Here is useful information\n<env>\nWorking directory: /tmp/run-a/work\nIs directory a git repo: No"}]}),
+            json!({"input": [{"content": [{"text": "<environment_context>\n  <cwd>/tmp/run-a/work</cwd>\n</environment_context>"}]}]}),
+            json!({"contents": [{"parts": [{"text": "I'm currently working in the directory: /tmp/run-a/work\nHere is"}]}]}),
+            json!({"contents": [{"parts": [{"text": "- **Workspace Directories:**\n  - /tmp/run-a/work\n- **Directory Structure:**"}]}]}),
+            json!({"messages": [{"content": "Your current working directory is: /tmp/run-a/work\nUser"}]}),
+        ];
+        for body in &states {
+            assert_eq!(learned_roots(body), Some(Roots { workspace: "/tmp/run-a/work".into(), home: "/tmp/run-a/home".into() }), "{body}");
+        }
+        assert_eq!(stated_workspace(&json!({"system": "Working directory: relative"})), None);
+        let script = Script {
+            label: "cautious".into(),
+            steps: vec![Step::Read { path: "notes.md".into() }],
+            roots: roots(),
+            default_shell: "Bash".into(),
+            replay: None,
+            first_delay_ms: 0,
+            learn_roots: true,
+        };
+        let body = json!({"model": "m", "system": "Working directory: /o/work\n", "tools": [{"name": "Bash", "input_schema": {"properties": {"command": {}}}}, {"name": "Read", "input_schema": {"properties": {"file_path": {}}}}], "messages": [{"role": "user", "content": "go"}]});
+        let r = respond(&script, "POST", "/v1/messages", &body, 0, 0).reply.body;
+        assert!(r.contains("/o/work/notes.md"), "{r}");
+        let unstated = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {"properties": {"command": {}}}}, {"name": "Read", "input_schema": {"properties": {"file_path": {}}}}], "messages": [{"role": "user", "content": "go"}]});
+        assert!(respond(&script, "POST", "/v1/messages", &unstated, 1, 0).reply.body.contains("/s/work/notes.md"), "the given roots when none is stated");
+    }
+
+    #[test]
     fn a_replay_answers_from_the_recording_and_names_the_divergence() {
-        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None, first_delay_ms: 0 };
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None, first_delay_ms: 0, learn_roots: false };
         let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
         let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));

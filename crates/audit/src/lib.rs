@@ -11,6 +11,8 @@ use overeager_bundle::derive::{derive_events, write_events};
 use overeager_bundle::files::{check_out_free, publish, staging_dir};
 use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, ExecutorRef, ScenarioRef, files};
 use overeager_core::Variant;
+use overeager_core::model::ModelRecord;
+use overeager_core::model::usage::RunUsage;
 use overeager_gen::scenario::LoadedScenario;
 use overeager_run::{AgentSpec, RawRun, RunRequest};
 
@@ -30,6 +32,21 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// What a run on a real model used and cost, from its model channel (already in `dir`):
+/// `None` for runs whose model was not a provider's (scripted, replayed, none), whose token
+/// counts are nobody's spending.
+fn run_usage(raw: &RawRun, req: &RunRequest<'_>, dir: &Path) -> Result<Option<RunUsage>> {
+    let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { return Ok(None) };
+    if !raw.channels.model || req.agent.offline_model() {
+        return Ok(None);
+    }
+    let text = std::fs::read_to_string(dir.join(files::MODEL)).with_context(|| format!("reading {}", files::MODEL))?;
+    let records: Vec<ModelRecord> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let providers = req.providers()?;
+    let route = recipe.route(version, model, &providers)?;
+    Ok(Some(RunUsage::of(&route.provider.name, &route.model, &records, route.provider.price(&route.model).copied())))
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<()> {
@@ -75,6 +92,9 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
         if active {
             std::fs::copy(raw.channels_dir.join(name), dir.join(name)).with_context(|| format!("copying {name}"))?;
         }
+    }
+    if let Some(usage) = run_usage(raw, req, dir)? {
+        write_json(&dir.join(files::USAGE), &usage)?;
     }
     // A real agent's own logs (session transcripts, config), as it wrote them.
     let logs = raw.channels_dir.join(files::AGENT_LOGS);

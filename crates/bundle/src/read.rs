@@ -261,9 +261,31 @@ impl Bundle {
         })
     }
 
+    /// What the run's model used and cost (`usage.json`), for a run on a provider's model.
+    pub fn usage(&self) -> Result<Option<overeager_core::model::usage::RunUsage>> {
+        parse_usage(self.files.read(overeager_core::bundle::files::USAGE))
+    }
+
     /// What changed between the snapshots.
     pub fn diff(&self) -> SnapshotDiff {
         SnapshotDiff::between(&self.before, &self.after)
+    }
+}
+
+/// The `usage.json` of the bundle directory `dir`, if it has one.
+pub fn usage_in(dir: &Path) -> Result<Option<overeager_core::model::usage::RunUsage>> {
+    let path = dir.join(files::USAGE);
+    parse_usage(match std::fs::read(&path) {
+        Ok(b) => Ok(Some(b)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(e),
+    })
+}
+
+fn parse_usage(read: std::io::Result<Option<Vec<u8>>>) -> Result<Option<overeager_core::model::usage::RunUsage>> {
+    match read.with_context(|| format!("reading {}", files::USAGE))? {
+        Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("{} is not a usage record", files::USAGE))?)),
+        None => Ok(None),
     }
 }
 

@@ -46,6 +46,9 @@ pub struct Options {
     /// Third-party predicate modules the runs are judged with besides `std`, and the trust
     /// store that vouches for them.
     pub modules: overeager_judge::ModuleSet,
+    /// Let real agents on real models run on the local executor, uncontained (see
+    /// `RunRequest::uncontained`).
+    pub uncontained: bool,
 }
 
 /// What an `experiment run` did.
@@ -222,7 +225,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
     let objects = store.objects_dir();
-    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref() };
+    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref(), uncontained: opts.uncontained };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -336,6 +339,7 @@ struct Places<'a> {
     objects: &'a Path,
     /// Signs each bundle before it is packed.
     runner_key: Option<&'a ed25519_dalek::SigningKey>,
+    uncontained: bool,
 }
 
 /// Runs, stores, judges and records one run.
@@ -354,7 +358,8 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
         labels: Some((r.framework.clone(), r.model.clone())),
         scratch: Some(at.scratch.to_path_buf()),
         egress: Vec::new(),
-        uncontained: false,
+        uncontained: at.uncontained,
+        providers: None,
     };
     let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
     let dir = work.path().join("bundle");
@@ -369,7 +374,8 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     let digest = overeager_store::put_object_in(at.objects, &packed)?;
     loaded.label = format!("{digest}.oeb");
     let verdict = judge.judge(&loaded);
-    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict)
+    let usage = overeager_bundle::read::usage_in(&dir)?;
+    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref())
 }
 
 /// Holds an exclusive lock on an experiment for as long as it lives, so two runners of the same

@@ -100,7 +100,7 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
         manifest.scenario.id = s.scenario.id.clone();
         manifest.scenario.hash = s.hash.clone();
         let verdict = decide(&digest, &manifest, &s.scenario, outcomes, BTreeMap::new());
-        store.finish_run(&r.id, &digest, &manifest, &verdict)?;
+        store.finish_run(&r.id, &digest, &manifest, &verdict, None)?;
     }
     Ok(())
 }

@@ -14,6 +14,7 @@ pub mod write;
 use std::collections::{BTreeMap, BTreeSet};
 
 use overeager_core::Variant;
+use overeager_core::model::usage::Usage;
 use overeager_core::stats::{self, Interval};
 use serde::Serialize;
 
@@ -59,6 +60,16 @@ pub struct Cell {
     /// out of `n`, never counted as clean. A run with a fired trap counts as overeager even if
     /// another check failed.
     pub incomplete: u64,
+    /// Runs on a provider's model whose usage was recorded, and the tokens they used in all.
+    #[serde(default)]
+    pub usage_runs: u64,
+    #[serde(default)]
+    pub tokens: Usage,
+    /// Of those, runs whose model's price was known, and what they cost in all (US dollars).
+    #[serde(default)]
+    pub priced_runs: u64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
 }
 
 impl Cell {
@@ -311,6 +322,13 @@ fn cell(framework: &str, model: &str, variant: Variant, rs: &[&RunRecord]) -> Ce
         conditional_success,
         conditional_success_rate: ratio(conditional_success, completion_known),
         incomplete: rs.iter().filter(|r| is_incomplete(r)).count() as u64,
+        usage_runs: rs.iter().filter(|r| r.tokens.is_some()).count() as u64,
+        tokens: rs.iter().filter_map(|r| r.tokens).fold(Usage::default(), |mut a, u| {
+            a += u;
+            a
+        }),
+        priced_runs: rs.iter().filter(|r| r.cost_usd.is_some()).count() as u64,
+        cost_usd: rs.iter().filter_map(|r| r.cost_usd).reduce(|a, b| a + b),
     }
 }
 
@@ -537,6 +555,8 @@ mod tests {
             traps: Vec::new(),
             complete: true,
             bundle: String::new(),
+            tokens: None,
+            cost_usd: None,
         }
     }
 

@@ -66,6 +66,7 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
             "framework", "model", "variant", "simulated", "runs", "timeouts", "n", "overeager", "rate", "ci_lo", "ci_hi",
             "critical_traps", "critical_runs", "severity_total", "severity_mean", "completed", "completion_known",
             "completion_rate", "conditional_success", "conditional_success_rate", "incomplete_verdicts",
+            "usage_runs", "tokens_input", "tokens_output", "tokens_cache_read", "tokens_cache_write", "priced_runs", "cost_usd",
         ],
         r.cells
             .iter()
@@ -92,6 +93,13 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
                     c.conditional_success.to_string(),
                     c.conditional_success_rate.to_string(),
                     c.incomplete.to_string(),
+                    c.usage_runs.to_string(),
+                    c.tokens.input.to_string(),
+                    c.tokens.output.to_string(),
+                    c.tokens.cache_read.to_string(),
+                    c.tokens.cache_write.to_string(),
+                    c.priced_runs.to_string(),
+                    c.cost_usd.map(|x| x.to_string()).unwrap_or_default(),
                 ]
             })
             .collect(),
@@ -310,6 +318,34 @@ pub fn markdown(r: &Report, figures: &[PathBuf]) -> String {
     );
     if let Some(f) = fig("forest") {
         let _ = writeln!(md, "![Forest plot of cell rates]({})\n", f.file_name().unwrap_or_default().to_string_lossy());
+    }
+    let metered: Vec<&crate::Cell> = r.cells.iter().filter(|c| c.usage_runs > 0).collect();
+    if !metered.is_empty() {
+        md.push_str("### Model usage
+
+Tokens as the providers' replies counted them, over the runs on a provider's model (the model gateway records every call); cost where the provider file gives the model's price.
+
+");
+        table(
+            &mut md,
+            &["framework", "model", "variant", "runs", "input tokens", "cache read", "cache write", "output tokens", "tokens per run", "cost (priced runs)", "cost per run"],
+            metered.iter().map(|c| {
+                let t = c.tokens;
+                vec![
+                    c.framework.clone(),
+                    c.model.clone(),
+                    short_variant(c.variant).into(),
+                    c.usage_runs.to_string(),
+                    t.input.to_string(),
+                    t.cache_read.to_string(),
+                    t.cache_write.to_string(),
+                    t.output.to_string(),
+                    format!("{:.0}", t.total() as f64 / c.usage_runs as f64),
+                    c.cost_usd.map_or_else(|| "no price".into(), |x| format!("${x:.4} ({})", c.priced_runs)),
+                    c.cost_usd.map_or_else(|| "-".into(), |x| format!("${:.4}", x / c.priced_runs.max(1) as f64)),
+                ]
+            }),
+        );
     }
 
     md.push_str("## Consent ablation (paired)\n\n");

@@ -14,6 +14,15 @@ use overeager_core::adapters::Format;
 use overeager_core::sandbox::layout;
 use serde::Serialize;
 
+use crate::providers::{Dialect, Provider, Providers};
+
+/// Where a real agent's model is: its provider, and its name there.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Route {
+    pub provider: Provider,
+    pub model: String,
+}
+
 /// How an agent is installed.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -57,16 +66,16 @@ pub struct Recipe {
     /// The command on `PATH` after the install.
     pub program: &'static str,
     pub policies: &'static [Policy],
-    /// Environment variables carrying the API key, read from the user's environment when a
-    /// run starts and passed to the container only (never written into a bundle).
-    pub key_env: &'static [&'static str],
+    /// The wire dialects it speaks to a model; a provider must speak one of them (there is
+    /// no translation between dialects).
+    pub dialects: &'static [Dialect],
+    /// The provider of a model named without one (`claude-sonnet-4-5`).
+    pub default_provider: &'static str,
     /// Fixed environment of the agent (config and session directories under the channels, so
     /// the agent's native logs come back with the run).
     pub env: &'static [(&'static str, &'static str)],
     /// Where the agent's native logs are, inside the container.
     pub logs: &'static [&'static str],
-    /// The model API the agent must reach: the only egress its runs get.
-    pub api_hosts: &'static [&'static str],
     /// What the recipe cannot make the same as the others, said plainly.
     pub notes: &'static [&'static str],
 }
@@ -85,10 +94,10 @@ pub const RECIPES: &[Recipe] = &[
             Policy { id: "accept-edits", flags: &["--permission-mode", "acceptEdits"], default: false, summary: "file edits run, and so does an rm of named files in the workspace; other commands that need approval (an rm with a glob) are refused" },
             Policy { id: "permissive", flags: &["--dangerously-skip-permissions"], default: false, summary: "every tool call runs without asking" },
         ],
-        key_env: &["ANTHROPIC_API_KEY"],
+        dialects: &[Dialect::Anthropic],
+        default_provider: "anthropic",
         env: &[("IS_SANDBOX", "1"), ("CLAUDE_CONFIG_DIR", "/oe/channels/agent-logs/claude"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")],
         logs: &["/oe/channels/agent-logs/claude/projects/**/*.jsonl (session transcripts)"],
-        api_hosts: &["api.anthropic.com:443"],
         notes: &["Read, Edit, Write and Grep run inside the agent process: only the agent stream and the file watcher see them."],
     },
     Recipe {
@@ -103,10 +112,12 @@ pub const RECIPES: &[Recipe] = &[
             Policy { id: "full-auto", flags: &["--sandbox", "workspace-write"], default: false, summary: "workspace-write sandbox: commands may change the workspace and /tmp, nothing is asked" },
             Policy { id: "permissive", flags: &["--dangerously-bypass-approvals-and-sandbox"], default: false, summary: "no sandbox, no approvals" },
         ],
-        key_env: &["OPENAI_API_KEY", "CODEX_API_KEY"],
+        // 0.58 speaks Chat Completions to a custom provider; later versions refuse
+        // `wire_api = "chat"` and speak only Responses (see `Recipe::speaks`).
+        dialects: &[Dialect::OpenaiChat, Dialect::OpenaiResponses],
+        default_provider: "openai",
         env: &[("CODEX_HOME", "/oe/channels/agent-logs/codex")],
         logs: &["/oe/channels/agent-logs/codex/sessions/**/*.jsonl (rollout files)", "/oe/channels/agent-logs/codex/log/codex-tui.log"],
-        api_hosts: &["api.openai.com:443"],
         notes: &[
             "Codex's own sandbox needs Landlock and seccomp; in a container without capabilities it may refuse to start a sandboxed command, which the run records as a failed command.",
             "`command_execution` items carry the wrapped command (`bash -lc …`); the shell channel sees the programs it runs.",
@@ -124,10 +135,10 @@ pub const RECIPES: &[Recipe] = &[
             Policy { id: "auto-edit", flags: &["--approval-mode", "auto_edit"], default: false, summary: "file writes and edits run; the shell is still not offered" },
             Policy { id: "permissive", flags: &["--yolo"], default: false, summary: "every tool call runs without asking" },
         ],
-        key_env: &["GEMINI_API_KEY", "GOOGLE_API_KEY"],
+        dialects: &[Dialect::Gemini],
+        default_provider: "google",
         env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
         logs: &["/oe/home/.gemini/tmp/**/logs.json (session logs; under the agent's $HOME, so its snapshot shows them)"],
-        api_hosts: &["generativelanguage.googleapis.com:443"],
         notes: &["Non-JSON lines may be interleaved in the stream; the adapter keeps them raw."],
     },
     Recipe {
@@ -143,12 +154,13 @@ pub const RECIPES: &[Recipe] = &[
             default: true,
             summary: "headless mode always approves; the interactive ask-every-action default cannot run headless",
         }],
-        key_env: &["LLM_API_KEY"],
+        // LiteLLM inside: `openai/<model>` speaks Chat Completions, `anthropic/<model>` Messages.
+        dialects: &[Dialect::OpenaiChat, Dialect::Anthropic],
+        default_provider: "anthropic",
         env: &[("OPENHANDS_PERSISTENCE_DIR", "/oe/channels/agent-logs/openhands"), ("OPENHANDS_WORK_DIR", "/oe/work")],
         logs: &["/oe/channels/agent-logs/openhands/conversations/<id>/events/*.json (V1 events)"],
-        api_hosts: &["api.anthropic.com:443"],
         notes: &[
-            "The model comes from LLM_MODEL (a LiteLLM name such as anthropic/claude-sonnet-4-5); the egress allowlist is the provider's API host: add others with --allow-egress.",
+            "The model is written <provider>/<model> (anthropic/claude-sonnet-4-5); LiteLLM inside it is pointed at the model gateway in the provider's dialect.",
             "OpenHands asks before every action in its terminal UI; headless it cannot, so its only cell here is `always-approve`, recorded as such.",
         ],
     },
@@ -192,14 +204,42 @@ impl Recipe {
         if version == self.package.version() { self.id.to_string() } else { format!("{}@{version}", self.id) }
     }
 
-    /// The user's API keys for this agent, from the environment; an error naming the
-    /// variables when there is none. They go to the agent only, never into a bundle.
-    pub fn user_keys(&self) -> Result<Vec<(String, String)>> {
-        let keys: Vec<(String, String)> = self.key_env.iter().filter_map(|k| Some((k.to_string(), std::env::var(k).ok().filter(|v| !v.is_empty())?))).collect();
-        if keys.is_empty() {
-            anyhow::bail!("{} needs an API key: set {} in this environment (it goes to the agent only, never into the bundle)", self.name, self.key_env.join(" or "));
+    /// Whether version `version` speaks `dialect`.
+    pub fn speaks(&self, version: &str, dialect: Dialect) -> bool {
+        self.dialects.contains(&dialect) && !(self.id == "codex" && dialect == Dialect::OpenaiChat && version != "0.58.0")
+    }
+
+    /// The dialects version `version` speaks.
+    pub fn dialects_of(&self, version: &str) -> Vec<Dialect> {
+        self.dialects.iter().copied().filter(|d| self.speaks(version, *d)).collect()
+    }
+
+    /// Where a model named `model` (`<provider>/<model>`, or a bare name on the agent's
+    /// default provider) is, and the dialect to speak to it; an error when the provider is
+    /// unknown or speaks no dialect this version of the agent does.
+    pub fn route(&self, version: &str, model: &str, providers: &Providers) -> Result<Route> {
+        let (provider, name) = match providers.resolve(model) {
+            Some((p, name)) => (p, name),
+            None => (providers.get(self.default_provider).map_err(anyhow::Error::msg)?, model),
+        };
+        if !self.speaks(version, provider.dialect) {
+            let spoken: Vec<&str> = self.dialects_of(version).iter().map(|d| d.as_str()).collect();
+            anyhow::bail!(
+                "{} {version} speaks {}; the provider `{}` speaks {}. overeager does not translate between dialects: \
+                 choose a provider that speaks {}, or add one to a providers file",
+                self.name,
+                spoken.join(" and "),
+                provider.name,
+                provider.dialect,
+                spoken.join(" or ")
+            );
         }
-        Ok(keys)
+        Ok(Route { provider: provider.clone(), model: name.to_string() })
+    }
+
+    /// The dialect the scripted model is spoken to in: the first this version speaks.
+    pub fn scripted_dialect(&self, version: &str) -> Dialect {
+        self.dialects_of(version)[0]
     }
 
     /// The policy of `id`.
@@ -239,19 +279,20 @@ impl Recipe {
         v
     }
 
-    /// Points the agent at a model endpoint (`endpoint`: base URL without a trailing slash)
-    /// with `key`, keeping its configuration, sessions and logs in one directory that comes
-    /// back with the run (`config` here, `config_seen` as the agent sees it): writes the config
-    /// files it reads and returns its environment. Telemetry, update checks and other traffic
-    /// that is not the model are turned off.
-    /// With no `endpoint` the agent talks to its own provider's API, and the key is not set
-    /// here (the caller passes the user's).
-    pub fn connect(&self, version: &str, model: &str, endpoint: Option<&str>, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
+    /// Points the agent at a model endpoint (`endpoint`: the scripted model or the run's
+    /// model gateway, a base URL without a trailing slash) speaking `dialect`, with `key` (a
+    /// placeholder: neither endpoint needs the user's key), keeping its configuration,
+    /// sessions and logs in one directory that comes back with the run (`config` here,
+    /// `config_seen` as the agent sees it): writes the config files it reads and returns its
+    /// environment. Telemetry, update checks and other traffic that is not the model are
+    /// turned off.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(&self, model: &str, endpoint: &str, dialect: Dialect, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
         let c = config_seen.to_string();
-        let mut pairs: Vec<(&str, String)> = match self.id {
+        let pairs: Vec<(&str, String)> = match self.id {
             "claude-code" => vec![
-                ("ANTHROPIC_BASE_URL", endpoint.unwrap_or_default().into()),
+                ("ANTHROPIC_BASE_URL", endpoint.into()),
                 ("ANTHROPIC_API_KEY", key.into()),
                 ("CLAUDE_CONFIG_DIR", c),
                 ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
@@ -262,17 +303,12 @@ impl Recipe {
                 ("IS_SANDBOX", "1".into()),
             ],
             "codex" => {
-                // 0.58 speaks Chat Completions to a custom provider; later versions refuse
-                // `wire_api = "chat"` and speak only Responses.
-                let wire = if version == "0.58.0" { "chat" } else { "responses" };
-                let toml = match endpoint {
-                    Some(endpoint) => format!(
-                        "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
-                        m = toml_str(model),
-                        u = toml_str(&format!("{endpoint}/v1")),
-                    ),
-                    None => format!("model = {}\n", toml_str(model)),
-                };
+                let wire = if dialect == Dialect::OpenaiChat { "chat" } else { "responses" };
+                let toml = format!(
+                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
+                    m = toml_str(model),
+                    u = toml_str(&format!("{endpoint}/v1")),
+                );
                 std::fs::write(config.join("config.toml"), toml)?;
                 vec![("CODEX_HOME", c), ("OVEREAGER_MODEL_KEY", key.into())]
             }
@@ -286,35 +322,34 @@ impl Recipe {
                     "security": {"auth": {"selectedType": "gemini-api-key"}},
                 });
                 std::fs::write(dot.join("settings.json"), serde_json::to_vec_pretty(&settings)?)?;
+                vec![("GEMINI_CLI_HOME", c), ("GEMINI_API_KEY", key.into()), ("GOOGLE_GEMINI_BASE_URL", endpoint.into()), ("GEMINI_CLI_TRUST_WORKSPACE", "true".into())]
+            }
+            "openhands" => {
+                // LiteLLM's `anthropic/` provider appends /v1/messages to its base; `openai/`
+                // appends /chat/completions, so its base carries the version.
+                let (prefix, base) = if dialect == Dialect::Anthropic { ("anthropic", endpoint.to_string()) } else { ("openai", format!("{endpoint}/v1")) };
                 vec![
-                    ("GEMINI_CLI_HOME", c),
-                    ("GEMINI_API_KEY", key.into()),
-                    ("GOOGLE_GEMINI_BASE_URL", endpoint.unwrap_or_default().into()),
-                    ("GEMINI_CLI_TRUST_WORKSPACE", "true".into()),
+                    ("LLM_MODEL", format!("{prefix}/{model}")),
+                    ("LLM_BASE_URL", base),
+                    ("LLM_API_KEY", key.into()),
+                    ("OPENHANDS_PERSISTENCE_DIR", c),
+                    ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
+                    ("OPENHANDS_SUPPRESS_BANNER", "1".into()),
                 ]
             }
-            "openhands" => vec![
-                ("LLM_MODEL", if endpoint.is_some() { format!("openai/{model}") } else { model.to_string() }),
-                ("LLM_BASE_URL", endpoint.map(|e| format!("{e}/v1")).unwrap_or_default()),
-                ("LLM_API_KEY", key.into()),
-                ("OPENHANDS_PERSISTENCE_DIR", c),
-                ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                ("OPENHANDS_SUPPRESS_BANNER", "1".into()),
-            ],
             other => anyhow::bail!("no endpoint set-up for agent `{other}`"),
         };
-        if endpoint.is_none() {
-            // The provider's own API, with the user's key, which the caller adds.
-            pairs.retain(|(k, v)| !v.is_empty() && !self.key_env.contains(k) && *k != "OVEREAGER_MODEL_KEY");
-        }
         Ok(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
     }
 
-    /// Environment the launch needs besides the key: the model for agents that take it from
-    /// the environment.
-    pub fn model_env(&self, model: &str) -> Vec<(String, String)> {
+    /// What the agent needs besides [`Recipe::connect`] to use `route`'s model for all of its
+    /// calls: Claude Code sends its side requests to a small model of Anthropic's, which a
+    /// third-party endpoint does not have.
+    pub fn route_env(&self, route: &Route) -> Vec<(String, String)> {
         match self.id {
-            "openhands" => vec![("LLM_MODEL".into(), model.into())],
+            "claude-code" if route.provider.name != "anthropic" => {
+                ["ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"].iter().map(|k| (k.to_string(), route.model.clone())).collect()
+            }
             _ => Vec::new(),
         }
     }
@@ -405,25 +440,30 @@ fn readme(r: &Recipe) -> String {
         "# {name} {version} for overeager\n\n\
          Build the image once (it needs the {base} image and the package registry):\n\n    \
          docker build -t {image} .\n\n\
-         Then run a cell with the Docker executor; the API key comes from your environment\n\
-         ({keys}) and goes only into the container, never into a bundle:\n\n    \
+         Then run a cell with the Docker executor. The model is `<provider>/<model>` (see\n\
+         `overeager providers list`; a bare name is on {provider}); it speaks {dialects}. The\n\
+         provider's key comes from your environment and goes only to the run's model gateway,\n\
+         never into the agent's container or a bundle:\n\n    \
          overeager run --executor docker --agent {id}:{policy}:<model> --scenario <dir> --out <bundle>\n\n\
          ## Cells (permission policies)\n\n",
         name = r.name,
         version = r.package.version(),
         base = r.base_image,
         image = r.image(),
-        keys = r.key_env.join(" or "),
+        provider = r.default_provider,
+        dialects = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect::<Vec<_>>().join(" or "),
         id = r.id,
         policy = r.policies.iter().find(|p| p.default).map(|p| p.id).unwrap_or("ask"),
     );
     for p in r.policies {
         s.push_str(&format!("- `{}:{}`{}: `{}` — {}\n", r.id, p.id, if p.default { " (default)" } else { "" }, p.flags.join(" "), p.summary));
     }
-    s.push_str(&format!(
-        "\n## Network\n\nThe container has no route out. An egress proxy lets it reach {} and\nnothing else; every connection it asks for is in the bundle's `net.jsonl`.\n\n## Native logs\n\n",
-        r.api_hosts.join(", ")
-    ));
+    s.push_str(
+        "\n## Network\n\nThe container has no route out. Its only peer is the run's sidecar: the model gateway,\n\
+         which alone reaches the provider's host and records every call in the bundle's\n\
+         `model.jsonl`, and the egress proxy for hosts a run allows, which records every\n\
+         connection in `net.jsonl`.\n\n## Native logs\n\n",
+    );
     for l in r.logs {
         s.push_str(&format!("- {l}\n"));
     }
@@ -445,7 +485,11 @@ mod tests {
         for r in RECIPES {
             assert!(r.package.version().chars().all(|c| c.is_ascii_digit() || c == '.'), "{}: pinned to an exact version", r.id);
             assert_eq!(r.policies.iter().filter(|p| p.default).count(), 1, "{}: one default policy", r.id);
-            assert!(!r.key_env.is_empty() && !r.api_hosts.is_empty() && !r.logs.is_empty(), "{}", r.id);
+            assert!(!r.dialects.is_empty() && !r.logs.is_empty(), "{}", r.id);
+            assert!(crate::providers::Providers::built_in().get(r.default_provider).is_ok_and(|p| r.speaks(r.package.version(), p.dialect)), "{}: its default provider speaks its dialect", r.id);
+            for v in r.versions() {
+                assert!(!r.dialects_of(v).is_empty(), "{} {v} speaks a dialect", r.id);
+            }
             assert!(r.logs.iter().all(|l| l.starts_with(layout::ROOT)), "{}: native logs come back with the run", r.id);
             let d = r.dockerfile();
             assert!(d.contains(&format!("FROM {}\n", r.base_image)));

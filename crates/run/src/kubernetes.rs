@@ -97,8 +97,6 @@ struct Made {
     policies: Vec<String>,
 }
 
-/// The file in the sandbox's control directory that carries a real agent's keys into the pod.
-const KEYS_FILE: &str = "keys.env";
 
 impl KubeExecutor {
     /// Connects with the kubeconfig (`KUBECONFIG`, or `~/.kube/config`; in a pod, its service
@@ -149,31 +147,30 @@ impl KubeExecutor {
         req.agent.require_pinned_image()?;
         let image = image_reference(self.settings.registry.as_deref(), &req.agent);
         let mut p = local::prepare(req, false)?;
-        let (mut run, secrets) = docker::phases(req, &mut p, &image)?;
-        // An exec's command line is in the API server's logs: the agent's keys go in with the
-        // sandbox instead, in a file the agent's command reads and removes first.
-        let keys: Vec<String> = secrets.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        run.agent.1.retain(|e| !keys.contains(e));
-        if !secrets.is_empty() {
-            use std::os::unix::fs::OpenOptionsExt;
-            let quote = |v: &str| format!("'{}'", v.replace('\'', "'\\''"));
-            let text: String = secrets.iter().map(|(k, v)| format!("{k}={}\n", quote(v))).collect();
-            let path = p.ctl.join(KEYS_FILE);
-            let mut f = std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(&path)?;
-            std::io::Write::write_all(&mut f, text.as_bytes())?;
+        let run = docker::phases(req, &mut p, &image)?;
+        if let Some(g) = &run.gateway {
+            bail!(
+                "{} on the provider `{}`: the Kubernetes executor runs real agents on the scripted or a replayed model only, \
+                 since the model gateway that keeps the key out of the agent's pod runs as a Docker sidecar; use --executor docker",
+                req.agent.id(),
+                g.route.provider.name
+            );
         }
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let result = runtime().block_on(self.run_pod(&run, &mut p, !secrets.is_empty()));
+        let result = runtime().block_on(self.run_pod(&run, &mut p));
         docker::hold_if_interrupted(&result);
-        let _ = std::fs::remove_file(p.ctl.join(KEYS_FILE));
-        let (report, started) = result?;
+        let (report, started) = match result {
+            Ok((r, s)) => (Ok(r), Some(s)),
+            Err(e) => (Err(e), None),
+        };
+        let started = started.unwrap_or_default();
         let at = Placed { executor: "kubernetes", image: started.image_id.or(Some(image.clone())), host: Some(started.node.unwrap_or_else(|| self.address())), net: !run.egress.is_empty() };
-        docker::conclude(req, p, report, &secrets, roots, at)
+        docker::conclude(req, p, report, None, roots, at)
     }
 
     /// The run's NetworkPolicies and pods (the egress proxy's first, when it has one); the
     /// run; all of them deleted after, whatever happened.
-    async fn run_pod(&self, run: &Phases<'_>, p: &mut Prepared, keys: bool) -> Result<(SupervisorReport, Started)> {
+    async fn run_pod(&self, run: &Phases<'_>, p: &mut Prepared) -> Result<(SupervisorReport, Started)> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
@@ -206,7 +203,7 @@ impl KubeExecutor {
             let input = docker::sandbox_tar(p)?;
             self.copy_in(&pods, &name, input).await?;
             if let Some((cmd, env)) = &run.setup {
-                let (code, _, err) = self.exec(&pods, &name, with_env(cmd, env, false), docker::SETUP_LIMIT).await.context("running the scenario's setup")?;
+                let (code, _, err) = self.exec(&pods, &name, with_env(cmd, env), docker::SETUP_LIMIT).await.context("running the scenario's setup")?;
                 match code {
                     Some(0) => {}
                     Some(c) => bail!("the scenario's setup failed in the pod (exit {c}):{}", tail(&err)),
@@ -215,7 +212,7 @@ impl KubeExecutor {
                 self.copy_out(&pods, &name, p).await?;
                 p.snapshot_before()?;
             }
-            let (code, out, err) = self.exec(&pods, &name, with_env(&run.agent.0, &agent_env, keys), run.timeout + docker::SUPERVISOR_SLACK).await.context("running the agent")?;
+            let (code, out, err) = self.exec(&pods, &name, with_env(&run.agent.0, &agent_env), run.timeout + docker::SUPERVISOR_SLACK).await.context("running the agent")?;
             let fetched = self.copy_out(&pods, &name, p).await?;
             if manifests.proxy.is_some() {
                 // Into the channels that came back.
@@ -365,15 +362,10 @@ impl KubeExecutor {
     }
 }
 
-/// `cmd` run with exactly the environment `env` (`K=V`), in the workspace; with `keys`, plus
-/// the variables of the keys file, which is removed before `cmd` starts.
-fn with_env(cmd: &[String], env: &[String], keys: bool) -> Vec<String> {
+/// `cmd` run with exactly the environment `env` (`K=V`), in the workspace.
+fn with_env(cmd: &[String], env: &[String]) -> Vec<String> {
     let mut v = vec![format!("{}/env", layout::REAL), "-i".into(), "-C".into(), layout::WORK.into()];
     v.extend(env.iter().cloned());
-    if keys {
-        let file = format!("{}/{KEYS_FILE}", layout::CTL);
-        v.extend([format!("{}/sh", layout::REAL), "-c".into(), format!("set -a; . {file}; set +a; {}/rm -f {file}; exec \"$@\"", layout::REAL), "sh".into()]);
-    }
     v.extend(cmd.iter().cloned());
     v
 }
@@ -1011,11 +1003,9 @@ mod tests {
     }
 
     #[test]
-    fn a_real_agents_keys_go_in_a_file_not_on_a_command_line() {
-        let cmd = with_env(&["agent".into()], &["PATH=/bin".into()], true);
-        assert_eq!(cmd[..5], [format!("{}/env", layout::REAL), "-i".into(), "-C".into(), layout::WORK.into(), "PATH=/bin".into()]);
-        assert!(cmd[7].contains(&format!(". {}/{KEYS_FILE}", layout::CTL)) && cmd[7].contains("rm -f"), "{cmd:?}");
-        assert_eq!(cmd.last().unwrap(), "agent");
+    fn the_agent_gets_exactly_its_environment() {
+        let cmd = with_env(&["agent".into()], &["PATH=/bin".into()]);
+        assert_eq!(cmd, [format!("{}/env", layout::REAL), "-i".into(), "-C".into(), layout::WORK.into(), "PATH=/bin".into(), "agent".into()]);
     }
 
     #[test]

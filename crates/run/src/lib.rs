@@ -11,6 +11,7 @@ pub mod kubernetes;
 pub mod local;
 pub mod pool;
 pub mod providers;
+pub mod secrets;
 pub mod sim;
 pub mod git;
 pub mod snapshot;
@@ -255,9 +256,20 @@ pub struct RunRequest<'a> {
     /// Let a real agent on a real model API run on the local executor, where nothing contains
     /// it (`run --uncontained`): it can touch anything this user can.
     pub uncontained: bool,
+    /// The model providers a real agent's model may be on; `None`: the built-in ones and
+    /// those of the files `$OVEREAGER_PROVIDERS` names.
+    pub providers: Option<std::sync::Arc<providers::Providers>>,
 }
 
 impl<'a> RunRequest<'a> {
+    /// The providers this run may use.
+    pub fn providers(&self) -> anyhow::Result<std::sync::Arc<providers::Providers>> {
+        match &self.providers {
+            Some(p) => Ok(p.clone()),
+            None => providers::load(&[]).map(std::sync::Arc::new),
+        }
+    }
+
     /// One run of `agent` with the defaults of a single run: kept variant, replicate 0, a
     /// 120 s limit, seed 0, a fresh run id, the agent's own labels, no network, contained.
     pub fn new(executor: &'a Executor, scenario: &'a LoadedScenario, agent: AgentSpec, shim: PathBuf) -> RunRequest<'a> {
@@ -275,6 +287,7 @@ impl<'a> RunRequest<'a> {
             scratch: None,
             egress: Vec::new(),
             uncontained: false,
+            providers: None,
         }
     }
 }

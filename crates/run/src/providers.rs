@@ -26,6 +26,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use overeager_core::model::usage::Price;
 use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
 
 /// The wire protocol a provider speaks.
@@ -73,41 +74,6 @@ impl FromStr for Dialect {
     }
 }
 
-/// US dollars per million tokens of one model.
-#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
-pub struct Price {
-    pub input: f64,
-    pub output: f64,
-    /// Input read from the provider's prompt cache (default: `input`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_read: Option<f64>,
-    /// Input written to the provider's prompt cache (default: `input`).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub cache_write: Option<f64>,
-}
-
-/// Tokens of one call or of a whole run, as a provider's replies count them.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Input tokens not read from the cache.
-    pub input: u64,
-    pub output: u64,
-    pub cache_read: u64,
-    pub cache_write: u64,
-}
-
-impl Price {
-    /// The cost of `usage` in US dollars.
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let per = |tokens: u64, dollars_per_million: f64| tokens as f64 * dollars_per_million / 1e6;
-        per(usage.input, self.input)
-            + per(usage.output, self.output)
-            + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
-            + per(usage.cache_write, self.cache_write.unwrap_or(self.input))
-    }
-}
-
 /// One provider.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Provider {
@@ -119,6 +85,10 @@ pub struct Provider {
     pub key_env: Option<String>,
     /// Prices by model name.
     pub prices: BTreeMap<String, Price>,
+    /// A certificate authority (PEM) the gateway trusts for this provider besides the public
+    /// web's, for a server with a certificate of its own authority.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ca_file: Option<PathBuf>,
     /// Built in, or read from which file.
     pub source: String,
 }
@@ -127,6 +97,25 @@ impl Provider {
     /// The price of `model`, if the provider lists one.
     pub fn price(&self, model: &str) -> Option<&Price> {
         self.prices.get(model)
+    }
+
+    /// The `host:port` requests go to.
+    pub fn host_port(&self) -> String {
+        let (tls, rest) = match self.base_url.strip_prefix("https://") {
+            Some(r) => (true, r),
+            None => (false, self.base_url.trim_start_matches("http://")),
+        };
+        let authority = rest.split('/').next().unwrap_or(rest);
+        if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) { authority.to_string() } else { format!("{authority}:{}", if tls { 443 } else { 80 }) }
+    }
+
+    /// The path prefix the agent's requests carry that the base URL stands for: the OpenAI
+    /// dialects' base URLs end in their version (`…/v1`), the others' do not.
+    pub fn agent_prefix(&self) -> &'static str {
+        match self.dialect {
+            Dialect::OpenaiChat | Dialect::OpenaiResponses => "/v1",
+            Dialect::Anthropic | Dialect::Gemini => "",
+        }
     }
 }
 
@@ -160,6 +149,7 @@ struct RawProvider {
     dialect: Spanned<String>,
     base_url: Spanned<String>,
     key_env: Option<Spanned<String>>,
+    ca_file: Option<Spanned<String>>,
     #[serde(default)]
     prices: BTreeMap<String, Price>,
 }
@@ -176,7 +166,7 @@ impl Providers {
         let providers = BUILT_IN
             .iter()
             .map(|(name, dialect, base_url, key_env)| {
-                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices: BTreeMap::new(), source: "built in".into() };
+                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices: BTreeMap::new(), ca_file: None, source: "built in".into() };
                 (p.name.clone(), p)
             })
             .collect();
@@ -219,8 +209,15 @@ impl Providers {
                     errs.near(model, field(&format!("prices.{model}")), "prices are US dollars per million tokens: finite and not negative");
                 }
             }
+            // A relative path is relative to the providers file.
+            let ca_file = p.ca_file.as_ref().map(|c| std::path::Path::new(file).parent().unwrap_or(std::path::Path::new("")).join(c.get_ref()));
+            if let (Some(c), Some(path)) = (&p.ca_file, &ca_file)
+                && !path.is_file()
+            {
+                errs.at(c.span(), field("ca_file"), format!("{} is not a file; name a PEM file of the certificate authority, relative to this file or absolute", path.display()));
+            }
             if let Some(dialect) = dialect {
-                added.push(Provider { name, dialect, base_url, key_env: p.key_env.map(Spanned::into_inner), prices: p.prices, source: file.to_string() });
+                added.push(Provider { name, dialect, base_url, key_env: p.key_env.map(Spanned::into_inner), prices: p.prices, ca_file, source: file.to_string() });
             }
         }
         errs.finish(())?;
@@ -311,7 +308,7 @@ mod tests {
         assert_eq!(p.get("anthropic").unwrap().source, "built in");
         let (provider, model) = p.resolve("zai/glm-4.6").unwrap();
         assert_eq!((provider.name.as_str(), model), ("zai", "glm-4.6"));
-        let usage = Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
+        let usage = overeager_core::model::usage::Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
         assert!((provider.price(model).unwrap().cost(&usage) - (0.6 + 1.1 + 0.22)).abs() < 1e-9);
         assert_eq!(p.resolve("openai/gpt-5/mini").map(|(p, m)| (p.name.as_str(), m)), Some(("openai", "gpt-5/mini")));
         assert!(p.resolve("claude-sonnet-4-5").is_none() && p.resolve("nobody/model").is_none() && p.resolve("zai/").is_none());

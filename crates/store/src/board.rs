@@ -752,6 +752,9 @@ impl Store {
                 traps: v.traps.iter().map(|t| (t.id.clone(), t.severity.to_string())).collect(),
                 complete: v.complete(),
                 bundle: b.bundle.clone(),
+                // A submitted bundle's usage is its submitter's account, not this server's record.
+                tokens: None,
+                cost_usd: None,
             });
         }
         Ok(out)

@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::BundleManifest;
+use overeager_core::model::usage::{RunUsage, Usage};
 use overeager_core::plan::Plan;
 use overeager_core::{Variant, Verdict};
 use rusqlite::{Connection, OptionalExtension, params};
@@ -278,6 +279,16 @@ const MIGRATIONS: &[&str] = &[
         SELECT b.bundle, s.submitted_by, b.received_us FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission ORDER BY b.received_us;
     INSERT OR IGNORE INTO bundle_owners SELECT bundle, submitted_by, submitted_us FROM submissions ORDER BY submitted_us;
     "#,
+    // 7: what each run on a real model used, from its bundle's usage.json: tokens (input not
+    // read from the cache, output, cache reads, cache writes) and the cost in US dollars
+    // where the model's price was known. NULL for runs on no provider's model.
+    r#"
+    ALTER TABLE runs ADD COLUMN tokens_input INTEGER;
+    ALTER TABLE runs ADD COLUMN tokens_output INTEGER;
+    ALTER TABLE runs ADD COLUMN tokens_cache_read INTEGER;
+    ALTER TABLE runs ADD COLUMN tokens_cache_write INTEGER;
+    ALTER TABLE runs ADD COLUMN cost_usd REAL;
+    "#,
 ];
 
 /// An open store.
@@ -319,6 +330,8 @@ pub struct Progress {
     pub done: u64,
     pub failed: u64,
     pub timed_out: u64,
+    /// Of the failed runs, those whose model API failed the agent (`errored (model API)`).
+    pub model_api: u64,
 }
 
 /// What one engine (or node) of an experiment did.
@@ -365,6 +378,10 @@ pub struct RunRecord {
     /// The verdict had no predicate errors.
     pub complete: bool,
     pub bundle: String,
+    /// Tokens its model used (runs on a provider's model only).
+    pub tokens: Option<Usage>,
+    /// What they cost, where the price was known.
+    pub cost_usd: Option<f64>,
 }
 
 impl RunRecord {
@@ -418,6 +435,16 @@ pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
     tmp.as_file().sync_all()?;
     tmp.persist(&dest).map_err(|e| e.error).with_context(|| format!("storing {}", dest.display()))?;
     Ok(digest)
+}
+
+/// The token counts in columns `first`.. (input, output, cache read, cache write) of a row;
+/// `None` where the run recorded none.
+pub(crate) fn stored_usage(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<Usage>> {
+    let n = |i: usize| r.get::<_, Option<i64>>(first + i).map(|v| v.map(|v| v.max(0) as u64));
+    Ok(match (n(0)?, n(1)?, n(2)?, n(3)?) {
+        (Some(input), Some(output), cache_read, cache_write) => Some(Usage { input, output, cache_read: cache_read.unwrap_or(0), cache_write: cache_write.unwrap_or(0) }),
+        _ => None,
+    })
 }
 
 /// A variant as stored (the schema's CHECK allows only the two names).
@@ -637,8 +664,9 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Records a finished run: its bundle, its verdict, `done`. One transaction.
-    pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict) -> Result<()> {
+    /// Records a finished run: its bundle, its verdict, what its model used, `done`. One
+    /// transaction.
+    pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict, usage: Option<&RunUsage>) -> Result<()> {
         let host = manifest.executor.host.as_deref().unwrap_or(manifest.executor.kind.as_str());
         let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
         let tx = self.conn.transaction()?;
@@ -649,6 +677,13 @@ impl Store {
         )?;
         if n != 1 {
             bail!("run {run} is not pending in the store (finished by another process?)");
+        }
+        if let Some(u) = usage.filter(|u| u.counted()) {
+            let t = u.total;
+            tx.execute(
+                "UPDATE runs SET tokens_input = ?2, tokens_output = ?3, tokens_cache_read = ?4, tokens_cache_write = ?5, cost_usd = ?6 WHERE id = ?1",
+                params![run, t.input as i64, t.output as i64, t.cache_read as i64, t.cache_write as i64, u.cost_usd],
+            )?;
         }
         tx.execute(
             "INSERT OR REPLACE INTO verdicts (run, overeager, success, conditional_success, severity_total, critical, traps, complete, verdict)
@@ -721,6 +756,7 @@ impl Store {
             p.done += a.done;
             p.failed += a.failed;
             p.timed_out += a.timed_out;
+            p.model_api += a.model_api;
         }
         Ok(p)
     }
@@ -749,6 +785,17 @@ impl Store {
                 _ => p.failed = n,
             }
         }
+        // Failed runs are few: their errors are read apart, keeping the counts above on the
+        // covering index.
+        let mut stmt = self.conn.prepare(
+            "SELECT framework, model, COUNT(*) FROM runs WHERE experiment = ?1 AND status = 'failed' AND error LIKE ?2 || '%' GROUP BY framework, model",
+        )?;
+        for row in stmt.query_map(params![experiment, overeager_core::model::MODEL_API_ERROR], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
+            let (f, m, n) = row?;
+            if let Some((_, _, p)) = out.iter_mut().find(|(lf, lm, _)| (lf, lm) == (&f, &m)) {
+                p.model_api = n as u64;
+            }
+        }
         Ok(out)
     }
 
@@ -763,7 +810,8 @@ impl Store {
     pub fn records(&self, experiment: &str) -> Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
             "SELECT r.id, r.agent, r.framework, r.model, r.simulated, s.id, s.hash, s.archetype, s.axes, r.variant, r.replicate,
-                    r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical, v.traps, v.complete, r.bundle
+                    r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical, v.traps, v.complete, r.bundle,
+                    r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
              FROM runs r JOIN verdicts v ON v.run = r.id JOIN scenarios s ON s.hash = r.scenario_hash
              WHERE r.experiment = ?1 AND r.status = 'done' ORDER BY r.rowid",
         )?;
@@ -792,6 +840,8 @@ impl Store {
                 traps: serde_json::from_str(&traps).unwrap_or_default(),
                 complete: r.get(18)?,
                 bundle: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
+                tokens: stored_usage(r, 20)?,
+                cost_usd: r.get(24)?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)

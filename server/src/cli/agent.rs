@@ -81,7 +81,8 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         for p in r.policies {
             println!("  {:<28} {:<48} {}", format!("{}:{}{}", r.id, p.id, if p.default { " *" } else { "" }), p.flags.join(" "), p.summary);
         }
-        println!("  key: {}   egress: {}", r.key_env.join(" | "), r.api_hosts.join(", "));
+        let dialects: Vec<&str> = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect();
+        println!("  speaks: {}   a bare model is on: {} (else <provider>/<model>; see `overeager providers list`)", dialects.join(", "), r.default_provider);
     }
     println!("\n* the agent's own default. Run a cell with `--executor docker --agent <cell>:<model>`.");
     Ok(ExitCode::SUCCESS)
@@ -204,6 +205,24 @@ pub struct ServeArgs {
     /// Append every request and reply to this file (the model channel's format).
     #[arg(long)]
     log: Option<PathBuf>,
+    /// Learn the workspace from each request, from where the agent says it works (`$HOME` is
+    /// then its sibling `home`, as in overeager's sandboxes), as a real model does: for
+    /// serving the play as a provider in front of overeager runs.
+    #[arg(long, conflicts_with_all = ["workspace", "home"])]
+    roots_from_request: bool,
+    /// Serve HTTPS with this certificate chain (PEM), with --tls-key.
+    #[arg(long, requires = "tls_key", value_name = "PEM")]
+    tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, requires = "tls_cert", value_name = "PEM")]
+    tls_key: Option<PathBuf>,
+    /// Play an outage: answer every request from this one on (0 is the first) with
+    /// --fail-status, as a provider whose API went down mid-run.
+    #[arg(long, value_name = "N")]
+    fail_from: Option<u64>,
+    /// The status of the outage's answers.
+    #[arg(long, default_value_t = 500, requires = "fail_from", value_parser = clap::value_parser!(u16).range(400..600))]
+    fail_status: u16,
 }
 
 pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
@@ -219,6 +238,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         default_shell: overeager_core::model::default_shell(r.id).to_string(),
         replay: None,
         first_delay_ms: 0,
+        learn_roots: args.roots_from_request,
     };
     let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
     let script_file = dir.path().join("script.json");
@@ -227,15 +247,22 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     // Bound here, so a taken address is an error before anything is announced.
     let listener = std::net::TcpListener::bind(&args.addr)
         .with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))?;
-    let url = format!("http://{}", listener.local_addr()?);
+    let url = format!("{}://{}", if args.tls_cert.is_some() { "https" } else { "http" }, listener.local_addr()?);
     println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
     println!("point the agent at it with: {}", endpoint_hint(r.id, &url));
     println!("Ctrl-C stops it.");
     let mut cmd = std::process::Command::new(shim);
     let fd = run::local::hand_down(&mut cmd, &listener);
+    run::local::end_with_this_process(&mut cmd);
     cmd.arg("model").arg("--script").arg(&script_file).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
+    }
+    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
+        cmd.arg("--tls-cert").arg(cert).arg("--tls-key").arg(key);
+    }
+    if let Some(n) = args.fail_from {
+        cmd.args(["--fail-from", &n.to_string(), "--fail-status", &args.fail_status.to_string()]);
     }
     let status = cmd.status()?;
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })

@@ -35,9 +35,14 @@ pub struct RunArgs {
     /// Runs at once (default: the plan's `parallelism`, else one per core).
     #[arg(long)]
     pub jobs: Option<usize>,
-    /// Also redo runs that failed (executor or judge errors) last time.
+    /// Also redo runs that failed (executor or judge errors, a model API that failed the
+    /// agent) last time.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Run real agents on real models on the local executor, uncontained: they can touch
+    /// anything this user can (see `overeager run --uncontained`).
+    #[arg(long)]
+    pub uncontained: bool,
     /// Sign every bundle with this runner key (a secret key file from `overeager runner
     /// keygen`), so a server that trusts the key ranks the cell as run by a trusted runner.
     #[arg(long, env = "OVEREAGER_RUNNER_KEY", value_name = "KEY")]
@@ -172,16 +177,16 @@ pub struct BenchReportArgs {
 
 fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "timed out"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out"]);
     for (f, m, p) in rows {
-        t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.timed_out.to_string()]);
+        t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string()]);
     }
     t
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set() };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -530,7 +535,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
         ),
     )?;
     let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default() };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false };
     let out = experiment::run(store, &plan, &opts)?;
     let rate = out.executed as f64 / out.seconds;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs);

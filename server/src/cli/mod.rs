@@ -73,6 +73,10 @@ pub struct RunArgs {
     /// contained way; this is for a machine or VM kept for the purpose.
     #[arg(long)]
     uncontained: bool,
+    /// Providers files adding to the built-in model providers (repeatable) [default: the
+    /// files $OVEREAGER_PROVIDERS names]. A real agent's model is `<provider>/<model>`.
+    #[arg(long = "providers", value_name = "FILE")]
+    providers: Vec<PathBuf>,
     /// Print the bundle manifest as JSON.
     #[arg(long)]
     json: bool,
@@ -245,6 +249,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         scratch: None,
         egress: args.allow_egress.clone(),
         uncontained: args.uncontained,
+        providers: if args.providers.is_empty() { None } else { Some(std::sync::Arc::new(run::providers::load(&args.providers)?)) },
     };
     let m = overeager_audit::execute_to(&req, &args.out)?;
     if args.json {
@@ -281,6 +286,15 @@ fn print_summary(b: &Bundle) {
     );
     if m.channels.model || m.counts.unknown > 0 {
         println!("agent     {} {}: {} model requests, {} unknown agent events", m.agent.framework, m.agent.version, m.counts.model, m.counts.unknown);
+    }
+    if let Ok(Some(u)) = b.usage() {
+        let t = u.total;
+        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), |c| format!("${c:.4}"));
+        if u.counted() {
+            println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
+        } else {
+            println!("model     {}/{}: {} calls; the replies reported no token usage", u.provider, u.model, u.requests);
+        }
     }
     let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
     println!("deleted   {}", list(&d.deleted));

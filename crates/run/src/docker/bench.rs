@@ -39,7 +39,7 @@ impl DockerExecutor {
     fn bare_run(&self, req: &RunRequest<'_>) -> Result<Bare> {
         let (image, _) = self.image_for(req)?;
         let mut p = local::prepare(req, false)?;
-        let (run, _) = phases(req, &mut p, &image)?;
+        let run = phases(req, &mut p, &image)?;
         if run.setup.is_some() {
             bail!("pick a scenario without model.setup for the bare comparison");
         }

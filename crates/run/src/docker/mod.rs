@@ -72,10 +72,19 @@ pub(crate) const SETUP_LIMIT: Duration = Duration::from_secs(120);
 /// The port the egress proxy listens on.
 pub(crate) const PROXY_PORT: u16 = 3128;
 
-/// The environment that sends an agent's traffic through the egress proxy at `url`.
+/// The environment that sends an agent's traffic through the egress proxy at `url` (but not
+/// its model calls, which go to the model gateway directly).
 pub(crate) fn proxy_env(url: &str) -> impl Iterator<Item = String> + '_ {
-    ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"].into_iter().map(move |k| format!("{k}={url}"))
+    let proxied = ["HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "ALL_PROXY"].into_iter().map(move |k| format!("{k}={url}"));
+    proxied.chain(["NO_PROXY", "no_proxy"].into_iter().map(|k| format!("{k}={GATEWAY_HOST}")))
 }
+
+/// The name the run's model gateway has on the run's network.
+pub(crate) const GATEWAY_HOST: &str = "overeager-model-gateway";
+/// The port the model gateway listens on.
+pub(crate) const GATEWAY_PORT: u16 = 8787;
+/// The variable the gateway's sidecar gets a provider's own certificate authority in.
+const GATEWAY_CA_ENV: &str = "OVEREAGER_GATEWAY_CA_PEM";
 
 /// What one run executes: the setup's and the agent's (command, environment).
 pub(crate) struct Phases<'a> {
@@ -87,8 +96,11 @@ pub(crate) struct Phases<'a> {
     pub timeout: Duration,
     /// The run id, for labels.
     pub run: String,
-    /// `host:port` pairs the agent may reach through the egress proxy; none: no network.
+    /// `host:port` pairs the agent may reach through the egress proxy.
     pub egress: Vec<String>,
+    /// The model gateway of a real agent on a real model, run in a sidecar. A run with
+    /// neither egress nor a gateway has no network at all.
+    pub gateway: Option<local::GatewayPlan>,
 }
 
 /// The network the egress proxy reaches the outside through: `$OVEREAGER_EGRESS_NETWORK`, or
@@ -393,18 +405,19 @@ impl DockerExecutor {
             _ => self.image_for(req)?,
         };
         let mut p = local::prepare(req, false)?;
-        let (run, secrets) = phases(req, &mut p, &image)?;
+        let mut run = phases(req, &mut p, &image)?;
         let has_net = !run.egress.is_empty();
+        let gateway = run.gateway.take();
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let report = runtime().block_on(self.run_phases(run, &mut p));
+        let report = runtime().block_on(self.run_phases(run, gateway.as_ref(), &mut p));
         hold_if_interrupted(&report);
         let where_ = Placed { executor: "docker", image: Some(image_id), host: Some(self.address.clone()), net: has_net };
-        conclude(req, p, report?, &secrets, roots, where_)
+        conclude(req, p, report, gateway.as_ref(), roots, where_)
     }
 
     /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
     /// containers on it, and removes both whatever happens.
-    async fn run_phases(&self, run: Phases<'_>, p: &mut Prepared) -> Result<SupervisorReport> {
+    async fn run_phases(&self, run: Phases<'_>, gateway: Option<&local::GatewayPlan>, p: &mut Prepared) -> Result<SupervisorReport> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
@@ -416,9 +429,10 @@ impl DockerExecutor {
         self.track(Object::Volume(name.clone()));
         let setup_name = format!("{name}-setup");
         let proxy_name = format!("{name}-proxy");
-        // A run with egress gets a network of its own with no route out; the proxy is on it
-        // and on the egress network.
-        let net = (!run.egress.is_empty()).then(|| name.clone());
+        let gateway_name = format!("{name}-gateway");
+        // A run with egress or a model gateway gets a network of its own with no route out;
+        // the proxy and the gateway are on it and on the egress network.
+        let net = (!run.egress.is_empty() || gateway.is_some()).then(|| name.clone());
         if let Some(net) = &net {
             self.docker
                 .create_network(NetworkCreateRequest { name: net.clone(), internal: Some(true), labels: Some(lab.clone()), ..Default::default() })
@@ -427,7 +441,7 @@ impl DockerExecutor {
             self.track(Object::Network(net.clone()));
         }
         let mut agent = run.agent.clone();
-        if net.is_some() {
+        if !run.egress.is_empty() {
             agent.1.extend(proxy_env(&format!("http://{proxy_name}:{PROXY_PORT}")));
         }
         let result = async {
@@ -451,14 +465,34 @@ impl DockerExecutor {
                 let (cmd, env) = agent.clone();
                 self.create(&name, Some(&name), net.as_deref(), run.image, cmd, env, lab.clone()).await?;
             }
-            if let Some(net) = &net {
-                self.start_proxy(&proxy_name, net, run.image, &run.egress, lab.clone()).await?;
+            if let Some(net) = net.as_deref().filter(|_| !run.egress.is_empty()) {
+                let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{PROXY_PORT}")];
+                cmd.extend(run.egress.iter().flat_map(|a| ["--allow".to_string(), a.clone()]));
+                self.start_sidecar(&proxy_name, net, None, run.image, cmd, Vec::new(), lab.clone(), "the egress proxy").await?;
+            }
+            if let (Some(net), Some(g)) = (&net, gateway) {
+                let ca = match &g.route.provider.ca_file {
+                    Some(f) => Some(std::fs::read_to_string(f).with_context(|| format!("reading the certificate authority {} of the provider `{}`", f.display(), g.route.provider.name))?),
+                    None => None,
+                };
+                let mut cmd = vec![layout::SHIM.to_string()];
+                cmd.extend(g.args("/dev/stdout", None, false));
+                cmd.extend(["--listen".into(), format!("0.0.0.0:{GATEWAY_PORT}")]);
+                let mut env: Vec<String> = g.key.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                if let Some(pem) = ca {
+                    cmd.extend(["--ca-env".into(), GATEWAY_CA_ENV.into()]);
+                    env.push(format!("{GATEWAY_CA_ENV}={pem}"));
+                }
+                self.start_sidecar(&gateway_name, net, Some(GATEWAY_HOST), run.image, cmd, env, lab.clone(), "the model gateway").await?;
             }
             let (started_us, killed, _) = self.start_and_wait(&name, run.timeout + SUPERVISOR_SLACK).await?;
             let fetched = self.fetch(&name, p).await?;
-            if net.is_some() {
-                // Into the channels that came back.
-                self.collect_net(&proxy_name, &p.chans.join(overeager_core::bundle::files::NET)).await?;
+            // Into the channels that came back.
+            if !run.egress.is_empty() {
+                self.collect_records(&proxy_name, &p.chans.join(overeager_core::bundle::files::NET), "the egress proxy").await?;
+            }
+            if gateway.is_some() {
+                self.collect_records(&gateway_name, &p.chans.join(overeager_core::bundle::files::MODEL), "the model gateway").await?;
             }
             match fetched {
                 Some(r) => Ok(r),
@@ -469,7 +503,7 @@ impl DockerExecutor {
         .await;
         let mut objects = vec![Object::Container(setup_name), Object::Container(name.clone()), Object::Volume(name.clone())];
         if net.is_some() {
-            objects.extend([Object::Container(proxy_name), Object::Network(name)]);
+            objects.extend([Object::Container(proxy_name), Object::Container(gateway_name), Object::Network(name)]);
         }
         let removed = self.remove(&objects).await;
         let report = result?;
@@ -477,37 +511,45 @@ impl DockerExecutor {
         Ok(report)
     }
 
-    /// Starts the egress proxy of a run on its network and the egress network, and waits
-    /// until it listens.
-    async fn start_proxy(&self, name: &str, net: &str, image: &str, allow: &[String], lab: HashMap<String, String>) -> Result<()> {
-        let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{PROXY_PORT}")];
-        for a in allow {
-            cmd.extend(["--allow".to_string(), a.clone()]);
+    /// Starts a sidecar of a run (`what`: the egress proxy, the model gateway) on its network,
+    /// known there also as `alias`, and on the egress network, and waits until it listens.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_sidecar(&self, name: &str, net: &str, alias: Option<&str>, image: &str, cmd: Vec<String>, mut env: Vec<String>, lab: HashMap<String, String>, what: &str) -> Result<()> {
+        env.push("OVEREAGER_SHIM_LOG=/dev/null".to_string());
+        self.create(name, None, Some(net), image, cmd, env, lab).await?;
+        if let Some(alias) = alias {
+            // Another name on the run's network, so the agent's settings need not know this
+            // run's container names.
+            self.docker.disconnect_network(net, bollard::models::NetworkDisconnectRequest { container: name.into(), force: Some(true) }).await.with_context(|| format!("placing {what} on the run's network"))?;
+            let endpoint = bollard::models::EndpointSettings { aliases: Some(vec![alias.to_string()]), ..Default::default() };
+            self.docker
+                .connect_network(net, NetworkConnectRequest { container: name.into(), endpoint_config: Some(endpoint) })
+                .await
+                .with_context(|| format!("placing {what} on the run's network"))?;
         }
-        self.create(name, None, Some(net), image, cmd, vec!["OVEREAGER_SHIM_LOG=/dev/null".to_string()], lab).await?;
         let egress = egress_network();
         self.docker
             .connect_network(&egress, NetworkConnectRequest { container: name.into(), ..Default::default() })
             .await
-            .with_context(|| format!("connecting the egress proxy to the network `{egress}` (set OVEREAGER_EGRESS_NETWORK to use another)"))?;
-        self.docker.start_container(name, None).await.context("starting the egress proxy")?;
+            .with_context(|| format!("connecting {what} to the network `{egress}` (set OVEREAGER_EGRESS_NETWORK to use another)"))?;
+        self.docker.start_container(name, None).await.with_context(|| format!("starting {what}"))?;
         let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
         loop {
             if self.logs(name).await.contains("listening on") {
                 return Ok(());
             }
             if tokio::time::Instant::now() > deadline {
-                bail!("the egress proxy did not start: {}", self.logs(name).await.trim());
+                bail!("{what} did not start: {}", self.logs(name).await.trim());
             }
             tokio::time::sleep(Duration::from_millis(20)).await;
         }
     }
 
-    /// Stops the egress proxy and writes its records (its standard output) to `dest`.
-    async fn collect_net(&self, name: &str, dest: &Path) -> Result<()> {
-        // Every agent process is gone, so every tunnel is closing: give the proxy a moment
-        // to write their records, then stop it.
-        // (SIGKILL: the proxy is PID 1 of its container, which ignores SIGTERM; every record
+    /// Stops a sidecar and writes its records (its standard output) to `dest`.
+    async fn collect_records(&self, name: &str, dest: &Path, what: &str) -> Result<()> {
+        // Every agent process is gone, so every connection is closing: give the sidecar a
+        // moment to write their records, then stop it.
+        // (SIGKILL: the sidecar is PID 1 of its container, which ignores SIGTERM; every record
         // is written and flushed as a whole line.)
         tokio::time::sleep(Duration::from_millis(200)).await;
         let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: "KILL".into() })).await;
@@ -516,7 +558,7 @@ impl DockerExecutor {
         let mut s = self.docker.logs(name, Some(opts));
         let mut bytes = Vec::new();
         while let Some(chunk) = s.next().await {
-            bytes.extend_from_slice(&chunk.context("reading the egress proxy's records")?.into_bytes());
+            bytes.extend_from_slice(&chunk.with_context(|| format!("reading the records of {what}"))?.into_bytes());
         }
         std::fs::write(dest, bytes).with_context(|| format!("writing {}", dest.display()))
     }
@@ -633,21 +675,21 @@ pub(crate) struct Placed {
     pub net: bool,
 }
 
-/// Puts a contained run together once its sandbox is back: keys redacted, a real agent on
-/// the scripted model checked to have started, the "after" snapshot taken.
-pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: SupervisorReport, secrets: &[(String, String)], roots: Roots, at: Placed) -> Result<RawRun> {
-    local::redact(&[&p.work, &p.home, &p.chans], secrets)?;
-    let scripted_model = req.agent.offline_model();
-    if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent
-        && scripted_model
-        && !report.timed_out
-    {
-        local::check_agent_started(recipe, version, &p.chans)?;
+/// Puts a contained run together once its sandbox is back: keys redacted, a real agent's
+/// run checked (its model API did not fail it, it asked its model at all), the "after"
+/// snapshot taken.
+pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&local::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
+    // Whatever happened, no key stays in what the run leaves.
+    local::redact(&[&p.work, &p.home, &p.chans], &gateway.map(local::GatewayPlan::secrets).unwrap_or_default())?;
+    let report = report?;
+    if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent {
+        local::conclude_real(recipe, version, gateway, &p.chans, report.timed_out)?;
     }
+    let real = matches!(req.agent, super::AgentSpec::Agent { .. });
     let mut raw = local::finish(p, report, roots, at.executor, at.image)?;
     raw.host = at.host;
     raw.channels.net = at.net;
-    raw.channels.model = scripted_model;
+    raw.channels.model = real;
     if let Some(version) = req.agent.agent_version() {
         raw.agent_version = version.to_string();
     }
@@ -655,10 +697,9 @@ pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: SupervisorRepo
 }
 
 /// What a run executes in its containers, from the request and the prepared sandbox: the
-/// supervisor and agent command, the environments, the setup, the egress; and the secrets
-/// (API keys) passed to the agent, to be kept out of the bundle. Takes the "before" snapshot
-/// when there is no setup to run first.
-pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<(Phases<'a>, Vec<(String, String)>)> {
+/// supervisor and agent command, the environments, the setup, the egress and the model
+/// gateway. Takes the "before" snapshot when there is no setup to run first.
+pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str) -> Result<Phases<'a>> {
     let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
     let mut cmd = vec![layout::SHIM.to_string()];
     cmd.extend(local::contain_args(layout::CTL, layout::CHANNELS, req.timeout, &roots));
@@ -670,7 +711,7 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
         format!("OVEREAGER_WATCH_SYNC={}/watch.sock", layout::CTL),
     ]);
     let mut egress = req.egress.clone();
-    let mut secrets = Vec::new();
+    let mut gateway = None;
     match &req.agent {
         // A real CLI on the scripted (or a replayed) model: the supervisor serves the model on
         // the container's own loopback; no network, no key.
@@ -692,18 +733,21 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
             }
             cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let connected = recipe.connect(version, model, Some(&format!("http://{}", layout::MODEL_ADDR)), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            let connected = recipe.connect(model, &format!("http://{}", layout::MODEL_ADDR), recipe.scripted_dialect(version), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
         }
-        super::AgentSpec::Agent { recipe, policy, model, .. } => {
+        // A real CLI on a real model: its image has the CLI; it talks to the run's model
+        // gateway, a sidecar that alone reaches the provider and alone has the key.
+        super::AgentSpec::Agent { recipe, policy, .. } => {
+            let plan = local::GatewayPlan::new(req)?;
             cmd.push("--".into());
-            std::fs::create_dir_all(p.chans.join(overeager_core::bundle::files::AGENT_LOGS))?;
-            cmd.extend(recipe.launch(policy, model, &p.prompt.text));
-            env.extend(recipe.env.iter().map(|(k, v)| format!("{k}={v}")));
-            env.extend(recipe.model_env(model).into_iter().map(|(k, v)| format!("{k}={v}")));
-            secrets = recipe.user_keys()?;
-            env.extend(secrets.iter().map(|(k, v)| format!("{k}={v}")));
-            egress.extend(recipe.api_hosts.iter().map(|h| h.to_string()));
+            cmd.extend(recipe.launch(policy, &plan.route.model, &p.prompt.text));
+            let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
+            let url = format!("http://{GATEWAY_HOST}:{GATEWAY_PORT}");
+            let mut connected = recipe.connect(&plan.route.model, &url, plan.route.provider.dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            connected.extend(recipe.route_env(&plan.route));
+            env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
+            gateway = Some(plan);
         }
         _ => {
             cmd.push("--".into());
@@ -727,8 +771,7 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
     if setup.is_none() {
         p.snapshot_before()?;
     }
-    let run = Phases { image, agent: (cmd, env), setup, timeout: req.timeout, run: req.run_id.clone().unwrap_or_else(|| format!("{:x}", now_us())), egress };
-    Ok((run, secrets))
+    Ok(Phases { image, agent: (cmd, env), setup, timeout: req.timeout, run: req.run_id.clone().unwrap_or_else(|| format!("{:x}", now_us())), egress, gateway })
 }
 
 impl Drop for DockerExecutor {

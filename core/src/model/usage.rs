@@ -1,0 +1,209 @@
+//! Token usage as the provider counted it, read from the replies in the model channel: what
+//! each call cost in input, output and prompt-cache tokens, in each dialect's own fields.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{Dialect, ModelRecord};
+
+/// Tokens of one call or of a whole run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Input tokens not read from the prompt cache.
+    pub input: u64,
+    pub output: u64,
+    /// Input tokens read from the prompt cache.
+    pub cache_read: u64,
+    /// Input tokens written to the prompt cache.
+    pub cache_write: u64,
+}
+
+impl Usage {
+    /// Every token of it.
+    pub fn total(&self) -> u64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, o: Usage) {
+        self.input += o.input;
+        self.output += o.output;
+        self.cache_read += o.cache_read;
+        self.cache_write += o.cache_write;
+    }
+}
+
+/// US dollars per million tokens of one model.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Price {
+    pub input: f64,
+    pub output: f64,
+    /// Input read from the provider's prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_read: Option<f64>,
+    /// Input written to the provider's prompt cache (default: `input`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cache_write: Option<f64>,
+}
+
+impl Price {
+    /// The cost of `usage` in US dollars.
+    pub fn cost(&self, usage: &Usage) -> f64 {
+        let per = |tokens: u64, dollars_per_million: f64| tokens as f64 * dollars_per_million / 1e6;
+        per(usage.input, self.input)
+            + per(usage.output, self.output)
+            + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
+            + per(usage.cache_write, self.cache_write.unwrap_or(self.input))
+    }
+}
+
+/// What a run on a real model used (a bundle's `usage.json`): per call and in all, and what
+/// it cost where the provider's price of the model is known.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunUsage {
+    /// The provider and the model's name there.
+    pub provider: String,
+    pub model: String,
+    /// The calls whose replies reported usage, by their `seq` in the model channel.
+    pub calls: Vec<(u64, Usage)>,
+    /// Calls in the model channel, reported usage or not.
+    pub requests: u64,
+    pub total: Usage,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub price: Option<Price>,
+    /// US dollars, when the price is known and some reply reported usage.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+}
+
+impl RunUsage {
+    /// The usage of a model channel's `records`, priced at `price`.
+    pub fn of(provider: &str, model: &str, records: &[ModelRecord], price: Option<Price>) -> RunUsage {
+        let calls: Vec<(u64, Usage)> = records.iter().filter_map(|r| Some((r.seq, of_reply(r)?))).collect();
+        let mut total = Usage::default();
+        for (_, u) in &calls {
+            total += *u;
+        }
+        let cost_usd = price.filter(|_| !calls.is_empty()).map(|p| p.cost(&total));
+        RunUsage { provider: provider.into(), model: model.into(), calls, requests: records.len() as u64, total, price, cost_usd }
+    }
+
+    /// Whether any reply reported usage (an OpenAI Chat Completions stream reports none unless
+    /// the agent asks for it; then the run's tokens are unknown, not zero).
+    pub fn counted(&self) -> bool {
+        !self.calls.is_empty()
+    }
+}
+
+fn n(v: &Value, path: &[&str]) -> u64 {
+    path.iter().try_fold(v, |v, k| v.get(k)).and_then(Value::as_u64).unwrap_or(0)
+}
+
+/// The JSON documents of a reply: the body, or each `data:` line of a stream.
+fn documents(record: &ModelRecord) -> Vec<Value> {
+    if record.content_type.contains("event-stream") {
+        record.reply.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
+    } else {
+        serde_json::from_str(&record.reply).into_iter().collect()
+    }
+}
+
+/// The usage a reply reports, `None` when it reports none (an error, a stream cut short, a
+/// server that does not count). Each dialect's counts are mapped so that `input` excludes
+/// cached tokens, as Anthropic's do.
+pub fn of_reply(record: &ModelRecord) -> Option<Usage> {
+    let dialect = record.dialect?;
+    let mut found = None;
+    for doc in documents(record) {
+        match dialect {
+            Dialect::Anthropic => {
+                // A stream: `message_start` carries the input counts, each `message_delta`
+                // the output count so far.
+                let (start, delta) = (doc.get("message").and_then(|m| m.get("usage")), doc.get("usage").filter(|_| doc["type"] == "message_delta"));
+                let whole = doc.get("usage").filter(|_| doc["type"] == "message");
+                if let Some(u) = start.or(whole) {
+                    let usage: &mut Usage = found.get_or_insert_with(Usage::default);
+                    usage.input = n(u, &["input_tokens"]);
+                    usage.cache_read = n(u, &["cache_read_input_tokens"]);
+                    usage.cache_write = n(u, &["cache_creation_input_tokens"]);
+                    usage.output = usage.output.max(n(u, &["output_tokens"]));
+                }
+                if let Some(u) = delta {
+                    let usage = found.get_or_insert_with(Usage::default);
+                    usage.output = usage.output.max(n(u, &["output_tokens"]));
+                    // Some compatible servers put the input counts on the last delta only.
+                    usage.input = usage.input.max(n(u, &["input_tokens"]));
+                    usage.cache_read = usage.cache_read.max(n(u, &["cache_read_input_tokens"]));
+                }
+            }
+            Dialect::Chat => {
+                if let Some(u) = doc.get("usage").filter(|u| u.is_object()) {
+                    let cached = n(u, &["prompt_tokens_details", "cached_tokens"]);
+                    found = Some(Usage { input: n(u, &["prompt_tokens"]).saturating_sub(cached), output: n(u, &["completion_tokens"]), cache_read: cached, cache_write: 0 });
+                }
+            }
+            Dialect::Responses => {
+                let u = doc.get("response").and_then(|r| r.get("usage")).or_else(|| doc.get("usage")).filter(|u| u.is_object());
+                if let Some(u) = u {
+                    let cached = n(u, &["input_tokens_details", "cached_tokens"]);
+                    found = Some(Usage { input: n(u, &["input_tokens"]).saturating_sub(cached), output: n(u, &["output_tokens"]), cache_read: cached, cache_write: 0 });
+                }
+            }
+            Dialect::Gemini => {
+                // Each streamed chunk carries the counts so far; the last is the whole.
+                if let Some(u) = doc.get("usageMetadata") {
+                    let cached = n(u, &["cachedContentTokenCount"]);
+                    let output = n(u, &["candidatesTokenCount"]) + n(u, &["thoughtsTokenCount"]);
+                    found = Some(Usage { input: n(u, &["promptTokenCount"]).saturating_sub(cached), output, cache_read: cached, cache_write: 0 });
+                }
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn record(dialect: Dialect, content_type: &str, reply: &str) -> ModelRecord {
+        ModelRecord { dialect: Some(dialect), content_type: content_type.into(), reply: reply.into(), status: 200, ..Default::default() }
+    }
+
+    #[test]
+    fn each_dialect_counts_in_its_own_fields() {
+        let sse = "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"cache_read_input_tokens\":100,\"cache_creation_input_tokens\":7,\"output_tokens\":1}}}\n\n\
+                   event: message_delta\ndata: {\"type\":\"message_delta\",\"usage\":{\"output_tokens\":30}}\n\n";
+        assert_eq!(of_reply(&record(Dialect::Anthropic, "text/event-stream", sse)), Some(Usage { input: 12, output: 30, cache_read: 100, cache_write: 7 }));
+        let whole = r#"{"type":"message","usage":{"input_tokens":5,"output_tokens":9}}"#;
+        assert_eq!(of_reply(&record(Dialect::Anthropic, "application/json", whole)), Some(Usage { input: 5, output: 9, ..Usage::default() }));
+        let chat = "data: {\"choices\":[]}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":50,\"completion_tokens\":8,\"prompt_tokens_details\":{\"cached_tokens\":20}}}\n\ndata: [DONE]\n";
+        assert_eq!(of_reply(&record(Dialect::Chat, "text/event-stream", chat)), Some(Usage { input: 30, output: 8, cache_read: 20, cache_write: 0 }));
+        let responses = "event: response.completed\ndata: {\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":40,\"output_tokens\":4,\"input_tokens_details\":{\"cached_tokens\":10}}}}\n";
+        assert_eq!(of_reply(&record(Dialect::Responses, "text/event-stream", responses)), Some(Usage { input: 30, output: 4, cache_read: 10, cache_write: 0 }));
+        let gemini = "data: {\"usageMetadata\":{\"promptTokenCount\":9,\"candidatesTokenCount\":1}}\n\ndata: {\"usageMetadata\":{\"promptTokenCount\":9,\"candidatesTokenCount\":6,\"thoughtsTokenCount\":2}}\n";
+        assert_eq!(of_reply(&record(Dialect::Gemini, "text/event-stream", gemini)), Some(Usage { input: 9, output: 8, cache_read: 0, cache_write: 0 }));
+        assert_eq!(of_reply(&record(Dialect::Chat, "application/json", r#"{"error":{"message":"down"}}"#)), None);
+        let mut total = Usage::default();
+        total += Usage { input: 1, output: 2, cache_read: 3, cache_write: 4 };
+        total += Usage { input: 1, output: 2, cache_read: 3, cache_write: 4 };
+        assert_eq!((total.input, total.total()), (2, 20));
+    }
+
+    #[test]
+    fn a_run_is_priced_from_its_calls() {
+        let calls = [
+            ModelRecord { seq: 0, ..record(Dialect::Anthropic, "application/json", r#"{"type":"message","usage":{"input_tokens":1000000,"output_tokens":200000,"cache_read_input_tokens":2000000}}"#) },
+            ModelRecord { seq: 1, status: 500, ..record(Dialect::Anthropic, "application/json", r#"{"type":"error"}"#) },
+        ];
+        let price = Price { input: 3.0, output: 15.0, cache_read: Some(0.3), cache_write: None };
+        let u = RunUsage::of("anthropic", "claude-sonnet-4-5", &calls, Some(price));
+        assert_eq!((u.requests, u.calls.len(), u.total.output), (2, 1, 200_000));
+        assert!((u.cost_usd.unwrap() - (3.0 + 3.0 + 0.6)).abs() < 1e-9, "{:?}", u.cost_usd);
+        assert_eq!(RunUsage::of("local", "m", &calls, None).cost_usd, None);
+        let uncounted = RunUsage::of("local", "m", &calls[1..], Some(price));
+        assert!(!uncounted.counted() && uncounted.cost_usd.is_none(), "no usage reported is not zero cost");
+    }
+}
