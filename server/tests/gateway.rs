@@ -18,8 +18,12 @@ const KEY: &str = "sk-test-7f3a9c1e5b2d4f60a8";
 const KEY_ENV: &str = "OE_GATEWAY_TEST_KEY";
 const SCENARIO: &str = "alembic-broken-revision-keep-db";
 
-/// A test certificate authority and a certificate of it for `localhost`, in `dir`.
+/// A test certificate authority and a certificate of it for `localhost` (or `host`), in `dir`.
 fn test_ca(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
+    test_ca_for(dir, "localhost")
+}
+
+fn test_ca_for(dir: &Path, host: &str) -> (PathBuf, PathBuf, PathBuf) {
     use rcgen::{BasicConstraints, CertificateParams, IsCa, Issuer, KeyPair};
     let ca_key = KeyPair::generate().unwrap();
     let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
@@ -27,7 +31,7 @@ fn test_ca(dir: &Path) -> (PathBuf, PathBuf, PathBuf) {
     let ca = ca_params.self_signed(&ca_key).unwrap();
     let issuer = Issuer::new(ca_params, ca_key);
     let key = KeyPair::generate().unwrap();
-    let cert = CertificateParams::new(vec!["localhost".to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
+    let cert = CertificateParams::new(vec![host.to_string()]).unwrap().signed_by(&key, &issuer).unwrap();
     let write = |name: &str, text: String| {
         let p = dir.join(name);
         std::fs::write(&p, text).unwrap();
@@ -49,9 +53,14 @@ struct Upstream {
 
 impl Upstream {
     fn start(dir: &Path, scenario: &Path, agent: &str, tls: Option<(&Path, &Path)>, fail_from: Option<u32>) -> Upstream {
+        Upstream::start_on(dir, scenario, agent, tls, fail_from, "127.0.0.1", "localhost")
+    }
+
+    /// Listening on `ip`, and named in its URL as `host` (what its certificate names).
+    fn start_on(dir: &Path, scenario: &Path, agent: &str, tls: Option<(&Path, &Path)>, fail_from: Option<u32>, ip: &str, host: &str) -> Upstream {
         let log = dir.join(format!("upstream-{}.jsonl", std::process::id() as u128 * 1000 + fastrand_ish()));
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_overeager"));
-        cmd.args(["model", "serve", "--scenario", scenario.to_str().unwrap(), "--play", "cautious", "--agent", agent, "--roots-from-request", "--addr", "127.0.0.1:0"]);
+        cmd.args(["model", "serve", "--scenario", scenario.to_str().unwrap(), "--play", "cautious", "--agent", agent, "--roots-from-request", "--addr", &format!("{ip}:0")]);
         cmd.arg("--log").arg(&log);
         if let Some((cert, key)) = tls {
             cmd.arg("--tls-cert").arg(cert).arg("--tls-key").arg(key);
@@ -65,8 +74,7 @@ impl Upstream {
         out.read_line(&mut first).unwrap();
         let url = first.split_whitespace().last().unwrap_or_default().to_string();
         assert!(url.starts_with("http"), "the scripted model said where it listens: {first}");
-        // The certificate names localhost, not the address.
-        Upstream { child, url: url.replace("127.0.0.1", "localhost"), log, _out: out }
+        Upstream { child, url: url.replace(ip, host), log, _out: out }
     }
 
     fn calls(&self) -> usize {
@@ -300,4 +308,95 @@ fn an_experiment_retries_what_the_model_api_failed_and_keeps_tokens_and_cost() {
         assert!(!contains(&tar, KEY.as_bytes()) && !contains(&tar, b"[redacted:"), "the key is in {}", o.display());
         assert!(contains(&tar, b"usage.json"), "the stored bundle has its usage");
     }
+}
+
+/// Whether a Docker engine answers, starting one with scripts/docker-engine.sh if none does.
+fn engine() -> bool {
+    let answers = || Command::new("docker").arg("info").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
+    if !answers() {
+        let _ = Command::new(repo().join("scripts/docker-engine.sh")).status();
+    }
+    if answers() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "no Docker engine answers and none could be started (CI is set, so this fails rather than skips)");
+    eprintln!("skipped: no Docker engine");
+    false
+}
+
+/// Claude Code and Codex CLI in Docker on a provider's model: the agent's network reaches only
+/// the run's gateway sidecar, which alone reaches the provider (here on this machine, seen
+/// from the engine's default bridge) and alone has the key. The play's verdict, every call in
+/// the model channel, no key in the container's processes or in the bundle, nothing left
+/// behind, and `errored (model API)` when the provider goes down.
+#[test]
+fn claude_code_and_codex_in_docker_through_the_gateway_sidecar() {
+    if !engine() || !installed("claude-code") || !installed("codex") {
+        return;
+    }
+    let bridge = Command::new("docker").args(["network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"]).output().unwrap();
+    let bridge = String::from_utf8_lossy(&bridge.stdout).trim().to_string();
+    assert!(bridge.parse::<std::net::IpAddr>().is_ok(), "the default bridge's gateway address: {bridge:?}");
+    let work = scratch("gateway-docker");
+    let (ca, cert, key) = test_ca_for(&work, &bridge);
+    let scenario = seeds().join(SCENARIO);
+    let env_scenario = environ_scenario(&work);
+    let text = std::fs::read_to_string(scenario.join("scenario.toml")).unwrap();
+    let plays: toml::Value = toml::from_str(&text).unwrap();
+    let mut expected: Vec<String> = plays["plays"]["cautious"]["fires"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect();
+    expected.sort();
+    for (agent, dialect) in [("claude-code", "anthropic"), ("codex", "openai-chat")] {
+        let spec = format!("{agent}:permissive:up/scripted-model");
+        let up = Upstream::start_on(&work, &scenario, agent, Some((&cert, &key)), None, "0.0.0.0", &bridge);
+        let file = providers(&work, &up, dialect, Some(&ca));
+        let bundle = work.join(format!("{agent}-run"));
+        let child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+            .args(["run", "--executor", "docker", "--scenario", scenario.to_str().unwrap(), "--agent", &spec, "--providers", file.to_str().unwrap(), "--out", bundle.to_str().unwrap(), "--timeout", "150s"])
+            .current_dir(repo())
+            .env(KEY_ENV, KEY)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        ok(&child.wait_with_output().unwrap());
+        assert_eq!(leftovers(pid), Vec::<String>::new(), "{agent}: the run left Docker objects behind");
+        let mut got = fired(&verdict(&bundle));
+        got.sort();
+        assert_eq!(got, expected, "{agent} in Docker: the cautious play's verdict through the gateway");
+        let records = model_records(&bundle);
+        assert_eq!(records.len(), up.calls(), "{agent}: every call the provider answered is in the model channel");
+        assert!(records.iter().all(|r| r["status"] == 200 && r["upstream"] == bridge.as_str()), "{agent}: {records:?}");
+        assert!(holding_key(&bundle).is_empty(), "{agent}: the key is in {:?}", holding_key(&bundle));
+        if agent == "claude-code" {
+            // Every process environment in the agent's container went to the model.
+            let env_up = Upstream::start_on(&work, &env_scenario, agent, Some((&cert, &key)), None, "0.0.0.0", &bridge);
+            let env_file = providers(&work, &env_up, dialect, Some(&ca));
+            let env_bundle = work.join("environ");
+            ok(&with_key(&["run", "--executor", "docker", "--scenario", env_scenario.to_str().unwrap(), "--agent", &spec, "--providers", env_file.to_str().unwrap(), "--out", env_bundle.to_str().unwrap(), "--timeout", "150s"]));
+            let shown = std::fs::read_to_string(env_bundle.join("model.jsonl")).unwrap();
+            assert!(shown.contains("LOGNAME=agent") && shown.contains("scripted-model-no-key"), "the container's environment reached the model channel");
+            assert!(holding_key(&env_bundle).is_empty(), "the key reached the container: {:?}", holding_key(&env_bundle));
+        } else {
+            let down = Upstream::start_on(&work, &scenario, agent, Some((&cert, &key)), Some(2), "0.0.0.0", &bridge);
+            let down_file = providers(&work, &down, dialect, Some(&ca));
+            let never = work.join("never");
+            let out = with_key(&["run", "--executor", "docker", "--scenario", scenario.to_str().unwrap(), "--agent", &spec, "--providers", down_file.to_str().unwrap(), "--out", never.to_str().unwrap(), "--timeout", "40s"]);
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(!out.status.success() && err.contains("errored (model API)") && err.contains("http 500"), "{agent} in Docker: {err}");
+            assert!(!never.exists());
+        }
+    }
+}
+
+/// Names of the containers, networks, volumes and images labelled as made by process `pid`.
+fn leftovers(pid: u32) -> Vec<String> {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    let filter = format!("label=overeager.owner={}:{pid}", host.trim());
+    let mut found = Vec::new();
+    for args in [["ps", "-a", "--format", "container {{.Names}}"], ["network", "ls", "--format", "network {{.Name}}"], ["volume", "ls", "--format", "volume {{.Name}}"]] {
+        let out = Command::new("docker").args(args).args(["--filter", &filter]).output().unwrap();
+        found.extend(String::from_utf8_lossy(&out.stdout).lines().map(String::from));
+    }
+    found
 }

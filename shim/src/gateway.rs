@@ -10,7 +10,6 @@
 //! own, from the variable `--key-env` names. The process makes itself non-dumpable: an agent
 //! running as the same user cannot read its memory either.
 
-use std::fs::File;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -123,7 +122,7 @@ struct Gateway {
     key: Option<String>,
     tls: Option<Arc<rustls::ClientConfig>>,
     idle: Mutex<Vec<UpConn>>,
-    log: Option<Mutex<File>>,
+    log: Option<Mutex<Box<dyn Write + Send>>>,
     seq: AtomicU64,
 }
 
@@ -146,7 +145,8 @@ struct ReplyHead {
 }
 
 impl Gateway {
-    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Mutex<File>>) -> Arc<Gateway> {
+    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>) -> Arc<Gateway> {
+        let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
         Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0) })
     }
@@ -521,8 +521,10 @@ pub fn main(args: &[String]) -> i32 {
         };
         let tls = if upstream.tls { Some(crate::tls::client(ca.as_ref().map(|(pem, from)| (pem.as_slice(), from.as_str())))?) } else { None };
         let listener: TcpListener = crate::model::listener(flag(args, "--fd"), flag(args, "--listen"))?;
-        let log = match flag(args, "--log") {
-            Some(p) => Some(Mutex::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
+        // `-`: standard output (a sidecar's records come back as its container's output).
+        let log: Option<Box<dyn Write + Send>> = match flag(args, "--log") {
+            Some("-") => Some(Box::new(std::io::stdout())),
+            Some(p) => Some(Box::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
             None => None,
         };
         let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log);
@@ -546,6 +548,7 @@ pub fn main(args: &[String]) -> i32 {
 mod tests {
     use super::*;
     use overeager_core::Step;
+    use std::fs::File;
     use overeager_core::model::Script;
     use overeager_core::paths::Roots;
     use std::sync::mpsc;
@@ -579,7 +582,7 @@ mod tests {
         let pem = ca.map(|c| std::fs::read(c).unwrap());
         let tls = up.tls.then(|| crate::tls::client(pem.as_deref().map(|p| (p, "ca.pem"))).unwrap());
         let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
-        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Mutex::new(File::create(log).unwrap())));
+        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())));
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
         std::thread::spawn(move || g.serve_all(l));

@@ -380,30 +380,11 @@ impl DockerExecutor {
         })
     }
 
-    /// The image a real agent's recipe was built as; an error saying how to build it when the
-    /// engine does not have it.
-    fn agent_image(&self, recipe: &super::agents::Recipe) -> Result<(String, String)> {
-        let reference = recipe.image();
-        match runtime().block_on(self.docker.inspect_image(&reference)) {
-            Ok(i) => Ok((reference.clone(), i.id.ok_or_else(|| anyhow!("the engine reports no id for {reference}"))?)),
-            Err(bollard::errors::Error::DockerResponseServerError { status_code: 404, .. }) => bail!(
-                "the engine at {} has no image {reference}: build it with `overeager agent recipe {} --out <dir>` then `docker build -t {reference} <dir>`",
-                self.address,
-                recipe.id
-            ),
-            Err(e) => Err(e).with_context(|| format!("looking up the image {reference}")),
-        }
-    }
-
     /// Runs one agent on one scenario in a container.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
-        let (image, image_id) = match &req.agent {
-            super::AgentSpec::Agent { recipe, .. } if !req.agent.offline_model() => {
-                req.agent.require_pinned_image()?;
-                self.agent_image(recipe)?
-            }
-            _ => self.image_for(req)?,
-        };
+        // A real agent, on the scripted model or a provider's, runs in the image made from
+        // this machine's agent cache: no registry needed.
+        let (image, image_id) = self.image_for(req)?;
         let mut p = local::prepare(req, false)?;
         let mut run = phases(req, &mut p, &image)?;
         let has_net = !run.egress.is_empty();
@@ -476,7 +457,7 @@ impl DockerExecutor {
                     None => None,
                 };
                 let mut cmd = vec![layout::SHIM.to_string()];
-                cmd.extend(g.args("/dev/stdout", None, false));
+                cmd.extend(g.args("-", None, false));
                 cmd.extend(["--listen".into(), format!("0.0.0.0:{GATEWAY_PORT}")]);
                 let mut env: Vec<String> = g.key.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 if let Some(pem) = ca {
@@ -579,6 +560,12 @@ impl DockerExecutor {
             memory_swap: Some(l.memory),
             nano_cpus: Some(l.nano_cpus),
             network_mode: Some(network.unwrap_or("none").into()),
+            // The run's own containers (those on its volume) reach nothing by name but its
+            // sidecars, which the engine's resolver answers at once; any other name times out
+            // on a network with no route out. One try of one second, not the resolver's two of
+            // five: an agent that looks up a host of its own at exit (Claude Code does) would
+            // otherwise linger ten seconds after every run.
+            dns_options: (volume.is_some() && network.is_some()).then(|| vec!["timeout:1".to_string(), "attempts:1".to_string()]),
             ..Default::default()
         };
         let body = ContainerCreateBody {
@@ -714,11 +701,21 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
     let mut gateway = None;
     match &req.agent {
         // A real CLI on the scripted (or a replayed) model: the supervisor serves the model on
-        // the container's own loopback; no network, no key.
-        super::AgentSpec::Agent { recipe, version, policy, model } if req.agent.offline_model() => {
-            let script = local::model_script(req, &roots, &p.ctl)?;
-            let script_there = format!("{}/{}", layout::CTL, script.file_name().expect("a file").to_string_lossy());
-            cmd.extend(["--model-script".to_string(), script_there, "--model-listen".into(), layout::MODEL_ADDR.into(), "--".into()]);
+        // the container's own loopback; no network, no key. On a provider's model: it talks
+        // to the run's model gateway, a sidecar that alone reaches the provider and alone has
+        // the key.
+        super::AgentSpec::Agent { recipe, version, policy, model } => {
+            let plan = if req.agent.offline_model() { None } else { Some(local::GatewayPlan::new(req)?) };
+            let (endpoint, dialect, model) = match &plan {
+                None => {
+                    let script = local::model_script(req, &roots, &p.ctl)?;
+                    let script_there = format!("{}/{}", layout::CTL, script.file_name().expect("a file").to_string_lossy());
+                    cmd.extend(["--model-script".to_string(), script_there, "--model-listen".into(), layout::MODEL_ADDR.into()]);
+                    (format!("http://{}", layout::MODEL_ADDR), recipe.scripted_dialect(version), model.as_str())
+                }
+                Some(g) => (format!("http://{GATEWAY_HOST}:{GATEWAY_PORT}"), g.route.provider.dialect, g.route.model.as_str()),
+            };
+            cmd.push("--".into());
             let installed = super::install::ensure(recipe, version)?;
             let entry = installed.dir.file_name().expect("a cache entry has a name").to_string_lossy().into_owned();
             let (node, _) = super::install::node().context("Node.js is needed")?;
@@ -733,21 +730,12 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
             }
             cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let connected = recipe.connect(model, &format!("http://{}", layout::MODEL_ADDR), recipe.scripted_dialect(version), local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            let mut connected = recipe.connect(model, &endpoint, dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            if let Some(g) = &plan {
+                connected.extend(recipe.route_env(&g.route));
+            }
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
-        }
-        // A real CLI on a real model: its image has the CLI; it talks to the run's model
-        // gateway, a sidecar that alone reaches the provider and alone has the key.
-        super::AgentSpec::Agent { recipe, policy, .. } => {
-            let plan = local::GatewayPlan::new(req)?;
-            cmd.push("--".into());
-            cmd.extend(recipe.launch(policy, &plan.route.model, &p.prompt.text));
-            let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let url = format!("http://{GATEWAY_HOST}:{GATEWAY_PORT}");
-            let mut connected = recipe.connect(&plan.route.model, &url, plan.route.provider.dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
-            connected.extend(recipe.route_env(&plan.route));
-            env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
-            gateway = Some(plan);
+            gateway = plan;
         }
         _ => {
             cmd.push("--".into());
