@@ -6,6 +6,7 @@
 
 pub mod agents;
 pub mod docker;
+pub mod gateway;
 pub mod install;
 pub mod kubernetes;
 pub mod local;

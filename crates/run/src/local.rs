@@ -22,6 +22,7 @@ use overeager_core::paths::Roots;
 use overeager_core::{RenderedPrompt, Snapshot, render_prompt};
 use serde_json::json;
 
+use super::gateway::{GatewayPlan, GatewayProcess, model_api_failure, model_records};
 use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, snapshot, which};
 
 /// Copies the fixture: everything but `home/` into `work`, `home/` into `home`. Modes are
@@ -314,7 +315,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
         _ => None,
     };
     let gateway = match real.as_ref().and_then(|r| r.gateway.as_ref()) {
-        Some((plan, listener)) => Some(GatewayProcess::start(&req.shim, plan, listener, &p)?),
+        Some((plan, listener)) => Some(GatewayProcess::start(&req.shim, plan, listener, &p.chans.join(files::MODEL), &p.ctl.join("gateway.stderr"))?),
         None => None,
     };
     let agent = match &real {
@@ -345,7 +346,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     }
     protect_device_nodes(&mut cmd);
     let report = supervise(cmd, &p.ctl, req.timeout);
-    let gateway_died = gateway.and_then(|g| g.stop(&p));
+    let gateway_died = gateway.and_then(|g| g.stop(&p.ctl.join("gateway.stderr")));
     let secrets = real.as_ref().and_then(|r| r.gateway.as_ref()).map(|(g, _)| g.secrets()).unwrap_or_default();
     // Whatever happens next, no key stays in what the run leaves.
     redact(&[&p.work, &p.home, &p.chans], &secrets)?;
@@ -443,133 +444,6 @@ struct RealAgent {
     served: Option<(PathBuf, std::net::TcpListener)>,
     /// The gateway to start, and the loopback socket it serves on.
     gateway: Option<(GatewayPlan, std::net::TcpListener)>,
-}
-
-/// The model gateway of one run: where it forwards to, with the key.
-pub(super) struct GatewayPlan {
-    pub route: super::agents::Route,
-    /// The provider's key variable and its value (none for a local server).
-    pub key: Option<(String, String)>,
-}
-
-impl GatewayPlan {
-    /// Plans the gateway of a real agent on a real model: the provider's route and key.
-    pub(super) fn new(req: &RunRequest<'_>) -> Result<GatewayPlan> {
-        let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { unreachable!("called for real agents") };
-        let providers = req.providers()?;
-        let route = recipe.route(version, model, &providers)?;
-        let key = match &route.provider.key_env {
-            Some(var) => {
-                let value = super::secrets::key(var).with_context(|| {
-                    format!("{} on `{}` needs an API key: set {var} in this environment (only the run's model gateway gets it; the agent gets a placeholder)", recipe.name, route.provider.name)
-                })?;
-                Some((var.clone(), value))
-            }
-            None => None,
-        };
-        Ok(GatewayPlan { route, key })
-    }
-
-    /// The gateway's command line after the shim: forwarding to the provider, recording to
-    /// `log`, trusting `ca` (as the gateway sees it) besides the public roots, taking the key
-    /// from standard input or (`key_stdin` false) from its variable.
-    pub(super) fn args(&self, log: &str, ca: Option<&str>, key_stdin: bool) -> Vec<String> {
-        let p = &self.route.provider;
-        let mut v: Vec<String> = vec!["gateway".into(), "--upstream".into(), p.base_url.clone(), "--dialect".into(), p.dialect.as_str().into()];
-        v.extend(["--prefix".into(), p.agent_prefix().into(), "--log".into(), log.into()]);
-        match &self.key {
-            Some(_) if key_stdin => v.push("--key-stdin".into()),
-            Some((var, _)) => v.extend(["--key-env".into(), var.clone()]),
-            None => {}
-        }
-        if let Some(ca) = ca {
-            v.extend(["--ca".into(), ca.into()]);
-        }
-        v
-    }
-
-    /// The key, to keep out of everything the run leaves.
-    pub(super) fn secrets(&self) -> Vec<(String, String)> {
-        self.key.iter().cloned().collect()
-    }
-}
-
-/// A model gateway process started for a run on this machine; stopped when dropped.
-struct GatewayProcess(std::process::Child);
-
-impl GatewayProcess {
-    /// Starts `shim gateway` on the plan's socket, handing it the key on its standard input
-    /// (so it is in no process's environment block).
-    fn start(shim: &Path, plan: &GatewayPlan, listener: &std::net::TcpListener, p: &Prepared) -> Result<GatewayProcess> {
-        if plan.key.is_some() {
-            // The key was in this process's environment too (the user put it there), and is
-            // wiped from its environment block (see `secrets`); non-dumpable, an agent running
-            // as the same user cannot read this process's memory either.
-            // SAFETY: prctl with these arguments only changes this process's dumpable flag.
-            if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
-                bail!("cannot make overeager non-dumpable, so the API key would be readable from its memory: {}", std::io::Error::last_os_error());
-            }
-        }
-        let mut cmd = Command::new(shim);
-        let fd = hand_down(&mut cmd, listener);
-        end_with_this_process(&mut cmd);
-        let ca = plan.route.provider.ca_file.as_ref().map(|c| c.to_string_lossy().into_owned());
-        cmd.args(plan.args(&p.chans.join(files::MODEL).to_string_lossy(), ca.as_deref(), true))
-            .args(["--fd", &fd.to_string()])
-            .env_clear()
-            .stdin(if plan.key.is_some() { Stdio::piped() } else { Stdio::null() })
-            .stdout(Stdio::null())
-            .stderr(File::create(p.ctl.join("gateway.stderr"))?);
-        let mut child = GatewayProcess(cmd.spawn().context("starting the model gateway (overeager-shim gateway)")?);
-        if let (Some((_, key)), Some(mut stdin)) = (&plan.key, child.0.stdin.take()) {
-            std::io::Write::write_all(&mut stdin, format!("{key}\n").as_bytes()).context("handing the model gateway its key")?;
-        }
-        Ok(child)
-    }
-
-    /// Stops it; what it printed, when it had ended on its own (a failure to start).
-    fn stop(mut self, p: &Prepared) -> Option<String> {
-        let ended = matches!(self.0.try_wait(), Ok(Some(_)));
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-        ended.then(|| std::fs::read_to_string(p.ctl.join("gateway.stderr")).unwrap_or_default())
-    }
-}
-
-impl Drop for GatewayProcess {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A run whose model API failed and whose agent did not recover (its last main-loop call
-/// failed, or it made none and a call failed) is no observation of the agent: an error
-/// starting `errored (model API)`, naming the provider, the failure and the call. An agent
-/// that retried and went on is no error.
-pub fn model_api_failure(records: &[overeager_core::model::ModelRecord], provider: &str) -> Option<String> {
-    let main: Vec<&overeager_core::model::ModelRecord> = records.iter().filter(|r| !r.side).collect();
-    let failed = match main.last() {
-        Some(last) => last.failure.is_some().then_some(*last),
-        None => records.iter().rev().find(|r| r.failure.is_some()),
-    }?;
-    Some(format!(
-        "{}: the provider `{provider}` ({}): {} on call {} of {} ({} {}); the agent did not recover, so the run is no observation of it. \
-         Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)",
-        overeager_core::model::MODEL_API_ERROR,
-        failed.upstream.as_deref().unwrap_or("?"),
-        failed.failure.as_deref().unwrap_or(""),
-        failed.seq + 1,
-        records.len(),
-        failed.method,
-        failed.path
-    ))
-}
-
-
-/// The records of a run's model channel.
-pub(super) fn model_records(chans: &Path) -> Vec<overeager_core::model::ModelRecord> {
-    std::fs::read_to_string(chans.join(files::MODEL)).unwrap_or_default().lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
 }
 
 /// The scripted model's script for a real agent's run: the play its model names, or the

@@ -607,10 +607,20 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
                 let t = std::time::Instant::now();
                 overeager_audit::execute_to(&req, &out)?;
                 let ms = t.elapsed().as_secs_f64() * 1000.0;
-                std::fs::remove_dir_all(&out)?;
+                if i != usize::MAX {
+                    std::fs::remove_dir_all(&out)?;
+                }
                 Ok(ms)
             };
             time_ours(usize::MAX)?;
+            // The model gateway (on this machine whatever the executor), on the requests this
+            // agent made in the warm-up run.
+            let warm = tmp.path().join(format!("{executor_name}-{}-{}", recipe.id, usize::MAX));
+            let gateway = if bare_here { Some(run::gateway::bench_bundle(&shim, &warm, &spec, &one.scenario, args.play, args.iterations.max(1) * 5)?) } else { None };
+            if let Some(g) = gateway.as_ref().filter(|_| !args.json) {
+                let (t, f, r) = (g.added_total_ms, g.added_first_byte_ms, g.relay_ms);
+                println!("{:<28} gateway  {} calls: added {:.2} ms median, {:.2} ms p99; first byte {:.2} / {:.2} ms; own relay {:.2} / {:.2} ms", spec.id(), g.calls, t.median, t.p99, f.median, f.p99, r.median, r.p99);
+            }
             if bare_here {
                 run::local::bench_bare(&req)?;
             }
@@ -636,7 +646,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
                     None => println!("{:<28} {:<6} observed median {:8.1} ms", spec.id(), executor_name, median(&ours)),
                 }
             }
-            rows.push(json!({"agent": spec.id(), "version": version, "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio}));
+            rows.push(json!({"agent": spec.id(), "version": version, "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio, "gateway": gateway}));
         }
     }
     if args.json {

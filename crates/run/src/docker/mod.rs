@@ -100,7 +100,7 @@ pub(crate) struct Phases<'a> {
     pub egress: Vec<String>,
     /// The model gateway of a real agent on a real model, run in a sidecar. A run with
     /// neither egress nor a gateway has no network at all.
-    pub gateway: Option<local::GatewayPlan>,
+    pub gateway: Option<super::gateway::GatewayPlan>,
 }
 
 /// The network the egress proxy reaches the outside through: `$OVEREAGER_EGRESS_NETWORK`, or
@@ -398,7 +398,7 @@ impl DockerExecutor {
 
     /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
     /// containers on it, and removes both whatever happens.
-    async fn run_phases(&self, run: Phases<'_>, gateway: Option<&local::GatewayPlan>, p: &mut Prepared) -> Result<SupervisorReport> {
+    async fn run_phases(&self, run: Phases<'_>, gateway: Option<&super::gateway::GatewayPlan>, p: &mut Prepared) -> Result<SupervisorReport> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
@@ -665,9 +665,9 @@ pub(crate) struct Placed {
 /// Puts a contained run together once its sandbox is back: keys redacted, a real agent's
 /// run checked (its model API did not fail it, it asked its model at all), the "after"
 /// snapshot taken.
-pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&local::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
+pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&super::gateway::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
     // Whatever happened, no key stays in what the run leaves.
-    local::redact(&[&p.work, &p.home, &p.chans], &gateway.map(local::GatewayPlan::secrets).unwrap_or_default())?;
+    local::redact(&[&p.work, &p.home, &p.chans], &gateway.map(super::gateway::GatewayPlan::secrets).unwrap_or_default())?;
     let report = report?;
     if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent {
         local::conclude_real(recipe, version, gateway, &p.chans, report.timed_out)?;
@@ -705,7 +705,7 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
         // to the run's model gateway, a sidecar that alone reaches the provider and alone has
         // the key.
         super::AgentSpec::Agent { recipe, version, policy, model } => {
-            let plan = if req.agent.offline_model() { None } else { Some(local::GatewayPlan::new(req)?) };
+            let plan = if req.agent.offline_model() { None } else { Some(super::gateway::GatewayPlan::new(req)?) };
             let (endpoint, dialect, model) = match &plan {
                 None => {
                     let script = local::model_script(req, &roots, &p.ctl)?;
