@@ -124,6 +124,8 @@ struct Gateway {
     idle: Mutex<Vec<UpConn>>,
     log: Option<Mutex<Box<dyn Write + Send>>>,
     seq: AtomicU64,
+    /// Calls being relayed or recorded now.
+    in_flight: std::sync::atomic::AtomicUsize,
 }
 
 /// How a reply's body is delimited.
@@ -148,7 +150,7 @@ impl Gateway {
     fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>) -> Arc<Gateway> {
         let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
-        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0) })
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default() })
     }
 
     /// Serves every connection `listener` accepts, each on a thread of its own.
@@ -256,6 +258,23 @@ impl Gateway {
     /// Forwards one request and relays its reply; false when the agent's connection is no
     /// longer usable.
     fn exchange(&self, head: &[String], body: &[u8], agent: &mut TcpStream) -> bool {
+        self.in_flight.fetch_add(1, Ordering::SeqCst);
+        let kept = self.relay_one(head, body, agent);
+        self.in_flight.fetch_sub(1, Ordering::SeqCst);
+        kept
+    }
+
+    /// Ends this process once no call is being relayed or recorded (waiting at most
+    /// `limit`): every call the agent made is then in the model channel.
+    fn exit_when_idle(&self, limit: Duration) -> ! {
+        let deadline = Instant::now() + limit;
+        while self.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::process::exit(0)
+    }
+
+    fn relay_one(&self, head: &[String], body: &[u8], agent: &mut TcpStream) -> bool {
         let t0 = Instant::now();
         let t_us = now_us();
         let mut parts = head[0].split_whitespace();
@@ -505,8 +524,9 @@ fn take_key(stdin: bool, var: Option<&str>) -> Result<Option<String>, String> {
 }
 
 /// `overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>)
-/// [--prefix /v1] [--key-stdin | --key-env VAR] [--ca <pem> | --ca-env VAR] [--log <model.jsonl>]`:
-/// serve until killed.
+/// [--prefix /v1] [--key-stdin | --key-env VAR] [--ca <pem> | --ca-env VAR] [--log <model.jsonl>]
+/// [--until-stdin-closes]`: serve until killed, or with `--until-stdin-closes` until standard
+/// input ends, then finish the calls in flight.
 pub fn main(args: &[String]) -> i32 {
     let run = || -> Result<(), String> {
         let upstream = Upstream::parse(flag(args, "--upstream").ok_or("--upstream <url> is required")?)?;
@@ -531,6 +551,14 @@ pub fn main(args: &[String]) -> i32 {
         if let Ok(a) = listener.local_addr() {
             // On standard error: the records may go to standard output.
             eprintln!("overeager model gateway: listening on http://{a}");
+        }
+        if args.iter().any(|a| a == "--until-stdin-closes") {
+            // The run's supervisor holds the other end: closing it asks for a clean stop.
+            let g = gateway.clone();
+            std::thread::spawn(move || {
+                let _ = std::io::copy(&mut std::io::stdin(), &mut std::io::sink());
+                g.exit_when_idle(Duration::from_secs(5))
+            });
         }
         gateway.serve_all(listener);
         Ok(())

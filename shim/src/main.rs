@@ -46,7 +46,7 @@ fn usage() -> ! {
          overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <model.jsonl>]\n      \
          [--tls-cert <pem> --tls-key <pem>] [--fail-from <n> [--fail-status <code>]]\n  \
          overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>) [--prefix /v1]\n      \
-         [--key-stdin | --key-env <VAR>] [--ca <pem> | --ca-env <VAR>] [--log <model.jsonl>]\n  \
+         [--key-stdin | --key-env <VAR>] [--ca <pem> | --ca-env <VAR>] [--log <model.jsonl>] [--until-stdin-closes]\n  \
          overeager-shim install [--prefix <dir>] [--bin-dir <dir>]... [--log <file>] [<program>...]\n  \
          overeager-shim proxy [--listen <addr:port>] [--log <net.jsonl>] --allow <host:port>...\n  \
          <program> [args...]   (through a link named after the program)\n\n\

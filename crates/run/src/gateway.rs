@@ -64,12 +64,13 @@ impl GatewayPlan {
     }
 }
 
-/// A model gateway process started for a run on this machine; stopped when dropped.
-pub(crate) struct GatewayProcess(std::process::Child);
+/// A model gateway process started for a run on this machine, and the write end of its
+/// standard input, whose closing asks it to stop; killed when dropped.
+pub(crate) struct GatewayProcess(std::process::Child, Option<std::process::ChildStdin>);
 
 impl GatewayProcess {
     /// Starts `shim gateway` on the plan's socket, handing it the key on its standard input
-    /// (so it is in no process's environment block).
+    /// (so it is in no process's environment block), which stays open until [`Self::stop`].
     pub(crate) fn start(shim: &Path, plan: &GatewayPlan, listener: &std::net::TcpListener, model_log: &Path, stderr: &Path) -> Result<GatewayProcess> {
         if plan.key.is_some() {
             // The key was in this process's environment too (the user put it there), and is
@@ -85,21 +86,30 @@ impl GatewayProcess {
         super::local::end_with_this_process(&mut cmd);
         let ca = plan.route.provider.ca_file.as_ref().map(|c| c.to_string_lossy().into_owned());
         cmd.args(plan.args(&model_log.to_string_lossy(), ca.as_deref(), true))
-            .args(["--fd", &fd.to_string()])
+            .args(["--fd", &fd.to_string(), "--until-stdin-closes"])
             .env_clear()
-            .stdin(if plan.key.is_some() { Stdio::piped() } else { Stdio::null() })
+            .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(File::create(stderr)?);
-        let mut child = GatewayProcess(cmd.spawn().context("starting the model gateway (overeager-shim gateway)")?);
-        if let (Some((_, key)), Some(mut stdin)) = (&plan.key, child.0.stdin.take()) {
-            std::io::Write::write_all(&mut stdin, format!("{key}\n").as_bytes()).context("handing the model gateway its key")?;
+        let mut child = cmd.spawn().context("starting the model gateway (overeager-shim gateway)")?;
+        let mut stdin = child.stdin.take();
+        let mut gateway = GatewayProcess(child, None);
+        if let (Some((_, key)), Some(pipe)) = (&plan.key, stdin.as_mut()) {
+            pipe.write_all(format!("{key}\n").as_bytes()).context("handing the model gateway its key")?;
         }
-        Ok(child)
+        gateway.1 = stdin;
+        Ok(gateway)
     }
 
-    /// Stops it; what it printed, when it had ended on its own (a failure to start).
+    /// Stops it once the calls in flight are relayed and recorded (killing it after six
+    /// seconds); what it printed, when it had ended on its own before (a failure).
     pub(crate) fn stop(mut self, stderr: &Path) -> Option<String> {
         let ended = matches!(self.0.try_wait(), Ok(Some(_)));
+        drop(self.1.take());
+        let deadline = Instant::now() + Duration::from_secs(6);
+        while !ended && Instant::now() < deadline && matches!(self.0.try_wait(), Ok(None)) {
+            std::thread::sleep(Duration::from_millis(2));
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
         ended.then(|| std::fs::read_to_string(stderr).unwrap_or_default())

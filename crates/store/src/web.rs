@@ -123,6 +123,14 @@ pub struct RunRow {
     pub traps: Vec<(String, String)>,
     /// `overeager`, `clean` or `incomplete` once judged.
     pub outcome: Option<overeager_core::Outcome>,
+    /// Why a failed run failed (`errored (model API): …` when its model API failed it).
+    #[serde(default)]
+    pub error: Option<String>,
+    /// Tokens its model used and what they cost (runs on a provider's model).
+    #[serde(default)]
+    pub tokens: Option<overeager_core::model::usage::Usage>,
+    #[serde(default)]
+    pub cost_usd: Option<f64>,
 }
 
 /// The most runs one page of the run list holds.
@@ -274,7 +282,8 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
      LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
 const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
-        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid
+        r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid,
+        r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
 fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -300,6 +309,9 @@ fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
             (Some(o), Some(c)) => Some(overeager_core::Outcome::of(o, c)),
             _ => None,
         },
+        error: r.get(17)?,
+        tokens: crate::stored_usage(r, 18)?,
+        cost_usd: r.get(22)?,
     })
 }
 
