@@ -61,10 +61,12 @@ fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
     for (agent, image, egress) in [
         ("scripted:cautious", format!("registry.example.com/oe/overeager-scripted:{}", env!("CARGO_PKG_VERSION")), None),
         ("claude-code:permissive:scripted-cautious", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), None),
-        // A real model: its API through the egress proxy, which has a pod and a policy too.
-        ("claude-code:permissive:claude-sonnet-4-5", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), Some("api.anthropic.com:443")),
+        // Egress: through the egress proxy, which has a pod and a policy too.
+        ("claude-code:permissive:scripted-cautious", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), Some("docs.example.com:443")),
+        // A provider's model: through the model gateway, with a pod, a policy and a Secret.
+        ("claude-code:permissive:anthropic/claude-sonnet-4-5", "registry.example.com/oe/overeager-agent/claude-code:".to_string(), None),
     ] {
-        let out = dir.path().join(agent.replace(':', "-"));
+        let out = dir.path().join(format!("{}{}", agent.replace([':', '/'], "-"), if egress.is_some() { "-egress" } else { "" }));
         let mut args = vec![
             "k8s", "manifests", "--namespace", "evals", "--registry", "registry.example.com/oe", "--node-selector", "pool=agents", "--agent", agent, "--out", out.to_str().unwrap(),
         ];
@@ -78,6 +80,16 @@ fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
             let proxy = read(&files[3]);
             assert_eq!(proxy["spec"]["automountServiceAccountToken"], false);
             assert_eq!(proxy["spec"]["containers"][0]["securityContext"]["capabilities"]["drop"], serde_json::json!(["ALL"]));
+        }
+        let gateway = agent.contains('/');
+        assert_eq!(out.join("gateway-pod.json").exists(), gateway, "{agent}: a gateway only for a provider's model");
+        if gateway {
+            files.extend([out.join("gateway-networkpolicy.json"), out.join("gateway-pod.json"), out.join("gateway-secret.json")]);
+            let pod = read(&out.join("gateway-pod.json"));
+            assert_eq!(pod["spec"]["automountServiceAccountToken"], false);
+            assert_eq!(pod["spec"]["containers"][0]["env"][0]["valueFrom"]["secretKeyRef"]["key"], "key", "the key comes from the Secret");
+            let secret = read(&out.join("gateway-secret.json"));
+            assert_eq!(secret["stringData"]["key"], "<the value of $ANTHROPIC_API_KEY>", "the manifests show where the key goes, never a key");
         }
         for version in ["1.33", "1.37"] {
             let (valid, said) = validate(venv, version, &files);
@@ -108,9 +120,10 @@ fn manifests_pass_the_kubernetes_schema_and_harden_the_pod() {
         let policy = read(&files[0]);
         assert_eq!(policy["spec"]["policyTypes"], serde_json::json!(["Ingress", "Egress"]));
         assert!(policy["spec"].get("ingress").is_none(), "no rule lets anything in");
-        match egress {
-            None => assert!(policy["spec"].get("egress").is_none(), "no rule lets anything out"),
-            Some(_) => assert_eq!(policy["spec"]["egress"][0]["ports"], serde_json::json!([{"port": 3128, "protocol": "TCP"}]), "out only to the proxy"),
+        match (egress, gateway) {
+            (None, false) => assert!(policy["spec"].get("egress").is_none(), "no rule lets anything out"),
+            (Some(_), _) => assert_eq!(policy["spec"]["egress"][0]["ports"], serde_json::json!([{"port": 3128, "protocol": "TCP"}]), "out only to the proxy"),
+            (None, true) => assert_eq!(policy["spec"]["egress"][0]["ports"], serde_json::json!([{"port": 8787, "protocol": "TCP"}]), "out only to the gateway"),
         }
         assert_eq!(policy["spec"]["podSelector"]["matchLabels"]["overeager.pod"], pod["metadata"]["labels"]["overeager.pod"]);
         assert_eq!(policy["metadata"]["labels"]["overeager"], "1");

@@ -17,8 +17,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result, anyhow, bail};
 use k8s_openapi::api::core::v1::{
-    Capabilities, Container, EmptyDirVolumeSource, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, SecurityContext, Volume,
-    VolumeMount,
+    Capabilities, Container, EmptyDirVolumeSource, EnvVar, EnvVarSource, HostAlias, Pod, PodSecurityContext, PodSpec, ResourceRequirements, SeccompProfile, Secret,
+    SecretKeySelector, SecurityContext, Volume, VolumeMount,
 };
 use k8s_openapi::api::networking::v1::{NetworkPolicy, NetworkPolicyEgressRule, NetworkPolicyIngressRule, NetworkPolicyPeer, NetworkPolicyPort, NetworkPolicySpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
@@ -31,6 +31,7 @@ use overeager_core::plan::KubePlacement;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::docker::{self, Limits, Phases, Placed, image, layout, runtime};
+use super::gateway::GatewayPlan;
 use super::local::{self, Prepared};
 use super::{AgentSpec, RawRun, RunRequest};
 use overeager_core::now_us;
@@ -64,8 +65,16 @@ struct Started {
     ip: Option<String>,
 }
 
+/// The APIs a run's objects are made through.
+#[derive(Clone)]
+struct Apis {
+    pods: Api<Pod>,
+    policies: Api<NetworkPolicy>,
+    secrets: Api<Secret>,
+}
+
 /// Runs in progress (by pod name): what to delete on Ctrl-C.
-type LiveRuns = BTreeMap<String, (Api<Pod>, Api<NetworkPolicy>, Made)>;
+type LiveRuns = BTreeMap<String, (Apis, Made)>;
 
 fn live_runs() -> std::sync::MutexGuard<'static, LiveRuns> {
     static LIVE: std::sync::OnceLock<std::sync::Mutex<LiveRuns>> = std::sync::OnceLock::new();
@@ -74,7 +83,7 @@ fn live_runs() -> std::sync::MutexGuard<'static, LiveRuns> {
 
 /// Deletes the pods and policies of the runs in progress (for the interrupt handler).
 pub(super) async fn delete_live() {
-    let runs: Vec<(Api<Pod>, Api<NetworkPolicy>, Made)> = std::mem::take(&mut *live_runs()).into_values().collect();
+    let runs: Vec<(Apis, Made)> = std::mem::take(&mut *live_runs()).into_values().collect();
     if !runs.is_empty() {
         eprintln!("\ninterrupted: deleting the pods and NetworkPolicies of {} run(s)", runs.len());
     }
@@ -82,9 +91,9 @@ pub(super) async fn delete_live() {
 }
 
 /// Deletes the objects of runs, saying what could not be deleted.
-async fn delete_runs(runs: Vec<(Api<Pod>, Api<NetworkPolicy>, Made)>) {
-    for (pods, policies, made) in runs {
-        if let Err(e) = delete_run(&pods, &policies, &made).await {
+async fn delete_runs(runs: Vec<(Apis, Made)>) {
+    for (apis, made) in runs {
+        if let Err(e) = delete_run(&apis, &made).await {
             eprintln!("{e:#}");
         }
     }
@@ -95,6 +104,8 @@ async fn delete_runs(runs: Vec<(Api<Pod>, Api<NetworkPolicy>, Made)>) {
 struct Made {
     pods: Vec<String>,
     policies: Vec<String>,
+    /// The model gateway's key, for its pod only.
+    secrets: Vec<String>,
 }
 
 
@@ -144,20 +155,12 @@ impl KubeExecutor {
 
     /// Runs one agent on one scenario in a pod.
     pub fn execute(&self, req: &RunRequest<'_>) -> Result<RawRun> {
-        req.agent.require_pinned_image()?;
         let image = image_reference(self.settings.registry.as_deref(), &req.agent);
         let mut p = local::prepare(req, false)?;
-        let run = docker::phases(req, &mut p, &image)?;
-        if let Some(g) = &run.gateway {
-            bail!(
-                "{} on the provider `{}`: the Kubernetes executor runs real agents on the scripted or a replayed model only, \
-                 since the model gateway that keeps the key out of the agent's pod runs as a Docker sidecar; use --executor docker",
-                req.agent.id(),
-                g.route.provider.name
-            );
-        }
+        let mut run = docker::phases(req, &mut p, &image)?;
+        let gateway = run.gateway.take();
         let roots = Roots { workspace: layout::WORK.into(), home: layout::HOME.into() };
-        let result = runtime().block_on(self.run_pod(&run, &mut p));
+        let result = runtime().block_on(self.run_pod(&run, gateway.as_ref(), &mut p));
         docker::hold_if_interrupted(&result);
         let (report, started) = match result {
             Ok((r, s)) => (Ok(r), Some(s)),
@@ -165,23 +168,31 @@ impl KubeExecutor {
         };
         let started = started.unwrap_or_default();
         let at = Placed { executor: "kubernetes", image: started.image_id.or(Some(image.clone())), host: Some(started.node.unwrap_or_else(|| self.address())), net: !run.egress.is_empty() };
-        docker::conclude(req, p, report, None, roots, at)
+        docker::conclude(req, p, report, gateway.as_ref(), roots, at)
     }
 
     /// The run's NetworkPolicies and pods (the egress proxy's first, when it has one); the
     /// run; all of them deleted after, whatever happened.
-    async fn run_pod(&self, run: &Phases<'_>, p: &mut Prepared) -> Result<(SupervisorReport, Started)> {
+    async fn run_pod(&self, run: &Phases<'_>, gateway: Option<&GatewayPlan>, p: &mut Prepared) -> Result<(SupervisorReport, Started)> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
         let proxy_name = format!("{name}-proxy");
-        let manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run, &run.egress, run.timeout);
+        let gateway_name = format!("{name}-gateway");
+        let gateway = match gateway {
+            Some(g) => Some(GatewayPod::new(g)?),
+            None => None,
+        };
+        let mut manifests = Manifests::new(&self.settings, &self.limits, &name, run.image, &run.run, &run.egress, gateway.as_ref(), run.timeout);
         let policies: Api<NetworkPolicy> = Api::namespaced(self.client.clone(), &self.settings.namespace);
         let pods: Api<Pod> = Api::namespaced(self.client.clone(), &self.settings.namespace);
+        let secrets: Api<Secret> = Api::namespaced(self.client.clone(), &self.settings.namespace);
+        let apis = Apis { pods: pods.clone(), policies: policies.clone(), secrets: secrets.clone() };
         let mut made = Made::default();
         // What Ctrl-C deletes while the run is in progress (what does not exist yet is a 404).
-        let everything = Made { pods: vec![proxy_name.clone(), name.clone()], policies: vec![proxy_name.clone(), name.clone()] };
-        live_runs().insert(name.clone(), (pods.clone(), policies.clone(), everything));
+        let sidecars = [proxy_name.clone(), gateway_name.clone()];
+        let everything = Made { pods: [&sidecars[..], &[name.clone()]].concat(), policies: [&sidecars[..], &[name.clone()]].concat(), secrets: vec![gateway_name.clone()] };
+        live_runs().insert(name.clone(), (apis.clone(), everything));
         let result = async {
             // The policies before the pods they select, so no pod runs unguarded.
             policies.create(&PostParams::default(), &manifests.policy).await.context("creating the run's NetworkPolicy")?;
@@ -196,6 +207,23 @@ impl KubeExecutor {
                 let ip = proxy.ip.ok_or_else(|| anyhow!("the egress proxy's pod {proxy_name} has no IP address"))?;
                 self.wait_listening(&pods, &proxy_name).await?;
                 agent_env.extend(docker::proxy_env(&format!("http://{ip}:{}", docker::PROXY_PORT)));
+            }
+            if let Some((gateway_policy, gateway_pod, secret)) = &manifests.gateway {
+                if let Some(secret) = secret {
+                    secrets.create(&PostParams::default(), secret).await.context("creating the model gateway's Secret")?;
+                    made.secrets.push(gateway_name.clone());
+                }
+                policies.create(&PostParams::default(), gateway_policy).await.context("creating the model gateway's NetworkPolicy")?;
+                made.policies.push(gateway_name.clone());
+                made.pods.push(gateway_name.clone());
+                pods.create(&PostParams::default(), gateway_pod).await.context("creating the model gateway's pod")?;
+                let started = self.wait_running(&pods, &gateway_name).await?;
+                let ip = started.ip.ok_or_else(|| anyhow!("the model gateway's pod {gateway_name} has no IP address"))?;
+                self.wait_listening(&pods, &gateway_name).await?;
+                // The agent's settings name the gateway; its pod resolves no name (no DNS).
+                if let Some(spec) = manifests.pod.spec.as_mut() {
+                    spec.host_aliases = Some(vec![HostAlias { ip, hostnames: Some(vec![docker::GATEWAY_HOST.to_string()]) }]);
+                }
             }
             made.pods.push(name.clone());
             pods.create(&PostParams::default(), &manifests.pod).await.context("creating the run's pod")?;
@@ -220,6 +248,11 @@ impl KubeExecutor {
                 let (_, records, _) = self.exec(&pods, &proxy_name, read, COPY_LIMIT).await.context("reading the egress proxy's records")?;
                 std::fs::write(p.chans.join(overeager_core::bundle::files::NET), records)?;
             }
+            if manifests.gateway.is_some() {
+                let read = vec![format!("{}/sh", layout::REAL), "-c".into(), format!("{}/cat {GATEWAY_LOG} 2>/dev/null || true", layout::REAL)];
+                let (_, records, _) = self.exec(&pods, &gateway_name, read, COPY_LIMIT).await.context("reading the model gateway's records")?;
+                std::fs::write(p.chans.join(overeager_core::bundle::files::MODEL), records)?;
+            }
             let report = match fetched {
                 Some(r) => r,
                 None if code.is_none() => SupervisorReport { exit: ExitStatus { code: None, signal: Some(libc::SIGKILL) }, timed_out: true, started_us: now_us(), ended_us: now_us(), stragglers_killed: 0 },
@@ -228,23 +261,24 @@ impl KubeExecutor {
             Ok((report, started))
         }
         .await;
-        let deleted = delete_run(&pods, &policies, &made).await;
+        let deleted = delete_run(&apis, &made).await;
         live_runs().remove(&name);
         let done = result?;
         deleted?;
         Ok(done)
     }
 
-    /// Waits until the egress proxy says it listens (on standard error, in its log).
+    /// Waits until a sidecar (the egress proxy, the model gateway) says it listens (on
+    /// standard error, in its log).
     async fn wait_listening(&self, pods: &Api<Pod>, name: &str) -> Result<()> {
         let deadline = tokio::time::Instant::now() + Duration::from_secs(30);
         loop {
-            let log = pods.logs(name, &LogParams::default()).await.with_context(|| format!("reading the log of the egress proxy {name}"))?;
+            let log = pods.logs(name, &LogParams::default()).await.with_context(|| format!("reading the log of the sidecar {name}"))?;
             if log.contains("listening on") {
                 return Ok(());
             }
             if tokio::time::Instant::now() > deadline {
-                bail!("the egress proxy {name} did not start: {}", log.trim());
+                bail!("the sidecar {name} did not start: {}", log.trim());
             }
             tokio::time::sleep(POLL).await;
         }
@@ -414,22 +448,29 @@ fn tail(bytes: &[u8]) -> String {
 }
 
 /// Deletes a run's pods (at once: they only wait), then its NetworkPolicies, so no pod is
-/// left unguarded; what is already gone counts as deleted.
-async fn delete_run(pods: &Api<Pod>, policies: &Api<NetworkPolicy>, made: &Made) -> Result<()> {
+/// left unguarded, and the gateway's Secret; what is already gone counts as deleted.
+async fn delete_run(apis: &Apis, made: &Made) -> Result<()> {
     let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
     let mut errors = Vec::new();
     for name in made.pods.iter().rev() {
-        if let Err(e) = pods.delete(name, &now).await
+        if let Err(e) = apis.pods.delete(name, &now).await
             && !is_not_found(&e)
         {
             errors.push(format!("pod {name}: {e}"));
         }
     }
     for name in made.policies.iter().rev() {
-        if let Err(e) = policies.delete(name, &DeleteParams::default()).await
+        if let Err(e) = apis.policies.delete(name, &DeleteParams::default()).await
             && !is_not_found(&e)
         {
             errors.push(format!("NetworkPolicy {name}: {e}"));
+        }
+    }
+    for name in &made.secrets {
+        if let Err(e) = apis.secrets.delete(name, &DeleteParams::default()).await
+            && !is_not_found(&e)
+        {
+            errors.push(format!("Secret {name}: {e}"));
         }
     }
     if errors.is_empty() { Ok(()) } else { bail!("could not delete {}; `overeager k8s prune` removes leftovers", errors.join("; ")) }
@@ -444,9 +485,8 @@ fn is_not_found(e: &kube::Error) -> bool {
 /// agent on the scripted model. Without a registry, the same names are expected on the nodes.
 pub fn image_reference(registry: Option<&str>, agent: &AgentSpec) -> String {
     let name = match agent {
-        AgentSpec::Agent { recipe, version, .. } if agent.offline_model() => format!("overeager-agent/{}:{version}-offline", recipe.id),
-        // A real model: the recipe's image (`overeager agent recipe`), pushed by its builder.
-        AgentSpec::Agent { recipe, .. } => recipe.image(),
+        // On the scripted model or a provider's, the image made from the agent cache.
+        AgentSpec::Agent { recipe, version, .. } => format!("overeager-agent/{}:{version}-offline", recipe.id),
         _ => format!("overeager-scripted:{}", env!("CARGO_PKG_VERSION")),
     };
     match registry {
@@ -463,10 +503,50 @@ pub struct Manifests {
     /// For a run with egress: the proxy's pod, and its policy (in from the run's pod only, out
     /// to DNS and the allowed ports).
     pub proxy: Option<(NetworkPolicy, Pod)>,
+    /// For a run on a provider's model: the model gateway's pod, its policy (in from the
+    /// run's pod only, out to DNS and the provider's port) and the Secret its key (and the
+    /// provider's certificate authority) come from, which only its pod reads.
+    pub gateway: Option<(NetworkPolicy, Pod, Option<Secret>)>,
 }
 
 /// Where the egress proxy writes its records, in its pod.
 const PROXY_LOG: &str = "/tmp/net.jsonl";
+/// Where the model gateway writes its records, in its pod.
+const GATEWAY_LOG: &str = "/tmp/model.jsonl";
+
+/// The model gateway's pod of a run on a provider's model: its command, the variables its
+/// Secret gives it (variable, key in the Secret) and what the Secret holds, and the port it
+/// reaches the provider on.
+pub struct GatewayPod {
+    pub command: Vec<String>,
+    pub env: Vec<(String, String)>,
+    pub secret: BTreeMap<String, String>,
+    pub upstream_port: u16,
+}
+
+impl GatewayPod {
+    /// From the run's gateway plan: the key and the provider's certificate authority go in
+    /// the Secret, never on a command line or in a manifest's plain environment.
+    pub fn new(plan: &GatewayPlan) -> Result<GatewayPod> {
+        let mut command = vec![layout::SHIM.to_string()];
+        command.extend(plan.args(GATEWAY_LOG, None, false));
+        command.extend(["--listen".into(), format!("0.0.0.0:{}", docker::GATEWAY_PORT)]);
+        let (mut env, mut secret) = (Vec::new(), BTreeMap::new());
+        if let Some((var, key)) = &plan.key {
+            env.push((var.clone(), "key".to_string()));
+            secret.insert("key".to_string(), key.clone());
+        }
+        if let Some(ca) = &plan.route.provider.ca_file {
+            let pem = std::fs::read_to_string(ca).with_context(|| format!("reading the certificate authority {} of the provider `{}`", ca.display(), plan.route.provider.name))?;
+            command.extend(["--ca-env".into(), docker::GATEWAY_CA_ENV.into()]);
+            env.push((docker::GATEWAY_CA_ENV.to_string(), "ca".to_string()));
+            secret.insert("ca".to_string(), pem);
+        }
+        let host_port = plan.route.provider.host_port();
+        let upstream_port = host_port.rsplit_once(':').and_then(|(_, p)| p.parse().ok()).unwrap_or(443);
+        Ok(GatewayPod { command, env, secret, upstream_port })
+    }
+}
 
 impl Manifests {
     /// The objects of run `run`, named `name`, on `image`; `egress` are the `host:port` pairs
@@ -476,7 +556,7 @@ impl Manifests {
     /// a run of `timeout`, so a pod whose runner died (and could not delete it) does not wait
     /// for ever.
     #[allow(clippy::too_many_arguments)]
-    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str, egress: &[String], timeout: Duration) -> Manifests {
+    pub fn new(settings: &KubePlacement, limits: &Limits, name: &str, image: &str, run: &str, egress: &[String], gateway: Option<&GatewayPod>, timeout: Duration) -> Manifests {
         let budget = START_LIMIT + COPY_LIMIT * 3 + docker::SETUP_LIMIT + timeout + docker::SUPERVISOR_SLACK;
         let deadline = budget.as_secs() as i64;
         let proxy_name = format!("{name}-proxy");
@@ -489,34 +569,59 @@ impl Manifests {
         // The pod only waits (`sleep` by name: not every image keeps it among the real programs):
         // the sandbox, the setup and the supervisor come over exec.
         let pod = hardened_pod(settings, limits, name, run, image, vec!["sleep".into(), "infinity".into()], deadline);
-        if egress.is_empty() {
-            // No rules of either kind: nothing in, nothing out.
-            return Manifests { policy, pod, proxy: None };
+        let dns = || [NetworkPolicyPort { port: Some(IntOrString::Int(53)), protocol: Some("UDP".into()), ..Default::default() }, tcp(53)];
+        // A sidecar's policy: in from the run's pod on `port` only, out to DNS and `out`.
+        let sidecar_policy = |sidecar: &str, port: u16, mut out: Vec<NetworkPolicyPort>| {
+            out.extend(dns());
+            NetworkPolicy {
+                metadata: meta(settings, sidecar, run),
+                spec: Some(NetworkPolicySpec {
+                    pod_selector: Some(selects(sidecar)),
+                    policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
+                    ingress: Some(vec![NetworkPolicyIngressRule { from: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(name)), ..Default::default() }]), ports: Some(vec![tcp(port.into())]) }]),
+                    egress: Some(vec![NetworkPolicyEgressRule { to: None, ports: Some(out) }]),
+                }),
+            }
+        };
+        // The run's pod: out to its sidecars only; no rules of either kind without them.
+        let mut to_sidecars = Vec::new();
+        if !egress.is_empty() {
+            to_sidecars.push(NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&proxy_name)), ..Default::default() }]), ports: Some(vec![tcp(docker::PROXY_PORT.into())]) });
         }
-        if let Some(spec) = policy.spec.as_mut() {
-            spec.egress = Some(vec![NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&proxy_name)), ..Default::default() }]), ports: Some(vec![tcp(docker::PROXY_PORT.into())]) }]);
+        let gateway = gateway.map(|g| {
+            let gateway_name = format!("{name}-gateway");
+            to_sidecars.push(NetworkPolicyEgressRule { to: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(&gateway_name)), ..Default::default() }]), ports: Some(vec![tcp(docker::GATEWAY_PORT.into())]) });
+            let gateway_policy = sidecar_policy(&gateway_name, docker::GATEWAY_PORT, vec![tcp(g.upstream_port.into())]);
+            let mut gateway_pod = hardened_pod(settings, limits, &gateway_name, run, image, g.command.clone(), deadline);
+            let env = g.env.iter().map(|(var, key)| EnvVar {
+                name: var.clone(),
+                value_from: Some(EnvVarSource { secret_key_ref: Some(SecretKeySelector { name: gateway_name.clone(), key: key.clone(), optional: Some(false) }), ..Default::default() }),
+                ..Default::default()
+            });
+            if let Some(c) = gateway_pod.spec.as_mut().and_then(|s| s.containers.first_mut()) {
+                c.env = Some(env.collect());
+            }
+            let secret = (!g.secret.is_empty()).then(|| Secret { metadata: meta(settings, &gateway_name, run), string_data: Some(g.secret.clone()), type_: Some("Opaque".into()), ..Default::default() });
+            (gateway_policy, gateway_pod, secret)
+        });
+        if !to_sidecars.is_empty()
+            && let Some(spec) = policy.spec.as_mut()
+        {
+            spec.egress = Some(to_sidecars);
+        }
+        if egress.is_empty() {
+            return Manifests { policy, pod, proxy: None, gateway };
         }
         let mut ports: Vec<i32> = egress.iter().filter_map(|e| e.rsplit_once(':')?.1.parse().ok()).collect();
         ports.sort();
         ports.dedup();
-        let mut out: Vec<NetworkPolicyPort> = ports.into_iter().map(tcp).collect();
-        out.push(NetworkPolicyPort { port: Some(IntOrString::Int(53)), protocol: Some("UDP".into()), ..Default::default() });
-        out.push(tcp(53));
-        let proxy_policy = NetworkPolicy {
-            metadata: meta(settings, &proxy_name, run),
-            spec: Some(NetworkPolicySpec {
-                pod_selector: Some(selects(&proxy_name)),
-                policy_types: Some(vec!["Ingress".into(), "Egress".into()]),
-                ingress: Some(vec![NetworkPolicyIngressRule { from: Some(vec![NetworkPolicyPeer { pod_selector: Some(selects(name)), ..Default::default() }]), ports: Some(vec![tcp(docker::PROXY_PORT.into())]) }]),
-                egress: Some(vec![NetworkPolicyEgressRule { to: None, ports: Some(out) }]),
-            }),
-        };
+        let proxy_policy = sidecar_policy(&proxy_name, docker::PROXY_PORT, ports.into_iter().map(tcp).collect());
         let mut cmd = vec![layout::SHIM.to_string(), "proxy".into(), "--listen".into(), format!("0.0.0.0:{}", docker::PROXY_PORT), "--log".into(), PROXY_LOG.into()];
         for a in egress {
             cmd.extend(["--allow".to_string(), a.clone()]);
         }
         let proxy_pod = hardened_pod(settings, limits, &proxy_name, run, image, cmd, deadline);
-        Manifests { policy, pod, proxy: Some((proxy_policy, proxy_pod)) }
+        Manifests { policy, pod, proxy: Some((proxy_policy, proxy_pod)), gateway }
     }
 }
 
@@ -601,9 +706,10 @@ fn hardened_pod(settings: &KubePlacement, limits: &Limits, name: &str, run: &str
 pub struct Pruned {
     pub pods: Vec<String>,
     pub network_policies: Vec<String>,
+    pub secrets: Vec<String>,
 }
 
-/// Deletes the pods and NetworkPolicies labelled `overeager` in the namespace whose owner
+/// Deletes the pods, NetworkPolicies and Secrets labelled `overeager` in the namespace whose owner
 /// process is gone (on this machine), or all of them with `all`.
 pub fn prune(settings: &KubePlacement, all: bool) -> Result<Pruned> {
     let exec = KubeExecutor::connect(settings)?;
@@ -615,6 +721,7 @@ pub fn prune_with(exec: &KubeExecutor, all: bool) -> Result<Pruned> {
     runtime().block_on(async {
         let pods: Api<Pod> = Api::namespaced(exec.client.clone(), &exec.settings.namespace);
         let policies: Api<NetworkPolicy> = Api::namespaced(exec.client.clone(), &exec.settings.namespace);
+        let secrets: Api<Secret> = Api::namespaced(exec.client.clone(), &exec.settings.namespace);
         let lp = ListParams::default().labels(LABEL);
         let stale = |meta: &ObjectMeta| all || meta.annotations.as_ref().and_then(|a| a.get(OWNER_ANNOTATION)).is_none_or(|o| docker::owner_gone(o));
         let mut out = Pruned::default();
@@ -632,6 +739,13 @@ pub fn prune_with(exec: &KubeExecutor, all: bool) -> Result<Pruned> {
                 out.network_policies.push(name);
             }
         }
+        for n in secrets.list(&lp).await.context("listing the Secrets")?.items {
+            if stale(&n.metadata)
+                && let Some(name) = n.metadata.name
+            {
+                out.secrets.push(name);
+            }
+        }
         let now = DeleteParams { grace_period_seconds: Some(0), ..Default::default() };
         for n in &out.pods {
             if let Err(e) = pods.delete(n, &now).await
@@ -645,6 +759,13 @@ pub fn prune_with(exec: &KubeExecutor, all: bool) -> Result<Pruned> {
                 && !is_not_found(&e)
             {
                 bail!("deleting the NetworkPolicy {n}: {e}");
+            }
+        }
+        for n in &out.secrets {
+            if let Err(e) = secrets.delete(n, &DeleteParams::default()).await
+                && !is_not_found(&e)
+            {
+                bail!("deleting the Secret {n}: {e}");
             }
         }
         Ok(out)
@@ -990,7 +1111,7 @@ mod tests {
         assert!(supervisor.contains(&"HTTPS_PROXY=http://10.0.0.9:3128".to_string()), "{supervisor:?}");
         // The manifests: the run's pod may reach the proxy's port only; the proxy takes only
         // the run's pod, and goes out to DNS and the allowed port.
-        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &["api.example.com:443".into()], Duration::from_secs(120));
+        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &["api.example.com:443".into()], None, Duration::from_secs(120));
         let spec = serde_json::to_value(m.policy.spec).unwrap();
         assert_eq!(spec["egress"], serde_json::json!([{"to": [{"podSelector": {"matchLabels": {"overeager.pod": "r-proxy"}}}], "ports": [{"port": 3128, "protocol": "TCP"}]}]));
         assert!(spec.get("ingress").is_none());
@@ -1018,7 +1139,7 @@ mod tests {
             if let Some(o) = owner {
                 meta["annotations"] = serde_json::json!({ OWNER_ANNOTATION: o });
             }
-            serde_json::json!({"apiVersion": if kind == "Pod" { "v1" } else { "networking.k8s.io/v1" }, "kind": kind, "metadata": meta})
+            serde_json::json!({"apiVersion": if kind == "NetworkPolicy" { "networking.k8s.io/v1" } else { "v1" }, "kind": kind, "metadata": meta})
         };
         let dead = format!("{host}:{}", i32::MAX - 1);
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -1033,6 +1154,8 @@ mod tests {
                 };
                 let resp = if req.method() == http::Method::GET && line.contains("/pods?") {
                     list("Pod")
+                } else if req.method() == http::Method::GET && line.contains("/secrets?") {
+                    list("Secret")
                 } else if req.method() == http::Method::GET {
                     list("NetworkPolicy")
                 } else {
@@ -1053,6 +1176,8 @@ mod tests {
                 format!("DELETE {PODS}/unowned"),
                 format!("DELETE {NP}/dead"),
                 format!("DELETE {NP}/unowned"),
+                "DELETE /api/v1/namespaces/evals/secrets/dead".to_string(),
+                "DELETE /api/v1/namespaces/evals/secrets/unowned".to_string(),
             ]
         );
         assert!(log.lock().unwrap()[0].ends_with("labelSelector=overeager"), "{:?}", log.lock().unwrap());
@@ -1074,12 +1199,13 @@ mod tests {
         let client = runtime().block_on(async { kube::Client::new(svc, "evals") });
         // The registry is the process's: other tests' runs are in it too, so this one deletes
         // its own entry the way the handler deletes them all.
-        let made = Made { pods: vec!["r1-proxy".into(), "r1".into()], policies: vec!["r1-proxy".into(), "r1".into()] };
-        runtime().block_on(delete_runs(vec![(Api::namespaced(client.clone(), "evals"), Api::namespaced(client, "evals"), made)]));
+        let made = Made { pods: vec!["r1-proxy".into(), "r1".into()], policies: vec!["r1-proxy".into(), "r1".into()], secrets: vec!["r1-gateway".into()] };
+        let apis = Apis { pods: Api::namespaced(client.clone(), "evals"), policies: Api::namespaced(client.clone(), "evals"), secrets: Api::namespaced(client, "evals") };
+        runtime().block_on(delete_runs(vec![(apis, made)]));
         // Pods first (a policy never goes while its pod runs); what was never made is a 404.
         assert_eq!(
             *log.lock().unwrap(),
-            [format!("DELETE {PODS}/r1"), format!("DELETE {PODS}/r1-proxy"), format!("DELETE {NP}/r1"), format!("DELETE {NP}/r1-proxy")]
+            [format!("DELETE {PODS}/r1"), format!("DELETE {PODS}/r1-proxy"), format!("DELETE {NP}/r1"), format!("DELETE {NP}/r1-proxy"), "DELETE /api/v1/namespaces/evals/secrets/r1-gateway".to_string()]
         );
         server.abort();
     }
@@ -1091,5 +1217,32 @@ mod tests {
         assert_eq!(image_reference(Some("r.example/oe"), &scripted), format!("r.example/oe/overeager-scripted:{}", env!("CARGO_PKG_VERSION")));
         let AgentSpec::Agent { version, .. } = &real else { unreachable!() };
         assert_eq!(image_reference(None, &real), format!("overeager-agent/claude-code:{version}-offline"));
+        let on_a_provider: AgentSpec = "claude-code:permissive:anthropic/claude-sonnet-4-5".parse().unwrap();
+        assert_eq!(image_reference(None, &on_a_provider), format!("overeager-agent/claude-code:{version}-offline"), "the same image, whatever the model");
+    }
+
+    #[test]
+    fn the_gateway_pod_alone_reaches_the_provider_and_reads_the_key_from_its_secret() {
+        let plan = GatewayPlan {
+            route: crate::agents::Route { provider: crate::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into() },
+            key: Some(("ANTHROPIC_API_KEY".into(), "sk-test-k8s-secret-0123".into())),
+        };
+        let g = GatewayPod::new(&plan).unwrap();
+        let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &[], Some(&g), Duration::from_secs(120));
+        assert!(m.proxy.is_none());
+        let spec = serde_json::to_value(m.policy.spec).unwrap();
+        assert_eq!(spec["egress"], serde_json::json!([{"to": [{"podSelector": {"matchLabels": {"overeager.pod": "r-gateway"}}}], "ports": [{"port": 8787, "protocol": "TCP"}]}]));
+        let (policy, pod, secret) = m.gateway.unwrap();
+        let policy = serde_json::to_value(policy.spec).unwrap();
+        assert_eq!(policy["ingress"][0]["ports"], serde_json::json!([{"port": 8787, "protocol": "TCP"}]));
+        assert_eq!(policy["egress"][0]["ports"], serde_json::json!([{"port": 443, "protocol": "TCP"}, {"port": 53, "protocol": "UDP"}, {"port": 53, "protocol": "TCP"}]));
+        let pod = serde_json::to_value(&pod).unwrap();
+        assert!(!pod.to_string().contains("sk-test-k8s-secret-0123"), "the key is not in the pod's manifest: {pod}");
+        let c = &pod["spec"]["containers"][0];
+        assert_eq!(c["env"], serde_json::json!([{"name": "ANTHROPIC_API_KEY", "valueFrom": {"secretKeyRef": {"name": "r-gateway", "key": "key", "optional": false}}}]));
+        let cmd: Vec<String> = serde_json::from_value(c["command"].clone()).unwrap();
+        assert_eq!(cmd[1..5], ["gateway", "--upstream", "https://api.anthropic.com", "--dialect"]);
+        assert!(cmd.windows(2).any(|w| w == ["--key-env", "ANTHROPIC_API_KEY"]) && cmd.windows(2).any(|w| w == ["--log", GATEWAY_LOG]));
+        assert_eq!(secret.unwrap().string_data.unwrap()["key"], "sk-test-k8s-secret-0123");
     }
 }

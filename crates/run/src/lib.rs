@@ -35,8 +35,9 @@ pub enum AgentSpec {
     /// A simulated agent: replays a play drawn at random by its policy ([`sim`]).
     Sim(sim::SimPolicy),
     /// A real agent from its recipe ([`agents`]), under one permission policy, on one model:
-    /// `claude-code:permissive:claude-sonnet-4-5`. On the scripted model
-    /// (`scripted-<play>`) it runs on either executor; on a real model API, in Docker only.
+    /// `claude-code:permissive:anthropic/claude-sonnet-4-5`. On the scripted model
+    /// (`scripted-<play>`) it runs on any executor; on a provider's model, contained (Docker,
+    /// Kubernetes) or, asked for, uncontained on this machine.
     Agent { recipe: &'static agents::Recipe, version: &'static str, policy: &'static agents::Policy, model: String },
 }
 
@@ -119,18 +120,6 @@ impl AgentSpec {
         match self {
             AgentSpec::Agent { model, .. } => model.strip_prefix(REPLAY_MODEL),
             _ => None,
-        }
-    }
-
-    /// An error unless a real agent on a real model is of the pinned version, the one its
-    /// recipe's image (`overeager agent recipe`) is built for; the offline image of any version
-    /// is made here.
-    pub fn require_pinned_image(&self) -> anyhow::Result<()> {
-        match self {
-            AgentSpec::Agent { recipe, version, .. } if !self.offline_model() && *version != recipe.package.version() => {
-                anyhow::bail!("{} {version} on a real model needs an image of that version; `overeager agent recipe` builds the pinned {}", recipe.name, recipe.package.version())
-            }
-            _ => Ok(()),
         }
     }
 

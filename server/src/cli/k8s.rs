@@ -42,8 +42,8 @@ pub enum K8sCmd {
         #[arg(long)]
         json: bool,
     },
-    /// Write the NetworkPolicy and Pod a run would create (JSON manifests), to review them or
-    /// to check them against a cluster's policies.
+    /// Write the NetworkPolicies, Pods and Secret a run would create (JSON manifests), to
+    /// review them or to check them against a cluster's policies.
     Manifests(ManifestsArgs),
 }
 
@@ -81,7 +81,7 @@ pub fn main(cmd: K8sCmd) -> Result<ExitCode> {
             if json {
                 print_json(&serde_json::to_value(&pruned)?);
             } else {
-                println!("deleted {} pod(s), {} NetworkPolicy(ies) in namespace {}", pruned.pods.len(), pruned.network_policies.len(), cluster.namespace);
+                println!("deleted {} pod(s), {} NetworkPolicy(ies), {} Secret(s) in namespace {}", pruned.pods.len(), pruned.network_policies.len(), pruned.secrets.len(), cluster.namespace);
             }
             Ok(ExitCode::SUCCESS)
         }
@@ -106,12 +106,29 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
     // A run's name and id, as the executor makes them.
     let name = format!("overeager-{}-0-{:x}", std::process::id(), overeager_core::now_us());
     let timeout = parse_duration(&args.timeout).map_err(|e| anyhow::anyhow!("--timeout: {e}"))?;
-    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress, timeout);
+    // A real agent on a provider's model gets its model gateway; its Secret shows where the
+    // key would go, not the key.
+    let gateway = match &agent {
+        AgentSpec::Agent { recipe, version, model, .. } if !agent.offline_model() => {
+            let route = recipe.route(version, model, &overeager_run::providers::load(&[])?)?;
+            let key = route.provider.key_env.clone().map(|var| (var.clone(), format!("<the value of ${var}>")));
+            Some(kubernetes::GatewayPod::new(&overeager_run::gateway::GatewayPlan { route, key })?)
+        }
+        _ => None,
+    };
+    let m = Manifests::new(&placement, &Limits::default(), &name, &image, "example-run", &args.allow_egress, gateway.as_ref(), timeout);
     std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
     let mut files = vec![("networkpolicy.json", serde_json::to_value(&m.policy)?), ("pod.json", serde_json::to_value(&m.pod)?)];
     if let Some((policy, pod)) = &m.proxy {
         files.push(("proxy-networkpolicy.json", serde_json::to_value(policy)?));
         files.push(("proxy-pod.json", serde_json::to_value(pod)?));
+    }
+    if let Some((policy, pod, secret)) = &m.gateway {
+        files.push(("gateway-networkpolicy.json", serde_json::to_value(policy)?));
+        files.push(("gateway-pod.json", serde_json::to_value(pod)?));
+        if let Some(secret) = secret {
+            files.push(("gateway-secret.json", serde_json::to_value(secret)?));
+        }
     }
     for (file, v) in &files {
         let path = args.out.join(file);

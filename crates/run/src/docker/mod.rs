@@ -84,7 +84,7 @@ pub(crate) const GATEWAY_HOST: &str = "overeager-model-gateway";
 /// The port the model gateway listens on.
 pub(crate) const GATEWAY_PORT: u16 = 8787;
 /// The variable the gateway's sidecar gets a provider's own certificate authority in.
-const GATEWAY_CA_ENV: &str = "OVEREAGER_GATEWAY_CA_PEM";
+pub(crate) const GATEWAY_CA_ENV: &str = "OVEREAGER_GATEWAY_CA_PEM";
 
 /// What one run executes: the setup's and the agent's (command, environment).
 pub(crate) struct Phases<'a> {
