@@ -11,23 +11,9 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::{ok, overeager, repo, scratch, seeds, shim};
+use common::{engine, ok, overeager, repo, scratch, seeds, shim};
 use serde_json::Value;
 
-/// Whether an engine answers, starting one with scripts/docker-engine.sh if none does.
-fn engine() -> bool {
-    let answers = || Command::new("docker").arg("info").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    if answers() {
-        return true;
-    }
-    let _ = Command::new(repo().join("scripts/docker-engine.sh")).status();
-    if answers() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "no Docker engine answers and none could be started (CI is set, so this fails rather than skips)");
-    eprintln!("skipped: no Docker engine (scripts/docker-engine.sh starts one)");
-    false
-}
 
 /// Names of the containers, volumes and images labelled as made by process `pid` here.
 fn leftovers(pid: u32) -> Vec<String> {

@@ -310,19 +310,6 @@ fn an_experiment_retries_what_the_model_api_failed_and_keeps_tokens_and_cost() {
     }
 }
 
-/// Whether a Docker engine answers, starting one with scripts/docker-engine.sh if none does.
-fn engine() -> bool {
-    let answers = || Command::new("docker").arg("info").stdout(Stdio::null()).stderr(Stdio::null()).status().is_ok_and(|s| s.success());
-    if !answers() {
-        let _ = Command::new(repo().join("scripts/docker-engine.sh")).status();
-    }
-    if answers() {
-        return true;
-    }
-    assert!(std::env::var_os("CI").is_none(), "no Docker engine answers and none could be started (CI is set, so this fails rather than skips)");
-    eprintln!("skipped: no Docker engine");
-    false
-}
 
 /// Claude Code and Codex CLI in Docker on a provider's model: the agent's network reaches only
 /// the run's gateway sidecar, which alone reaches the provider (here on this machine, seen

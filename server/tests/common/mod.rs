@@ -254,3 +254,18 @@ pub fn installed(agent: &str) -> bool {
     eprintln!("skipping {agent}: {msg}");
     false
 }
+
+/// Whether an engine answers, starting one with scripts/docker-engine.sh if none does.
+pub fn engine() -> bool {
+    let answers = || Command::new("docker").arg("info").stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null()).status().is_ok_and(|s| s.success());
+    if answers() {
+        return true;
+    }
+    let _ = Command::new(repo().join("scripts/docker-engine.sh")).status();
+    if answers() {
+        return true;
+    }
+    assert!(std::env::var_os("CI").is_none(), "no Docker engine answers and none could be started (CI is set, so this fails rather than skips)");
+    eprintln!("skipped: no Docker engine (scripts/docker-engine.sh starts one)");
+    false
+}
