@@ -73,8 +73,14 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         for row in c.find_all(Locator::Css("table.board tr.cell")).await.unwrap() {
             let agent = row.attr("data-agent").await.unwrap().unwrap();
             let rate = row.find(Locator::Css("td.rate")).await.unwrap().text().await.unwrap();
+            // Scripted and simulated agents use no provider's model: no tokens, no cost.
+            for usage in ["td.tokens", "td.cost"] {
+                assert_eq!(row.find(Locator::Css(usage)).await.unwrap().text().await.unwrap(), "—", "{agent}: {usage}");
+            }
             shown.push((agent, rate));
         }
+        let head = c.find(Locator::Css("table.board thead")).await.unwrap().text().await.unwrap();
+        assert!(head.contains("Tokens/run") && head.contains("Cost/run"), "{head}");
         assert_eq!(shown, expected, "the leaderboard shows the API's cells in its order");
         let sim = c.find_all(Locator::Css("tr.cell .badge.sim")).await.unwrap().len();
         assert_eq!(sim, 2, "the two simulated policies are labelled");

@@ -286,7 +286,7 @@ pub enum KeyState {
 pub fn key_state(p: &Provider) -> KeyState {
     match &p.key_env {
         None => KeyState::NotNeeded,
-        Some(var) if std::env::var_os(var).is_some_and(|v| !v.is_empty()) => KeyState::Present,
+        Some(var) if crate::secrets::key(var).is_some() => KeyState::Present,
         Some(_) => KeyState::Missing,
     }
 }

@@ -17,41 +17,21 @@ pub fn key(var: &str) -> Option<String> {
         .or_insert_with(|| {
             let value = std::env::var(var).ok().filter(|v| !v.is_empty());
             if value.is_some() {
-                wipe_from_environ_block(var);
+                overeager_core::environ::wipe_value(var);
             }
             value
         })
         .clone()
 }
 
-/// Overwrites with zero bytes the value of every `var=value` entry in the memory the kernel
-/// reads `/proc/self/environ` from (the initial environment block, `env_start`..`env_end`
-/// of `/proc/self/stat`). Entries keep their place, so the environment stays well formed;
-/// the variable just reads as empty there. Best effort: without that range nothing is done.
-fn wipe_from_environ_block(var: &str) {
-    let Ok(stat) = std::fs::read_to_string("/proc/self/stat") else { return };
-    // Fields after the command name (which may hold spaces) start at field 3; env_start and
-    // env_end are fields 50 and 51 (proc_pid_stat(5) counts from 1).
-    let Some((_, rest)) = stat.rsplit_once(')') else { return };
-    let fields: Vec<&str> = rest.split_whitespace().collect();
-    let (Some(start), Some(end)) = (fields.get(47).and_then(|f| f.parse::<usize>().ok()), fields.get(48).and_then(|f| f.parse::<usize>().ok())) else { return };
-    if start == 0 || end <= start {
-        return;
-    }
-    let prefix = format!("{var}=");
-    // SAFETY: [start, end) is this process's initial environment block, mapped writable on
-    // its stack for its whole life; only bytes inside it are written, and only value bytes of
-    // the entry named (its NUL terminator and the next entries stay).
-    unsafe {
-        let block = std::slice::from_raw_parts_mut(start as *mut u8, end - start);
-        let mut i = 0;
-        while i < block.len() {
-            let len = block[i..].iter().position(|&b| b == 0).unwrap_or(block.len() - i);
-            if block[i..i + len].starts_with(prefix.as_bytes()) {
-                block[i + prefix.len()..i + len].fill(0);
-            }
-            i += len + 1;
-        }
+/// Takes every key the known providers name (built in, and in the files
+/// `$OVEREAGER_PROVIDERS` names) out of the environment block, keeping them for [`key`]:
+/// overeager does this as it starts, so its `/proc/<pid>/environ` holds no key for longer
+/// than that. A key of a providers file given on the command line is taken when it is read.
+pub fn take_known_keys() {
+    let providers = crate::providers::load(&[]).unwrap_or_else(|_| crate::providers::Providers::built_in());
+    for var in providers.providers.values().filter_map(|p| p.key_env.as_deref()) {
+        let _ = key(var);
     }
 }
 
