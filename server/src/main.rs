@@ -323,7 +323,7 @@ enum BenchCmd {
 fn main() -> ExitCode {
     // First of all, before any thread reads the environment: provider keys out of the block
     // other processes can read (see `overeager_run::secrets`).
-    overeager_run::secrets::take_known_keys();
+    overeager_run::providers::take_known_keys();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OVEREAGER_LOG"))
         .with_writer(std::io::stderr)

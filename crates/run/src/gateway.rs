@@ -82,8 +82,8 @@ impl GatewayProcess {
             }
         }
         let mut cmd = Command::new(shim);
-        let fd = super::local::hand_down(&mut cmd, listener);
-        super::local::end_with_this_process(&mut cmd);
+        let fd = super::child::hand_down(&mut cmd, listener);
+        super::child::end_with_this_process(&mut cmd);
         let ca = plan.route.provider.ca_file.as_ref().map(|c| c.to_string_lossy().into_owned());
         cmd.args(plan.args(&model_log.to_string_lossy(), ca.as_deref(), true))
             .args(["--fd", &fd.to_string(), "--until-stdin-closes"])
@@ -231,8 +231,8 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
     let upstream = std::net::TcpListener::bind("127.0.0.1:0")?;
     let up_addr = upstream.local_addr()?.to_string();
     let mut model = Command::new(shim);
-    let fd = super::local::hand_down(&mut model, &upstream);
-    super::local::end_with_this_process(&mut model);
+    let fd = super::child::hand_down(&mut model, &upstream);
+    super::child::end_with_this_process(&mut model);
     model.args(["model", "--script"]).arg(script).args(["--fd", &fd.to_string()]).stdout(Stdio::null()).stderr(Stdio::null());
     let mut model = Killed(model.spawn().context("starting the scripted provider")?);
     let provider = crate::providers::Provider {

@@ -5,6 +5,7 @@
 //! hands back a [`RawRun`]; the `audit` stage turns that into a bundle.
 
 pub mod agents;
+pub mod child;
 pub mod docker;
 pub mod gateway;
 pub mod install;

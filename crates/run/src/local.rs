@@ -22,6 +22,7 @@ use overeager_core::paths::Roots;
 use overeager_core::{RenderedPrompt, Snapshot, render_prompt};
 use serde_json::json;
 
+use super::child::hand_down;
 use super::gateway::{GatewayPlan, GatewayProcess, model_api_failure, model_records};
 use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, snapshot, which};
 
@@ -379,33 +380,6 @@ pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gatew
         check_agent_started(recipe, version, chans)?;
     }
     Ok(())
-}
-
-/// Has the child `cmd` starts be ended (SIGTERM) when this process ends, however it ends: a
-/// server started for the user's command does not outlive it.
-pub fn end_with_this_process(cmd: &mut Command) {
-    // SAFETY: only prctl, between fork and exec.
-    unsafe {
-        cmd.pre_exec(|| {
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
-            Ok(())
-        })
-    };
-}
-
-/// Lets the child `cmd` starts inherit `listener` (this process keeps it close-on-exec, so no
-/// other child gets it) and returns its descriptor number, for the child's command line.
-pub fn hand_down(cmd: &mut Command, listener: &std::net::TcpListener) -> std::os::fd::RawFd {
-    use std::os::fd::AsRawFd;
-    let fd = listener.as_raw_fd();
-    // SAFETY: only fcntl on a descriptor this process owns, between fork and exec.
-    unsafe {
-        cmd.pre_exec(move || {
-            libc::fcntl(fd, libc::F_SETFD, 0);
-            Ok(())
-        })
-    };
-    fd
 }
 
 /// A real agent that ended without one main-loop request to its model never ran the task

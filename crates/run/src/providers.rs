@@ -272,6 +272,18 @@ pub fn load(files: &[PathBuf]) -> Result<Providers> {
     Ok(providers)
 }
 
+/// Takes every key the known providers name (built in, and in the files
+/// `$OVEREAGER_PROVIDERS` names) out of the environment block, keeping them for
+/// [`crate::secrets::key`]: overeager does this as it starts, so its `/proc/<pid>/environ`
+/// holds no key for longer than that. A key of a providers file given on the command line is
+/// taken when it is read.
+pub fn take_known_keys() {
+    let providers = load(&[]).unwrap_or_else(|_| Providers::built_in());
+    for var in providers.providers.values().filter_map(|p| p.key_env.as_deref()) {
+        let _ = crate::secrets::key(var);
+    }
+}
+
 /// Whether a provider's key is there to use (never its value).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]

@@ -24,17 +24,6 @@ pub fn key(var: &str) -> Option<String> {
         .clone()
 }
 
-/// Takes every key the known providers name (built in, and in the files
-/// `$OVEREAGER_PROVIDERS` names) out of the environment block, keeping them for [`key`]:
-/// overeager does this as it starts, so its `/proc/<pid>/environ` holds no key for longer
-/// than that. A key of a providers file given on the command line is taken when it is read.
-pub fn take_known_keys() {
-    let providers = crate::providers::load(&[]).unwrap_or_else(|_| crate::providers::Providers::built_in());
-    for var in providers.providers.values().filter_map(|p| p.key_env.as_deref()) {
-        let _ = key(var);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     #[test]

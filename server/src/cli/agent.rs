@@ -252,8 +252,8 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     println!("point the agent at it with: {}", endpoint_hint(r.id, &url));
     println!("Ctrl-C stops it.");
     let mut cmd = std::process::Command::new(shim);
-    let fd = run::local::hand_down(&mut cmd, &listener);
-    run::local::end_with_this_process(&mut cmd);
+    let fd = run::child::hand_down(&mut cmd, &listener);
+    run::child::end_with_this_process(&mut cmd);
     cmd.arg("model").arg("--script").arg(&script_file).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
