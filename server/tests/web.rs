@@ -80,7 +80,9 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
             shown.push((agent, rate));
         }
         let head = c.find(Locator::Css("table.board thead")).await.unwrap().text().await.unwrap();
-        assert!(head.contains("Tokens/run") && head.contains("Cost/run"), "{head}");
+        // (The header is shown in capitals.)
+        let head = head.to_lowercase();
+        assert!(head.contains("tokens/run") && head.contains("cost/run"), "{head}");
         assert_eq!(shown, expected, "the leaderboard shows the API's cells in its order");
         let sim = c.find_all(Locator::Css("tr.cell .badge.sim")).await.unwrap().len();
         assert_eq!(sim, 2, "the two simulated policies are labelled");

@@ -547,6 +547,26 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_in_a_dialect_the_agent_does_not_speak_is_refused_naming_both() {
+        let providers = crate::providers::Providers::built_in();
+        let claude = recipe("claude-code").unwrap();
+        let r = claude.route("2.0.55", "claude-sonnet-4-5", &providers).unwrap();
+        assert_eq!((r.provider.name.as_str(), r.model.as_str()), ("anthropic", "claude-sonnet-4-5"), "a bare model is on the agent's own provider");
+        let err = claude.route("2.0.55", "vllm/qwen3-coder", &providers).unwrap_err().to_string();
+        assert!(err.contains("speaks anthropic") && err.contains("`vllm` speaks openai-chat") && err.contains("does not translate"), "{err}");
+        // Codex 0.58 speaks Chat Completions to a local server; later versions do not.
+        let codex = recipe("codex").unwrap();
+        assert_eq!(codex.route("0.58.0", "vllm/qwen3-coder", &providers).unwrap().model, "qwen3-coder");
+        let err = codex.route("0.169.0", "ollama/qwen3-coder", &providers).unwrap_err().to_string();
+        assert!(err.contains("0.169.0 speaks openai-responses;") && err.contains("`ollama` speaks openai-chat"), "{err}");
+        let err = recipe("gemini-cli").unwrap().route("0.61.0", "openai/gpt-5", &providers).unwrap_err().to_string();
+        assert!(err.contains("speaks gemini") && err.contains("`openai` speaks openai-responses"), "{err}");
+        // OpenHands' LiteLLM model names read as <provider>/<model>.
+        let oh = recipe("openhands").unwrap().route("1.16.0", "anthropic/claude-sonnet-4-5", &providers).unwrap();
+        assert_eq!((oh.provider.name.as_str(), oh.model.as_str()), ("anthropic", "claude-sonnet-4-5"));
+    }
+
+    #[test]
     fn context_is_written_whole_or_not_at_all() {
         let t = tempfile::tempdir().unwrap();
         let shim = t.path().join("shim-bin");
