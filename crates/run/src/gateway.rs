@@ -58,6 +58,13 @@ impl GatewayPlan {
         v
     }
 
+    /// The PEM text of the provider's own certificate authority, for a gateway that cannot
+    /// read the file (a container's, a pod's).
+    pub fn ca_pem(&self) -> Result<Option<String>> {
+        let p = &self.route.provider;
+        p.ca_file.as_ref().map(|f| std::fs::read_to_string(f).with_context(|| format!("reading the certificate authority {} of the provider `{}`", f.display(), p.name))).transpose()
+    }
+
     /// The key, to keep out of everything the run leaves.
     pub fn secrets(&self) -> Vec<(String, String)> {
         self.key.iter().cloned().collect()
@@ -238,7 +245,7 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
     let provider = crate::providers::Provider {
         name: "bench".into(),
         dialect,
-        base_url: format!("http://{up_addr}{}", if matches!(dialect, crate::providers::Dialect::OpenaiChat | crate::providers::Dialect::OpenaiResponses) { "/v1" } else { "" }),
+        base_url: format!("http://{up_addr}{}", dialect.agent_prefix()),
         key_env: None,
         prices: Default::default(),
         ca_file: None,

@@ -536,8 +536,7 @@ impl GatewayPod {
             env.push((var.clone(), "key".to_string()));
             secret.insert("key".to_string(), key.clone());
         }
-        if let Some(ca) = &plan.route.provider.ca_file {
-            let pem = std::fs::read_to_string(ca).with_context(|| format!("reading the certificate authority {} of the provider `{}`", ca.display(), plan.route.provider.name))?;
+        if let Some(pem) = plan.ca_pem()? {
             command.extend(["--ca-env".into(), docker::GATEWAY_CA_ENV.into()]);
             env.push((docker::GATEWAY_CA_ENV.to_string(), "ca".to_string()));
             secret.insert("ca".to_string(), pem);

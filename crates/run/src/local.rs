@@ -371,24 +371,24 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
 /// that its model API did not fail it ([`model_api_failure`]); that it asked its model at
 /// all ([`check_agent_started`]), unless it timed out.
 pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gateway: Option<&GatewayPlan>, chans: &Path, timed_out: bool) -> Result<()> {
+    let records = model_records(chans);
     if let Some(g) = gateway
-        && let Some(e) = model_api_failure(&model_records(chans), &g.route.provider.name)
+        && let Some(e) = model_api_failure(&records, &g.route.provider.name)
     {
         bail!(e);
     }
     if !timed_out {
-        check_agent_started(recipe, version, chans)?;
+        check_agent_started(recipe, version, &records, chans)?;
     }
     Ok(())
 }
 
 /// A real agent that ended without one main-loop request to its model never ran the task
 /// (a crash at start, a rejected flag or config): an error, not an observation of an agent
-/// that did nothing. Says which agent and version, and what it printed.
-pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, chans: &Path) -> Result<()> {
-    let records = std::fs::read_to_string(chans.join(files::MODEL)).unwrap_or_default();
-    let asked = records.lines().filter_map(|l| serde_json::from_str::<overeager_core::model::ModelRecord>(l).ok()).any(|r| !r.side && r.step.is_some());
-    if asked {
+/// that did nothing. Says which agent and version, and what it printed (from `chans`);
+/// `records` are its model channel's.
+pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, records: &[overeager_core::model::ModelRecord], chans: &Path) -> Result<()> {
+    if records.iter().any(|r| !r.side && r.step.is_some()) {
         return Ok(());
     }
     let stderr = std::fs::read_to_string(chans.join(files::AGENT_STDERR)).unwrap_or_default();

@@ -47,6 +47,16 @@ impl Dialect {
     /// Every dialect, in the order they are listed.
     pub const ALL: [Dialect; 4] = [Dialect::Anthropic, Dialect::OpenaiChat, Dialect::OpenaiResponses, Dialect::Gemini];
 
+    /// The path prefix an agent's requests in this dialect carry that a provider's base URL
+    /// stands for: the OpenAI dialects' base URLs end in their version (`…/v1`), the others'
+    /// do not.
+    pub fn agent_prefix(self) -> &'static str {
+        match self {
+            Dialect::OpenaiChat | Dialect::OpenaiResponses => "/v1",
+            Dialect::Anthropic | Dialect::Gemini => "",
+        }
+    }
+
     /// The name used in providers files.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -109,13 +119,10 @@ impl Provider {
         if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) { authority.to_string() } else { format!("{authority}:{}", if tls { 443 } else { 80 }) }
     }
 
-    /// The path prefix the agent's requests carry that the base URL stands for: the OpenAI
-    /// dialects' base URLs end in their version (`…/v1`), the others' do not.
+    /// The path prefix the agent's requests carry that the base URL stands for (see
+    /// [`Dialect::agent_prefix`]).
     pub fn agent_prefix(&self) -> &'static str {
-        match self.dialect {
-            Dialect::OpenaiChat | Dialect::OpenaiResponses => "/v1",
-            Dialect::Anthropic | Dialect::Gemini => "",
-        }
+        self.dialect.agent_prefix()
     }
 }
 

@@ -452,10 +452,7 @@ impl DockerExecutor {
                 self.start_sidecar(&proxy_name, net, None, run.image, cmd, Vec::new(), lab.clone(), "the egress proxy").await?;
             }
             if let (Some(net), Some(g)) = (&net, gateway) {
-                let ca = match &g.route.provider.ca_file {
-                    Some(f) => Some(std::fs::read_to_string(f).with_context(|| format!("reading the certificate authority {} of the provider `{}`", f.display(), g.route.provider.name))?),
-                    None => None,
-                };
+                let ca = g.ca_pem()?;
                 let mut cmd = vec![layout::SHIM.to_string()];
                 cmd.extend(g.args("-", None, false));
                 cmd.extend(["--listen".into(), format!("0.0.0.0:{GATEWAY_PORT}")]);
