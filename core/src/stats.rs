@@ -293,6 +293,16 @@ where
     Ok(Transfer { cases: n, transferred, all_safe, all_unsafe, mixed, rate: transferred as f64 / n as f64, interval })
 }
 
+/// The value at quantile `q` (0–1) of `sorted` (ascending): the element at the nearest index
+/// to `q` × (n − 1); NaN when there is none. What every benchmark reports its medians and
+/// tails with.
+pub fn percentile(sorted: &[f64], q: f64) -> f64 {
+    if sorted.is_empty() {
+        return f64::NAN;
+    }
+    sorted[((sorted.len() - 1) as f64 * q).round() as usize]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -227,12 +227,8 @@ impl Gateway {
         record.side = record.dialect.is_none_or(|d| !Vocab::of_request(d, &request).is_main_loop());
         record.step = record.dialect.filter(|_| !record.side).map(|d| model::answered_calls(d, &request).len());
         record.request = request;
-        if let Some(log) = &self.log
-            && let Ok(mut line) = serde_json::to_vec(record)
-        {
-            line.push(b'\n');
-            let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = f.write_all(&line).and_then(|()| f.flush());
+        if let Some(log) = &self.log {
+            crate::append_record(log, record);
         }
     }
 

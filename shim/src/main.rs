@@ -85,6 +85,17 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Appends `record` to `log` as one JSON line, written whole under the lock and flushed, so
+/// records of concurrent connections never interleave. A failed write is dropped: the
+/// channel's reader sees what was written.
+pub(crate) fn append_record<W: std::io::Write>(log: &std::sync::Mutex<W>, record: &impl serde::Serialize) {
+    if let Ok(mut line) = serde_json::to_vec(record) {
+        line.push(b'\n');
+        let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
+        let _ = log.write_all(&line).and_then(|()| log.flush());
+    }
+}
+
 /// Value of `--flag value` in `args`.
 pub(crate) fn flag<'a>(args: &'a [String], name: &str) -> Option<&'a str> {
     args.iter().position(|a| a == name).and_then(|i| args.get(i + 1)).map(String::as_str)

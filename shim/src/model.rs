@@ -137,12 +137,8 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
 }
 
 fn write_record(s: &Shared, record: &ModelRecord) {
-    if let Some(log) = &s.log
-        && let Ok(mut line) = serde_json::to_vec(record)
-    {
-        line.push(b'\n');
-        let mut f = log.lock().unwrap_or_else(|e| e.into_inner());
-        let _ = f.write_all(&line);
+    if let Some(log) = &s.log {
+        crate::append_record(log, record);
     }
 }
 

@@ -78,10 +78,7 @@ pub fn main(args: &[String]) -> i32 {
         let (log, allow) = (log.clone(), allow.clone());
         std::thread::spawn(move || {
             let record = serve(conn, &allow);
-            let mut line = serde_json::to_vec(&record).expect("plain data");
-            line.push(b'\n');
-            let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-            let _ = log.write_all(&line).and_then(|()| log.flush());
+            crate::append_record(&log, &record);
         });
     }
     0

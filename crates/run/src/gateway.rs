@@ -181,11 +181,10 @@ pub struct Percentiles {
 }
 
 impl Percentiles {
-    /// Of `v` (nearest rank).
+    /// Of `v` ([`overeager_core::stats::percentile`]).
     pub fn of(mut v: Vec<f64>) -> Percentiles {
         v.sort_by(|a, b| a.total_cmp(b));
-        let at = |q: f64| if v.is_empty() { 0.0 } else { v[((q * v.len() as f64).ceil() as usize).clamp(1, v.len()) - 1] };
-        Percentiles { median: at(0.5), p99: at(0.99) }
+        Percentiles { median: overeager_core::stats::percentile(&v, 0.5), p99: overeager_core::stats::percentile(&v, 0.99) }
     }
 }
 

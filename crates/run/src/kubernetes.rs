@@ -199,13 +199,7 @@ impl KubeExecutor {
             made.policies.push(name.clone());
             let mut agent_env = run.agent.1.clone();
             if let Some((proxy_policy, proxy_pod)) = &manifests.proxy {
-                policies.create(&PostParams::default(), proxy_policy).await.context("creating the egress proxy's NetworkPolicy")?;
-                made.policies.push(proxy_name.clone());
-                made.pods.push(proxy_name.clone());
-                pods.create(&PostParams::default(), proxy_pod).await.context("creating the egress proxy's pod")?;
-                let proxy = self.wait_running(&pods, &proxy_name).await?;
-                let ip = proxy.ip.ok_or_else(|| anyhow!("the egress proxy's pod {proxy_name} has no IP address"))?;
-                self.wait_listening(&pods, &proxy_name).await?;
+                let ip = self.start_sidecar(&apis, &mut made, &proxy_name, proxy_policy, proxy_pod, "the egress proxy").await?;
                 agent_env.extend(docker::proxy_env(&format!("http://{ip}:{}", docker::PROXY_PORT)));
             }
             if let Some((gateway_policy, gateway_pod, secret)) = &manifests.gateway {
@@ -213,13 +207,7 @@ impl KubeExecutor {
                     secrets.create(&PostParams::default(), secret).await.context("creating the model gateway's Secret")?;
                     made.secrets.push(gateway_name.clone());
                 }
-                policies.create(&PostParams::default(), gateway_policy).await.context("creating the model gateway's NetworkPolicy")?;
-                made.policies.push(gateway_name.clone());
-                made.pods.push(gateway_name.clone());
-                pods.create(&PostParams::default(), gateway_pod).await.context("creating the model gateway's pod")?;
-                let started = self.wait_running(&pods, &gateway_name).await?;
-                let ip = started.ip.ok_or_else(|| anyhow!("the model gateway's pod {gateway_name} has no IP address"))?;
-                self.wait_listening(&pods, &gateway_name).await?;
+                let ip = self.start_sidecar(&apis, &mut made, &gateway_name, gateway_policy, gateway_pod, "the model gateway").await?;
                 // The agent's settings name the gateway; its pod resolves no name (no DNS).
                 if let Some(spec) = manifests.pod.spec.as_mut() {
                     spec.host_aliases = Some(vec![HostAlias { ip, hostnames: Some(vec![docker::GATEWAY_HOST.to_string()]) }]);
@@ -266,6 +254,21 @@ impl KubeExecutor {
         let done = result?;
         deleted?;
         Ok(done)
+    }
+
+    /// Starts a sidecar of a run (`what`: the egress proxy, the model gateway): its
+    /// NetworkPolicy first, then its pod, both noted in `made`; waits until it runs and
+    /// listens. Its IP address.
+    #[allow(clippy::too_many_arguments)]
+    async fn start_sidecar(&self, apis: &Apis, made: &mut Made, name: &str, policy: &NetworkPolicy, pod: &Pod, what: &str) -> Result<String> {
+        apis.policies.create(&PostParams::default(), policy).await.with_context(|| format!("creating {what}'s NetworkPolicy"))?;
+        made.policies.push(name.to_string());
+        made.pods.push(name.to_string());
+        apis.pods.create(&PostParams::default(), pod).await.with_context(|| format!("creating {what}'s pod"))?;
+        let started = self.wait_running(&apis.pods, name).await?;
+        let ip = started.ip.ok_or_else(|| anyhow!("{what}'s pod {name} has no IP address"))?;
+        self.wait_listening(&apis.pods, name).await?;
+        Ok(ip)
     }
 
     /// Waits until a sidecar (the egress proxy, the model gateway) says it listens (on

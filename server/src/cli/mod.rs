@@ -26,6 +26,7 @@ use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressStyle};
 use overeager_core::bundle::BundleManifest;
+use overeager_core::stats::percentile;
 use overeager_core::{PlayKind, Variant, Verdict, render_prompt};
 use rayon::prelude::*;
 use serde_json::json;
@@ -534,14 +535,6 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         bail!("{failures} run(s) failed");
     }
     Ok(ExitCode::SUCCESS)
-}
-
-fn percentile(sorted: &[f64], q: f64) -> f64 {
-    if sorted.is_empty() {
-        return f64::NAN;
-    }
-    let idx = ((sorted.len() - 1) as f64 * q).round() as usize;
-    sorted[idx]
 }
 
 fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
