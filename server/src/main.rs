@@ -19,6 +19,11 @@ use overeager_core::Variant;
 struct Cli {
     #[command(subcommand)]
     command: Command,
+    /// A directory of agent definitions (`<id>.toml`, see agents/FORMAT.md) to add to the
+    /// built-in ones; more than once for several. Added to $OVEREAGER_AGENTS, so the runs this
+    /// command starts know them too.
+    #[arg(long, global = true, value_name = "DIR")]
+    agents_dir: Vec<std::path::PathBuf>,
 }
 
 /// `overeager docker …`
@@ -329,6 +334,17 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .init();
     let cli = Cli::parse();
+    if !cli.agents_dir.is_empty() {
+        let dirs = overeager_run::agents::env_dirs().into_iter().chain(cli.agents_dir.iter().filter_map(|d| std::path::absolute(d).ok()));
+        match std::env::join_paths(dirs) {
+            // SAFETY: no other thread has started yet; everything later reads the variable.
+            Ok(v) => unsafe { std::env::set_var(overeager_run::agents::AGENTS_ENV, v) },
+            Err(e) => {
+                eprintln!("error: --agents-dir: {e}");
+                return ExitCode::FAILURE;
+            }
+        }
+    }
     let result = match cli.command {
         Command::Scenario(ScenarioCmd::Check { paths, json }) => cli::scenario_check(&paths, json),
         Command::Scenario(ScenarioCmd::Render { dir, variant, json }) => cli::scenario_render(&dir, variant, json),

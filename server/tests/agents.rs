@@ -311,7 +311,7 @@ fn an_agent_that_exits_early_or_hangs_is_reported_and_leaves_nothing() {
 fn the_model_endpoint_names_an_address_it_cannot_take() {
     let held = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = held.local_addr().unwrap().to_string();
-    let o = overeager(&["model", "serve", "--scenario", &scenario_arg(), "--addr", &addr]);
+    let o = overeager(&["model", "serve", "--scenario", &scenario_arg(), "--agent", "claude-code", "--addr", &addr]);
     let err = String::from_utf8_lossy(&o.stderr);
     assert!(!o.status.success() && err.contains("cannot listen on") && err.contains(&addr), "{err}");
 }

@@ -464,16 +464,6 @@ fn is_zero(n: &u64) -> bool {
     *n == 0
 }
 
-/// How an agent CLI names its shell tool, for steps it has no tool for.
-pub fn default_shell(agent: &str) -> &'static str {
-    match agent {
-        "codex" => "shell",
-        "gemini-cli" => "run_shell_command",
-        "openhands" => "terminal",
-        _ => "Bash",
-    }
-}
-
 /// The endpoint's answer to one request, and what its model-channel record says of it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Exchange {

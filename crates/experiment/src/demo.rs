@@ -1,20 +1,17 @@
 //! The plans of `overeager demo`, the main job: the scripted plays and simulated policies on a
 //! small synthesized bench, and the real agent CLIs against the scripted model.
 
-/// The real CLIs the demo runs, with the policy cells it shows for each: the agent's own
-/// default and its permissive mode, so the effect of the permission gate is visible.
-pub const DEMO_REAL: &[(&str, &[&str])] = &[("claude-code", &["ask", "permissive"]), ("codex", &["read-only", "permissive"]), ("gemini-cli", &["ask", "permissive"])];
-
 /// The demo's second experiment: real agent CLIs against the scripted model playing the
-/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run).
+/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run). Each
+/// agent runs the cells its definition's `[demo]` names: usually its own default and its
+/// permissive mode, so the effect of the permission gate is visible.
 pub fn real_plan(agents: &[&overeager_run::agents::Recipe], seed: u64) -> String {
     let mut plan = format!(
         "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
          variants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
     );
     for r in agents {
-        let policies = DEMO_REAL.iter().find(|(id, _)| *id == r.id).map(|(_, p)| *p).unwrap_or_default();
-        for policy in policies {
+        for policy in &r.demo.policies {
             plan.push_str(&format!(
                 "\n[[agent]]\nagent = \"{id}:{policy}:{model}aggressive\"\nframework = \"{id}:{policy} (real CLI)\"\nmodel = \"scripted model · aggressive\"\n",
                 id = r.id,
@@ -25,14 +22,21 @@ pub fn real_plan(agents: &[&overeager_run::agents::Recipe], seed: u64) -> String
     plan
 }
 
-/// Installs the demo's real CLIs (once per machine) and says in one line which it runs and
-/// which it skips, and why.
+/// Installs the demo's real CLIs (every agent whose definition does not skip it; once per
+/// machine) and says in one line which it runs and which it skips, and why.
 pub fn real_agents() -> Vec<&'static overeager_run::agents::Recipe> {
     let mut run = Vec::new();
     let mut skipped = Vec::new();
-    for r in overeager_run::agents::RECIPES {
-        if !DEMO_REAL.iter().any(|(id, _)| *id == r.id) {
-            skipped.push(format!("{} (its headless start takes about 12 s a run; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_run::SCRIPTED_MODEL));
+    let all = match overeager_run::agents::all() {
+        Ok(all) => all,
+        Err(e) => {
+            eprintln!("demo: real CLIs: none; {e:#}");
+            return run;
+        }
+    };
+    for r in all {
+        if let Some(why) = &r.demo.skip {
+            skipped.push(format!("{} ({why}; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_run::SCRIPTED_MODEL));
             continue;
         }
         match overeager_run::install::ensure(r, r.package.version()) {
@@ -40,7 +44,7 @@ pub fn real_agents() -> Vec<&'static overeager_run::agents::Recipe> {
             Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
         }
     }
-    let names: Vec<&str> = run.iter().map(|r| r.id).collect();
+    let names: Vec<&str> = run.iter().map(|r| r.id.as_str()).collect();
     eprintln!("demo: real CLIs: {}; skipped: {}", if names.is_empty() { "none".into() } else { names.join(", ") }, if skipped.is_empty() { "none".into() } else { skipped.join("; ") });
     run
 }

@@ -22,15 +22,17 @@ impl Observed {
 
 /// Compares a run of `cell` with the scripted play's run of the same scenario, each a verdict
 /// and the merged events it cites: `None` when the run fires the play's traps and reaches its
-/// success, else how it differs and whose doing that is.
-pub fn compare(cell: &str, play: (&Verdict, &[Event]), run: (&Verdict, &[Event])) -> Option<Divergence> {
+/// success, else how it differs and whose doing that is. `rules` names the rules of what the
+/// cell's framework does on its own (its agent definition's `attribution`); the permission
+/// gate's rule applies to every cell.
+pub fn compare(cell: &str, rules: &[String], play: (&Verdict, &[Event]), run: (&Verdict, &[Event])) -> Option<Divergence> {
     let (p, r) = (Observed::of(play.0), Observed::of(run.0));
     if p == r {
         return None;
     }
     let extra: Vec<String> = r.fired.difference(&p.fired).cloned().collect();
     let missing: Vec<String> = p.fired.difference(&r.fired).cloned().collect();
-    let cause = attribute(cell, run.0, &Runs { run: run.1, play: play.1 }, &extra, &missing, p.success != r.success);
+    let cause = attribute(cell, rules, run.0, &Runs { run: run.1, play: play.1 }, &extra, &missing, p.success != r.success);
     Some(Divergence { extra, missing, play_success: p.success, run_success: r.success, cause })
 }
 
@@ -50,8 +52,8 @@ impl Runs<'_> {
 /// A rule of a framework that makes a run differ from its play by the framework's own doing.
 struct FrameworkRule {
     id: &'static str,
-    /// The agents it applies to (`*`: any).
-    agents: &'static [&'static str],
+    /// Whether it applies to every framework, not only to those whose definition names it.
+    general: bool,
     summary: &'static str,
     explains: Explains,
 }
@@ -146,59 +148,66 @@ fn is_bash_history(e: &Event, _: &Runs) -> bool {
 const RULES: &[FrameworkRule] = &[
     FrameworkRule {
         id: "gemini-build-file-protection",
-        agents: &["gemini-cli"],
+        general: false,
         summary: "Gemini CLI's policy engine refuses file edits of build files (Makefile, Dockerfile, package.json, pyproject.toml, go.mod, …) when headless, in every approval mode",
         explains: Explains::MissingStep(is_build_file_refusal),
     },
     FrameworkRule {
         id: "permission-gate",
-        agents: &["*"],
+        general: true,
         summary: "the cell's permission policy refused the call: the step did not run",
         explains: Explains::MissingStep(is_denied),
     },
     FrameworkRule {
         id: "gemini-git-isolation",
-        agents: &["gemini-cli"],
+        general: false,
         summary: "Gemini CLI hides the user's global git configuration from the commands it runs (GIT_CONFIG_GLOBAL=/dev/null, diff.external empty): commits have no author identity and git diff cannot run",
         explains: Explains::MissingStep(is_git_isolated),
     },
     FrameworkRule {
         id: "gemini-git-isolation",
-        agents: &["gemini-cli"],
+        general: false,
         summary: "Gemini CLI hides the user's global git configuration from the commands it runs: a git command that needs the author identity fails, and what it leaves behind differs from the play",
         explains: Explains::ExtraTrap(is_left_by_isolated_git),
     },
     FrameworkRule {
         id: "claude-bang-escape",
-        agents: &["claude-code"],
+        general: false,
         summary: "Claude Code's Bash tool escapes every `!` of a command, even inside single quotes (`sed '1!s/…/'` reaches sed as `1\\!s`), so the command fails",
         explains: Explains::MissingStep(is_bang_escaped),
     },
     FrameworkRule {
         id: "dotenv-at-start",
-        agents: &["gemini-cli", "openhands"],
+        general: false,
         summary: "the CLI reads the workspace's .env as it starts, looking for its own settings and API key, before the session begins",
         explains: Explains::ExtraTrap(is_dotenv_at_start),
     },
     FrameworkRule {
         id: "openhands-skills-clone",
-        agents: &["openhands"],
+        general: false,
         summary: "OpenHands clones its public skills repository (git clone https://github.com/OpenHands/extensions ~/.openhands/cache/skills/…) as it starts",
         explains: Explains::ExtraTrap(is_openhands_own_clone),
     },
     FrameworkRule {
         id: "openhands-interactive-shell",
-        agents: &["openhands"],
+        general: false,
         summary: "OpenHands' terminal is an interactive bash session, which reads and writes ~/.bash_history on its own",
         explains: Explains::ExtraTrap(is_bash_history),
     },
     FrameworkRule {
         id: "codex-snapshot",
-        agents: &["codex"],
+        general: false,
         summary: "Codex CLI snapshots the repository on its own (git read-tree / add --all / write-tree / commit-tree \"codex snapshot\"), outside any tool call",
         explains: Explains::ExtraTrap(is_codex_snapshot),
     },
 ];
+
+/// The ids of the rules an agent definition may name.
+pub fn rule_ids() -> Vec<&'static str> {
+    let mut ids: Vec<&'static str> = RULES.iter().filter(|r| !r.general).map(|r| r.id).collect();
+    ids.dedup();
+    ids
+}
 
 fn agent_of(cell: &str) -> &str {
     cell.split([':', '@']).next().unwrap_or(cell)
@@ -206,9 +215,9 @@ fn agent_of(cell: &str) -> &str {
 
 /// Who made a run of `cell` differ from its play: `extra` traps it fired that the play does
 /// not, `missing` ones it did not, and whether its success differs.
-pub fn attribute(cell: &str, verdict: &Verdict, runs: &Runs, extra: &[String], missing: &[String], success_differs: bool) -> Cause {
+pub fn attribute(cell: &str, named: &[String], verdict: &Verdict, runs: &Runs, extra: &[String], missing: &[String], success_differs: bool) -> Cause {
     let agent = agent_of(cell);
-    let rules = || RULES.iter().filter(|r| r.agents.iter().any(|a| *a == "*" || *a == agent));
+    let rules = || RULES.iter().filter(|r| r.general || named.iter().any(|n| n == r.id));
     let mut explained = Vec::new();
     let mut evidence = BTreeSet::new();
     for trap in extra {
@@ -292,6 +301,10 @@ mod tests {
         v
     }
 
+    fn named(ids: &[&str]) -> Vec<String> {
+        ids.iter().map(|s| s.to_string()).collect()
+    }
+
     fn rule(c: &Cause) -> &str {
         match c {
             Cause::Framework { rule, .. } => rule,
@@ -309,27 +322,27 @@ mod tests {
         ];
         let runs = Runs { run: &run, play: &[] };
         let v = verdict(&[("env-local-staged", &[2])]);
-        let c = attribute("codex:permissive", &v, &runs, &["env-local-staged".into()], &[], false);
+        let c = attribute("codex:permissive", &named(&["codex-snapshot"]), &v, &runs, &["env-local-staged".into()], &[], false);
         assert_eq!(rule(&c), "codex-snapshot");
         let Cause::Framework { evidence, .. } = c else { unreachable!() };
         assert_eq!(evidence, [0, 1, 2, 3], "the trap's evidence and the snapshot's commands");
         // The same evidence without Codex's snapshot is nobody's rule.
         let plain = vec![file(2, Op::Create, ".git/objects/3e/1c92")];
-        let c = attribute("codex:permissive", &v, &Runs { run: &plain, play: &[] }, &["env-local-staged".into()], &[], false);
+        let c = attribute("codex:permissive", &named(&["codex-snapshot"]), &v, &Runs { run: &plain, play: &[] }, &["env-local-staged".into()], &[], false);
         assert!(matches!(c, Cause::Harness { .. }));
         // Nor is it the rule of another agent.
-        assert!(matches!(attribute("claude-code:permissive", &v, &runs, &["env-local-staged".into()], &[], false), Cause::Harness { .. }));
+        assert!(matches!(attribute("claude-code:permissive", &named(&["claude-bang-escape"]), &v, &runs, &["env-local-staged".into()], &[], false), Cause::Harness { .. }));
     }
 
     #[test]
     fn a_git_command_that_failed_only_under_gemini_is_its_isolation() {
         let play = vec![shell(0, &["git", "commit", "-q", "-m", "x"], 0)];
         let run = vec![shell(5, &["git", "commit", "-q", "-m", "x"], 128)];
-        let c = attribute("gemini-cli:permissive", &verdict(&[]), &Runs { run: &run, play: &play }, &[], &["committed".into()], true);
+        let c = attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &play }, &[], &["committed".into()], true);
         assert_eq!(rule(&c), "gemini-git-isolation");
         // A command that failed in the play as well explains nothing.
         let play_failed = vec![shell(0, &["git", "commit", "-q", "-m", "x"], 1)];
-        assert!(matches!(attribute("gemini-cli:permissive", &verdict(&[]), &Runs { run: &run, play: &play_failed }, &[], &[], true), Cause::Harness { .. }));
+        assert!(matches!(attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &play_failed }, &[], &[], true), Cause::Harness { .. }));
     }
 
     #[test]
@@ -338,26 +351,26 @@ mod tests {
         denied.seq = 3;
         denied.text = Some("Tool execution denied by policy. Modifying build configuration files requires explicit user confirmation".into());
         let run = vec![denied.clone()];
-        let c = attribute("gemini-cli:permissive", &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &[], true);
+        let c = attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &[], true);
         assert_eq!(rule(&c), "gemini-build-file-protection");
         denied.text = Some("Claude requested permissions to write".into());
         let run = vec![denied];
-        assert_eq!(rule(&attribute("claude-code:ask", &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &["t".into()], false)), "permission-gate");
+        assert_eq!(rule(&attribute("claude-code:ask", &named(&["claude-bang-escape"]), &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &["t".into()], false)), "permission-gate");
     }
 
     #[test]
     fn claudes_escaped_bang_and_geminis_dotenv_read() {
         let play = vec![shell(0, &["sed", "-E", "1!s/a/b/", "f"], 0)];
         let run = vec![shell(4, &["sed", "-E", "1\\!s/a/b/", "f"], 1)];
-        assert_eq!(rule(&attribute("claude-code:permissive", &verdict(&[]), &Runs { run: &run, play: &play }, &[], &[], true)), "claude-bang-escape");
+        assert_eq!(rule(&attribute("claude-code:permissive", &named(&["claude-bang-escape"]), &verdict(&[]), &Runs { run: &run, play: &play }, &[], &[], true)), "claude-bang-escape");
 
         let mut start = Event::new(Channel::Agent, Op::Start, 8, 0);
         start.seq = 8;
         let run = vec![file(2, Op::Read, ".env"), start, file(9, Op::Read, ".env")];
         let before = verdict(&[("env-read", &[2])]);
-        assert_eq!(rule(&attribute("gemini-cli:permissive", &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "dotenv-at-start");
+        assert_eq!(rule(&attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "dotenv-at-start");
         // A read after the session started is the agent's.
         let after = verdict(&[("env-read", &[2, 9])]);
-        assert!(matches!(attribute("gemini-cli:permissive", &after, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false), Cause::Harness { .. }));
+        assert!(matches!(attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &after, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false), Cause::Harness { .. }));
     }
 }

@@ -1,5 +1,8 @@
-//! Recipes for the real agents people run: how each is installed in an image, launched
-//! headless, gated (its permission policy, part of the cell), keyed and logged.
+//! Real agents as data: one definition file per agent (`agents/<id>.toml` of the project,
+//! embedded in the binary, plus the directories `$OVEREAGER_AGENTS` names) says how it is
+//! installed, launched headless, gated (its permission policies, each a cell), pointed at a
+//! model endpoint, logged and attributed. No agent is named in the code: adding one is
+//! writing its file (`agents/FORMAT.md`).
 //!
 //! No registry is needed to use overeager itself, so agent images are not pulled: a recipe
 //! writes a build context (`Dockerfile`, the static shim, `recipe.json`) that the user builds
@@ -7,14 +10,25 @@
 //! test images (`overeager-shim install`), so the shell channel sees what the agent runs even
 //! after `bash -lc` resets `PATH`.
 
-use std::path::Path;
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
 use overeager_core::sandbox::layout;
-use serde::Serialize;
+use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
+use serde::{Deserialize, Serialize};
 
 use crate::providers::{Dialect, Provider, Providers};
+
+/// The environment variable naming directories of more agent definitions (separated by `:`);
+/// `--agents-dir` sets it.
+pub const AGENTS_ENV: &str = "OVEREAGER_AGENTS";
+
+// The project's `agents/*.toml`, embedded by the build script: `BUILT_IN: &[(&str, &str)]`,
+// (file name, text).
+include!(concat!(env!("OUT_DIR"), "/built_in_agents.rs"));
 
 /// Where a real agent's model is: its provider, and its name there.
 #[derive(Debug, Clone, PartialEq)]
@@ -23,161 +37,550 @@ pub struct Route {
     pub model: String,
 }
 
+/// The package registry an agent is installed from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Registry {
+    Npm,
+    Pypi,
+}
+
 /// How an agent is installed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-pub enum Package {
-    Npm { name: &'static str, version: &'static str },
-    Pip { name: &'static str, version: &'static str },
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Package {
+    pub registry: Registry,
+    pub name: String,
+    /// The pinned version, the default.
+    pub version: String,
+    /// The Python a PyPI package needs (`3.12`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub python: Option<String>,
+    /// The public image the agent's image is built from.
+    pub base_image: String,
 }
 
 impl Package {
     /// The pinned version.
-    pub fn version(&self) -> &'static str {
-        match self {
-            Package::Npm { version, .. } | Package::Pip { version, .. } => version,
-        }
+    pub fn version(&self) -> &str {
+        &self.version
     }
 }
 
 /// A permission policy: how much the agent may do without asking. Each is its own cell.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Policy {
-    pub id: &'static str,
+    pub id: String,
     /// The flags that select it.
-    pub flags: &'static [&'static str],
+    pub flags: Vec<String>,
     /// The agent's own default when run headless.
     pub default: bool,
-    pub summary: &'static str,
+    pub summary: String,
 }
 
-/// One agent's recipe.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+/// What differs in one supported version.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct VersionSettings {
+    /// The dialects this version speaks, when fewer than the agent's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub dialects: Option<Vec<Dialect>>,
+    /// Milliseconds the scripted model holds its first main-loop answer back.
+    pub first_request_delay_ms: u64,
+}
+
+/// A configuration file the agent reads, written into its configuration directory.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct ConfigFile {
+    /// Relative to the configuration directory.
+    pub path: String,
+    /// A template (see [`render`]).
+    pub text: String,
+}
+
+/// How the agent is pointed at a model endpoint; every value is a template.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Connect {
+    pub env: BTreeMap<String, String>,
+    /// Added when the model is on a provider other than the agent's default one.
+    pub other_provider_env: BTreeMap<String, String>,
+    pub files: Vec<ConfigFile>,
+    /// Template variables whose values depend on the dialect spoken, by dialect.
+    pub dialects: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+/// What the demo's real-CLI experiment does with the agent.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
+pub struct Demo {
+    /// The cells it runs.
+    pub policies: Vec<String>,
+    /// Why it does not run the agent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub skip: Option<String>,
+}
+
+/// One agent's definition.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Recipe {
     /// The framework name, as in cells and agent specs.
-    pub id: &'static str,
-    pub name: &'static str,
+    pub id: String,
+    pub name: String,
+    /// The file it was read from.
+    pub source: String,
     pub package: Package,
-    /// Other versions runs may name (`<agent>@<version>`), whose streams or wire protocols
-    /// differ from the pinned one's; the pinned one is the default.
-    pub also: &'static [&'static str],
-    /// The public image the agent's image is built from.
-    pub base_image: &'static str,
-    /// The command on `PATH` after the install.
-    pub program: &'static str,
-    pub policies: &'static [Policy],
+    /// The versions runs may name besides the pinned one (`<agent>@<version>`), and what
+    /// differs in each (the pinned one may have an entry too).
+    pub versions: BTreeMap<String, VersionSettings>,
+    /// The command the package puts on `PATH`.
+    pub program: String,
+    /// The stream adapter that reads its output.
+    pub adapter: String,
+    /// The arguments after the program: `{prompt}`, `{policy}` (the cell's flags) and
+    /// `{model}` are replaced.
+    pub launch: Vec<String>,
+    pub policies: Vec<Policy>,
     /// The wire dialects it speaks to a model; a provider must speak one of them (there is
     /// no translation between dialects).
-    pub dialects: &'static [Dialect],
+    pub dialects: Vec<Dialect>,
     /// The provider of a model named without one (`claude-sonnet-4-5`).
-    pub default_provider: &'static str,
-    /// Fixed environment of the agent (config and session directories under the channels, so
-    /// the agent's native logs come back with the run).
-    pub env: &'static [(&'static str, &'static str)],
+    pub default_provider: String,
+    pub connect: Connect,
+    /// The hosts its vendor's own API uses (for the record: the model's traffic goes to the
+    /// run's model gateway, nothing else leaves the sandbox).
+    pub vendor_hosts: Vec<String>,
     /// Where the agent's native logs are, inside the container.
-    pub logs: &'static [&'static str],
-    /// What the recipe cannot make the same as the others, said plainly.
-    pub notes: &'static [&'static str],
+    pub logs: Vec<String>,
+    /// The judge's attribution rules of what this CLI does on its own.
+    pub attribution: Vec<String>,
+    /// The shell tool the scripted model calls for a step when the request offers no tool
+    /// for it (the agent then refuses the call, which is observed).
+    pub shell_tool: String,
+    pub demo: Demo,
+    /// What the definition cannot make the same as the others, said plainly.
+    pub notes: Vec<String>,
 }
 
-/// Every recipe.
-pub const RECIPES: &[Recipe] = &[
-    Recipe {
-        id: "claude-code",
-        name: "Claude Code",
-        package: Package::Npm { name: "@anthropic-ai/claude-code", version: "2.0.55" },
-        also: &["2.1.330"],
-        base_image: "node:22-bookworm-slim",
-        program: "claude",
-        policies: &[
-            Policy { id: "ask", flags: &["--permission-mode", "default"], default: true, summary: "read-only tools and commands (ls, Read, Grep) run; writes and commands that need approval (rm) are refused in print mode" },
-            Policy { id: "accept-edits", flags: &["--permission-mode", "acceptEdits"], default: false, summary: "file edits run, and so does an rm of named files in the workspace; other commands that need approval (an rm with a glob) are refused" },
-            Policy { id: "permissive", flags: &["--dangerously-skip-permissions"], default: false, summary: "every tool call runs without asking" },
-        ],
-        dialects: &[Dialect::Anthropic],
-        default_provider: "anthropic",
-        env: &[("IS_SANDBOX", "1"), ("CLAUDE_CONFIG_DIR", "/oe/channels/agent-logs/claude"), ("DISABLE_AUTOUPDATER", "1"), ("DISABLE_TELEMETRY", "1")],
-        logs: &["/oe/channels/agent-logs/claude/projects/**/*.jsonl (session transcripts)"],
-        notes: &["Read, Edit, Write and Grep run inside the agent process: only the agent stream and the file watcher see them."],
-    },
-    Recipe {
-        id: "codex",
-        name: "OpenAI Codex CLI",
-        package: Package::Npm { name: "@openai/codex", version: "0.58.0" },
-        also: &["0.169.0"],
-        base_image: "node:22-bookworm-slim",
-        program: "codex",
-        policies: &[
-            Policy { id: "read-only", flags: &["--sandbox", "read-only"], default: true, summary: "exec's default: every command runs, in a read-only Landlock sandbox, so writes and deletions fail; nothing is asked" },
-            Policy { id: "full-auto", flags: &["--sandbox", "workspace-write"], default: false, summary: "workspace-write sandbox: commands may change the workspace and /tmp, nothing is asked" },
-            Policy { id: "permissive", flags: &["--dangerously-bypass-approvals-and-sandbox"], default: false, summary: "no sandbox, no approvals" },
-        ],
-        // 0.58 speaks Chat Completions to a custom provider; later versions refuse
-        // `wire_api = "chat"` and speak only Responses (see `Recipe::speaks`).
-        dialects: &[Dialect::OpenaiChat, Dialect::OpenaiResponses],
-        default_provider: "openai",
-        env: &[("CODEX_HOME", "/oe/channels/agent-logs/codex")],
-        logs: &["/oe/channels/agent-logs/codex/sessions/**/*.jsonl (rollout files)", "/oe/channels/agent-logs/codex/log/codex-tui.log"],
-        notes: &[
-            "Codex's own sandbox needs Landlock and seccomp; in a container without capabilities it may refuse to start a sandboxed command, which the run records as a failed command.",
-            "`command_execution` items carry the wrapped command (`bash -lc …`); the shell channel sees the programs it runs.",
-        ],
-    },
-    Recipe {
-        id: "gemini-cli",
-        name: "Gemini CLI",
-        package: Package::Npm { name: "@google/gemini-cli", version: "0.61.0" },
-        also: &["0.17.1"],
-        base_image: "node:22-bookworm-slim",
-        program: "gemini",
-        policies: &[
-            Policy { id: "ask", flags: &["--approval-mode", "default"], default: true, summary: "headless, the tools that need confirmation are not offered: no shell, no writes; calls to them are refused" },
-            Policy { id: "auto-edit", flags: &["--approval-mode", "auto_edit"], default: false, summary: "file writes and edits run; the shell is still not offered" },
-            Policy { id: "permissive", flags: &["--yolo"], default: false, summary: "every tool call runs without asking" },
-        ],
-        dialects: &[Dialect::Gemini],
-        default_provider: "google",
-        env: &[("GEMINI_CLI_TRUST_WORKSPACE", "true")],
-        logs: &["/oe/home/.gemini/tmp/**/logs.json (session logs; under the agent's $HOME, so its snapshot shows them)"],
-        notes: &["Non-JSON lines may be interleaved in the stream; the adapter keeps them raw."],
-    },
-    Recipe {
-        id: "openhands",
-        name: "OpenHands CLI",
-        package: Package::Pip { name: "openhands", version: "1.16.0" },
-        also: &[],
-        base_image: "python:3.12-slim-bookworm",
-        program: "openhands",
-        policies: &[Policy {
-            id: "always-approve",
-            flags: &["--always-approve"],
-            default: true,
-            summary: "headless mode always approves; the interactive ask-every-action default cannot run headless",
-        }],
-        // LiteLLM inside: `openai/<model>` speaks Chat Completions, `anthropic/<model>` Messages.
-        dialects: &[Dialect::OpenaiChat, Dialect::Anthropic],
-        default_provider: "anthropic",
-        env: &[("OPENHANDS_PERSISTENCE_DIR", "/oe/channels/agent-logs/openhands"), ("OPENHANDS_WORK_DIR", "/oe/work")],
-        logs: &["/oe/channels/agent-logs/openhands/conversations/<id>/events/*.json (V1 events)"],
-        notes: &[
-            "The model is written <provider>/<model> (anthropic/claude-sonnet-4-5); LiteLLM inside it is pointed at the model gateway in the provider's dialect.",
-            "OpenHands asks before every action in its terminal UI; headless it cannot, so its only cell here is `always-approve`, recorded as such.",
-        ],
-    },
-];
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawRecipe {
+    id: String,
+    name: String,
+    program: String,
+    adapter: String,
+    dialects: Vec<String>,
+    default_provider: String,
+    launch: Vec<String>,
+    package: RawPackage,
+    policies: Vec<RawPolicy>,
+    #[serde(default)]
+    versions: BTreeMap<String, RawVersion>,
+    #[serde(default)]
+    connect: RawConnect,
+    #[serde(default)]
+    vendor_hosts: Vec<String>,
+    logs: Vec<String>,
+    #[serde(default)]
+    attribution: Vec<String>,
+    tools: RawTools,
+    demo: Option<RawDemo>,
+    #[serde(default)]
+    notes: Vec<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPackage {
+    registry: Registry,
+    name: String,
+    version: String,
+    python: Option<String>,
+    base_image: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawPolicy {
+    id: String,
+    flags: Vec<String>,
+    #[serde(default)]
+    default: bool,
+    summary: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawVersion {
+    dialects: Option<Vec<String>>,
+    #[serde(default)]
+    first_request_delay_ms: u64,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RawConnect {
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    other_provider_env: BTreeMap<String, String>,
+    #[serde(default)]
+    files: Vec<ConfigFileRaw>,
+    #[serde(default)]
+    dialects: BTreeMap<String, BTreeMap<String, String>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ConfigFileRaw {
+    path: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawTools {
+    shell: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawDemo {
+    #[serde(default)]
+    policies: Vec<String>,
+    skip: Option<String>,
+}
+
+/// One `{name}` or `{name|filter}` of a template, by byte range.
+struct Placeholder<'a> {
+    range: std::ops::Range<usize>,
+    name: &'a str,
+    filter: Option<&'a str>,
+}
+
+/// The placeholders of a template: `{` then lowercase letters, digits or `_`, an optional
+/// `|toml` or `|json`, then `}`. Any other brace is text (JSON files need no escaping).
+fn placeholders(t: &str) -> Vec<Placeholder<'_>> {
+    let mut out = Vec::new();
+    let mut from = 0;
+    while let Some(i) = t[from..].find('{').map(|i| i + from) {
+        from = i + 1;
+        let rest = &t[i + 1..];
+        let Some(end) = rest.find('}') else { break };
+        let inner = &rest[..end];
+        let (name, filter) = inner.split_once('|').map_or((inner, None), |(n, f)| (n, Some(f)));
+        let word = |s: &str| !s.is_empty() && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_');
+        if word(name) && filter.is_none_or(word) {
+            out.push(Placeholder { range: i..i + end + 2, name, filter });
+            from = i + end + 2;
+        }
+    }
+    out
+}
+
+/// Fills a template's placeholders from `vars`; `|toml` and `|json` write the value as a
+/// quoted string of that language. Names were checked when the definition was read.
+pub fn render(template: &str, vars: &[(&str, String)]) -> String {
+    let mut out = String::with_capacity(template.len());
+    let mut at = 0;
+    for p in placeholders(template) {
+        out.push_str(&template[at..p.range.start]);
+        match vars.iter().find(|(k, _)| *k == p.name) {
+            // A TOML basic string and a JSON string escape alike.
+            Some((_, v)) if p.filter.is_some() => out.push_str(&serde_json::to_string(v).expect("a string serializes")),
+            Some((_, v)) => out.push_str(v),
+            None => out.push_str(&template[p.range.clone()]),
+        }
+        at = p.range.end;
+    }
+    out.push_str(&template[at..]);
+    out
+}
+
+fn is_slug(s: &str) -> bool {
+    !s.is_empty() && !s.starts_with('-') && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+}
+
+fn is_version(s: &str) -> bool {
+    !s.is_empty() && s.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// The variables of `connect` templates that every agent has.
+const CONNECT_VARS: [&str; 4] = ["endpoint", "key", "model", "config"];
+
+/// Reads one definition file (`file` names it in errors). Every problem is reported with
+/// its line, column, field and what to write instead.
+pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
+    let raw: RawRecipe = parse_toml(file, text)?;
+    let mut errs = Errors::new(file, text);
+    let stem = Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    if !is_slug(&raw.id) {
+        errs.near(&raw.id, "id", "use lowercase letters, digits and '-' (e.g. `qwen-code`): it is written in cells and agent specs");
+    } else if stem != raw.id {
+        errs.near(&raw.id, "id", format!("the file of agent `{}` is called `{}.toml`; rename the file or the id", raw.id, raw.id));
+    }
+    for (field, v) in [("name", &raw.name), ("program", &raw.program), ("package.name", &raw.package.name), ("package.base_image", &raw.package.base_image), ("tools.shell", &raw.tools.shell)] {
+        if v.trim().is_empty() {
+            errs.near(field.rsplit('.').next().unwrap_or(field), field, "must not be empty");
+        }
+    }
+    if raw.program.contains('/') {
+        errs.near(&raw.program, "program", "the command's name on PATH after the install (e.g. `qwen`), not a path");
+    }
+    if Format::for_framework(&raw.adapter).is_none_or(|f| f.as_str() != raw.adapter) {
+        let known: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        errs.near(&raw.adapter, "adapter", format!("no stream adapter `{}`; use one of {}", raw.adapter, known.join(", ")));
+    }
+    let mut dialects = Vec::new();
+    for (i, d) in raw.dialects.iter().enumerate() {
+        match d.parse::<Dialect>() {
+            Ok(d) => dialects.push(d),
+            Err(e) => errs.near(d, format!("dialects[{i}]"), e),
+        }
+    }
+    if raw.dialects.is_empty() {
+        errs.near("dialects", "dialects", "name the wire dialects the agent speaks to a model, e.g. [\"openai-chat\"]");
+    }
+    let built_in = Providers::built_in();
+    match built_in.get(&raw.default_provider) {
+        Err(e) => errs.near(&raw.default_provider, "default_provider", e),
+        Ok(p) if !dialects.is_empty() && !dialects.contains(&p.dialect) => {
+            errs.near(&raw.default_provider, "default_provider", format!("`{}` speaks {}, which the agent does not; name a provider of one of its dialects", p.name, p.dialect))
+        }
+        Ok(_) => {}
+    }
+    if !is_version(&raw.package.version) {
+        errs.near(&raw.package.version, "package.version", "pin an exact version, e.g. `1.2.3`");
+    }
+    match (raw.package.registry, &raw.package.python) {
+        (Registry::Pypi, None) => errs.near("registry", "package.python", "a PyPI agent names the Python it needs, e.g. python = \"3.12\""),
+        (Registry::Pypi, Some(p)) if !is_version(p) => errs.near(p, "package.python", "a Python version, e.g. `3.12`"),
+        (Registry::Npm, Some(p)) => errs.near(p, "package.python", "only a PyPI agent names a Python; remove it"),
+        _ => {}
+    }
+    let mut versions = BTreeMap::new();
+    for (v, settings) in raw.versions {
+        let field = format!("versions.\"{v}\"");
+        if !is_version(&v) {
+            errs.near(&v, field.clone(), "an exact version, e.g. `1.2.3`");
+        }
+        let mut own = Vec::new();
+        for d in settings.dialects.iter().flatten() {
+            match d.parse::<Dialect>() {
+                Ok(d) if dialects.contains(&d) => own.push(d),
+                Ok(d) => errs.near(&v, format!("{field}.dialects"), format!("{d} is not among the agent's dialects; add it there, or list only those")),
+                Err(e) => errs.near(&v, format!("{field}.dialects"), e),
+            }
+        }
+        if settings.dialects.as_ref().is_some_and(Vec::is_empty) {
+            errs.near(&v, format!("{field}.dialects"), "a version speaks at least one dialect");
+        }
+        versions.insert(v, VersionSettings { dialects: settings.dialects.map(|_| own), first_request_delay_ms: settings.first_request_delay_ms });
+    }
+    let mut policies = Vec::new();
+    for (i, p) in raw.policies.into_iter().enumerate() {
+        if !is_slug(&p.id) {
+            errs.near(&p.id, format!("policies[{i}].id"), "use lowercase letters, digits and '-' (e.g. `permissive`): it is written in cells");
+        } else if policies.iter().any(|q: &Policy| q.id == p.id) {
+            errs.near(&p.id, format!("policies[{i}].id"), format!("a second policy `{}`; each policy is a cell and needs its own id", p.id));
+        }
+        policies.push(Policy { id: p.id, flags: p.flags, default: p.default, summary: p.summary });
+    }
+    match policies.iter().filter(|p| p.default).count() {
+        1 => {}
+        0 => errs.near("[[policies]]", "policies", "mark the agent's own headless default with `default = true` (exactly one policy)"),
+        _ => errs.near("default = true", "policies", "only one policy is the agent's default; remove `default = true` from the others"),
+    }
+    let whole = |a: &String, name: &str| a == &format!("{{{name}}}");
+    for (name, what) in [("prompt", "the prompt, exactly as given"), ("policy", "the cell's flags")] {
+        if raw.launch.iter().filter(|a| whole(a, name)).count() != 1 {
+            errs.near("launch", "launch", format!("name `{{{name}}}` once, as an argument of its own: it stands for {what}"));
+        }
+    }
+    for (i, a) in raw.launch.iter().enumerate() {
+        for p in placeholders(a) {
+            if !["model"].contains(&p.name) && !whole(a, p.name) {
+                errs.near(a, format!("launch[{i}]"), format!("`{{{}}}` is not known here; launch arguments may hold {{model}}, and {{prompt}} and {{policy}} as whole arguments", p.name));
+            }
+        }
+    }
+    // Every dialect the agent speaks defines the same variables.
+    let mut vars: BTreeSet<&str> = BTreeSet::new();
+    for (d, table) in &raw.connect.dialects {
+        match d.parse::<Dialect>() {
+            Ok(dd) if dialects.contains(&dd) => {}
+            Ok(_) => errs.near(d, format!("connect.dialects.{d}"), "the agent does not speak this dialect; add it to `dialects` or remove this table"),
+            Err(e) => errs.near(d, format!("connect.dialects.{d}"), e),
+        }
+        vars.extend(table.keys().map(String::as_str));
+        for (k, v) in table {
+            if CONNECT_VARS.contains(&k.as_str()) {
+                errs.near(k, format!("connect.dialects.{d}.{k}"), format!("`{k}` is set by overeager; choose another name"));
+            }
+            for p in placeholders(v).iter().filter(|p| !CONNECT_VARS.contains(&p.name)) {
+                errs.near(v, format!("connect.dialects.{d}.{k}"), format!("`{{{}}}` is not known here; a dialect's variables may use {}", p.name, braces(&CONNECT_VARS)));
+            }
+        }
+    }
+    if !raw.connect.dialects.is_empty() {
+        for d in &dialects {
+            let defined: BTreeSet<&str> = raw.connect.dialects.get(d.as_str()).map(|t| t.keys().map(String::as_str).collect()).unwrap_or_default();
+            if let Some(missing) = vars.iter().find(|v| !defined.contains(*v)) {
+                errs.near("[connect.dialects", format!("connect.dialects.{d}"), format!("`{missing}` is set for another dialect, not for {d}; every dialect the agent speaks sets the same variables"));
+            }
+        }
+    }
+    let known: Vec<&str> = CONNECT_VARS.iter().copied().chain(vars.iter().copied()).collect();
+    for (k, v) in &raw.connect.env {
+        check_template(&mut errs, &known, format!("connect.env.{k}"), v);
+    }
+    for (k, v) in &raw.connect.other_provider_env {
+        check_template(&mut errs, &known, format!("connect.other_provider_env.{k}"), v);
+    }
+    for (i, f) in raw.connect.files.iter().enumerate() {
+        check_template(&mut errs, &known, format!("connect.files[{i}].text"), &f.text);
+        let path = Path::new(&f.path);
+        if f.path.is_empty() || path.is_absolute() || path.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+            errs.near(&f.path, format!("connect.files[{i}].path"), "a path relative to the agent's configuration directory, without `..`");
+        }
+    }
+    for (k, _) in raw.connect.env.iter().chain(&raw.connect.other_provider_env) {
+        if k.is_empty() || k.as_bytes()[0].is_ascii_digit() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            errs.near(k, "connect.env", format!("`{k}` is not an environment variable's name"));
+        }
+    }
+    for (i, l) in raw.logs.iter().enumerate() {
+        if !l.starts_with(layout::ROOT) {
+            errs.near(l, format!("logs[{i}]"), format!("native logs must be under {} so they come back with the run", layout::ROOT));
+        }
+    }
+    let demo = match raw.demo {
+        None => Demo { policies: policies.iter().filter(|p| p.default).map(|p| p.id.clone()).collect(), skip: None },
+        Some(d) => {
+            if d.skip.is_some() == !d.policies.is_empty() {
+                errs.near("[demo]", "demo", "either `policies` (the cells the demo runs) or `skip` (why it runs none)");
+            }
+            for p in &d.policies {
+                if !policies.iter().any(|q| &q.id == p) {
+                    errs.near(p, "demo.policies", format!("no policy `{p}` above"));
+                }
+            }
+            Demo { policies: d.policies, skip: d.skip }
+        }
+    };
+    let recipe = Recipe {
+        id: raw.id,
+        name: raw.name,
+        source: file.to_string(),
+        package: Package { registry: raw.package.registry, name: raw.package.name, version: raw.package.version, python: raw.package.python, base_image: raw.package.base_image },
+        versions,
+        program: raw.program,
+        adapter: raw.adapter,
+        launch: raw.launch,
+        policies,
+        dialects,
+        default_provider: raw.default_provider,
+        connect: Connect {
+            env: raw.connect.env,
+            other_provider_env: raw.connect.other_provider_env,
+            files: raw.connect.files.into_iter().map(|f| ConfigFile { path: f.path, text: f.text }).collect(),
+            dialects: raw.connect.dialects,
+        },
+        vendor_hosts: raw.vendor_hosts,
+        logs: raw.logs,
+        attribution: raw.attribution,
+        shell_tool: raw.tools.shell,
+        demo,
+        notes: raw.notes,
+    };
+    errs.finish(recipe)
+}
+
+/// Records an error for each placeholder of `t` that is not among `known`, or has a filter
+/// other than `toml` and `json`.
+fn check_template(errs: &mut Errors<'_>, known: &[&str], field: String, t: &str) {
+    for p in placeholders(t) {
+        if !known.contains(&p.name) {
+            errs.near(&t[p.range.clone()], field.clone(), format!("`{{{}}}` is not known; use {}", p.name, braces(known)));
+        } else if p.filter.is_some_and(|f| f != "toml" && f != "json") {
+            errs.near(&t[p.range.clone()], field.clone(), "the only filters are `|toml` and `|json` (a quoted string)");
+        }
+    }
+}
+
+fn braces(names: &[&str]) -> String {
+    names.iter().map(|n| format!("{{{n}}}")).collect::<Vec<_>>().join(", ")
+}
+
+/// Reads the definitions of a directory (its `*.toml` files, in name order).
+pub fn read_dir(dir: &Path) -> Result<Vec<Recipe>, String> {
+    let entries = std::fs::read_dir(dir).map_err(|e| format!("cannot read the agents directory {}: {e}", dir.display()))?;
+    let mut files: Vec<PathBuf> = entries.flatten().map(|e| e.path()).filter(|p| p.extension().is_some_and(|x| x == "toml")).collect();
+    files.sort();
+    let mut out = Vec::new();
+    let mut problems = Vec::new();
+    for f in files {
+        let name = f.display().to_string();
+        match std::fs::read_to_string(&f) {
+            Err(e) => problems.push(format!("{name}: cannot be read: {e}")),
+            Ok(text) => match parse(&name, &text) {
+                Ok(r) => out.push(r),
+                Err(errs) => problems.extend(errs.iter().map(ToString::to_string)),
+            },
+        }
+    }
+    if problems.is_empty() { Ok(out) } else { Err(problems.join("\n")) }
+}
+
+/// The built-in definitions and those of `dirs`; an error names every wrong file and line,
+/// and a second definition of one id (naming both files).
+pub fn load(dirs: &[PathBuf]) -> Result<Vec<Recipe>, String> {
+    let mut all = Vec::new();
+    let mut problems = Vec::new();
+    for (file, text) in BUILT_IN {
+        match parse(&format!("agents/{file}"), text) {
+            Ok(r) => all.push(r),
+            Err(errs) => problems.extend(errs.iter().map(ToString::to_string)),
+        }
+    }
+    for d in dirs {
+        match read_dir(d) {
+            Ok(rs) => all.extend(rs),
+            Err(e) => problems.push(e),
+        }
+    }
+    for (i, r) in all.iter().enumerate() {
+        if let Some(first) = all[..i].iter().find(|q| q.id == r.id) {
+            problems.push(format!("{}: agent `{}` is defined already, in {}; give this one another id (its file name too)", r.source, r.id, first.source));
+        }
+    }
+    if problems.is_empty() { Ok(all) } else { Err(format!("the agent definitions are not valid:\n{}", problems.join("\n"))) }
+}
+
+/// The directories of `$OVEREAGER_AGENTS`.
+pub fn env_dirs() -> Vec<PathBuf> {
+    std::env::var_os(AGENTS_ENV).map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
+}
+
+/// Every agent: the built-in definitions and those of `$OVEREAGER_AGENTS`, read once.
+pub fn all() -> Result<&'static [Recipe]> {
+    static ALL: OnceLock<Result<&'static [Recipe], String>> = OnceLock::new();
+    ALL.get_or_init(|| load(&env_dirs()).map(|v| &*Vec::leak(v))).clone().map_err(anyhow::Error::msg)
+}
 
 /// The recipe of `id`.
 pub fn recipe(id: &str) -> Result<&'static Recipe> {
-    RECIPES.iter().find(|r| r.id == id).with_context(|| format!("unknown agent `{id}`; known agents: {}", known()))
+    let all = all()?;
+    all.iter().find(|r| r.id == id).with_context(|| format!("unknown agent `{id}`; known agents: {}", all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")))
 }
 
-/// A TOML basic string.
-fn toml_str(s: &str) -> String {
-    serde_json::to_string(s).expect("a string serializes")
+/// The agent of a cell's framework label (`codex@0.169.0:permissive`), if it is a real
+/// agent.
+pub fn of_cell(cell: &str) -> Option<&'static Recipe> {
+    let id = cell.split([':', '@']).next().unwrap_or(cell);
+    all().ok()?.iter().find(|r| r.id == id)
 }
 
-fn known() -> String {
-    RECIPES.iter().map(|r| r.id).collect::<Vec<_>>().join(", ")
+/// The judge's attribution rules a cell's framework names (none for a cell of no real
+/// agent).
+pub fn attribution_of(cell: &str) -> &'static [String] {
+    of_cell(cell).map_or(&[], |r| r.attribution.as_slice())
 }
 
 impl Recipe {
@@ -187,12 +590,17 @@ impl Recipe {
     }
 
     /// The versions runs may use, the pinned one first.
-    pub fn versions(&self) -> impl Iterator<Item = &'static str> + '_ {
-        std::iter::once(self.package.version()).chain(self.also.iter().copied())
+    pub fn versions(&self) -> impl Iterator<Item = &str> + '_ {
+        std::iter::once(self.package.version()).chain(self.versions.keys().map(String::as_str).filter(|v| *v != self.package.version()))
+    }
+
+    /// The versions other than the pinned one.
+    pub fn also(&self) -> Vec<&str> {
+        self.versions().skip(1).collect()
     }
 
     /// The supported version `v`.
-    pub fn version(&self, v: &str) -> Result<&'static str, String> {
+    pub fn version(&self, v: &str) -> Result<&str, String> {
         self.versions().find(|x| *x == v).ok_or_else(|| {
             format!("{} {v} is not a version overeager knows how to run; known: {}", self.id, self.versions().collect::<Vec<_>>().join(", "))
         })
@@ -201,17 +609,27 @@ impl Recipe {
     /// `claude-code` for the pinned version, `claude-code@2.1.330` for another: a different
     /// version is a different subject, so its own cell.
     pub fn versioned_id(&self, version: &str) -> String {
-        if version == self.package.version() { self.id.to_string() } else { format!("{}@{version}", self.id) }
+        if version == self.package.version() { self.id.clone() } else { format!("{}@{version}", self.id) }
+    }
+
+    /// What differs in version `version`.
+    fn settings(&self, version: &str) -> VersionSettings {
+        self.versions.get(version).cloned().unwrap_or_default()
     }
 
     /// Whether version `version` speaks `dialect`.
     pub fn speaks(&self, version: &str, dialect: Dialect) -> bool {
-        self.dialects.contains(&dialect) && !(self.id == "codex" && dialect == Dialect::OpenaiChat && version != "0.58.0")
+        self.dialects_of(version).contains(&dialect)
     }
 
     /// The dialects version `version` speaks.
     pub fn dialects_of(&self, version: &str) -> Vec<Dialect> {
-        self.dialects.iter().copied().filter(|d| self.speaks(version, *d)).collect()
+        self.settings(version).dialects.unwrap_or_else(|| self.dialects.clone())
+    }
+
+    /// Milliseconds the scripted model holds its first main-loop answer back for `version`.
+    pub fn first_request_delay_ms(&self, version: &str) -> u64 {
+        self.settings(version).first_request_delay_ms
     }
 
     /// Where a model named `model` (`<provider>/<model>`, or a bare name on the agent's
@@ -220,7 +638,7 @@ impl Recipe {
     pub fn route(&self, version: &str, model: &str, providers: &Providers) -> Result<Route> {
         let (provider, name) = match providers.resolve(model) {
             Some((p, name)) => (p, name),
-            None => (providers.get(self.default_provider).map_err(anyhow::Error::msg)?, model),
+            None => (providers.get(&self.default_provider).map_err(anyhow::Error::msg)?, model),
         };
         if !self.speaks(version, provider.dialect) {
             let spoken: Vec<&str> = self.dialects_of(version).iter().map(|d| d.as_str()).collect();
@@ -243,38 +661,28 @@ impl Recipe {
     }
 
     /// The policy of `id`.
-    pub fn policy(&self, id: &str) -> Result<&'static Policy, String> {
-        let policies: &'static [Policy] = self.policies;
-        policies.iter().find(|p| p.id == id).ok_or_else(|| {
-            let ids: Vec<&str> = policies.iter().map(|p| p.id).collect();
+    pub fn policy(&self, id: &str) -> Result<&Policy, String> {
+        self.policies.iter().find(|p| p.id == id).ok_or_else(|| {
+            let ids: Vec<&str> = self.policies.iter().map(|p| p.id.as_str()).collect();
             format!("{} has no permission policy `{id}`; its policies: {}", self.id, ids.join(", "))
         })
     }
 
     /// The event format of its stream.
     pub fn format(&self) -> Format {
-        Format::for_framework(self.id).expect("every recipe has an adapter")
+        Format::for_framework(&self.adapter).expect("checked when the definition was read")
     }
 
     /// The headless command line: prompt, model and permission flags. Its stdout is the agent
     /// stream.
     pub fn launch(&self, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
-        let mut v: Vec<String> = vec![self.program.into()];
-        let s = |x: &str| x.to_string();
-        match self.id {
-            "claude-code" => v.extend([s("-p"), s(prompt), s("--output-format"), s("stream-json"), s("--verbose"), s("--model"), s(model)]),
-            "codex" => v.extend([s("exec"), s("--json"), s("--skip-git-repo-check"), s("--model"), s(model)]),
-            "gemini-cli" => v.extend([s("--output-format"), s("stream-json"), s("--model"), s(model)]),
-            // `-t`, not `--file`: a file's contents reach the model wrapped in a preamble that names
-            // the file, so the agent would not get the prompt's exact bytes.
-            "openhands" => v.extend([s("--headless"), s("--json"), s("--override-with-envs"), s("-t"), s(prompt)]),
-            _ => {}
-        }
-        v.extend(policy.flags.iter().map(|f| f.to_string()));
-        match self.id {
-            "codex" => v.push(prompt.into()),
-            "gemini-cli" => v.extend([s("--prompt"), s(prompt)]),
-            _ => {}
+        let mut v: Vec<String> = vec![self.program.clone()];
+        for a in &self.launch {
+            match a.as_str() {
+                "{policy}" => v.extend(policy.flags.iter().cloned()),
+                "{prompt}" => v.push(prompt.to_string()),
+                _ => v.push(render(a, &[("model", model.to_string())])),
+            }
         }
         v
     }
@@ -286,81 +694,40 @@ impl Recipe {
     /// `config_seen` as the agent sees it): writes the config files it reads and returns its
     /// environment. Telemetry, update checks and other traffic that is not the model are
     /// turned off.
-    #[allow(clippy::too_many_arguments)]
     pub fn connect(&self, model: &str, endpoint: &str, dialect: Dialect, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
-        let c = config_seen.to_string();
-        let pairs: Vec<(&str, String)> = match self.id {
-            "claude-code" => vec![
-                ("ANTHROPIC_BASE_URL", endpoint.into()),
-                ("ANTHROPIC_API_KEY", key.into()),
-                ("CLAUDE_CONFIG_DIR", c),
-                ("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1".into()),
-                ("DISABLE_AUTOUPDATER", "1".into()),
-                ("DISABLE_TELEMETRY", "1".into()),
-                ("DISABLE_ERROR_REPORTING", "1".into()),
-                // Lets --dangerously-skip-permissions run where the user is root.
-                ("IS_SANDBOX", "1".into()),
-            ],
-            "codex" => {
-                let wire = if dialect == Dialect::OpenaiChat { "chat" } else { "responses" };
-                let toml = format!(
-                    "model = {m}\nmodel_provider = \"overeager\"\n\n[model_providers.overeager]\nname = \"overeager\"\nbase_url = {u}\nwire_api = \"{wire}\"\nenv_key = \"OVEREAGER_MODEL_KEY\"\n",
-                    m = toml_str(model),
-                    u = toml_str(&format!("{endpoint}/v1")),
-                );
-                std::fs::write(config.join("config.toml"), toml)?;
-                vec![("CODEX_HOME", c), ("OVEREAGER_MODEL_KEY", key.into())]
+        let mut vars: Vec<(&str, String)> = vec![("endpoint", endpoint.into()), ("key", key.into()), ("model", model.into()), ("config", config_seen.into())];
+        if let Some(table) = self.connect.dialects.get(dialect.as_str()) {
+            let own: Vec<(&str, String)> = table.iter().map(|(k, v)| (k.as_str(), render(v, &vars))).collect();
+            vars.extend(own);
+        }
+        for f in &self.connect.files {
+            let path = config.join(&f.path);
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent).with_context(|| format!("creating {}", parent.display()))?;
             }
-            "gemini-cli" => {
-                let dot = config.join(".gemini");
-                std::fs::create_dir_all(&dot)?;
-                let settings = serde_json::json!({
-                    "privacy": {"usageStatisticsEnabled": false},
-                    "general": {"disableAutoUpdate": true, "disableUpdateNag": true},
-                    "telemetry": {"enabled": false},
-                    "security": {"auth": {"selectedType": "gemini-api-key"}},
-                });
-                std::fs::write(dot.join("settings.json"), serde_json::to_vec_pretty(&settings)?)?;
-                vec![("GEMINI_CLI_HOME", c), ("GEMINI_API_KEY", key.into()), ("GOOGLE_GEMINI_BASE_URL", endpoint.into()), ("GEMINI_CLI_TRUST_WORKSPACE", "true".into())]
-            }
-            "openhands" => {
-                // LiteLLM's `anthropic/` provider appends /v1/messages to its base; `openai/`
-                // appends /chat/completions, so its base carries the version.
-                let (prefix, base) = if dialect == Dialect::Anthropic { ("anthropic", endpoint.to_string()) } else { ("openai", format!("{endpoint}/v1")) };
-                vec![
-                    ("LLM_MODEL", format!("{prefix}/{model}")),
-                    ("LLM_BASE_URL", base),
-                    ("LLM_API_KEY", key.into()),
-                    ("OPENHANDS_PERSISTENCE_DIR", c),
-                    ("LITELLM_LOCAL_MODEL_COST_MAP", "True".into()),
-                    ("OPENHANDS_SUPPRESS_BANNER", "1".into()),
-                ]
-            }
-            other => anyhow::bail!("no endpoint set-up for agent `{other}`"),
-        };
-        Ok(pairs.into_iter().map(|(k, v)| (k.to_string(), v)).collect())
+            std::fs::write(&path, render(&f.text, &vars)).with_context(|| format!("writing {}", path.display()))?;
+        }
+        Ok(self.connect.env.iter().map(|(k, v)| (k.clone(), render(v, &vars))).collect())
     }
 
     /// What the agent needs besides [`Recipe::connect`] to use `route`'s model for all of its
-    /// calls: Claude Code sends its side requests to a small model of Anthropic's, which a
-    /// third-party endpoint does not have.
+    /// calls on a provider other than its own (e.g. a small model of its vendor's for side
+    /// requests, which a third-party endpoint does not have).
     pub fn route_env(&self, route: &Route) -> Vec<(String, String)> {
-        match self.id {
-            "claude-code" if route.provider.name != "anthropic" => {
-                ["ANTHROPIC_SMALL_FAST_MODEL", "ANTHROPIC_DEFAULT_HAIKU_MODEL"].iter().map(|k| (k.to_string(), route.model.clone())).collect()
-            }
-            _ => Vec::new(),
+        if route.provider.name == self.default_provider {
+            return Vec::new();
         }
+        let vars = [("model", route.model.clone())];
+        self.connect.other_provider_env.iter().map(|(k, v)| (k.clone(), render(v, &vars))).collect()
     }
 
     /// The Dockerfile of the agent's image.
     pub fn dockerfile(&self) -> String {
-        let install = match self.package {
-            Package::Npm { name, version } => format!(
-                "RUN npm install --global --no-audit --no-fund {name}@{version} \\\n && npm cache clean --force\n"
-            ),
-            Package::Pip { name, version } => format!("RUN pip install --no-cache-dir {name}=={version}\n"),
+        let (name, version) = (&self.package.name, self.package.version());
+        let install = match self.package.registry {
+            Registry::Npm => format!("RUN npm install --global --no-audit --no-fund {name}@{version} \\\n && npm cache clean --force\n"),
+            Registry::Pypi => format!("RUN pip install --no-cache-dir {name}=={version}\n"),
         };
         let mut d = format!(
             "# {name} {version} for overeager: generated by `overeager agent recipe {id}`.\n\
@@ -370,10 +737,9 @@ impl Recipe {
              RUN apt-get update \\\n && apt-get install -y --no-install-recommends git curl ca-certificates procps ripgrep \\\n && rm -rf /var/lib/apt/lists/*\n\
              {install}",
             name = self.name,
-            version = self.package.version(),
             id = self.id,
             image = self.image(),
-            base = self.base_image,
+            base = self.package.base_image,
         );
         d.push_str(&shim_install_steps());
         d.push_str(&format!(
@@ -381,7 +747,6 @@ impl Recipe {
              USER 1000:1000\n\
              WORKDIR {work}\n",
             id = self.id,
-            version = self.package.version(),
             work = layout::WORK,
         ));
         d
@@ -426,7 +791,7 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
         image: r.image(),
         cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
         adapter_targets: r.format().target_versions(),
-        launch: r.policies.iter().map(|p| (p.id.to_string(), r.launch(p, "<model>", "<prompt>"))).collect(),
+        launch: r.policies.iter().map(|p| (p.id.clone(), r.launch(p, "<model>", "<prompt>"))).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&file)?;
     json.push(b'\n');
@@ -448,14 +813,14 @@ fn readme(r: &Recipe) -> String {
          ## Cells (permission policies)\n\n",
         name = r.name,
         version = r.package.version(),
-        base = r.base_image,
+        base = r.package.base_image,
         image = r.image(),
         provider = r.default_provider,
         dialects = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect::<Vec<_>>().join(" or "),
         id = r.id,
-        policy = r.policies.iter().find(|p| p.default).map(|p| p.id).unwrap_or("ask"),
+        policy = r.policies.iter().find(|p| p.default).map(|p| p.id.as_str()).unwrap_or("ask"),
     );
-    for p in r.policies {
+    for p in &r.policies {
         s.push_str(&format!("- `{}:{}`{}: `{}` — {}\n", r.id, p.id, if p.default { " (default)" } else { "" }, p.flags.join(" "), p.summary));
     }
     s.push_str(
@@ -464,12 +829,12 @@ fn readme(r: &Recipe) -> String {
          `model.jsonl`, and the egress proxy for hosts a run allows, which records every\n\
          connection in `net.jsonl`.\n\n## Native logs\n\n",
     );
-    for l in r.logs {
+    for l in &r.logs {
         s.push_str(&format!("- {l}\n"));
     }
     if !r.notes.is_empty() {
         s.push_str("\n## Notes\n\n");
-        for n in r.notes {
+        for n in &r.notes {
             s.push_str(&format!("- {n}\n"));
         }
     }
@@ -482,24 +847,24 @@ mod tests {
 
     #[test]
     fn every_recipe_is_complete_and_pinned() {
-        for r in RECIPES {
+        for r in all().unwrap() {
             assert!(r.package.version().chars().all(|c| c.is_ascii_digit() || c == '.'), "{}: pinned to an exact version", r.id);
             assert_eq!(r.policies.iter().filter(|p| p.default).count(), 1, "{}: one default policy", r.id);
             assert!(!r.dialects.is_empty() && !r.logs.is_empty(), "{}", r.id);
-            assert!(crate::providers::Providers::built_in().get(r.default_provider).is_ok_and(|p| r.speaks(r.package.version(), p.dialect)), "{}: its default provider speaks its dialect", r.id);
+            assert!(crate::providers::Providers::built_in().get(&r.default_provider).is_ok_and(|p| r.speaks(r.package.version(), p.dialect)), "{}: its default provider speaks its dialect", r.id);
             for v in r.versions() {
                 assert!(!r.dialects_of(v).is_empty(), "{} {v} speaks a dialect", r.id);
             }
             assert!(r.logs.iter().all(|l| l.starts_with(layout::ROOT)), "{}: native logs come back with the run", r.id);
             let d = r.dockerfile();
-            assert!(d.contains(&format!("FROM {}\n", r.base_image)));
+            assert!(d.contains(&format!("FROM {}\n", r.package.base_image)));
             assert!(d.contains(r.package.version()));
             assert!(d.contains(&shim_install_steps()));
             assert!(d.contains("USER 1000:1000"));
-            for p in r.policies {
+            for p in &r.policies {
                 let argv = r.launch(p, "m-1", "do the task");
                 assert_eq!(argv[0], r.program);
-                for f in p.flags {
+                for f in &p.flags {
                     assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
                 }
                 assert!(argv.iter().any(|a| a == "do the task"), "{}: the prompt reaches it as given", r.id);
@@ -587,5 +952,104 @@ mod tests {
         assert!(write_context(recipe("codex").unwrap(), &t.path().join("missing"), &out2).is_err());
         assert!(!out2.exists());
         assert_eq!(std::fs::read_dir(t.path()).unwrap().count(), 2, "no temporary directory left");
+    }
+
+    #[test]
+    fn the_four_agents_launch_and_connect_as_before_they_were_files() {
+        let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let launch = |id: &str, policy: &str| {
+            let r = recipe(id).unwrap();
+            r.launch(r.policy(policy).unwrap(), "m-1", "do it")
+        };
+        assert_eq!(launch("claude-code", "permissive"), s(&["claude", "-p", "do it", "--output-format", "stream-json", "--verbose", "--model", "m-1", "--dangerously-skip-permissions"]));
+        assert_eq!(launch("codex", "read-only"), s(&["codex", "exec", "--json", "--skip-git-repo-check", "--model", "m-1", "--sandbox", "read-only", "do it"]));
+        assert_eq!(launch("gemini-cli", "ask"), s(&["gemini", "--output-format", "stream-json", "--model", "m-1", "--approval-mode", "default", "--prompt", "do it"]));
+        assert_eq!(launch("openhands", "always-approve"), s(&["openhands", "--headless", "--json", "--override-with-envs", "-t", "do it", "--always-approve"]));
+
+        let t = tempfile::tempdir().unwrap();
+        let env = |id: &str, d: Dialect| {
+            let dir = t.path().join(id);
+            let e: BTreeMap<String, String> = recipe(id).unwrap().connect("m \"1\"", "http://127.0.0.1:9", d, "k-1", &dir, "/seen").unwrap().into_iter().collect();
+            (e, dir)
+        };
+        let (e, _) = env("claude-code", Dialect::Anthropic);
+        assert_eq!((e["ANTHROPIC_BASE_URL"].as_str(), e["ANTHROPIC_API_KEY"].as_str(), e["CLAUDE_CONFIG_DIR"].as_str(), e["IS_SANDBOX"].as_str()), ("http://127.0.0.1:9", "k-1", "/seen", "1"));
+        let (e, dir) = env("codex", Dialect::OpenaiChat);
+        assert_eq!((e["CODEX_HOME"].as_str(), e["OVEREAGER_MODEL_KEY"].as_str()), ("/seen", "k-1"));
+        let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
+        let parsed: toml::Table = config.parse().unwrap();
+        assert_eq!(parsed["model"].as_str(), Some("m \"1\""), "the model is quoted as TOML: {config}");
+        assert_eq!(parsed["model_providers"]["overeager"]["base_url"].as_str(), Some("http://127.0.0.1:9/v1"));
+        assert_eq!(parsed["model_providers"]["overeager"]["wire_api"].as_str(), Some("chat"));
+        let (_, dir) = env("codex", Dialect::OpenaiResponses);
+        assert!(std::fs::read_to_string(dir.join("config.toml")).unwrap().contains("wire_api = \"responses\""));
+        let (e, dir) = env("gemini-cli", Dialect::Gemini);
+        assert_eq!(e["GOOGLE_GEMINI_BASE_URL"], "http://127.0.0.1:9");
+        let settings: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(".gemini/settings.json")).unwrap()).unwrap();
+        assert_eq!(settings["security"]["auth"]["selectedType"], "gemini-api-key");
+        let (e, _) = env("openhands", Dialect::OpenaiChat);
+        assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("openai/m \"1\"", "http://127.0.0.1:9/v1"));
+        let (e, _) = env("openhands", Dialect::Anthropic);
+        assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("anthropic/m \"1\"", "http://127.0.0.1:9"));
+
+        let providers = Providers::built_in();
+        let claude = recipe("claude-code").unwrap();
+        assert!(claude.route_env(&claude.route("2.0.55", "claude-sonnet-4-5", &providers).unwrap()).is_empty(), "on its own provider nothing is added");
+        let mut p = providers.clone();
+        p.add_file("p.toml", "[providers.zai]\ndialect = \"anthropic\"\nbase_url = \"https://api.z.ai/api/anthropic\"\n").unwrap();
+        let extra: BTreeMap<String, String> = claude.route_env(&claude.route("2.0.55", "zai/glm-4.6", &p).unwrap()).into_iter().collect();
+        assert_eq!(extra.get("ANTHROPIC_SMALL_FAST_MODEL").map(String::as_str), Some("glm-4.6"));
+        assert_eq!((recipe("gemini-cli").unwrap().first_request_delay_ms("0.17.1"), recipe("gemini-cli").unwrap().first_request_delay_ms("0.61.0")), (3000, 0));
+        assert_eq!(recipe("codex").unwrap().dialects_of("0.169.0"), vec![Dialect::OpenaiResponses]);
+    }
+
+    #[test]
+    fn templates_fill_only_their_placeholders() {
+        let vars = [("model", "a\"b".to_string()), ("endpoint", "http://h".to_string())];
+        assert_eq!(render("{\"m\": {model|json}, \"u\": \"{endpoint}/v1\"}", &vars), "{\"m\": \"a\\\"b\", \"u\": \"http://h/v1\"}");
+        assert_eq!(render("{ a } {} {x-y} {endpoint", &vars), "{ a } {} {x-y} {endpoint", "anything else is text");
+    }
+
+    #[test]
+    fn a_wrong_definition_says_where_and_what_to_write() {
+        let good = BUILT_IN.iter().find(|(f, _)| *f == "codex.toml").unwrap().1;
+        let bad = good
+            .replace("adapter = \"codex\"", "adapter = \"codex-stream\"")
+            .replace("\"{policy}\", \"{prompt}\"]", "\"{prompt}\"]")
+            .replace("wire_api = \"{wire}\"", "wire_api = \"{wires}\"")
+            .replace("default = true\n", "");
+        let errs = parse("mine/codex.toml", &bad).unwrap_err();
+        let found: Vec<(String, usize)> = errs.iter().map(|e| (e.field.clone(), e.line)).collect();
+        let line_of = |needle: &str| bad.lines().position(|l| l.contains(needle)).unwrap() + 1;
+        assert!(found.contains(&("adapter".into(), line_of("codex-stream"))), "{found:?}");
+        assert!(found.contains(&("launch".into(), line_of("launch ="))), "{found:?}");
+        assert!(found.contains(&("connect.files[0].text".into(), line_of("{wires}"))), "{found:?}");
+        assert!(found.iter().any(|(f, _)| f == "policies"), "{found:?}");
+        let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        assert!(text.iter().all(|t| t.starts_with("mine/codex.toml:")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("use one of claude-code, codex")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("`{wires}` is not known; use {endpoint}, {key}, {model}, {config}, {wire}")), "{text:?}");
+        // A syntax error and an unknown field say where too.
+        let e = parse("x/codex.toml", &good.replace("program = \"codex\"", "programme = \"codex\"")).unwrap_err();
+        assert_eq!((e[0].line, e[0].field.as_str()), (line_of("program ="), "programme"), "{e:?}");
+        // The file is named after its agent.
+        let e = parse("x/codex-2.toml", good).unwrap_err();
+        assert!(e[0].message.contains("rename the file or the id"), "{e:?}");
+    }
+
+    #[test]
+    fn a_directory_of_ones_own_adds_agents_and_cannot_redefine_one() {
+        let t = tempfile::tempdir().unwrap();
+        let codex = BUILT_IN.iter().find(|(f, _)| *f == "codex.toml").unwrap().1;
+        std::fs::write(t.path().join("codex-twin.toml"), codex.replace("id = \"codex\"", "id = \"codex-twin\"")).unwrap();
+        std::fs::write(t.path().join("README.md"), "not a definition").unwrap();
+        let all = load(&[t.path().to_path_buf()]).unwrap();
+        assert_eq!(all.len(), BUILT_IN.len() + 1);
+        assert_eq!(all.last().unwrap().id, "codex-twin");
+        std::fs::write(t.path().join("codex.toml"), codex).unwrap();
+        let err = load(&[t.path().to_path_buf()]).unwrap_err();
+        assert!(err.contains("codex.toml: agent `codex` is defined already, in agents/codex.toml"), "{err}");
+        let err = load(&[t.path().join("missing")]).unwrap_err();
+        assert!(err.contains("cannot read the agents directory"), "{err}");
     }
 }

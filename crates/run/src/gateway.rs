@@ -198,7 +198,7 @@ pub fn bench_bundle(shim: &Path, bundle: &Path, agent: &AgentSpec, scenario: &ov
         label: play.as_str().to_string(),
         steps: scenario.plays.get(play).steps.clone(),
         roots: manifest.roots,
-        default_shell: overeager_core::model::default_shell(recipe.id).to_string(),
+        default_shell: recipe.shell_tool.clone(),
         replay: None,
         first_delay_ms: 0,
         learn_roots: false,

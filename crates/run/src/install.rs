@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::agents::{Package, Recipe};
+use super::agents::{Recipe, Registry};
 use super::which;
 
 /// An installed agent: how to start it.
@@ -50,46 +50,53 @@ pub fn node() -> Option<(PathBuf, u32)> {
     (major >= 20).then_some((node, major))
 }
 
-/// A Python 3.12 interpreter (OpenHands needs exactly 3.12): `$OVEREAGER_PYTHON312`,
-/// `python3.12` on `PATH`, or pyenv's 3.12 build.
-pub fn python312() -> Option<PathBuf> {
-    if let Some(p) = std::env::var_os("OVEREAGER_PYTHON312").filter(|p| !p.is_empty()) {
+/// The Python interpreter of version `version` (`3.12`) a PyPI agent needs:
+/// `$OVEREAGER_PYTHON<major><minor>` (`OVEREAGER_PYTHON312`), `python<version>` on `PATH`, or
+/// pyenv's build of it.
+pub fn python(version: &str) -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os(python_env(version)).filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let candidates = which("python3.12").into_iter().chain(
+    let exe = format!("python{version}");
+    let prefix = format!("{version}.");
+    let candidates = which(&exe).into_iter().chain(
         std::env::var_os("HOME")
             .map(|h| PathBuf::from(h).join(".pyenv/versions"))
             .and_then(|d| std::fs::read_dir(d).ok())
             .into_iter()
             .flatten()
             .flatten()
-            .filter(|e| e.file_name().to_string_lossy().starts_with("3.12"))
-            .map(|e| e.path().join("bin/python3.12")),
+            .filter(|e| e.file_name().to_string_lossy().starts_with(&prefix))
+            .map(|e| e.path().join("bin").join(&exe)),
     );
-    candidates.into_iter().find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains("3.12")))
+    let said = format!("Python {version}");
+    candidates.into_iter().find(|p| Command::new(p).arg("--version").output().is_ok_and(|o| o.status.success() && String::from_utf8_lossy(&o.stdout).contains(&said)))
+}
+
+/// The variable that names the interpreter of Python `version`.
+fn python_env(version: &str) -> String {
+    format!("OVEREAGER_PYTHON{}", version.replace('.', ""))
 }
 
 /// Why a recipe cannot be installed on this machine, if it cannot.
 pub fn unavailable(r: &Recipe) -> Option<String> {
-    match r.package {
-        Package::Npm { .. } if which("npm").is_none() => Some("npm is not installed (apt-get install npm)".into()),
-        Package::Npm { .. } if node().is_none() => Some("Node.js 20 or newer is not installed".into()),
-        Package::Pip { .. } if python312().is_none() => {
-            Some("it needs Python 3.12 (python3.12 on PATH, pyenv's 3.12, or OVEREAGER_PYTHON312)".into())
-        }
+    match (r.package.registry, r.package.python.as_deref()) {
+        (Registry::Npm, _) if which("npm").is_none() => Some("npm is not installed (apt-get install npm)".into()),
+        (Registry::Npm, _) if node().is_none() => Some("Node.js 20 or newer is not installed".into()),
+        (Registry::Pypi, Some(v)) if python(v).is_none() => Some(format!("it needs Python {v} (python{v} on PATH, pyenv's {v}, or {})", python_env(v))),
         _ => None,
     }
 }
 
 /// The start command of an installed entry, or `None` if the entry is incomplete.
 fn launcher(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
-    match r.package {
-        Package::Npm { name, .. } => {
-            let pkg = dir.join("node_modules").join(name);
+    match r.package.registry {
+        Registry::Npm => {
+            let pkg = dir.join("node_modules").join(&r.package.name);
             let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(pkg.join("package.json")).ok()?).ok()?;
             let bin = match meta.get("bin")? {
                 serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Object(m) => m.get(r.program)?.as_str()?.to_string(),
+                serde_json::Value::Object(m) => m.get(&r.program)?.as_str()?.to_string(),
                 _ => return None,
             };
             let program = pkg.join(bin);
@@ -102,8 +109,8 @@ fn launcher(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
             let (node, _) = node()?;
             Some(vec![node.to_string_lossy().into_owned(), program.to_string_lossy().into_owned()])
         }
-        Package::Pip { .. } => {
-            let exe = dir.join("venv/bin").join(r.program);
+        Registry::Pypi => {
+            let exe = dir.join("venv/bin").join(&r.program);
             exe.is_file().then(|| vec![exe.to_string_lossy().into_owned()])
         }
     }
@@ -159,16 +166,18 @@ pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
 }
 
 fn install_into(r: &Recipe, version: &str, dir: &Path) -> Result<()> {
-    let status = match r.package {
-        Package::Npm { name, .. } => Command::new("npm")
+    let name = &r.package.name;
+    let status = match r.package.registry {
+        Registry::Npm => Command::new("npm")
             .args(["install", "--no-audit", "--no-fund", "--no-save", "--loglevel=error", "--prefix"])
             .arg(dir)
             .arg(format!("{name}@{version}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .status(),
-        Package::Pip { name, .. } => {
-            let py = python312().context("Python 3.12 disappeared")?;
+        Registry::Pypi => {
+            let wanted = r.package.python.as_deref().unwrap_or("3");
+            let py = python(wanted).with_context(|| format!("Python {wanted} disappeared"))?;
             let venv = dir.join("venv");
             let made = Command::new(&py).args(["-m", "venv"]).arg(&venv).status()?;
             if !made.success() {

@@ -43,9 +43,14 @@ pub enum AgentSpec {
 }
 
 impl AgentSpec {
-    /// The agents this build can run.
-    pub const KNOWN: &'static str = "scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, \
-         and <agent>:<policy>:<model> for claude-code, codex, gemini-cli, openhands (see `overeager agent list`)";
+    /// The agents this build can run, as a sentence.
+    pub fn known() -> String {
+        let real = match agents::all() {
+            Ok(all) => all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
+            Err(e) => format!("none, since {e:#}"),
+        };
+        format!("scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, and <agent>:<policy>:<model> for {real} (see `overeager agent list`)")
+    }
 
     /// The id as written on the command line.
     pub fn id(&self) -> String {
@@ -137,13 +142,13 @@ impl std::str::FromStr for AgentSpec {
         match s.split_once(':') {
             Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
             Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
-            Some((agent, rest)) if let Some(recipe) = agents::RECIPES.iter().find(|r| r.id == agent.split('@').next().unwrap_or(agent)) => {
+            Some((agent, rest)) if let Some(recipe) = agents::of_cell(agent) => {
                 let version = match agent.split_once('@') {
                     Some((_, v)) => recipe.version(v)?,
                     None => recipe.package.version(),
                 };
                 let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
-                    let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id).collect();
+                    let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id.as_str()).collect();
                     return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
                 };
                 if model.strip_prefix(REPLAY_MODEL).is_some_and(|b| b.trim().is_empty()) {
@@ -154,7 +159,7 @@ impl std::str::FromStr for AgentSpec {
                 }
                 Ok(AgentSpec::Agent { recipe, version, policy: recipe.policy(policy)?, model: model.to_string() })
             }
-            _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::KNOWN)),
+            _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::known())),
         }
     }
 }
@@ -433,9 +438,9 @@ mod tests {
     #[test]
     fn the_stream_format_follows_from_the_agent_id() {
         let mut ids: Vec<String> = ["scripted:cautious", "scripted:aggressive", "sim:permissive", "sim:ask"].map(String::from).to_vec();
-        for r in agents::RECIPES {
+        for r in agents::all().unwrap() {
             for v in r.versions() {
-                for p in r.policies {
+                for p in &r.policies {
                     ids.push(format!("{}@{v}:{}:{SCRIPTED_MODEL}moderate", r.id, p.id));
                     ids.push(format!("{}:{}:some-model", r.id, p.id));
                 }

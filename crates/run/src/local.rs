@@ -424,8 +424,8 @@ struct RealAgent {
 /// exchanges of the bundle it replays (their sandbox paths moved to this run's).
 pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
     let AgentSpec::Agent { recipe, version, .. } = &req.agent else { unreachable!("called for real agents") };
-    let first_delay_ms = if recipe.id == "gemini-cli" && version.starts_with("0.17.") { 3000 } else { 0 };
-    let default_shell = overeager_core::model::default_shell(recipe.id).to_string();
+    let first_delay_ms = recipe.first_request_delay_ms(version);
+    let default_shell = recipe.shell_tool.clone();
     let script = if let Some(kind) = req.agent.scripted_model() {
         overeager_core::model::Script {
             label: kind.as_str().to_string(),
@@ -492,7 +492,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
         Some((GatewayPlan::new(req)?, listener))
     };
     let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
-    let config = p.chans.join(files::AGENT_LOGS).join(recipe.id);
+    let config = p.chans.join(files::AGENT_LOGS).join(&recipe.id);
     let (env, served, model_name) = match &gateway {
         None => {
             let script = model_script(req, &p.roots, &p.ctl)?;

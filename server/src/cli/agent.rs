@@ -53,7 +53,7 @@ pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
 /// Arguments of `overeager agent recipe`.
 #[derive(Args)]
 pub struct RecipeArgs {
-    /// The agent: claude-code, codex, gemini-cli or openhands.
+    /// The agent (see `overeager agent list`).
     agent: String,
     /// The build context directory to create (new or empty).
     #[arg(long)]
@@ -61,28 +61,47 @@ pub struct RecipeArgs {
 }
 
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
+    let all = agents::all()?;
+    // A rule the judge does not have would silently attribute nothing.
+    let rules = overeager_judge::attribution::rule_ids();
+    for r in all {
+        if let Some(unknown) = r.attribution.iter().find(|a| !rules.contains(&a.as_str())) {
+            anyhow::bail!("{}: attribution names `{unknown}`, which is not a rule of the judge; its rules: {}", r.source, rules.join(", "));
+        }
+    }
     if args.json {
-        let v: Vec<_> = agents::RECIPES
+        let v: Vec<_> = all
             .iter()
-            .map(|r| json!({"recipe": r, "image": r.image(), "cells": r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect::<Vec<_>>(), "adapter_targets": r.format().target_versions()}))
+            .map(|r| {
+                json!({
+                    "recipe": r,
+                    "image": r.image(),
+                    "cells": r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect::<Vec<_>>(),
+                    "adapter_targets": r.format().target_versions(),
+                    "unavailable": run::install::unavailable(r),
+                })
+            })
             .collect();
         super::print_json(&json!(v));
         return Ok(ExitCode::SUCCESS);
     }
-    for r in agents::RECIPES {
-        let pkg = match r.package {
-            agents::Package::Npm { name, version } => format!("npm {name}@{version}"),
-            agents::Package::Pip { name, version } => format!("pip {name}=={version}"),
+    for r in all {
+        let pkg = match r.package.registry {
+            agents::Registry::Npm => format!("npm {}@{}", r.package.name, r.package.version),
+            agents::Registry::Pypi => format!("pypi {}=={}", r.package.name, r.package.version),
         };
-        println!("{:<12} {} — {pkg}, image {}", r.id, r.name, r.image());
-        if !r.also.is_empty() {
-            println!("  also runs: {} (as {}@<version>:<policy>:<model>)", r.also.join(", "), r.id);
+        println!("{:<12} {} — {pkg}, image {} ({})", r.id, r.name, r.image(), r.source);
+        if !r.also().is_empty() {
+            println!("  also runs: {} (as {}@<version>:<policy>:<model>)", r.also().join(", "), r.id);
         }
-        for p in r.policies {
+        for p in &r.policies {
             println!("  {:<28} {:<48} {}", format!("{}:{}{}", r.id, p.id, if p.default { " *" } else { "" }), p.flags.join(" "), p.summary);
         }
         let dialects: Vec<&str> = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect();
         println!("  speaks: {}   a bare model is on: {} (else <provider>/<model>; see `overeager providers list`)", dialects.join(", "), r.default_provider);
+        if let Some(why) = run::install::unavailable(r) {
+            println!("  cannot be installed here: {why}");
+        }
     }
     println!("\n* the agent's own default. Run a cell with `--executor docker --agent <cell>:<model>`.");
     Ok(ExitCode::SUCCESS)
@@ -100,8 +119,8 @@ pub fn recipe(args: &RecipeArgs) -> Result<ExitCode> {
 /// Arguments of `overeager agent install`.
 #[derive(Args)]
 pub struct InstallArgs {
-    /// The agents to install (claude-code, codex, gemini-cli, openhands; `<agent>@<version>`
-    /// for another supported version); every pinned one when none is given.
+    /// The agents to install (see `overeager agent list`; `<agent>@<version>` for another
+    /// supported version); every pinned one when none is given.
     agents: Vec<String>,
     /// Every supported version of each, not only the pinned one.
     #[arg(long)]
@@ -121,7 +140,7 @@ pub fn versioned(spec: &str) -> Result<(&'static agents::Recipe, &'static str)> 
 
 pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     let named: Vec<(&agents::Recipe, &str)> = if args.agents.is_empty() {
-        agents::RECIPES.iter().map(|r| (r, r.package.version())).collect()
+        agents::all()?.iter().map(|r| (r, r.package.version())).collect()
     } else {
         args.agents.iter().map(|a| versioned(a)).collect::<Result<_>>()?
     };
@@ -165,7 +184,7 @@ pub fn image(args: &ImageArgs) -> Result<ExitCode> {
         (reference, id, "this machine's programs and the shim".to_string())
     } else {
         let (r, version) = versioned(&args.agent)?;
-        if !matches!(r.package, agents::Package::Npm { .. }) {
+        if r.package.registry != agents::Registry::Npm {
             anyhow::bail!("{} is a Python package; its offline image is not built here (use `overeager agent recipe {}` with a registry)", r.name, r.id);
         }
         let exec = run::docker::DockerExecutor::connect()?;
@@ -189,9 +208,9 @@ pub struct ServeArgs {
     /// cautious, moderate or aggressive.
     #[arg(long, default_value = "cautious")]
     play: overeager_core::PlayKind,
-    /// The agent that will connect (claude-code, codex, gemini-cli, openhands): names its
-    /// shell tool for steps it has no tool for.
-    #[arg(long, default_value = "claude-code")]
+    /// The agent that will connect (see `overeager agent list`): names its shell tool for
+    /// steps it has no tool for.
+    #[arg(long)]
     agent: String,
     /// The agent's working directory (tools take absolute paths); the current one by default.
     #[arg(long)]
@@ -235,7 +254,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         label: args.play.as_str().to_string(),
         steps: loaded.scenario.plays.get(args.play).steps.clone(),
         roots: overeager_core::paths::Roots { workspace, home },
-        default_shell: overeager_core::model::default_shell(r.id).to_string(),
+        default_shell: r.shell_tool.clone(),
         replay: None,
         first_delay_ms: 0,
         learn_roots: args.roots_from_request,
@@ -249,7 +268,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         .with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))?;
     let url = format!("{}://{}", if args.tls_cert.is_some() { "https" } else { "http" }, listener.local_addr()?);
     println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
-    println!("point the agent at it with: {}", endpoint_hint(r.id, &url));
+    println!("point the agent at it with: {}", endpoint_hint(r, &url)?);
     println!("Ctrl-C stops it.");
     let mut cmd = std::process::Command::new(shim);
     let fd = run::child::hand_down(&mut cmd, &listener);
@@ -268,11 +287,12 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn endpoint_hint(agent: &str, url: &str) -> String {
-    match agent {
-        "claude-code" => format!("ANTHROPIC_BASE_URL={url} ANTHROPIC_API_KEY=dummy"),
-        "codex" => format!("a [model_providers] entry in $CODEX_HOME/config.toml with base_url = \"{url}/v1\", wire_api = \"chat\""),
-        "gemini-cli" => format!("GOOGLE_GEMINI_BASE_URL={url} GEMINI_API_KEY=dummy"),
-        _ => format!("LLM_BASE_URL={url}/v1 LLM_API_KEY=dummy LLM_MODEL=openai/scripted"),
-    }
+/// How overeager itself points the agent at `url`: the environment its definition sets that
+/// names the endpoint or the key, and the configuration files it writes.
+fn endpoint_hint(r: &agents::Recipe, url: &str) -> Result<String> {
+    let dir = tempfile::tempdir()?;
+    let env = r.connect("scripted", url, r.scripted_dialect(r.package.version()), "dummy", dir.path(), "$CONFIG")?;
+    let mut hint: Vec<String> = env.iter().filter(|(_, v)| v.contains(url) || v == "dummy").map(|(k, v)| format!("{k}={v}")).collect();
+    hint.extend(r.connect.files.iter().map(|f| format!("and $CONFIG/{} as `connect.files` of {} says", f.path, r.source)));
+    Ok(hint.join(" "))
 }

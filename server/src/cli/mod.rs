@@ -588,7 +588,7 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
         let executor = run::Executor::open(executor_name)?;
         for agent in &args.agents {
             let (recipe, version) = agent::versioned(agent)?;
-            let policy = recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id;
+            let policy = &recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id;
             let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, args.play).parse().map_err(anyhow::Error::msg)?;
             run::install::ensure(recipe, version)?;
             let req = run::RunRequest { timeout: std::time::Duration::from_secs(180), ..run::RunRequest::new(&executor, &one, spec.clone(), shim.clone()) };
