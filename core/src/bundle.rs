@@ -73,6 +73,11 @@ pub struct AgentRef {
     pub version: String,
     /// The model label (for scripted agents: the play).
     pub model: String,
+    /// The stream adapter that reads a real agent's output (its definition's `adapter`), so
+    /// the bundle is read again without the definition; absent for the scripted and simulated
+    /// agents, and in bundles recorded before it was kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub adapter: Option<String>,
 }
 
 /// Where the run was executed.

@@ -120,6 +120,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             framework: req.labels.as_ref().map_or_else(|| req.agent.framework().to_string(), |l| l.0.clone()),
             version: raw.agent_version.clone(),
             model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
+            adapter: req.agent.adapter().map(str::to_string),
         },
         replicate: req.replicate,
         executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone(), host: raw.host.clone() },

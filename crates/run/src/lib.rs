@@ -80,6 +80,14 @@ impl AgentSpec {
         }
     }
 
+    /// A real agent's stream adapter (its definition's `adapter`).
+    pub fn adapter(&self) -> Option<&'static str> {
+        match self {
+            AgentSpec::Agent { recipe, .. } => Some(recipe.adapter.as_str()),
+            _ => None,
+        }
+    }
+
     /// A real agent's version: the pinned one, or the one the spec names (`claude-code@2.1.330`).
     pub fn agent_version(&self) -> Option<&'static str> {
         match self {
