@@ -37,3 +37,41 @@ fn every_example_bundle_derives_cleanly_and_judges_as_indexed() {
     }
     assert_eq!(agents.len(), 4, "all four agents have an example: {agents:?}");
 }
+
+/// The scripted model reads each real agent's tools from the declarations its requests
+/// carry, with no pins and no list of agents: on the recorded requests of the example bundles,
+/// every role goes to the tool that agent's model is expected to use.
+#[test]
+fn the_scripted_model_reads_every_agents_tools_from_their_declarations() {
+    use overeager_core::model::{Dialect, Role, Vocab};
+    let dir = repo().join("bundles");
+    let work = scratch("example-bundles-tools");
+    let expected: &[(&str, &[(Role, &str)])] = &[
+        ("claude-code-ask-aggressive", &[(Role::Shell, "Bash"), (Role::Read, "Read"), (Role::Write, "Write"), (Role::Edit, "Edit"), (Role::Grep, "Grep")]),
+        ("claude-code-permissive-aggressive", &[(Role::Shell, "Bash"), (Role::Read, "Read"), (Role::Write, "Write"), (Role::Edit, "Edit"), (Role::Grep, "Grep")]),
+        ("codex-permissive-cautious", &[(Role::Shell, "shell")]),
+        ("codex-read-only-aggressive", &[(Role::Shell, "shell")]),
+        // Headless in its default mode, Gemini CLI offers neither a shell nor a write.
+        ("gemini-cli-ask-aggressive", &[(Role::Read, "read_file"), (Role::Grep, "grep_search")]),
+        ("gemini-cli-permissive-cautious", &[(Role::Shell, "run_shell_command"), (Role::Read, "read_file"), (Role::Write, "write_file"), (Role::Edit, "replace"), (Role::Grep, "grep_search")]),
+        ("openhands-always-approve-aggressive", &[(Role::Shell, "terminal"), (Role::Read, "file_editor"), (Role::Write, "file_editor"), (Role::Edit, "file_editor"), (Role::Finish, "finish")]),
+    ];
+    for (name, roles) in expected {
+        let unpacked = work.join(name);
+        ok(&overeager(&["bundle", "unpack", dir.join(format!("{name}.oeb")).to_str().unwrap(), unpacked.to_str().unwrap()]));
+        let records: Vec<Value> = std::fs::read_to_string(unpacked.join("model.jsonl")).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        let main = records.iter().find(|r| r["side"] == false && r["step"] == 0).unwrap_or_else(|| panic!("{name}: a first main-loop request"));
+        let dialect: Dialect = serde_json::from_value(main["dialect"].clone()).unwrap();
+        let v = Vocab::of_request(dialect, &main["request"]);
+        assert!(v.is_main_loop(), "{name}");
+        let found: Vec<(Role, String)> = Role::ALL.iter().filter_map(|r| v.tool_for(*r).map(|t| (*r, t.name.clone()))).collect();
+        let want: Vec<(Role, String)> = roles.iter().map(|(r, t)| (*r, t.to_string())).collect();
+        assert_eq!(found, want, "{name}");
+        // Only Claude Code's Edit says it refuses a file not read first; only Bash and
+        // OpenHands' terminal keep their working directory.
+        let edit_reads = v.tool_for(Role::Edit).is_some_and(|t| t.needs_read());
+        assert_eq!(edit_reads, name.starts_with("claude-code"), "{name}");
+        let keeps = v.tool_for(Role::Shell).is_some_and(|t| t.keeps_cwd());
+        assert_eq!(keeps, name.starts_with("claude-code") || name.starts_with("openhands"), "{name}");
+    }
+}

@@ -8,7 +8,7 @@
 //! request and gets a well-formed canned answer. Everything here is pure; the HTTP server and
 //! the `model.jsonl` channel live in the run stage.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -18,9 +18,11 @@ use crate::scenario::Step;
 
 pub mod history;
 pub mod planner;
+pub mod tools;
 pub mod usage;
 
 pub use history::{Answered, answered_calls};
+pub use tools::{Role, Vocab, call_for, finish_call, shell_call};
 
 /// The wire protocols the four CLIs speak.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -64,71 +66,6 @@ impl Dialect {
             Dialect::Responses => "responses",
             Dialect::Gemini => "gemini",
         }
-    }
-}
-
-/// The tools a request declares: name → parameter names.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Vocab {
-    pub tools: BTreeMap<String, BTreeSet<String>>,
-}
-
-fn properties(schema: Option<&Value>) -> BTreeSet<String> {
-    schema.and_then(|s| s.get("properties")).and_then(Value::as_object).map(|o| o.keys().cloned().collect()).unwrap_or_default()
-}
-
-impl Vocab {
-    /// Reads the declared tools of a request body in `dialect`.
-    pub fn of_request(dialect: Dialect, body: &Value) -> Vocab {
-        let mut tools = BTreeMap::new();
-        let list = body.get("tools").and_then(Value::as_array).map(Vec::as_slice).unwrap_or_default();
-        for t in list {
-            match dialect {
-                Dialect::Anthropic => {
-                    if let Some(n) = t.get("name").and_then(Value::as_str) {
-                        tools.insert(n.to_string(), properties(t.get("input_schema")));
-                    }
-                }
-                Dialect::Chat => {
-                    let f = t.get("function").unwrap_or(t);
-                    if let Some(n) = f.get("name").and_then(Value::as_str) {
-                        tools.insert(n.to_string(), properties(f.get("parameters")));
-                    }
-                }
-                Dialect::Responses => {
-                    if let Some(n) = t.get("name").and_then(Value::as_str) {
-                        tools.insert(n.to_string(), properties(t.get("parameters")));
-                    }
-                }
-                Dialect::Gemini => {
-                    for d in t.get("functionDeclarations").and_then(Value::as_array).into_iter().flatten() {
-                        if let Some(n) = d.get("name").and_then(Value::as_str) {
-                            let schema = d.get("parametersJsonSchema").or_else(|| d.get("parameters"));
-                            tools.insert(n.to_string(), properties(schema));
-                        }
-                    }
-                }
-            }
-        }
-        Vocab { tools }
-    }
-
-    /// Whether the request offers the tool `name`.
-    pub fn has(&self, name: &str) -> bool {
-        self.tools.contains_key(name)
-    }
-
-    fn param<'a>(&self, tool: &str, preferred: &'a str, fallback: &'a str) -> &'a str {
-        match self.tools.get(tool) {
-            Some(p) if p.contains(preferred) || !p.contains(fallback) => preferred,
-            _ => fallback,
-        }
-    }
-
-    /// Whether this is the agent's main loop (its working tools are offered) rather than a
-    /// side request. Gemini CLI in its default mode offers no shell, so any file tool counts.
-    pub fn is_main_loop(&self) -> bool {
-        ["Bash", "shell", "exec_command", "terminal", "run_shell_command", "read_file", "file_editor"].iter().any(|t| self.has(t))
     }
 }
 
@@ -200,56 +137,6 @@ pub fn shell_command(step: &Step, roots: &Roots) -> String {
             format!("OLD={} NEW={} perl -0777 -pi -e 's/\\Q$ENV{{OLD}}\\E/$ENV{{NEW}}/' -- {}", sh_quote(old), sh_quote(new), p(path))
         }
         Step::Grep { pattern, path } => format!("grep -rnF -e {} -- {}", sh_quote(pattern), p(path)),
-    }
-}
-
-/// The shell tool call of `command` in the vocabulary offered; `default_shell` names the tool
-/// to call when the request offers none (the agent then refuses it, which is observed).
-fn shell_call(command: String, v: &Vocab, default_shell: &str) -> ToolCall {
-    let pick = ["Bash", "exec_command", "shell", "run_shell_command", "terminal"].into_iter().find(|t| v.has(t)).unwrap_or(default_shell);
-    let args = match pick {
-        "Bash" => json!({"command": command, "description": "Run a shell command"}),
-        "exec_command" => json!({"cmd": command}),
-        "shell" => json!({"command": ["bash", "-lc", command]}),
-        "terminal" => json!({"command": command, "is_input": false, "security_risk": "LOW", "summary": "run a command"}),
-        _ => json!({"command": command, "description": "Run a shell command"}),
-    };
-    ToolCall { name: pick.to_string(), args }
-}
-
-/// The tool a play step becomes in the offered vocabulary.
-pub fn call_for(step: &Step, v: &Vocab, roots: &Roots, default_shell: &str) -> ToolCall {
-    let call = |name: &str, args: Value| ToolCall { name: name.to_string(), args };
-    match step {
-        Step::Read { path } if v.has("Read") => call("Read", json!({"file_path": absolute(path, roots)})),
-        Step::Read { path } if v.has("read_file") => {
-            call("read_file", json!({v.param("read_file", "file_path", "absolute_path"): absolute(path, roots)}))
-        }
-        Step::Read { path } if v.has("file_editor") => call("file_editor", json!({"command": "view", "path": absolute(path, roots), "security_risk": "LOW"})),
-        Step::Write { path, content } if v.has("Write") => call("Write", json!({"file_path": absolute(path, roots), "content": content})),
-        Step::Write { path, content } if v.has("write_file") => call("write_file", json!({"file_path": absolute(path, roots), "content": content})),
-        Step::Write { path, content } if v.has("file_editor") => {
-            call("file_editor", json!({"command": "create", "path": absolute(path, roots), "file_text": content, "security_risk": "LOW"}))
-        }
-        Step::Edit { path, old, new } if v.has("Edit") => {
-            call("Edit", json!({"file_path": absolute(path, roots), "old_string": old, "new_string": new}))
-        }
-        Step::Edit { path, old, new } if v.has("replace") => call(
-            "replace",
-            json!({"file_path": absolute(path, roots), "old_string": old, "new_string": new, "instruction": "Apply the requested change.", "expected_replacements": 1}),
-        ),
-        Step::Edit { path, old, new } if v.has("file_editor") => call(
-            "file_editor",
-            json!({"command": "str_replace", "path": absolute(path, roots), "old_str": old, "new_str": new, "security_risk": "LOW"}),
-        ),
-        Step::Grep { pattern, path } if v.has("Grep") => {
-            call("Grep", json!({"pattern": regex_escape(pattern), "path": absolute(path, roots), "output_mode": "content", "-n": true}))
-        }
-        Step::Grep { pattern, path } if v.has("search_file_content") || v.has("grep_search") => {
-            let name = if v.has("grep_search") { "grep_search" } else { "search_file_content" };
-            call(name, json!({"pattern": regex_escape(pattern), "path": absolute(path, roots)}))
-        }
-        _ => shell_call(shell_command(step, roots), v, default_shell),
     }
 }
 
@@ -413,6 +300,10 @@ pub struct Script {
     pub roots: Roots,
     /// The tool a step goes to when the agent offers no shell (the agent refuses the call).
     pub default_shell: String,
+    /// The tools the agent's definition pins to roles (`read` → `view`), where reading the
+    /// declarations would choose wrong.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tools: BTreeMap<String, String>,
     /// Replay: answer with these recorded exchanges instead of the play.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<ModelRecord>>,
@@ -492,7 +383,7 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     let model_name = body.get("model").and_then(Value::as_str).map(str::to_string).unwrap_or_else(|| {
         route.rsplit('/').next().and_then(|last| last.split(':').next()).unwrap_or("scripted").to_string()
     });
-    let vocab = Vocab::of_request(dialect, body);
+    let vocab = Vocab::of_request(dialect, body).pinned(&script.tools);
     let side = !vocab.is_main_loop();
     let answered = if side { Vec::new() } else { answered_calls(dialect, body) };
     let step = (!side).then_some(answered.len());
@@ -661,8 +552,8 @@ mod tests {
         Roots { workspace: "/s/work".into(), home: "/s/home".into() }
     }
 
-    fn vocab(names: &[(&str, &[&str])]) -> Vocab {
-        Vocab { tools: names.iter().map(|(n, p)| (n.to_string(), p.iter().map(|s| s.to_string()).collect())).collect() }
+    fn vocab(names: &[&str]) -> Vocab {
+        tools::declared(names)
     }
 
     #[test]
@@ -677,18 +568,21 @@ mod tests {
     #[test]
     fn steps_use_the_agents_own_tools() {
         let r = roots();
-        let claude = vocab(&[("Bash", &["command"]), ("Read", &["file_path"]), ("Edit", &[]), ("Write", &[]), ("Grep", &[])]);
+        let claude = vocab(&["Bash", "Read", "Edit", "Write", "Grep"]);
         let read = Step::Read { path: "~/.env".into() };
         assert_eq!(call_for(&read, &claude, &r, "Bash"), ToolCall { name: "Read".into(), args: json!({"file_path": "/s/home/.env"}) });
-        let gemini_old = vocab(&[("read_file", &["absolute_path"])]);
+        let grep = call_for(&Step::Grep { pattern: "a.b".into(), path: "src".into() }, &claude, &r, "Bash");
+        assert_eq!(grep.args, json!({"pattern": "a\\.b", "path": "/s/work/src", "output_mode": "content"}));
+        // Gemini CLI 0.17 named the path `absolute_path`.
+        let gemini_old = Vocab::of_request(Dialect::Gemini, &json!({"tools": [{"functionDeclarations": [{"name": "read_file", "parameters": {"properties": {"absolute_path": {"type": "string"}}}}]}]}));
         assert_eq!(call_for(&read, &gemini_old, &r, "run_shell_command").args, json!({"absolute_path": "/s/home/.env"}));
-        let gemini_new = vocab(&[("read_file", &["file_path"])]);
+        let gemini_new = vocab(&["read_file"]);
         assert_eq!(call_for(&read, &gemini_new, &r, "run_shell_command").args, json!({"file_path": "/s/home/.env"}));
         // Codex 0.58 has only `shell`, taking an argv.
-        let codex = vocab(&[("shell", &["command"])]);
+        let codex = vocab(&["shell"]);
         assert_eq!(call_for(&read, &codex, &r, "shell").args, json!({"command": ["bash", "-lc", "cat -- /s/home/.env"]}));
         // No shell offered: the agent's own shell is called anyway and refused by it.
-        let none = vocab(&[("read_file", &["file_path"])]);
+        let none = vocab(&["read_file"]);
         assert_eq!(call_for(&Step::Sh { command: "rm x".into() }, &none, &r, "run_shell_command").name, "run_shell_command");
     }
 
@@ -750,6 +644,7 @@ mod tests {
             steps: vec![Step::Read { path: "notes.md".into() }],
             roots: roots(),
             default_shell: "Bash".into(),
+            tools: Default::default(),
             replay: None,
             first_delay_ms: 0,
             learn_roots: true,
@@ -763,7 +658,7 @@ mod tests {
 
     #[test]
     fn a_replay_answers_from_the_recording_and_names_the_divergence() {
-        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), replay: None, first_delay_ms: 0, learn_roots: false };
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false };
         let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
         let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));

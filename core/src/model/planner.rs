@@ -28,23 +28,12 @@
 
 use std::collections::BTreeSet;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::history::Answered;
-use super::{ToolCall, Turn, Vocab, absolute, call_for, sh_quote, shell_call, shell_command};
+use super::{Role, ToolCall, Turn, Vocab, absolute, call_for, finish_call, sh_quote, shell_call, shell_command};
 use crate::paths::Roots;
 use crate::scenario::Step;
-
-/// Shell tools of the CLIs: a failed command is the play's own outcome, never retried.
-pub const SHELL_TOOLS: &[&str] = &["Bash", "exec_command", "shell", "run_shell_command", "terminal"];
-
-/// Shell tools whose working directory persists from one call to the next.
-const CWD_KEEPING_SHELLS: &[&str] = &["Bash", "terminal"];
-
-/// File tools that refuse to change a file the session has not read (Claude Code's Edit).
-/// Write has the same rule only for files that exist, which the model cannot know in
-/// advance: it learns that from the refusal.
-const EDIT_NEEDS_READ: &[&str] = &["Edit"];
 
 /// Words of a tool's answer saying the file must be read (again) before it is changed.
 const READ_FIRST: &[&str] = &["has not been read yet", "modified since read", "read it first", "must read", "read the file before"];
@@ -81,10 +70,11 @@ pub fn is_policy_refusal(text: &str) -> bool {
     lower_contains_any(text, POLICY_REFUSAL)
 }
 
-/// What the answer to one of the model's calls means for the step it played.
-pub fn reaction(a: &Answered) -> Reaction {
+/// What the answer to one of the model's calls (`shell`: to the shell tool) means for the
+/// step it played. A failed command is the play's own outcome, never retried.
+pub fn reaction(a: &Answered, shell: bool) -> Reaction {
     let Some(text) = a.output.as_deref() else { return Reaction::Done };
-    if SHELL_TOOLS.contains(&a.name.as_str()) {
+    if shell {
         return if lower_contains_any(text, SYNTAX_REFUSAL) && !is_policy_refusal(text) { Reaction::Subshell } else { Reaction::Done };
     }
     let failed = a.error || {
@@ -161,9 +151,14 @@ pub struct Planner<'a> {
 }
 
 impl Planner<'_> {
+    /// Whether `name` is the shell: the one offered, or the agent's own when none is.
+    fn is_shell(&self, name: &str) -> bool {
+        self.vocab.is_shell(name) || (self.vocab.tool_for(Role::Shell).is_none() && name == self.default_shell)
+    }
+
     fn next(&self, s: &State) -> Move {
         let Some(step) = self.steps.get(s.step) else {
-            return if self.vocab.has("finish") && !s.finish_called { Move::FinishTool } else { Move::Final };
+            return if self.vocab.tool_for(Role::Finish).is_some() && !s.finish_called { Move::FinishTool } else { Move::Final };
         };
         if s.subshell_wanted {
             return Move::Subshell(s.step);
@@ -175,7 +170,12 @@ impl Planner<'_> {
             return Move::ReadBefore(s.step);
         }
         let call = call_for(step, self.vocab, self.roots, self.default_shell);
-        let needs_read = EDIT_NEEDS_READ.contains(&call.name.as_str()) && self.vocab.has("Read");
+        // An edit tool that refuses a file not read in the session (Claude Code's Edit, as its
+        // description says). Write has the same rule only for files that exist, which the
+        // model cannot know in advance: it learns that from the refusal.
+        let needs_read = matches!(step, Step::Edit { .. })
+            && self.vocab.tool_for(Role::Edit).is_some_and(|t| t.name == call.name && t.needs_read())
+            && self.vocab.tool_for(Role::Read).is_some();
         match step_path(step).map(|p| absolute(p, self.roots)) {
             Some(p) if needs_read && !s.read.contains(&p) => Move::ReadBefore(s.step),
             _ => Move::Play(s.step),
@@ -193,20 +193,20 @@ impl Planner<'_> {
             Move::Play(i) => call_for(&self.steps[i], self.vocab, self.roots, self.default_shell),
             Move::Shell(i) => shell_call(shell_command(&self.steps[i], self.roots), self.vocab, self.default_shell),
             Move::Subshell(i) => shell_call(format!("eval {}", sh_quote(&shell_command(&self.steps[i], self.roots))), self.vocab, self.default_shell),
-            Move::FinishTool => return Turn::Call(ToolCall { name: "finish".into(), args: json!({"message": summary}) }),
+            Move::FinishTool => return finish_call(self.vocab, &summary).map_or(Turn::Final(summary), Turn::Call),
             Move::Final => return Turn::Final(summary),
         };
-        Turn::Call(if s.cwd_moved { from_workspace(call, &self.roots.workspace) } else { call })
+        Turn::Call(if s.cwd_moved { from_workspace(call, &self.roots.workspace, self.vocab) } else { call })
     }
 
     fn observe(&self, s: &mut State, m: Move, made: &Turn, answer: Option<&Answered>) {
         let Turn::Call(call) = made else { return };
-        if CWD_KEEPING_SHELLS.contains(&call.name.as_str())
+        if keeps_cwd(self.vocab, &call.name)
             && let Some(command) = call.args.get("command").and_then(Value::as_str)
         {
             s.cwd_moved |= moves_cwd(command);
         }
-        let reaction = answer.map(reaction).unwrap_or(Reaction::Done);
+        let reaction = answer.map(|a| reaction(a, self.is_shell(&a.name))).unwrap_or(Reaction::Done);
         let advance = |s: &mut State| {
             s.step += 1;
             s.read_wanted = false;
@@ -224,7 +224,7 @@ impl Planner<'_> {
             }
             Move::Play(i) => match reaction {
                 Reaction::ReadFirst if !s.reread => s.read_wanted = true,
-                Reaction::ReadFirst | Reaction::UseShell if !SHELL_TOOLS.contains(&call.name.as_str()) => s.shell_wanted = true,
+                Reaction::ReadFirst | Reaction::UseShell if !self.is_shell(&call.name) => s.shell_wanted = true,
                 Reaction::Subshell => s.subshell_wanted = true,
                 _ => {
                     if !matches!(self.steps[i], Step::Sh { .. } | Step::Grep { .. })
@@ -259,9 +259,15 @@ impl Planner<'_> {
     }
 }
 
+/// Whether `name` is a shell whose working directory persists from one call to the next (as
+/// its description says: Claude Code's Bash, OpenHands' terminal).
+fn keeps_cwd(v: &Vocab, name: &str) -> bool {
+    v.is_shell(name) && v.get(name).is_some_and(|t| t.keeps_cwd())
+}
+
 /// `call` run from the workspace, for a shell that may stand elsewhere since an earlier call.
-fn from_workspace(mut call: ToolCall, workspace: &str) -> ToolCall {
-    if CWD_KEEPING_SHELLS.contains(&call.name.as_str())
+fn from_workspace(mut call: ToolCall, workspace: &str, v: &Vocab) -> ToolCall {
+    if keeps_cwd(v, &call.name)
         && let Some(Value::String(command)) = call.args.get_mut("command")
     {
         *command = format!("cd {}; {command}", sh_quote(workspace));
@@ -278,7 +284,7 @@ mod tests {
     }
 
     fn vocab(names: &[&str]) -> Vocab {
-        Vocab { tools: names.iter().map(|n| (n.to_string(), BTreeSet::new())).collect() }
+        crate::model::tools::declared(names)
     }
 
     fn answered(t: &Turn, output: &str, error: bool) -> Answered {

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
+use overeager_core::model::Role;
 use overeager_core::sandbox::layout;
 use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
 use serde::{Deserialize, Serialize};
@@ -150,9 +151,11 @@ pub struct Recipe {
     pub logs: Vec<String>,
     /// The judge's attribution rules of what this CLI does on its own.
     pub attribution: Vec<String>,
-    /// The shell tool the scripted model calls for a step when the request offers no tool
-    /// for it (the agent then refuses the call, which is observed).
-    pub shell_tool: String,
+    /// Tools pinned to roles for the scripted model (`shell`, `read`, `write`, `edit`, `grep`,
+    /// `finish`), where reading the declarations would choose wrong. `shell` is always
+    /// named: the model calls it for a step the request offers no tool for (the agent then
+    /// refuses the call, which is observed).
+    pub tools: BTreeMap<String, String>,
     pub demo: Demo,
     /// What the definition cannot make the same as the others, said plainly.
     pub notes: Vec<String>,
@@ -179,7 +182,7 @@ struct RawRecipe {
     logs: Vec<String>,
     #[serde(default)]
     attribution: Vec<String>,
-    tools: RawTools,
+    tools: BTreeMap<String, String>,
     demo: Option<RawDemo>,
     #[serde(default)]
     notes: Vec<String>,
@@ -231,12 +234,6 @@ struct RawConnect {
 struct ConfigFileRaw {
     path: String,
     text: String,
-}
-
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct RawTools {
-    shell: String,
 }
 
 #[derive(Deserialize)]
@@ -315,7 +312,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
     } else if stem != raw.id {
         errs.near(&raw.id, "id", format!("the file of agent `{}` is called `{}.toml`; rename the file or the id", raw.id, raw.id));
     }
-    for (field, v) in [("name", &raw.name), ("program", &raw.program), ("package.name", &raw.package.name), ("package.base_image", &raw.package.base_image), ("tools.shell", &raw.tools.shell)] {
+    for (field, v) in [("name", &raw.name), ("program", &raw.program), ("package.name", &raw.package.name), ("package.base_image", &raw.package.base_image)] {
         if v.trim().is_empty() {
             errs.near(field.rsplit('.').next().unwrap_or(field), field, "must not be empty");
         }
@@ -326,6 +323,17 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
     if Format::for_framework(&raw.adapter).is_none_or(|f| f.as_str() != raw.adapter) {
         let known: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
         errs.near(&raw.adapter, "adapter", format!("no stream adapter `{}`; use one of {}", raw.adapter, known.join(", ")));
+    }
+    let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
+    for (role, tool) in &raw.tools {
+        if !roles.contains(&role.as_str()) {
+            errs.near(role, format!("tools.{role}"), format!("no role `{role}`; the roles are {}", roles.join(", ")));
+        } else if tool.trim().is_empty() {
+            errs.near(role, format!("tools.{role}"), "name the tool, as the agent declares it to the model");
+        }
+    }
+    if !raw.tools.contains_key("shell") {
+        errs.near("[tools]", "tools.shell", "name the agent's shell tool (e.g. shell = \"bash\"): the scripted model calls it for a step the agent offers no tool for");
     }
     let mut dialects = Vec::new();
     for (i, d) in raw.dialects.iter().enumerate() {
@@ -485,7 +493,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         vendor_hosts: raw.vendor_hosts,
         logs: raw.logs,
         attribution: raw.attribution,
-        shell_tool: raw.tools.shell,
+        tools: raw.tools,
         demo,
         notes: raw.notes,
     };
@@ -625,6 +633,11 @@ impl Recipe {
     /// The dialects version `version` speaks.
     pub fn dialects_of(&self, version: &str) -> Vec<Dialect> {
         self.settings(version).dialects.unwrap_or_else(|| self.dialects.clone())
+    }
+
+    /// The agent's shell tool.
+    pub fn shell_tool(&self) -> &str {
+        self.tools.get("shell").map_or("bash", String::as_str)
     }
 
     /// Milliseconds the scripted model holds its first main-loop answer back for `version`.

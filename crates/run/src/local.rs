@@ -425,19 +425,20 @@ struct RealAgent {
 pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> Result<PathBuf> {
     let AgentSpec::Agent { recipe, version, .. } = &req.agent else { unreachable!("called for real agents") };
     let first_delay_ms = recipe.first_request_delay_ms(version);
-    let default_shell = recipe.shell_tool.clone();
+    let default_shell = recipe.shell_tool().to_string();
     let script = if let Some(kind) = req.agent.scripted_model() {
         overeager_core::model::Script {
             label: kind.as_str().to_string(),
             steps: req.scenario.scenario.plays.get(kind).steps.clone(),
             roots: roots.clone(),
             default_shell,
+            tools: recipe.tools.clone(),
             replay: None,
             first_delay_ms,
             learn_roots: false,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false }
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };
