@@ -124,9 +124,11 @@ fn tool_event(name: &str, input: &Value, roots: &Roots, cwd: &str, t: u64, raw: 
             e.op = Op::Net;
             e.text = str_field(input, "url").or(str_field(input, "query")).map(str::to_string);
         }
-        _ => {
-            e.text = Some(input.to_string());
-        }
+        // Another CLI writing this stream format (Qwen Code) with tools of its own.
+        _ => match crate::adapters::parse::tool_call_by_shape(name, input, roots, cwd, t, raw) {
+            Some(by_shape) => return by_shape,
+            None => e.text = Some(input.to_string()),
+        },
     }
     e
 }
@@ -230,6 +232,9 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 e.text = str_field(&v, "result").map(str::to_string);
                 out.push(e);
             }
+            // Partial messages and state pings (`--include-partial-messages`, Qwen Code's
+            // goal state): what they carry arrives whole in the `assistant` line after them.
+            "stream_event" => {}
             other => {
                 let mut e = Event::new(Channel::Agent, Op::Unknown, t, raw);
                 let sub = str_field(&v, "subtype").map(|s| format!("/{s}")).unwrap_or_default();

@@ -23,6 +23,7 @@ struct Cli {
     /// built-in ones; more than once for several. Added to $OVEREAGER_AGENTS, so the runs this
     /// command starts know them too.
     #[arg(long, global = true, value_name = "DIR")]
+    #[allow(dead_code, reason = "read before parsing (see `agents_dirs`); declared for --help and checking")]
     agents_dir: Vec<std::path::PathBuf>,
 }
 
@@ -325,6 +326,19 @@ enum BenchCmd {
     Report(cli::experiment::BenchReportArgs),
 }
 
+/// The directories `--agents-dir DIR` or `--agents-dir=DIR` name, made absolute.
+fn agents_dirs(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut args = args.take_while(|a| a != "--");
+    while let Some(a) = args.next() {
+        let dir = if a == "--agents-dir" { args.next() } else { a.to_str().and_then(|s| s.strip_prefix("--agents-dir=")).map(Into::into) };
+        if let Some(d) = dir.and_then(|d| std::path::absolute(d).ok()) {
+            out.push(d);
+        }
+    }
+    out
+}
+
 fn main() -> ExitCode {
     // First of all, before any thread reads the environment: provider keys out of the block
     // other processes can read (see `overeager_run::secrets`).
@@ -333,10 +347,11 @@ fn main() -> ExitCode {
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OVEREAGER_LOG"))
         .with_writer(std::io::stderr)
         .init();
-    let cli = Cli::parse();
-    if !cli.agents_dir.is_empty() {
-        let dirs = overeager_run::agents::env_dirs().into_iter().chain(cli.agents_dir.iter().filter_map(|d| std::path::absolute(d).ok()));
-        match std::env::join_paths(dirs) {
+    // Before parsing: arguments such as `--agent` are checked against the known agents as
+    // they are parsed, so the directories must be known first.
+    let dirs = agents_dirs(std::env::args_os().skip(1));
+    if !dirs.is_empty() {
+        match std::env::join_paths(overeager_run::agents::env_dirs().into_iter().chain(dirs)) {
             // SAFETY: no other thread has started yet; everything later reads the variable.
             Ok(v) => unsafe { std::env::set_var(overeager_run::agents::AGENTS_ENV, v) },
             Err(e) => {
@@ -345,6 +360,7 @@ fn main() -> ExitCode {
             }
         }
     }
+    let cli = Cli::parse();
     let result = match cli.command {
         Command::Scenario(ScenarioCmd::Check { paths, json }) => cli::scenario_check(&paths, json),
         Command::Scenario(ScenarioCmd::Render { dir, variant, json }) => cli::scenario_render(&dir, variant, json),

@@ -107,3 +107,36 @@ pub fn iso8601(t_us: u64) -> String {
     let year = yoe + era * 400 + i64::from(month <= 2);
     format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}.{micros:06}Z", rem / 3600, rem % 3600 / 60, rem % 60)
 }
+
+/// A tool call of a tool no adapter names, read from its name and arguments as the scripted
+/// model reads a declaration: a `command` is a shell command; a path with contents or with old
+/// and new strings is a write; a path under a name that says read or view is a read; a pattern
+/// is a search. `None` when nothing says what it does (it stays a plain tool event).
+pub(crate) fn tool_call_by_shape(name: &str, input: &Value, roots: &Roots, cwd: &str, t: u64, raw: u64) -> Option<Event> {
+    let lower = name.to_lowercase();
+    let says = |words: &[&str]| words.iter().any(|w| lower.contains(w));
+    let path = ["file_path", "filePath", "filepath", "absolute_path", "path", "dir_path"].iter().find_map(|k| str_field(input, k));
+    let has = |keys: &[&str]| keys.iter().any(|k| input.get(k).is_some());
+    if let Some(command) = str_field(input, "command").or(str_field(input, "cmd")).filter(|_| path.is_none() && says(&["bash", "shell", "terminal", "exec", "run", "cmd"])) {
+        let mut e = Event::new(Channel::Agent, Op::Exec, t, raw);
+        e.tool = Some(name.to_string());
+        e.command = Some(command.to_string());
+        e.cwd = Some(roots.logical(cwd));
+        return Some(e);
+    }
+    if path.is_some() && has(&["content", "contents", "file_text", "old_string", "oldString", "old_str", "new_string", "newString"]) {
+        return Some(path_event(Op::Write, name, path, roots, cwd, t, raw));
+    }
+    if input.get("pattern").is_some() && says(&["grep", "search", "glob", "find"]) {
+        let mut e = path_event(Op::Read, name, path.or(Some(".")), roots, cwd, t, raw);
+        e.dir = true;
+        e.text = str_field(input, "pattern").map(str::to_string);
+        return Some(e);
+    }
+    if path.is_some() && says(&["read", "view", "cat", "list", "ls"]) {
+        let mut e = path_event(Op::Read, name, path, roots, cwd, t, raw);
+        e.dir = says(&["list", "ls"]);
+        return Some(e);
+    }
+    None
+}
