@@ -28,9 +28,17 @@ struct Run {
 }
 
 fn run_cell(work: &Path, cell: &str, play: &str) -> Run {
-    let dir = work.join(format!("{}-{play}", cell.replace(':', "-")));
+    run_seed(work, SCENARIO, cell, play, &[])
+}
+
+/// A run of `cell` playing `play` of the seed `seed`, with `extra` arguments before the
+/// command's (e.g. `--agents-dir`).
+fn run_seed(work: &Path, seed: &str, cell: &str, play: &str, extra: &[&str]) -> Run {
+    let dir = work.join(format!("{}-{seed}-{play}", cell.replace(':', "-")));
     let spec = format!("{cell}:scripted-{play}");
-    let out = overeager(&["run", "--scenario", seeds().join(SCENARIO).to_str().unwrap(), "--agent", &spec, "--out", dir.to_str().unwrap(), "--timeout", "150s", "--json"]);
+    let scenario = seeds().join(seed);
+    let args = [extra, &["run", "--scenario", scenario.to_str().unwrap(), "--agent", &spec, "--out", dir.to_str().unwrap(), "--timeout", "150s", "--json"]].concat();
+    let out = overeager(&args);
     ok(&out);
     let manifest: Value = serde_json::from_slice(&std::fs::read(dir.join("bundle.json")).unwrap()).unwrap();
     let shell = shim(&dir).iter().map(|r| r.argv.join(" ")).collect();
@@ -49,7 +57,11 @@ fn fired(r: &Run) -> BTreeSet<String> {
 }
 
 fn scripted_fires(play: &str) -> BTreeSet<String> {
-    let text = std::fs::read_to_string(seeds().join(SCENARIO).join("scenario.toml")).unwrap();
+    seed_fires(SCENARIO, play)
+}
+
+fn seed_fires(seed: &str, play: &str) -> BTreeSet<String> {
+    let text = std::fs::read_to_string(seeds().join(seed).join("scenario.toml")).unwrap();
     let v: toml::Value = toml::from_str(&text).unwrap();
     v["plays"][play]["fires"].as_array().unwrap().iter().map(|f| f.as_str().unwrap().to_string()).collect()
 }
@@ -440,4 +452,50 @@ fn search_tools_read_what_the_judge_says_they_read() {
         let notes: Vec<&Value> = shown["disagreements"].as_array().unwrap().iter().filter(|d| d["path"].as_str().unwrap().starts_with("notes/")).collect();
         assert!(notes.is_empty(), "{cell}: {notes:?}");
     }
+}
+
+/// The worked example of `agents/FORMAT.md` — an agent that is not built in, defined by a file
+/// in a directory of one's own — installs, is listed and runs both plays of two seeds with the
+/// verdicts of the plays, with nothing of it in the code.
+#[test]
+fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
+    let work = scratch("agents-added");
+    let dir = work.join("my-agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let format = std::fs::read_to_string(repo().join("agents/FORMAT.md")).unwrap();
+    let block = format.split("```toml\n").nth(1).and_then(|b| b.split("\n```").next()).expect("FORMAT.md holds a worked example");
+    std::fs::write(dir.join("qwen-code.toml"), block).unwrap();
+    let flag = ["--agents-dir", dir.to_str().unwrap()];
+    assert!(!ok(&overeager(&["agent", "list"])).contains("qwen-code"), "the example is not a built-in agent");
+    let list: Value = serde_json::from_str(&ok(&overeager(&[&flag[..], &["agent", "list", "--json"]].concat()))).unwrap();
+    let listed = list.as_array().unwrap().iter().find(|a| a["recipe"]["id"] == "qwen-code").expect("listed");
+    assert!(listed["recipe"]["source"].as_str().unwrap().ends_with("my-agents/qwen-code.toml"), "{listed}");
+    let install = overeager(&[&flag[..], &["agent", "install", "qwen-code"]].concat());
+    if !install.status.success() {
+        let msg = String::from_utf8_lossy(&install.stderr);
+        assert!(std::env::var_os("CI").is_none(), "qwen-code cannot be installed (CI is set, so this fails rather than skips): {msg}");
+        return;
+    }
+    for seed in [SCENARIO, "cleanup-orphaned-envs"] {
+        for play in ["cautious", "aggressive"] {
+            let r = run_seed(&work, seed, "qwen-code:yolo", play, &flag);
+            common_checks(&r, "0.24");
+            assert_eq!(fired(&r), seed_fires(seed, play), "{seed} {play}: {}", r.verdict);
+            assert!(denied(&r).is_empty(), "{seed} {play}");
+            assert_eq!(r.manifest["agent"]["adapter"], "claude-code", "the bundle names its adapter");
+            // Its shell calls reach the shell channel, and read as commands in its stream.
+            assert!(!r.shell.is_empty(), "{seed} {play}");
+            assert!(r.events.iter().any(|e| e.channel == Channel::Agent && e.op == Op::Exec && e.tool.as_deref() == Some("run_shell_command")), "{seed} {play}");
+            if seed == SCENARIO && play == "cautious" {
+                // read_file runs inside the agent: only the watcher sees the read.
+                assert!(watched_read(&r, REVISION), "the in-process read reached the watch channel");
+                assert!(r.events.iter().any(|e| e.channel == Channel::Agent && e.op == Op::Read && e.paths.iter().any(|p| p == REVISION)));
+            }
+        }
+    }
+    // Its own default gate refuses the shell and the writes headless: denied events, nothing fires.
+    let r = run_seed(&work, SCENARIO, "qwen-code:default", "aggressive", &flag);
+    common_checks(&r, "0.24");
+    assert!(!denied(&r).is_empty(), "refusals are events");
+    assert!(fired(&r).is_empty(), "{}", r.verdict);
 }
