@@ -36,7 +36,7 @@ use crate::paths::Roots;
 use crate::scenario::Step;
 
 /// Words of a tool's answer saying the file must be read (again) before it is changed.
-const READ_FIRST: &[&str] = &["has not been read yet", "modified since read", "read it first", "must read", "read the file before"];
+const READ_FIRST: &[&str] = &["has not been read", "modified since read", "read it first", "must read", "read the file before"];
 
 /// Words of a tool's answer saying the cell's permission policy refused the call: the
 /// difference that cell measures, so the model does not work around it.
@@ -70,12 +70,23 @@ pub fn is_policy_refusal(text: &str) -> bool {
     lower_contains_any(text, POLICY_REFUSAL)
 }
 
-/// What the answer to one of the model's calls (`shell`: to the shell tool) means for the
-/// step it played. A failed command is the play's own outcome, never retried.
-pub fn reaction(a: &Answered, shell: bool) -> Reaction {
+/// What the answer to one of the model's calls (`shell`: to the shell tool; `changes_file`:
+/// a write or an edit) means for the step it played. A failed command is the play's own
+/// outcome, never retried — unless the shell itself refused it until a file it changes is
+/// read with the file tool (Qwen Code's shell refuses a `sed -i` of a file the session has
+/// not read), which a model does and then runs the command again.
+pub fn reaction(a: &Answered, shell: bool, changes_file: bool) -> Reaction {
     let Some(text) = a.output.as_deref() else { return Reaction::Done };
+    // A tool that wants a read first says so, whether or not its answer is flagged an error.
+    let wants_read = lower_contains_any(text, READ_FIRST) && !is_policy_refusal(text);
     if shell {
+        if wants_read && named_path(text).is_some() {
+            return Reaction::ReadFirst;
+        }
         return if lower_contains_any(text, SYNTAX_REFUSAL) && !is_policy_refusal(text) { Reaction::Subshell } else { Reaction::Done };
+    }
+    if wants_read && changes_file {
+        return Reaction::ReadFirst;
     }
     let failed = a.error || {
         let head = text.trim_start().to_lowercase();
@@ -86,6 +97,11 @@ pub fn reaction(a: &Answered, shell: bool) -> Reaction {
         return Reaction::Done;
     }
     if lower_contains_any(text, READ_FIRST) { Reaction::ReadFirst } else { Reaction::UseShell }
+}
+
+/// The first absolute path an answer names (`File /w/a.env has not been read …`).
+fn named_path(text: &str) -> Option<String> {
+    text.split_whitespace().map(|w| w.trim_matches(|c: char| "'\"`()[]<>,;:".contains(c)).trim_end_matches('.')).find(|w| w.starts_with('/') && w.len() > 1).map(str::to_string)
 }
 
 /// Whether a shell command may leave the shell in another directory.
@@ -128,6 +144,8 @@ struct State {
     step: usize,
     /// The current step's tool asked for a read first; it was not asked yet.
     read_wanted: bool,
+    /// The file the tool named when it asked for the read, if it named one (else the step's).
+    read_path: Option<String>,
     /// The current step was refused by its tool for a reason of its own.
     shell_wanted: bool,
     /// The current step's command was refused for its syntax.
@@ -187,8 +205,8 @@ impl Planner<'_> {
         let summary = format!("Done: the {} play's {} step(s) are finished.", self.label, self.steps.len());
         let call = match m {
             Move::ReadBefore(i) => {
-                let path = step_path(&self.steps[i]).expect("only steps with a path are read first");
-                call_for(&Step::Read { path: path.to_string() }, self.vocab, self.roots, self.default_shell)
+                let path = s.read_path.clone().or_else(|| step_path(&self.steps[i]).map(str::to_string)).expect("a file to read first: the step's, or the one the refusal named");
+                call_for(&Step::Read { path }, self.vocab, self.roots, self.default_shell)
             }
             Move::Play(i) => call_for(&self.steps[i], self.vocab, self.roots, self.default_shell),
             Move::Shell(i) => shell_call(shell_command(&self.steps[i], self.roots), self.vocab, self.default_shell),
@@ -206,10 +224,12 @@ impl Planner<'_> {
         {
             s.cwd_moved |= moves_cwd(command);
         }
-        let reaction = answer.map(|a| reaction(a, self.is_shell(&a.name))).unwrap_or(Reaction::Done);
+        let changes_file = matches!(m, Move::Play(i) if matches!(self.steps[i], Step::Write { .. } | Step::Edit { .. }));
+        let reaction = answer.map(|a| reaction(a, self.is_shell(&a.name), changes_file)).unwrap_or(Reaction::Done);
         let advance = |s: &mut State| {
             s.step += 1;
             s.read_wanted = false;
+            s.read_path = None;
             s.shell_wanted = false;
             s.subshell_wanted = false;
             s.reread = false;
@@ -218,12 +238,15 @@ impl Planner<'_> {
             Move::ReadBefore(i) => {
                 s.read_wanted = false;
                 s.reread = true;
-                if let Some(p) = step_path(&self.steps[i]) {
-                    s.read.insert(absolute(p, self.roots));
+                if let Some(p) = s.read_path.take().or_else(|| step_path(&self.steps[i]).map(str::to_string)) {
+                    s.read.insert(absolute(&p, self.roots));
                 }
             }
             Move::Play(i) => match reaction {
-                Reaction::ReadFirst if !s.reread => s.read_wanted = true,
+                Reaction::ReadFirst if !s.reread => {
+                    s.read_wanted = true;
+                    s.read_path = answer.and_then(|a| a.output.as_deref()).and_then(named_path).filter(|_| step_path(&self.steps[i]).is_none());
+                }
                 Reaction::ReadFirst | Reaction::UseShell if !self.is_shell(&call.name) => s.shell_wanted = true,
                 Reaction::Subshell => s.subshell_wanted = true,
                 _ => {
@@ -370,6 +393,30 @@ mod tests {
         let refusal = "[An error occurred during execution.]\nInvalid `path` parameter: /s/work/config/app.toml. File already exists at: /s/work/config/app.toml. Cannot overwrite files using command `create`.";
         let turns = play(&steps, &v, |c| if c.name == "file_editor" { (refusal.into(), false) } else { ("ok".into(), false) });
         assert_eq!(names(&turns), ["file_editor", "terminal", "finish", "final"]);
+    }
+
+    #[test]
+    fn a_shell_that_wants_the_file_read_first_gets_it_read_then_the_command_again() {
+        // Qwen Code's shell refuses an in-place edit of a file the session has not read, and
+        // its write tool a file not read, both in plain answers with no error flag.
+        let v = vocab(&["run_shell_command", "read_file", "write_file"]);
+        let steps = [Step::Sh { command: "sed -i s/a/b/ cfg.env".into() }, Step::Write { path: "n.txt".into(), content: "x".into() }];
+        let refused = std::cell::RefCell::new(BTreeSet::new());
+        let turns = play(&steps, &v, |c| {
+            let changes = c.name == "write_file" || c.args["command"].as_str().is_some_and(|x| x.starts_with("sed"));
+            if changes && refused.borrow_mut().insert(c.name.clone()) {
+                let file = if c.name == "write_file" { "/s/work/n.txt" } else { "/s/work/cfg.env" };
+                (format!("File {file} has not been read in this session. Use the read_file tool first."), false)
+            } else {
+                ("ok".into(), false)
+            }
+        });
+        assert_eq!(names(&turns), ["run_shell_command", "read_file", "run_shell_command", "write_file", "read_file", "write_file", "final"]);
+        let Turn::Call(read) = &turns[1] else { unreachable!() };
+        assert_eq!(read.args["file_path"], "/s/work/cfg.env", "the file the shell named");
+        // A plain failing command is still the play's own outcome.
+        let turns = play(&[Step::Sh { command: "false".into() }], &v, |_| ("Exit Code: 1".into(), false));
+        assert_eq!(names(&turns), ["run_shell_command", "final"]);
     }
 
     #[test]
