@@ -101,6 +101,21 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                 }
                 _ => {}
             },
+            Format::OpenCode => {
+                // Each call is one line, with its output.
+                if str_field(&v, "type") == Some("tool_use")
+                    && let Some(part) = v.get("part")
+                {
+                    let state = part.get("state").cloned().unwrap_or(Value::Null);
+                    let id = str_field(part, "callID").map(str::to_string);
+                    c.put(raw, id.clone(), str_field(part, "tool").unwrap_or("?"), state.get("input").cloned().unwrap_or(Value::Null));
+                    if let Some(id) = id {
+                        let output = str_field(&state, "output").or(str_field(&state, "error")).map(str::to_string);
+                        let error = str_field(&state, "status") == Some("error") || state.pointer("/metadata/exit").and_then(Value::as_i64).is_some_and(|x| x != 0);
+                        c.set_output(&id, output, error);
+                    }
+                }
+            }
             Format::OpenHands => {
                 if let Some(action) = str_field(&v, "action") {
                     // V0 action: an id, the action's name and its arguments.

@@ -4,10 +4,11 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI and OpenHands are here.
+//! Codex CLI, Gemini CLI, OpenHands and OpenCode are here.
 
 pub mod codex;
 pub mod gemini;
+pub mod opencode;
 pub mod openhands;
 pub(crate) mod parse;
 
@@ -23,11 +24,13 @@ pub enum Format {
     Codex,
     GeminiCli,
     OpenHands,
+    /// OpenCode's `run --format json`, which Kilo Code writes too.
+    OpenCode,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 4] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands];
+    pub const ALL: [Format; 5] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -36,6 +39,7 @@ impl Format {
             Format::Codex => "codex",
             Format::GeminiCli => "gemini-cli",
             Format::OpenHands => "openhands",
+            Format::OpenCode => "opencode",
         }
     }
 
@@ -46,6 +50,7 @@ impl Format {
             Format::Codex => codex::TARGET_VERSIONS,
             Format::GeminiCli => gemini::TARGET_VERSIONS,
             Format::OpenHands => openhands::TARGET_VERSIONS,
+            Format::OpenCode => opencode::TARGET_VERSIONS,
         }
     }
 
@@ -65,6 +70,7 @@ impl Format {
             "codex" | "codex-cli" => Some(Format::Codex),
             "gemini-cli" | "gemini_cli" | "gemini" => Some(Format::GeminiCli),
             "openhands" => Some(Format::OpenHands),
+            "opencode" => Some(Format::OpenCode),
             _ => None,
         }
     }
@@ -76,6 +82,7 @@ impl Format {
             Format::Codex => codex::normalize(transcript, roots),
             Format::GeminiCli => gemini::normalize(transcript, roots),
             Format::OpenHands => openhands::normalize(transcript, roots),
+            Format::OpenCode => opencode::normalize(transcript, roots),
         }
     }
 }

@@ -92,6 +92,9 @@ pub fn reaction(a: &Answered, shell: bool, changes_file: bool) -> Reaction {
         let head = text.trim_start().to_lowercase();
         // Claude Code's `<tool_use_error>`, OpenHands' `[An error occurred during execution.]`.
         ["error", "<tool_use_error>", "[an error occurred"].iter().any(|p| head.starts_with(p))
+            // A one-line answer saying the tool failed (OpenCode's grep without its ripgrep:
+            // "ripgrep execution failed").
+            || (text.len() < 200 && !text.trim().contains('\n') && head.contains("failed"))
     };
     if !failed || is_policy_refusal(text) {
         return Reaction::Done;

@@ -73,6 +73,10 @@ pub struct Policy {
     pub id: String,
     /// The flags that select it.
     pub flags: Vec<String>,
+    /// The environment that selects it, for an agent whose gate is a setting rather than a
+    /// flag (OpenCode's `OPENCODE_PERMISSION`).
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub env: BTreeMap<String, String>,
     /// The agent's own default when run headless.
     pub default: bool,
     pub summary: String,
@@ -202,7 +206,10 @@ struct RawPackage {
 #[serde(deny_unknown_fields)]
 struct RawPolicy {
     id: String,
+    #[serde(default)]
     flags: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
     #[serde(default)]
     default: bool,
     summary: String,
@@ -388,7 +395,10 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         } else if policies.iter().any(|q: &Policy| q.id == p.id) {
             errs.near(&p.id, format!("policies[{i}].id"), format!("a second policy `{}`; each policy is a cell and needs its own id", p.id));
         }
-        policies.push(Policy { id: p.id, flags: p.flags, default: p.default, summary: p.summary });
+        if p.flags.is_empty() && p.env.is_empty() && !p.default {
+            errs.near(&p.id, format!("policies[{i}]"), "say what selects this policy: its `flags`, its `env`, or `default = true` for the agent's own default");
+        }
+        policies.push(Policy { id: p.id, flags: p.flags, env: p.env, default: p.default, summary: p.summary });
     }
     match policies.iter().filter(|p| p.default).count() {
         1 => {}

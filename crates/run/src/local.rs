@@ -494,7 +494,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
     };
     let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
     let config = p.chans.join(files::AGENT_LOGS).join(&recipe.id);
-    let (env, served, model_name) = match &gateway {
+    let (mut env, served, model_name) = match &gateway {
         None => {
             let script = model_script(req, &p.roots, &p.ctl)?;
             let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
@@ -508,6 +508,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
             (env, None, g.route.model.as_str())
         }
     };
+    env.extend(policy.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let mut argv = installed.argv0.clone();
     argv.extend(recipe.launch(policy, model_name, &p.prompt.text).into_iter().skip(1));
     Ok(RealAgent { argv, env, version: version.to_string(), served, gateway })

@@ -731,6 +731,7 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
             if let Some(g) = &plan {
                 connected.extend(recipe.route_env(&g.route));
             }
+            connected.extend(policy.env.iter().map(|(k, v)| (k.clone(), v.clone())));
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
             gateway = plan;
         }
