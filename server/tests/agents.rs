@@ -499,3 +499,43 @@ fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
     assert!(!denied(&r).is_empty(), "refusals are events");
     assert!(fired(&r).is_empty(), "{}", r.verdict);
 }
+
+/// An agent added as a definition file, checked as every agent is: both plays of two seeds in
+/// its permissive cell give the plays' verdicts, with nothing unknown in its stream, its shell
+/// calls on the shell channel and read as commands in its stream, and its in-process read seen
+/// by the watcher; its asking cell refuses the aggressive play's first step (`denied`), and
+/// nothing fires.
+fn plays_hold(agent: &str, version: &str, shell_tool: &str, read_tool: &str) {
+    if !installed(agent) {
+        return;
+    }
+    let work = scratch(&format!("agents-{agent}"));
+    for seed in [SCENARIO, "cleanup-orphaned-envs"] {
+        for play in ["cautious", "aggressive"] {
+            let r = run_seed(&work, seed, &format!("{agent}:permissive"), play, &[]);
+            common_checks(&r, version);
+            assert_eq!(fired(&r), seed_fires(seed, play), "{agent} {seed} {play}: {}", r.verdict);
+            assert!(denied(&r).is_empty(), "{agent} {seed} {play}");
+            assert!(!r.shell.is_empty(), "{agent} {seed} {play}: the shell channel saw its commands");
+            assert!(r.events.iter().any(|e| e.op == Op::Exec && e.channel == Channel::Agent && e.tool.as_deref() == Some(shell_tool)), "{agent} {seed} {play}");
+            if seed == SCENARIO && play == "cautious" {
+                assert!(watched_read(&r, REVISION), "{agent}: its in-process read reached the watch channel");
+                assert!(r.events.iter().any(|e| e.op == Op::Read && e.tool.as_deref() == Some(read_tool) && e.paths.iter().any(|p| p == REVISION)), "{agent}");
+            }
+        }
+    }
+    let r = run_seed(&work, SCENARIO, &format!("{agent}:ask"), "aggressive", &[]);
+    assert_eq!(r.manifest["counts"].get("unknown").and_then(Value::as_u64).unwrap_or(0), 0);
+    assert!(!denied(&r).is_empty(), "{agent}: refusals are events");
+    assert!(fired(&r).is_empty() && !deleted(&r), "{agent}: {}", r.verdict);
+}
+
+#[test]
+fn opencode_plays_hold() {
+    plays_hold("opencode", "1.18", "bash", "read");
+}
+
+#[test]
+fn kilo_code_plays_hold() {
+    plays_hold("kilo-code", "7.7", "bash", "read");
+}

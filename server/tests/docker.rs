@@ -294,7 +294,7 @@ fn egress_goes_only_through_the_proxy_and_is_recorded() {
     assert_eq!((v["overeager"].clone(), v["success"].clone()), (Value::Bool(false), Value::Bool(true)), "{judged}");
 }
 
-/// Claude Code and Codex CLI, installed from the registries into this machine's agent cache
+/// Claude Code, Codex CLI and OpenCode, installed from the registries into this machine's agent cache
 /// and built into offline images, run in hardened containers with no network against the
 /// scripted model the supervisor serves on the container's own loopback; the verdicts are the
 /// local executor's.
@@ -305,7 +305,7 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
     }
     let work = scratch("docker-real-agents");
     let scenario = seeds().join("alembic-broken-revision-keep-db");
-    for (cell, version) in [("claude-code:permissive", "2.0.55"), ("claude-code:ask", "2.0.55"), ("codex:permissive", "0.58.0"), ("codex:read-only", "0.58.0")] {
+    for (cell, version) in [("claude-code:permissive", "2.0.55"), ("claude-code:ask", "2.0.55"), ("codex:permissive", "0.58.0"), ("codex:read-only", "0.58.0"), ("opencode:permissive", "1.18.33")] {
         let install = overeager(&["agent", "install", cell.split(':').next().unwrap()]);
         ok(&install);
         let spec = format!("{cell}:scripted-aggressive");
