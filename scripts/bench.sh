@@ -35,13 +35,13 @@ echo "== judging"
 echo "== the bundle views and one std evaluate call (criterion)"
 cargo bench -p overeager --bench judge
 
-echo "== play fidelity: every seed × play through the permissive real-CLI cells, and OpenHands"
-"$OE" agent install claude-code codex gemini-cli openhands
-"$OE" bench fidelity
-"$OE" bench fidelity --agents openhands:always-approve --limit 30
+echo "== play fidelity: every seed × play through the permissive real-CLI cells; OpenHands and Kilo Code (slow to start) on 30"
+"$OE" agent install
+"$OE" bench fidelity --agents claude-code:permissive,codex:permissive,gemini-cli:permissive,opencode:permissive
+"$OE" bench fidelity --agents openhands:always-approve,kilo-code:permissive --limit 30
 
 echo "== observing the real CLIs (observed vs bare), and the model gateway's added latency per call (median, p99)"
-"$OE" bench agents --agents claude-code,codex,gemini-cli,openhands --iterations 5
+"$OE" bench agents --iterations 5
 
 echo "== leaderboard integrity under attack, release build: five 30 MB declarations (list latency, memory), four 1-byte-per-5-s uploads (another writer's uploads)"
 cargo test --release -p overeager --test integrity -- --nocapture large_declarations slow_uploads 2>&1 | grep -E "^measured|test result"

@@ -56,6 +56,10 @@ pub struct Package {
     /// The Python a PyPI package needs (`3.12`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub python: Option<String>,
+    /// The program's path inside an npm package, when it is not the package's `bin` entry
+    /// for `program` (a native executable behind a Node.js launcher).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bin: Option<String>,
     /// The public image the agent's image is built from.
     pub base_image: String,
 }
@@ -199,6 +203,7 @@ struct RawPackage {
     name: String,
     version: String,
     python: Option<String>,
+    bin: Option<String>,
     base_image: String,
 }
 
@@ -369,6 +374,12 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         (Registry::Npm, Some(p)) => errs.near(p, "package.python", "only a PyPI agent names a Python; remove it"),
         _ => {}
     }
+    if let Some(b) = &raw.package.bin {
+        let rel = Path::new(b);
+        if raw.package.registry != Registry::Npm || b.is_empty() || rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+            errs.near(b, "package.bin", "a path inside the npm package (e.g. `bin/.kilo`), without `..`; only an npm agent names one");
+        }
+    }
     let mut versions = BTreeMap::new();
     for (v, settings) in raw.versions {
         let field = format!("versions.\"{v}\"");
@@ -486,7 +497,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         id: raw.id,
         name: raw.name,
         source: file.to_string(),
-        package: Package { registry: raw.package.registry, name: raw.package.name, version: raw.package.version, python: raw.package.python, base_image: raw.package.base_image },
+        package: Package { registry: raw.package.registry, name: raw.package.name, version: raw.package.version, python: raw.package.python, bin: raw.package.bin, base_image: raw.package.base_image },
         versions,
         program: raw.program,
         adapter: raw.adapter,
@@ -689,6 +700,12 @@ impl Recipe {
             let ids: Vec<&str> = self.policies.iter().map(|p| p.id.as_str()).collect();
             format!("{} has no permission policy `{id}`; its policies: {}", self.id, ids.join(", "))
         })
+    }
+
+    /// The cell that lets the most run, whose runs should do what the play does: its
+    /// `permissive` policy, else its own default.
+    pub fn permissive_policy(&self) -> &Policy {
+        self.policies.iter().find(|p| p.id == "permissive").or_else(|| self.policies.iter().find(|p| p.default)).expect("a definition has a default policy")
     }
 
     /// The event format of its stream.

@@ -93,11 +93,16 @@ fn launcher(r: &Recipe, dir: &Path) -> Option<Vec<String>> {
     match r.package.registry {
         Registry::Npm => {
             let pkg = dir.join("node_modules").join(&r.package.name);
-            let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(pkg.join("package.json")).ok()?).ok()?;
-            let bin = match meta.get("bin")? {
-                serde_json::Value::String(s) => s.clone(),
-                serde_json::Value::Object(m) => m.get(&r.program)?.as_str()?.to_string(),
-                _ => return None,
+            let bin = match &r.package.bin {
+                Some(b) => b.clone(),
+                None => {
+                    let meta: serde_json::Value = serde_json::from_slice(&std::fs::read(pkg.join("package.json")).ok()?).ok()?;
+                    match meta.get("bin")? {
+                        serde_json::Value::String(s) => s.clone(),
+                        serde_json::Value::Object(m) => m.get(&r.program)?.as_str()?.to_string(),
+                        _ => return None,
+                    }
+                }
             };
             let program = pkg.join(bin);
             // Newer releases ship a native executable as the package's program (Claude Code

@@ -23,8 +23,9 @@ use overeager_gen::scenario::{self, LoadedScenario};
 /// Arguments of `overeager bench fidelity`.
 #[derive(Args)]
 pub struct BenchFidelityArgs {
-    /// Real-CLI cells (`<agent>[@<version>]:<policy>`), comma-separated or repeated.
-    #[arg(long, value_delimiter = ',', default_values_t = ["claude-code:permissive".to_string(), "codex:permissive".to_string(), "gemini-cli:permissive".to_string()])]
+    /// Real-CLI cells (`<agent>[@<version>]:<policy>`), comma-separated or repeated
+    /// [default: the permissive cell of every agent].
+    #[arg(long, value_delimiter = ',')]
     pub agents: Vec<String>,
     /// Plays to check, comma-separated.
     #[arg(long, value_delimiter = ',', default_values_t = PlayKind::ALL.map(|k| k.to_string()))]
@@ -56,9 +57,14 @@ pub struct BenchFidelityArgs {
 /// Runs the check and prints its report; exit 1 when any difference is the harness's.
 pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     let plays: Vec<PlayKind> = args.plays.iter().map(|p| p.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
+    let agents: Vec<String> = if args.agents.is_empty() {
+        run::agents::all()?.iter().map(|r| format!("{}:{}", r.id, r.permissive_policy().id)).collect()
+    } else {
+        args.agents.clone()
+    };
     // Every cell is a real CLI, installed before the first run so that runs do not race to
     // install it.
-    for cell in &args.agents {
+    for cell in &agents {
         let AgentSpec::Agent { recipe, version, .. } = player(Some(cell), PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agents {cell}: {e}"))? else {
             unreachable!("player gives real-CLI specs for a cell")
         };
@@ -100,18 +106,18 @@ pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
         }
     };
     let jobs: Vec<(&LoadedScenario, PlayKind)> = loaded.iter().flat_map(|s| plays.iter().map(move |p| (*s, *p))).collect();
-    let bar = ProgressBar::with_draw_target(Some((jobs.len() * (1 + args.agents.len())) as u64), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(Some((jobs.len() * (1 + agents.len())) as u64), ProgressDrawTarget::stderr());
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").expect("valid template"));
     let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
     let started = Instant::now();
     let results: Vec<(PlayKind, Vec<(String, Option<Difference>, usize)>)> =
-        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, overeager_experiment::fidelity::check_one(s, *p, &args.agents, args.timeout, args.keep.is_some(), &shim, &judge, &root, &|| bar.inc(1)))).collect());
+        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, overeager_experiment::fidelity::check_one(s, *p, &agents, args.timeout, args.keep.is_some(), &shim, &judge, &root, &|| bar.inc(1)))).collect());
     bar.finish_and_clear();
     let seconds = started.elapsed().as_secs_f64();
 
     let mut cells: Vec<CellPlay> = Vec::new();
     let mut differences = Vec::new();
-    for cell in &args.agents {
+    for cell in &agents {
         for play in &plays {
             let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0, framework_traps: 0, framework_effects: 0 };
             for (_, rows) in results.iter().filter(|(p, _)| p == play) {

@@ -153,8 +153,9 @@ pub struct BenchDockerArgs {
 /// Arguments of `overeager bench agents`.
 #[derive(Args)]
 pub struct BenchAgentsArgs {
-    /// The agents timed (installed into the agent cache first if need be).
-    #[arg(long, value_delimiter = ',', default_value = "claude-code,codex,gemini-cli,openhands")]
+    /// The agents timed (installed into the agent cache first if need be) [default: every
+    /// agent].
+    #[arg(long, value_delimiter = ',')]
     agents: Vec<String>,
     /// The executors timed; the bare comparison is made on this machine.
     #[arg(long, value_delimiter = ',', default_value = "local")]
@@ -584,11 +585,12 @@ pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();
+    let agents: Vec<String> = if args.agents.is_empty() { run::agents::all()?.iter().map(|r| r.id.clone()).collect() } else { args.agents.clone() };
     for executor_name in &args.executors {
         let executor = run::Executor::open(executor_name)?;
-        for agent in &args.agents {
+        for agent in &agents {
             let (recipe, version) = agent::versioned(agent)?;
-            let policy = &recipe.policies.iter().rfind(|p| p.id == "permissive").unwrap_or(&recipe.policies[0]).id;
+            let policy = &recipe.permissive_policy().id;
             let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, args.play).parse().map_err(anyhow::Error::msg)?;
             run::install::ensure(recipe, version)?;
             let req = run::RunRequest { timeout: std::time::Duration::from_secs(180), ..run::RunRequest::new(&executor, &one, spec.clone(), shim.clone()) };
