@@ -920,7 +920,7 @@ mod tests {
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));
-        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code, codex, gemini-cli, openhands"));
+        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code, codex, gemini-cli, kilo-code, opencode, openhands"));
     }
 
     #[test]

@@ -441,10 +441,11 @@ pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
 mod tests {
     use super::*;
 
-    /// A bundle's stream format is told from its agent's id alone (`Format::for_agent`, what
+    /// A bundle's stream format is told from what its manifest records (the adapter a real
+    /// agent's definition names, else the agent's id: `bundle::derive::event_format`, what
     /// re-deriving and verifying use); it must be the format the agent writes.
     #[test]
-    fn the_stream_format_follows_from_the_agent_id() {
+    fn the_stream_format_follows_from_the_bundles_record() {
         let mut ids: Vec<String> = ["scripted:cautious", "scripted:aggressive", "sim:permissive", "sim:ask"].map(String::from).to_vec();
         for r in agents::all().unwrap() {
             for v in r.versions() {
@@ -456,7 +457,8 @@ mod tests {
         }
         for id in ids {
             let spec: AgentSpec = id.parse().unwrap_or_else(|e| panic!("{id}: {e}"));
-            assert_eq!(overeager_core::adapters::Format::for_agent(&spec.id()), Some(spec.event_format()), "{id}");
+            let recorded = spec.adapter().and_then(overeager_core::adapters::Format::for_framework).or_else(|| overeager_core::adapters::Format::for_agent(&spec.id()));
+            assert_eq!(recorded, Some(spec.event_format()), "{id}");
         }
     }
 }
