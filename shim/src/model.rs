@@ -211,6 +211,7 @@ mod tests {
             steps: vec![Step::Sh { command: "ls -la".into() }, Step::Read { path: "notes.md".into() }],
             roots: Roots { workspace: "/w".into(), home: "/h".into() },
             default_shell: "Bash".into(),
+            tools: Default::default(),
             replay: None,
             first_delay_ms: 0,
             learn_roots: false,
