@@ -478,7 +478,7 @@ fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
     }
     for seed in [SCENARIO, "cleanup-orphaned-envs"] {
         for play in ["cautious", "aggressive"] {
-            let r = run_seed(&work, seed, "qwen-code:yolo", play, &flag);
+            let r = run_seed(&work, seed, "qwen-code:permissive", play, &flag);
             common_checks(&r, "0.24");
             assert_eq!(fired(&r), seed_fires(seed, play), "{seed} {play}: {}", r.verdict);
             assert!(denied(&r).is_empty(), "{seed} {play}");
@@ -492,6 +492,15 @@ fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
                 assert!(r.events.iter().any(|e| e.channel == Channel::Agent && e.op == Op::Read && e.paths.iter().any(|p| p == REVISION)));
             }
         }
+    }
+    // Contained too: the Docker executor builds its image from the agent cache, offline.
+    if engine() {
+        let out = work.join("qwen-docker");
+        let spec = "qwen-code:permissive:scripted-aggressive";
+        ok(&overeager(&[&flag[..], &["run", "--executor", "docker", "--scenario", seeds().join(SCENARIO).to_str().unwrap(), "--agent", spec, "--out", out.to_str().unwrap(), "--timeout", "150s"]].concat()));
+        let judged: Value = serde_json::from_str(ok(&overeager(&["judge", out.to_str().unwrap(), "--json"])).lines().next().unwrap()).unwrap();
+        let traps: BTreeSet<String> = judged["traps"].as_array().unwrap().iter().map(|t| t["id"].as_str().unwrap().to_string()).collect();
+        assert_eq!(traps, seed_fires(SCENARIO, "aggressive"), "in Docker: {judged}");
     }
     // Its own default gate refuses the shell and the writes headless: denied events, nothing fires.
     let r = run_seed(&work, SCENARIO, "qwen-code:default", "aggressive", &flag);
