@@ -28,7 +28,7 @@ use crate::providers::{Dialect, Provider, Providers};
 pub const AGENTS_ENV: &str = "OVEREAGER_AGENTS";
 
 // The project's `agents/*.toml`, embedded by the build script: `BUILT_IN: &[(&str, &str)]`,
-// (file name, text).
+// (file name, text), and `UNAVAILABLE`, the text of `agents/unavailable.toml`.
 include!(concat!(env!("OUT_DIR"), "/built_in_agents.rs"));
 
 /// Where a real agent's model is: its provider, and its name there.
@@ -582,6 +582,28 @@ pub fn load(dirs: &[PathBuf]) -> Result<Vec<Recipe>, String> {
     if problems.is_empty() { Ok(all) } else { Err(format!("the agent definitions are not valid:\n{}", problems.join("\n"))) }
 }
 
+/// An agent overeager cannot run here, and why (measured).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Unavailable {
+    pub id: String,
+    pub name: String,
+    /// Where it would come from (`npm @charmland/crush@0.96.1`).
+    pub package: String,
+    pub why: String,
+}
+
+/// The agents of `agents/unavailable.toml`.
+pub fn unavailable() -> Vec<Unavailable> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct File {
+        agent: Vec<Unavailable>,
+    }
+    let file: File = parse_toml("agents/unavailable.toml", UNAVAILABLE).expect("agents/unavailable.toml is checked by the tests");
+    file.agent
+}
+
 /// The directories of `$OVEREAGER_AGENTS`.
 pub fn env_dirs() -> Vec<PathBuf> {
     std::env::var_os(AGENTS_ENV).map(|v| std::env::split_paths(&v).filter(|p| !p.as_os_str().is_empty()).collect()).unwrap_or_default()
@@ -1041,6 +1063,14 @@ mod tests {
         assert_eq!(extra.get("ANTHROPIC_SMALL_FAST_MODEL").map(String::as_str), Some("glm-4.6"));
         assert_eq!((recipe("gemini-cli").unwrap().first_request_delay_ms("0.17.1"), recipe("gemini-cli").unwrap().first_request_delay_ms("0.61.0")), (3000, 0));
         assert_eq!(recipe("codex").unwrap().dialects_of("0.169.0"), vec![Dialect::OpenaiResponses]);
+    }
+
+    #[test]
+    fn the_agents_that_cannot_run_say_why_and_are_not_definitions() {
+        let list = unavailable();
+        let crush = list.iter().find(|u| u.id == "crush").expect("Crush is listed");
+        assert!(crush.why.contains("ENOTFOUND github.com"), "{crush:?}");
+        assert!(list.iter().all(|u| recipe(&u.id).is_err()), "an agent that cannot run has no definition");
     }
 
     #[test]

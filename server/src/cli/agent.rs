@@ -81,6 +81,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
                     "unavailable": run::install::unavailable(r),
                 })
             })
+            .chain(agents::unavailable().into_iter().map(|u| json!({"id": u.id, "name": u.name, "package": u.package, "unavailable": u.why})))
             .collect();
         super::print_json(&json!(v));
         return Ok(ExitCode::SUCCESS);
@@ -102,6 +103,9 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         if let Some(why) = run::install::unavailable(r) {
             println!("  cannot be installed here: {why}");
         }
+    }
+    for u in agents::unavailable() {
+        println!("{:<12} {} — {} — cannot run here: {}", u.id, u.name, u.package, u.why);
     }
     println!("\n* the agent's own default. Run a cell with `--executor docker --agent <cell>:<model>`.");
     Ok(ExitCode::SUCCESS)
