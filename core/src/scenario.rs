@@ -524,7 +524,8 @@ pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
     (line, col)
 }
 
-fn is_slug(s: &str) -> bool {
+/// Whether `s` is an id of lowercase letters, digits and inner `-` (`cleanup-orphaned-envs`).
+pub fn is_slug(s: &str) -> bool {
     !s.is_empty()
         && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')

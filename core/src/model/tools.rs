@@ -351,6 +351,20 @@ pub fn finish_call(v: &Vocab, summary: &str) -> Option<ToolCall> {
     Some(ToolCall { name: t.name.clone(), args: Value::Object(args) })
 }
 
+/// A tool declared as an Anthropic request declares it; a parameter's kind `enum:a,b` is a
+/// string of those values. For tests.
+#[cfg(test)]
+pub(crate) fn declaration(name: &str, description: &str, params: &[(&str, &str)], required: &[&str]) -> Value {
+    let props: Map<String, Value> = params
+        .iter()
+        .map(|(p, kind)| match kind.strip_prefix("enum:") {
+            Some(values) => (p.to_string(), json!({"type": "string", "enum": values.split(',').collect::<Vec<_>>()})),
+            None => (p.to_string(), json!({"type": kind})),
+        })
+        .collect();
+    json!({"name": name, "description": description, "input_schema": {"type": "object", "properties": props, "required": required}})
+}
+
 /// The tools of the four first agents as their requests declare them (abridged: the
 /// parameters and the words of the descriptions that matter here), for tests.
 #[cfg(test)]
@@ -378,14 +392,7 @@ pub(crate) fn declared(names: &[&str]) -> Vocab {
         .iter()
         .map(|n| {
             let (description, params, required) = decl(n);
-            let props: Map<String, Value> = params
-                .iter()
-                .map(|(p, kind)| match kind.strip_prefix("enum:") {
-                    Some(values) => (p.to_string(), json!({"type": "string", "enum": values.split(',').collect::<Vec<_>>()})),
-                    None => (p.to_string(), json!({"type": kind})),
-                })
-                .collect();
-            json!({"name": n, "description": description, "input_schema": {"type": "object", "properties": props, "required": required}})
+            declaration(n, description, params, required)
         })
         .collect();
     Vocab::of_request(Dialect::Anthropic, &json!({"tools": tools}))
@@ -395,17 +402,7 @@ pub(crate) fn declared(names: &[&str]) -> Vocab {
 mod tests {
     use super::*;
 
-    /// A tool declared as an Anthropic request declares it.
-    fn tool(name: &str, description: &str, params: &[(&str, &str)], required: &[&str]) -> Value {
-        let props: Map<String, Value> = params
-            .iter()
-            .map(|(n, kind)| match kind.strip_prefix("enum:") {
-                Some(values) => (n.to_string(), json!({"type": "string", "enum": values.split(',').collect::<Vec<_>>()})),
-                None => (n.to_string(), json!({"type": kind})),
-            })
-            .collect();
-        json!({"name": name, "description": description, "input_schema": {"type": "object", "properties": props, "required": required}})
-    }
+    use super::declaration as tool;
 
     fn vocab(tools: &[Value]) -> Vocab {
         Vocab::of_request(Dialect::Anthropic, &json!({"tools": tools}))

@@ -301,6 +301,9 @@ mod tests {
         v
     }
 
+    /// The rules `agents/gemini-cli.toml` names.
+    const GEMINI: &[&str] = &["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"];
+
     fn named(ids: &[&str]) -> Vec<String> {
         ids.iter().map(|s| s.to_string()).collect()
     }
@@ -338,11 +341,11 @@ mod tests {
     fn a_git_command_that_failed_only_under_gemini_is_its_isolation() {
         let play = vec![shell(0, &["git", "commit", "-q", "-m", "x"], 0)];
         let run = vec![shell(5, &["git", "commit", "-q", "-m", "x"], 128)];
-        let c = attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &play }, &[], &["committed".into()], true);
+        let c = attribute("gemini-cli:permissive", &named(GEMINI), &verdict(&[]), &Runs { run: &run, play: &play }, &[], &["committed".into()], true);
         assert_eq!(rule(&c), "gemini-git-isolation");
         // A command that failed in the play as well explains nothing.
         let play_failed = vec![shell(0, &["git", "commit", "-q", "-m", "x"], 1)];
-        assert!(matches!(attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &play_failed }, &[], &[], true), Cause::Harness { .. }));
+        assert!(matches!(attribute("gemini-cli:permissive", &named(GEMINI), &verdict(&[]), &Runs { run: &run, play: &play_failed }, &[], &[], true), Cause::Harness { .. }));
     }
 
     #[test]
@@ -351,7 +354,7 @@ mod tests {
         denied.seq = 3;
         denied.text = Some("Tool execution denied by policy. Modifying build configuration files requires explicit user confirmation".into());
         let run = vec![denied.clone()];
-        let c = attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &[], true);
+        let c = attribute("gemini-cli:permissive", &named(GEMINI), &verdict(&[]), &Runs { run: &run, play: &[] }, &[], &[], true);
         assert_eq!(rule(&c), "gemini-build-file-protection");
         denied.text = Some("Claude requested permissions to write".into());
         let run = vec![denied];
@@ -368,9 +371,9 @@ mod tests {
         start.seq = 8;
         let run = vec![file(2, Op::Read, ".env"), start, file(9, Op::Read, ".env")];
         let before = verdict(&[("env-read", &[2])]);
-        assert_eq!(rule(&attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "dotenv-at-start");
+        assert_eq!(rule(&attribute("gemini-cli:permissive", &named(GEMINI), &before, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false)), "dotenv-at-start");
         // A read after the session started is the agent's.
         let after = verdict(&[("env-read", &[2, 9])]);
-        assert!(matches!(attribute("gemini-cli:permissive", &named(&["gemini-build-file-protection", "gemini-git-isolation", "dotenv-at-start"]), &after, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false), Cause::Harness { .. }));
+        assert!(matches!(attribute("gemini-cli:permissive", &named(GEMINI), &after, &Runs { run: &run, play: &[] }, &["env-read".into()], &[], false), Cause::Harness { .. }));
     }
 }

@@ -18,10 +18,10 @@ use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
 use overeager_core::model::Role;
 use overeager_core::sandbox::layout;
-use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
+use overeager_core::scenario::{Errors, ScenarioError, is_slug, parse_toml};
 use serde::{Deserialize, Serialize};
 
-use crate::providers::{Dialect, Provider, Providers};
+use crate::providers::{Dialect, Provider, Providers, is_env_name};
 
 /// The environment variable naming directories of more agent definitions (separated by `:`);
 /// `--agents-dir` sets it.
@@ -302,12 +302,14 @@ pub fn render(template: &str, vars: &[(&str, String)]) -> String {
     out
 }
 
-fn is_slug(s: &str) -> bool {
-    !s.is_empty() && !s.starts_with('-') && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-}
-
 fn is_version(s: &str) -> bool {
     !s.is_empty() && s.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
+}
+
+/// Whether `p` is a non-empty relative path that stays below where it is joined (no `..`,
+/// no root, no `.`).
+fn is_inner_path(p: &str) -> bool {
+    !p.is_empty() && Path::new(p).components().all(|c| matches!(c, std::path::Component::Normal(_)))
 }
 
 /// The variables of `connect` templates that every agent has.
@@ -374,11 +376,10 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         (Registry::Npm, Some(p)) => errs.near(p, "package.python", "only a PyPI agent names a Python; remove it"),
         _ => {}
     }
-    if let Some(b) = &raw.package.bin {
-        let rel = Path::new(b);
-        if raw.package.registry != Registry::Npm || b.is_empty() || rel.is_absolute() || rel.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
-            errs.near(b, "package.bin", "a path inside the npm package (e.g. `bin/.kilo`), without `..`; only an npm agent names one");
-        }
+    if let Some(b) = &raw.package.bin
+        && (raw.package.registry != Registry::Npm || !is_inner_path(b))
+    {
+        errs.near(b, "package.bin", "a path inside the npm package (e.g. `bin/.kilo`), without `..`; only an npm agent names one");
     }
     let mut versions = BTreeMap::new();
     for (v, settings) in raw.versions {
@@ -464,13 +465,12 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
     }
     for (i, f) in raw.connect.files.iter().enumerate() {
         check_template(&mut errs, &known, format!("connect.files[{i}].text"), &f.text);
-        let path = Path::new(&f.path);
-        if f.path.is_empty() || path.is_absolute() || path.components().any(|c| !matches!(c, std::path::Component::Normal(_))) {
+        if !is_inner_path(&f.path) {
             errs.near(&f.path, format!("connect.files[{i}].path"), "a path relative to the agent's configuration directory, without `..`");
         }
     }
     for (k, _) in raw.connect.env.iter().chain(&raw.connect.other_provider_env) {
-        if k.is_empty() || k.as_bytes()[0].is_ascii_digit() || !k.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+        if !is_env_name(k) {
             errs.near(k, "connect.env", format!("`{k}` is not an environment variable's name"));
         }
     }
@@ -482,7 +482,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
     let demo = match raw.demo {
         None => Demo { policies: policies.iter().filter(|p| p.default).map(|p| p.id.clone()).collect(), skip: None },
         Some(d) => {
-            if d.skip.is_some() == !d.policies.is_empty() {
+            if d.skip.is_some() != d.policies.is_empty() {
                 errs.near("[demo]", "demo", "either `policies` (the cells the demo runs) or `skip` (why it runs none)");
             }
             for p in &d.policies {
@@ -754,9 +754,10 @@ impl Recipe {
     /// placeholder: neither endpoint needs the user's key), keeping its configuration,
     /// sessions and logs in one directory that comes back with the run (`config` here,
     /// `config_seen` as the agent sees it): writes the config files it reads and returns its
-    /// environment. Telemetry, update checks and other traffic that is not the model are
-    /// turned off.
-    pub fn connect(&self, model: &str, endpoint: &str, dialect: Dialect, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
+    /// environment in the cell of `policy` (whose own environment comes last). Telemetry,
+    /// update checks and other traffic that is not the model are turned off.
+    #[allow(clippy::too_many_arguments)]
+    pub fn connect(&self, policy: &Policy, model: &str, endpoint: &str, dialect: Dialect, key: &str, config: &Path, config_seen: &str) -> Result<Vec<(String, String)>> {
         std::fs::create_dir_all(config).with_context(|| format!("creating {}", config.display()))?;
         let mut vars: Vec<(&str, String)> = vec![("endpoint", endpoint.into()), ("key", key.into()), ("model", model.into()), ("config", config_seen.into())];
         if let Some(table) = self.connect.dialects.get(dialect.as_str()) {
@@ -770,7 +771,8 @@ impl Recipe {
             }
             std::fs::write(&path, render(&f.text, &vars)).with_context(|| format!("writing {}", path.display()))?;
         }
-        Ok(self.connect.env.iter().map(|(k, v)| (k.clone(), render(v, &vars))).collect())
+        let own = self.connect.env.iter().map(|(k, v)| (k.clone(), render(v, &vars)));
+        Ok(own.chain(policy.env.iter().map(|(k, v)| (k.clone(), v.clone()))).collect())
     }
 
     /// What the agent needs besides [`Recipe::connect`] to use `route`'s model for all of its
@@ -1031,7 +1033,10 @@ mod tests {
         let t = tempfile::tempdir().unwrap();
         let env = |id: &str, d: Dialect| {
             let dir = t.path().join(id);
-            let e: BTreeMap<String, String> = recipe(id).unwrap().connect("m \"1\"", "http://127.0.0.1:9", d, "k-1", &dir, "/seen").unwrap().into_iter().collect();
+            let e: BTreeMap<String, String> = {
+                let r = recipe(id).unwrap();
+                r.connect(r.permissive_policy(), "m \"1\"", "http://127.0.0.1:9", d, "k-1", &dir, "/seen")
+            }.unwrap().into_iter().collect();
             (e, dir)
         };
         let (e, _) = env("claude-code", Dialect::Anthropic);
@@ -1051,6 +1056,8 @@ mod tests {
         assert_eq!(settings["security"]["auth"]["selectedType"], "gemini-api-key");
         let (e, _) = env("openhands", Dialect::OpenaiChat);
         assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("openai/m \"1\"", "http://127.0.0.1:9/v1"));
+        let (e, _) = env("opencode", Dialect::OpenaiChat);
+        assert!(e["OPENCODE_PERMISSION"].contains("\"external_directory\":\"allow\""), "a cell set by environment: {e:?}");
         let (e, _) = env("openhands", Dialect::Anthropic);
         assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("anthropic/m \"1\"", "http://127.0.0.1:9"));
 

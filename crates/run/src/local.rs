@@ -494,21 +494,20 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
     };
     let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
     let config = p.chans.join(files::AGENT_LOGS).join(&recipe.id);
-    let (mut env, served, model_name) = match &gateway {
+    let (env, served, model_name) = match &gateway {
         None => {
             let script = model_script(req, &p.roots, &p.ctl)?;
             let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the scripted model endpoint cannot listen on 127.0.0.1 (no free loopback port?)")?;
             let url = format!("http://{}", listener.local_addr()?);
-            (recipe.connect(model, &url, recipe.scripted_dialect(version), SCRIPTED_KEY, &config, &config.to_string_lossy())?, Some((script, listener)), model.as_str())
+            (recipe.connect(policy, model, &url, recipe.scripted_dialect(version), SCRIPTED_KEY, &config, &config.to_string_lossy())?, Some((script, listener)), model.as_str())
         }
         Some((g, listener)) => {
             let url = format!("http://{}", listener.local_addr()?);
-            let mut env = recipe.connect(&g.route.model, &url, g.route.provider.dialect, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
+            let mut env = recipe.connect(policy, &g.route.model, &url, g.route.provider.dialect, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
             env.extend(recipe.route_env(&g.route));
             (env, None, g.route.model.as_str())
         }
     };
-    env.extend(policy.env.iter().map(|(k, v)| (k.clone(), v.clone())));
     let mut argv = installed.argv0.clone();
     argv.extend(recipe.launch(policy, model_name, &p.prompt.text).into_iter().skip(1));
     Ok(RealAgent { argv, env, version: version.to_string(), served, gateway })

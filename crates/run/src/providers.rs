@@ -257,7 +257,8 @@ fn is_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
 
-fn is_env_name(s: &str) -> bool {
+/// Whether `s` can name an environment variable.
+pub(crate) fn is_env_name(s: &str) -> bool {
     !s.is_empty() && !s.as_bytes()[0].is_ascii_digit() && s.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
 }
 /// The environment variable naming providers files (separated by `:`), read when no

@@ -296,7 +296,8 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
 /// names the endpoint or the key, and the configuration files it writes.
 fn endpoint_hint(r: &agents::Recipe, url: &str) -> Result<String> {
     let dir = tempfile::tempdir()?;
-    let env = r.connect("scripted", url, r.scripted_dialect(r.package.version()), "dummy", dir.path(), "$CONFIG")?;
+    let default = r.policies.iter().find(|p| p.default).expect("a definition has a default policy");
+    let env = r.connect(default, "scripted", url, r.scripted_dialect(r.package.version()), "dummy", dir.path(), "$CONFIG")?;
     let mut hint: Vec<String> = env.iter().filter(|(_, v)| v.contains(url) || v == "dummy").map(|(k, v)| format!("{k}={v}")).collect();
     hint.extend(r.connect.files.iter().map(|f| format!("and $CONFIG/{} as `connect.files` of {} says", f.path, r.source)));
     Ok(hint.join(" "))

@@ -727,11 +727,10 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
             }
             cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
-            let mut connected = recipe.connect(model, &endpoint, dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
+            let mut connected = recipe.connect(policy, model, &endpoint, dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             if let Some(g) = &plan {
                 connected.extend(recipe.route_env(&g.route));
             }
-            connected.extend(policy.env.iter().map(|(k, v)| (k.clone(), v.clone())));
             env.extend(connected.into_iter().map(|(k, v)| format!("{k}={v}")));
             gateway = plan;
         }
