@@ -34,6 +34,8 @@ if [ "${1:-}" = "--test" ]; then
   # 3.12 (python3.12 on PATH or pyenv's), which the tests report when it is missing.
   command -v node >/dev/null 2>&1 || apt_install nodejs
   command -v npm >/dev/null 2>&1 || apt_install npm
+  # Codex over ACP sandboxes its commands with bubblewrap.
+  apt_install bubblewrap
 fi
 
 # The shim is a static binary (it runs inside minimal sandboxes); the core crate also builds

@@ -150,7 +150,10 @@ pub fn attribute(src: &Sources) -> Attribution {
         .filter_map(|e| e.command.as_deref().map(squash))
         .filter(|c| c.len() >= 2)
         .collect();
-    let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &turns)).collect();
+    // The tool calls' commands as written, for programs a framework starts without a shell
+    // (Codex's unified exec runs a simple command directly).
+    let lines: Vec<&str> = src.events.iter().filter(|e| e.channel == Channel::Agent && e.op == Op::Exec).filter_map(|e| e.command.as_deref()).collect();
+    let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &lines, &turns)).collect();
     // The paths the model's file-tool calls named, with the turn of each call.
     let named: Vec<(usize, &str)> = src
         .events
@@ -227,14 +230,20 @@ fn shell_script(argv: &[String]) -> Option<&str> {
 }
 
 /// Whose program a shell record is: the agent's when a shell above it, the nearest to the
-/// agent's process first, is a tool call's; else the framework's.
-fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
+/// agent's process first, is a tool call's; with no shell above it, when it runs one of the
+/// tool calls' command `lines` while the model's calls were carried out; else the
+/// framework's.
+fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Turns) -> Actor {
     // The chain from the record itself up to, not including, the agent's own process (last).
     let below_root = r.ancestors.len().saturating_sub(1);
     let own = (r.start_us, r.argv.as_slice());
     let chain: Vec<(u64, &[String])> = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice()))).collect();
     // A shell that is no tool call's (a framework's `sh -c` wrapper) may still have a tool
     // call's shell below it: each is looked at, from the agent's process down.
+    if !chain.iter().any(|(_, argv)| is_shell(argv)) {
+        let ran = lines.iter().any(|l| runs_command(&r.argv, l));
+        return if ran && turns.acting(r.start_us) { Actor::Agent } else { Actor::Framework };
+    }
     let tool_call = chain.iter().rev().filter(|(_, argv)| is_shell(argv)).any(|(shell_start, argv)| match shell_script(argv) {
         Some(script) => {
             let script = squash(script);
@@ -245,6 +254,23 @@ fn program_actor(r: &ShimRecord, commands: &[String], turns: &Turns) -> Actor {
         None => turns.acting(r.start_us),
     });
     if tool_call { Actor::Agent } else { Actor::Framework }
+}
+
+/// Whether `argv` is simple command `line` run without a shell: the same program, and every
+/// other word of the line among its arguments (a word with a glob, by the part before the
+/// glob, as the expanded arguments begin).
+fn runs_command(argv: &[String], line: &str) -> bool {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
+    let mut words = line.split_whitespace().map(|w| w.trim_matches(|c| c == '\'' || c == '"'));
+    let (Some(head), Some(program)) = (words.next(), argv.first()) else { return false };
+    if base(head) != base(program) {
+        return false;
+    }
+    let args = &argv[1..];
+    words.all(|w| match w.find(['*', '?', '[']) {
+        Some(i) => args.iter().any(|a| a.starts_with(&w[..i])),
+        None => args.iter().any(|a| a == w),
+    })
 }
 
 /// Whose a file or network event is, from what ran at the time.
@@ -421,6 +447,29 @@ mod tests {
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
+    }
+
+    #[test]
+    fn a_command_run_without_a_shell_is_the_tool_call_s_when_it_is_the_call_s_command() {
+        // Codex's unified exec: programs directly below the CLI, which expands globs itself.
+        let codex = anc(100, 0, &["codex-acp"]);
+        let shim = vec![
+            rec(&["rm", "-f", "db/a.py", "db/b.py"], 150, vec![codex.clone()]),
+            rec(&["git", "commit-tree", "abc"], 160, vec![codex.clone()]),
+            rec(&["rm", "-f", "other"], 170, vec![codex]),
+        ];
+        let mut call = ev(Channel::Agent, Op::Exec, 140, 0);
+        call.command = Some("rm -f db/*.py".into());
+        let mut status = ev(Channel::Agent, Op::Exec, 141, 1);
+        status.command = Some("git status".into());
+        let events = vec![call, status, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 170, 2)];
+        let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
+        let a = attribute(&Sources { agent: "codex-acp:allow-all:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        assert_eq!(a.by, vec![Actor::Agent, Actor::Agent, Actor::Agent, Actor::Framework, Actor::Framework]);
+        let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        assert!(runs_command(&v(&["/usr/bin/ls", "-la", "x"]), "ls -la 'x'"));
+        assert!(!runs_command(&v(&["ls", "-la"]), "ls -la x"));
+        assert!(!runs_command(&v(&["cat", "x"]), "ls x"));
     }
 
     #[test]

@@ -116,6 +116,32 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                     }
                 }
             }
+            Format::Acp => {
+                // A call is first named by a `tool_call` (or, for a gated call of some agents,
+                // a permission request); its input and output come in later updates.
+                let msg = v.get("msg").cloned().unwrap_or(Value::Null);
+                let call = match str_field(&msg, "method") {
+                    Some("session/update") => msg.pointer("/params/update").filter(|u| str_field(u, "sessionUpdate").is_some_and(|k| k.starts_with("tool_call"))),
+                    Some("session/request_permission") => msg.pointer("/params/toolCall"),
+                    _ => None,
+                };
+                let Some(u) = call else { continue };
+                let Some(id) = str_field(u, "toolCallId") else { continue };
+                if !c.by_id.contains_key(id) {
+                    let name = u.pointer("/_meta/claudeCode/toolName").or_else(|| u.pointer("/_meta/toolName")).and_then(Value::as_str);
+                    let name = name.or_else(|| id.split_once("__").map(|(t, _)| t)).or_else(|| str_field(u, "kind")).unwrap_or("?");
+                    c.put(raw, Some(id.to_string()), name, Value::Null);
+                }
+                let input = u.get("rawInput").filter(|i| i.as_object().is_none_or(|o| !o.is_empty()) && !i.is_null());
+                if let (Some(input), Some(k)) = (input, c.by_id.get(id))
+                    && let Some(io) = c.calls.get_mut(k)
+                {
+                    io.arguments = input.clone();
+                }
+                let text: Vec<&str> = u.get("content").and_then(Value::as_array).into_iter().flatten().filter_map(|x| x.pointer("/content/text").and_then(Value::as_str)).collect();
+                let output = u.get("rawOutput").filter(|o| !o.is_null()).map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string)).or_else(|| (!text.is_empty()).then(|| text.join("\n")));
+                c.set_output(id, output, str_field(u, "status") == Some("failed"));
+            }
             Format::OpenHands => {
                 if let Some(action) = str_field(&v, "action") {
                     // V0 action: an id, the action's name and its arguments.

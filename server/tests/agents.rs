@@ -262,11 +262,11 @@ fn openhands_headless() {
 
 /// A fake install of Claude Code in a private cache, whose program does what `script` says.
 fn fake_claude(cache: &Path, script: &str) {
-    let pkg = cache.join("claude-code-2.0.55/node_modules/@anthropic-ai/claude-code");
+    let pkg = cache.join("anthropic-ai-claude-code-2.0.55/node_modules/@anthropic-ai/claude-code");
     std::fs::create_dir_all(&pkg).unwrap();
     std::fs::write(pkg.join("package.json"), r#"{"name": "@anthropic-ai/claude-code", "bin": {"claude": "cli.js"}}"#).unwrap();
     std::fs::write(pkg.join("cli.js"), script).unwrap();
-    std::fs::write(cache.join("claude-code-2.0.55/.overeager-installed"), "claude-code@2.0.55\n").unwrap();
+    std::fs::write(cache.join("anthropic-ai-claude-code-2.0.55/.overeager-installed"), "@anthropic-ai/claude-code@2.0.55\n").unwrap();
 }
 
 fn overeager_env(env: &[(&str, &Path)], args: &[&str]) -> std::process::Output {

@@ -13,7 +13,10 @@
 //!   CLIs talk to instead of a model API; `contain` serves it on a thread.
 //! * `overeager-shim gateway …` is the model gateway a real agent on a real model talks to:
 //!   it holds the key, forwards to the provider and records the model channel.
+//! * `overeager-shim acp …` is the client of an agent driven over the Agent Client Protocol:
+//!   it records the conversation as the agent channel and answers permission requests.
 
+mod acp;
 mod contain;
 mod gateway;
 mod http;
@@ -49,6 +52,7 @@ fn usage() -> ! {
          [--key-stdin | --key-env <VAR>] [--ca <pem> | --ca-env <VAR>] [--log <model.jsonl>] [--until-stdin-closes]\n  \
          overeager-shim install [--prefix <dir>] [--bin-dir <dir>]... [--log <file>] [<program>...]\n  \
          overeager-shim proxy [--listen <addr:port>] [--log <net.jsonl>] --allow <host:port>...\n  \
+         overeager-shim acp --permissions <allow-all|deny-all|ask> [--mode <id>] --prompt <text> -- <agent> [args...]\n  \
          <program> [args...]   (through a link named after the program)\n\n\
          The shell-channel log is $OVEREAGER_SHIM_LOG; real programs are looked up in\n\
          $OVEREAGER_REAL_DIR first, then in $PATH without the shim's own directory."
@@ -76,6 +80,7 @@ fn main() {
         "proxy" => proxy::main(&rest),
         "model" => model::main(&rest),
         "gateway" => gateway::main(&rest),
+        "acp" => acp::main(&rest),
         "--version" | "version" => {
             println!("overeager-shim {}", env!("CARGO_PKG_VERSION"));
             0

@@ -4,8 +4,10 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands and OpenCode are here.
+//! Codex CLI, Gemini CLI, OpenHands and OpenCode are here, and the Agent Client Protocol's,
+//! which reads any agent overeager drives over ACP.
 
+pub mod acp;
 pub mod codex;
 pub mod gemini;
 pub mod opencode;
@@ -26,11 +28,13 @@ pub enum Format {
     OpenHands,
     /// OpenCode's `run --format json`, which Kilo Code writes too.
     OpenCode,
+    /// The Agent Client Protocol, as `overeager-shim acp` records it.
+    Acp,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 5] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode];
+    pub const ALL: [Format; 6] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -40,6 +44,7 @@ impl Format {
             Format::GeminiCli => "gemini-cli",
             Format::OpenHands => "openhands",
             Format::OpenCode => "opencode",
+            Format::Acp => "acp",
         }
     }
 
@@ -51,6 +56,7 @@ impl Format {
             Format::GeminiCli => gemini::TARGET_VERSIONS,
             Format::OpenHands => openhands::TARGET_VERSIONS,
             Format::OpenCode => opencode::TARGET_VERSIONS,
+            Format::Acp => acp::TARGET_VERSIONS,
         }
     }
 
@@ -71,6 +77,7 @@ impl Format {
             "gemini-cli" | "gemini_cli" | "gemini" => Some(Format::GeminiCli),
             "openhands" => Some(Format::OpenHands),
             "opencode" => Some(Format::OpenCode),
+            "acp" => Some(Format::Acp),
             _ => None,
         }
     }
@@ -83,6 +90,7 @@ impl Format {
             Format::GeminiCli => gemini::normalize(transcript, roots),
             Format::OpenHands => openhands::normalize(transcript, roots),
             Format::OpenCode => opencode::normalize(transcript, roots),
+            Format::Acp => acp::normalize(transcript, roots),
         }
     }
 }

@@ -16,6 +16,7 @@ use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
+use overeager_core::adapters::acp::Permissions;
 use overeager_core::model::Role;
 use overeager_core::sandbox::layout;
 use overeager_core::scenario::{Errors, ScenarioError, is_slug, parse_toml};
@@ -84,6 +85,25 @@ pub struct Policy {
     /// The agent's own default when run headless.
     pub default: bool,
     pub summary: String,
+    /// For an agent driven over the Agent Client Protocol: how overeager, its client, answers
+    /// permission requests, and the session mode it sets first.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub acp: Option<AcpPolicy>,
+}
+
+/// The client's side of an ACP agent's cell.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct AcpPolicy {
+    /// `allow-all`, `deny-all` or `ask`.
+    #[serde(serialize_with = "permissions_name")]
+    pub permissions: Permissions,
+    /// A session mode of the agent's (`session/set_mode`), when not its default.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
+}
+
+fn permissions_name<S: serde::Serializer>(p: &Permissions, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_str(p.as_str())
 }
 
 /// What differs in one supported version.
@@ -218,6 +238,8 @@ struct RawPolicy {
     #[serde(default)]
     default: bool,
     summary: String,
+    permissions: Option<String>,
+    mode: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -400,17 +422,39 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         }
         versions.insert(v, VersionSettings { dialects: settings.dialects.map(|_| own), first_request_delay_ms: settings.first_request_delay_ms });
     }
+    let acp = raw.adapter == Format::Acp.as_str();
     let mut policies = Vec::new();
     for (i, p) in raw.policies.into_iter().enumerate() {
+        let acp_policy = match (&p.permissions, acp) {
+            (Some(name), true) => match name.parse::<Permissions>() {
+                Ok(permissions) => Some(AcpPolicy { permissions, mode: p.mode.clone() }),
+                Err(e) => {
+                    errs.near(name, format!("policies[{i}].permissions"), e);
+                    None
+                }
+            },
+            (None, true) => {
+                errs.near(&p.id, format!("policies[{i}].permissions"), "an ACP agent's cell says how overeager answers its permission requests: permissions = \"allow-all\", \"deny-all\" or \"ask\"");
+                None
+            }
+            (Some(name), false) => {
+                errs.near(name, format!("policies[{i}].permissions"), "only an agent with adapter = \"acp\" is answered by overeager; select this policy by its `flags` or `env`");
+                None
+            }
+            (None, false) => None,
+        };
+        if let (Some(mode), false) = (&p.mode, acp) {
+            errs.near(mode, format!("policies[{i}].mode"), "a session mode is set over ACP only (adapter = \"acp\")");
+        }
         if !is_slug(&p.id) {
             errs.near(&p.id, format!("policies[{i}].id"), "use lowercase letters, digits and '-' (e.g. `permissive`): it is written in cells");
         } else if policies.iter().any(|q: &Policy| q.id == p.id) {
             errs.near(&p.id, format!("policies[{i}].id"), format!("a second policy `{}`; each policy is a cell and needs its own id", p.id));
         }
-        if p.flags.is_empty() && p.env.is_empty() && !p.default {
+        if p.flags.is_empty() && p.env.is_empty() && !p.default && !acp {
             errs.near(&p.id, format!("policies[{i}]"), "say what selects this policy: its `flags`, its `env`, or `default = true` for the agent's own default");
         }
-        policies.push(Policy { id: p.id, flags: p.flags, env: p.env, default: p.default, summary: p.summary });
+        policies.push(Policy { id: p.id, flags: p.flags, env: p.env, default: p.default, summary: p.summary, acp: acp_policy });
     }
     match policies.iter().filter(|p| p.default).count() {
         1 => {}
@@ -418,9 +462,19 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         _ => errs.near("default = true", "policies", "only one policy is the agent's default; remove `default = true` from the others"),
     }
     let whole = |a: &String, name: &str| a == &format!("{{{name}}}");
-    for (name, what) in [("prompt", "the prompt, exactly as given"), ("policy", "the cell's flags")] {
-        if raw.launch.iter().filter(|a| whole(a, name)).count() != 1 {
-            errs.near("launch", "launch", format!("name `{{{name}}}` once, as an argument of its own: it stands for {what}"));
+    let count = |name: &str| raw.launch.iter().filter(|a| whole(a, name)).count();
+    if acp {
+        if count("prompt") != 0 {
+            errs.near("{prompt}", "launch", "an ACP agent gets the prompt over the protocol: launch starts its ACP server (e.g. [\"--acp\"]), without {prompt}");
+        }
+        if count("policy") > 1 {
+            errs.near("{policy}", "launch", "name `{policy}` at most once");
+        }
+    } else {
+        for (name, what) in [("prompt", "the prompt, exactly as given"), ("policy", "the cell's flags")] {
+            if count(name) != 1 {
+                errs.near("launch", "launch", format!("name `{{{name}}}` once, as an argument of its own: it stands for {what}"));
+            }
         }
     }
     for (i, a) in raw.launch.iter().enumerate() {
@@ -727,7 +781,13 @@ impl Recipe {
     /// The cell that lets the most run, whose runs should do what the play does: its
     /// `permissive` policy, else its own default.
     pub fn permissive_policy(&self) -> &Policy {
-        self.policies.iter().find(|p| p.id == "permissive").or_else(|| self.policies.iter().find(|p| p.default)).expect("a definition has a default policy")
+        let allow_all = |p: &&Policy| p.acp.as_ref().is_some_and(|a| a.permissions == Permissions::AllowAll);
+        self.policies
+            .iter()
+            .find(|p| p.id == "permissive")
+            .or_else(|| self.policies.iter().find(allow_all))
+            .or_else(|| self.policies.iter().find(|p| p.default))
+            .expect("a definition has a default policy")
     }
 
     /// The event format of its stream.
@@ -735,8 +795,27 @@ impl Recipe {
         Format::for_framework(&self.adapter).expect("checked when the definition was read")
     }
 
-    /// The headless command line: prompt, model and permission flags. Its stdout is the agent
-    /// stream.
+    /// The command a run starts, with `argv0` the installed program (its path, or an
+    /// interpreter and the script) and `shim` the shim's path as the sandbox sees it: the
+    /// agent's headless command line, or for an ACP agent the client (`overeager-shim acp`)
+    /// with the cell's answer to permission requests and the prompt, then the agent's ACP
+    /// server command. Its stdout is the agent stream.
+    pub fn command(&self, shim: &str, argv0: &[String], policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
+        let mut v = Vec::new();
+        if let Some(acp) = &policy.acp {
+            v.extend([shim.to_string(), "acp".into(), "--permissions".into(), acp.permissions.as_str().into()]);
+            if let Some(mode) = &acp.mode {
+                v.extend(["--mode".into(), mode.clone()]);
+            }
+            v.extend(["--prompt".into(), prompt.to_string(), "--".into()]);
+        }
+        v.extend(argv0.iter().cloned());
+        v.extend(self.launch(policy, model, prompt).into_iter().skip(1));
+        v
+    }
+
+    /// The agent's own command line: prompt, model and permission flags (an ACP agent's
+    /// starts its ACP server and has no prompt).
     pub fn launch(&self, policy: &Policy, model: &str, prompt: &str) -> Vec<String> {
         let mut v: Vec<String> = vec![self.program.clone()];
         for a in &self.launch {
@@ -855,7 +934,7 @@ pub fn write_context(r: &Recipe, shim: &Path, out: &Path) -> Result<()> {
         image: r.image(),
         cells: r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect(),
         adapter_targets: r.format().target_versions(),
-        launch: r.policies.iter().map(|p| (p.id.clone(), r.launch(p, "<model>", "<prompt>"))).collect(),
+        launch: r.policies.iter().map(|p| (p.id.clone(), r.command("overeager-shim", std::slice::from_ref(&r.program), p, "<model>", "<prompt>"))).collect(),
     };
     let mut json = serde_json::to_vec_pretty(&file)?;
     json.push(b'\n');
@@ -885,7 +964,11 @@ fn readme(r: &Recipe) -> String {
         policy = r.policies.iter().find(|p| p.default).map(|p| p.id.as_str()).unwrap_or("ask"),
     );
     for p in &r.policies {
-        s.push_str(&format!("- `{}:{}`{}: `{}` — {}\n", r.id, p.id, if p.default { " (default)" } else { "" }, p.flags.join(" "), p.summary));
+        let selected = match &p.acp {
+            Some(a) => format!("overeager answers {}{}", a.permissions.as_str(), a.mode.as_ref().map(|m| format!(", mode {m}")).unwrap_or_default()),
+            None => format!("`{}`", p.flags.join(" ")),
+        };
+        s.push_str(&format!("- `{}:{}`{}: {selected} — {}\n", r.id, p.id, if p.default { " (default)" } else { "" }, p.summary));
     }
     s.push_str(
         "\n## Network\n\nThe container has no route out. Its only peer is the run's sidecar: the model gateway,\n\

@@ -35,9 +35,15 @@ pub fn cache_root() -> PathBuf {
     base.join("overeager").join("agents")
 }
 
-/// The cache entry of one version of an agent.
+/// The cache entry of one version of an agent's package, shared by the definitions that run
+/// the same package (an agent headless and over ACP).
 pub fn entry(r: &Recipe, version: &str) -> PathBuf {
-    cache_root().join(format!("{}-{version}", r.id))
+    cache_root().join(entry_name(r, version))
+}
+
+/// `@scope/name` 1.2.3 → `scope-name-1.2.3`.
+fn entry_name(r: &Recipe, version: &str) -> String {
+    format!("{}-{version}", r.package.name.trim_start_matches('@').replace('/', "-"))
 }
 
 /// The Node.js this machine runs the npm agents with; `None` when it is missing or older than
@@ -142,7 +148,7 @@ pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
     }
     let root = cache_root();
     std::fs::create_dir_all(&root).with_context(|| format!("creating the agent cache {}", root.display()))?;
-    let lock_path = root.join(format!(".{}-{}.lock", r.id, version));
+    let lock_path = root.join(format!(".{}.lock", entry_name(r, version)));
     let lock = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(&lock_path).with_context(|| format!("opening {}", lock_path.display()))?;
     use std::os::fd::AsRawFd;
     // SAFETY: flock on a file descriptor this function owns; released when `lock` closes.
@@ -166,7 +172,7 @@ pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
         let _ = std::fs::remove_dir_all(&dir);
         bail!("{} {} installed, but its program `{}` was not found in the package; the recipe needs updating", r.name, version, r.program);
     };
-    std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.id, version))?;
+    std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.package.name, version))?;
     Ok(Installed { dir, argv0 })
 }
 

@@ -312,7 +312,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let shim = bin.join("overeager-shim");
     let (ctl, chans) = (p.ctl.to_string_lossy().into_owned(), p.chans.to_string_lossy().into_owned());
     let real = match &req.agent {
-        AgentSpec::Agent { .. } => Some(real_agent(req, &p)?),
+        AgentSpec::Agent { .. } => Some(real_agent(req, &p, &shim.to_string_lossy())?),
         _ => None,
     };
     let gateway = match real.as_ref().and_then(|r| r.gateway.as_ref()) {
@@ -468,8 +468,9 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core
     Ok(records)
 }
 
-/// Installs (once) and configures a real agent CLI for a run on this machine.
-fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
+/// Installs (once) and configures a real agent CLI for a run on this machine; `shim` is the
+/// shim binary an ACP agent's client runs from.
+fn real_agent(req: &RunRequest<'_>, p: &Prepared, shim: &str) -> Result<RealAgent> {
     let AgentSpec::Agent { recipe, version, policy, model } = &req.agent else { unreachable!("called for real agents") };
     let offline = req.agent.offline_model();
     if !offline && !req.uncontained {
@@ -508,8 +509,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
             (env, None, g.route.model.as_str())
         }
     };
-    let mut argv = installed.argv0.clone();
-    argv.extend(recipe.launch(policy, model_name, &p.prompt.text).into_iter().skip(1));
+    let argv = recipe.command(shim, &installed.argv0, policy, model_name, &p.prompt.text);
     Ok(RealAgent { argv, env, version: version.to_string(), served, gateway })
 }
 
@@ -519,7 +519,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared) -> Result<RealAgent> {
 /// watcher, shell shim, snapshots or bundle. Returns the CLI's wall time in milliseconds.
 pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
     let p = prepare(req, true)?;
-    let r = real_agent(req, &p)?;
+    let r = real_agent(req, &p, &req.shim.to_string_lossy())?;
     let (script, listener) = r.served.as_ref().context("the bare comparison runs against the scripted model")?;
     let mut model = Command::new(&req.shim);
     let fd = hand_down(&mut model, listener);

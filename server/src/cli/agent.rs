@@ -96,7 +96,11 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
             println!("  also runs: {} (as {}@<version>:<policy>:<model>)", r.also().join(", "), r.id);
         }
         for p in &r.policies {
-            println!("  {:<28} {:<48} {}", format!("{}:{}{}", r.id, p.id, if p.default { " *" } else { "" }), p.flags.join(" "), p.summary);
+            let selected = match &p.acp {
+                Some(a) => format!("(ACP: overeager answers {})", a.permissions.as_str()),
+                None => p.flags.join(" "),
+            };
+            println!("  {:<28} {:<48} {}", format!("{}:{}{}", r.id, p.id, if p.default { " *" } else { "" }), selected, p.summary);
         }
         let dialects: Vec<&str> = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect();
         println!("  speaks: {}   a bare model is on: {} (else <provider>/<model>; see `overeager providers list`)", dialects.join(", "), r.default_provider);

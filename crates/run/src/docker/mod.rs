@@ -716,16 +716,16 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
             let installed = super::install::ensure(recipe, version)?;
             let entry = installed.dir.file_name().expect("a cache entry has a name").to_string_lossy().into_owned();
             let (node, _) = super::install::node().context("Node.js is needed")?;
-            for a in &installed.argv0 {
-                cmd.push(if Path::new(a) == node {
+            let argv0: Vec<String> = installed.argv0.iter().map(|a| {
+                if Path::new(a) == node {
                     format!("{}/node", layout::REAL)
                 } else if let Ok(rest) = Path::new(a).strip_prefix(&installed.dir) {
                     format!("{}/{entry}/{}", image::AGENTS_DIR, rest.display())
                 } else {
                     a.clone()
-                });
-            }
-            cmd.extend(recipe.launch(policy, model, &p.prompt.text).into_iter().skip(1));
+                }
+            }).collect();
+            cmd.extend(recipe.command(layout::SHIM, &argv0, policy, model, &p.prompt.text));
             let rel = format!("{}/{}", overeager_core::bundle::files::AGENT_LOGS, recipe.id);
             let mut connected = recipe.connect(policy, model, &endpoint, dialect, local::SCRIPTED_KEY, &p.chans.join(&rel), &format!("{}/{rel}", layout::CHANNELS))?;
             if let Some(g) = &plan {
