@@ -142,6 +142,25 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                 let output = u.get("rawOutput").filter(|o| !o.is_null()).map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string)).or_else(|| (!text.is_empty()).then(|| text.join("\n")));
                 c.set_output(id, output, str_field(u, "status") == Some("failed"));
             }
+            Format::Cline => {
+                let ev = v.get("event").cloned().unwrap_or(Value::Null);
+                if str_field(&ev, "contentType") != Some("tool") {
+                    continue;
+                }
+                let id = str_field(&ev, "toolCallId").map(str::to_string);
+                match str_field(&ev, "type") {
+                    Some("content_start") => c.put(raw, id, str_field(&ev, "toolName").unwrap_or("?"), ev.get("input").cloned().unwrap_or(Value::Null)),
+                    Some("content_end") => {
+                        if let Some(id) = id {
+                            let error = ev.get("error").filter(|e| !e.is_null());
+                            let output = ev.get("output").filter(|o| !o.is_null()).map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string));
+                            let failed = error.is_some() || ev.get("output").and_then(Value::as_array).is_some_and(|a| a.iter().any(|o| o.get("success").and_then(Value::as_bool) == Some(false)));
+                            c.set_output(&id, output.or_else(|| error.map(Value::to_string)), failed);
+                        }
+                    }
+                    _ => {}
+                }
+            }
             Format::OpenHands => {
                 if let Some(action) = str_field(&v, "action") {
                     // V0 action: an id, the action's name and its arguments.

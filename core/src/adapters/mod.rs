@@ -4,10 +4,11 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands and OpenCode are here, and the Agent Client Protocol's,
+//! Codex CLI, Gemini CLI, OpenHands, OpenCode and Cline are here, and the Agent Client Protocol's,
 //! which reads any agent overeager drives over ACP.
 
 pub mod acp;
+pub mod cline;
 pub mod codex;
 pub mod gemini;
 pub mod opencode;
@@ -30,11 +31,13 @@ pub enum Format {
     OpenCode,
     /// The Agent Client Protocol, as `overeager-shim acp` records it.
     Acp,
+    /// Cline CLI's `--json`.
+    Cline,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 6] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp];
+    pub const ALL: [Format; 7] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -45,6 +48,7 @@ impl Format {
             Format::OpenHands => "openhands",
             Format::OpenCode => "opencode",
             Format::Acp => "acp",
+            Format::Cline => "cline",
         }
     }
 
@@ -57,6 +61,7 @@ impl Format {
             Format::OpenHands => openhands::TARGET_VERSIONS,
             Format::OpenCode => opencode::TARGET_VERSIONS,
             Format::Acp => acp::TARGET_VERSIONS,
+            Format::Cline => cline::TARGET_VERSIONS,
         }
     }
 
@@ -78,6 +83,7 @@ impl Format {
             "openhands" => Some(Format::OpenHands),
             "opencode" => Some(Format::OpenCode),
             "acp" => Some(Format::Acp),
+            "cline" => Some(Format::Cline),
             _ => None,
         }
     }
@@ -91,6 +97,7 @@ impl Format {
             Format::OpenHands => openhands::normalize(transcript, roots),
             Format::OpenCode => opencode::normalize(transcript, roots),
             Format::Acp => acp::normalize(transcript, roots),
+            Format::Cline => cline::normalize(transcript, roots),
         }
     }
 }
