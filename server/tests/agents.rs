@@ -458,6 +458,21 @@ fn search_tools_read_what_the_judge_says_they_read() {
 /// in a directory of one's own — installs, is listed and runs both plays of two seeds with the
 /// verdicts of the plays, with nothing of it in the code.
 #[test]
+fn every_built_in_agent_is_a_file_of_the_agents_directory() {
+    let list: Value = serde_json::from_str(&ok(&overeager(&["agent", "list", "--json"]))).unwrap();
+    // Definitions, and the agents that cannot run here with the reason (no definition).
+    let (agents, unavailable): (Vec<&Value>, Vec<&Value>) = list.as_array().unwrap().iter().partition(|a| a.get("recipe").is_some());
+    assert!(agents.len() >= 14, "{} agents", agents.len());
+    assert!(unavailable.iter().all(|u| u["unavailable"].as_str().is_some_and(|w| !w.is_empty())), "{unavailable:?}");
+    for a in agents {
+        let (id, source) = (a["recipe"]["id"].as_str().unwrap(), a["recipe"]["source"].as_str().unwrap());
+        assert_eq!(source, format!("agents/{id}.toml"));
+        assert!(repo().join(source).is_file(), "{source}");
+        assert!(!a["cells"].as_array().unwrap().is_empty(), "{id}");
+    }
+}
+
+#[test]
 fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
     let work = scratch("agents-added");
     let dir = work.join("my-agents");
@@ -466,7 +481,9 @@ fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
     let block = format.split("```toml\n").nth(1).and_then(|b| b.split("\n```").next()).expect("FORMAT.md holds a worked example");
     std::fs::write(dir.join("qwen-code.toml"), block).unwrap();
     let flag = ["--agents-dir", dir.to_str().unwrap()];
-    assert!(!ok(&overeager(&["agent", "list"])).contains("qwen-code"), "the example is not a built-in agent");
+    let ids = |list: &Value| -> Vec<String> { list.as_array().unwrap().iter().filter_map(|a| Some(a.get("recipe")?["id"].as_str()?.to_string())).collect() };
+    let built_in: Value = serde_json::from_str(&ok(&overeager(&["agent", "list", "--json"]))).unwrap();
+    assert!(!ids(&built_in).contains(&"qwen-code".to_string()), "the example is not a built-in agent");
     let list: Value = serde_json::from_str(&ok(&overeager(&[&flag[..], &["agent", "list", "--json"]].concat()))).unwrap();
     let listed = list.as_array().unwrap().iter().find(|a| a["recipe"]["id"] == "qwen-code").expect("listed");
     assert!(listed["recipe"]["source"].as_str().unwrap().ends_with("my-agents/qwen-code.toml"), "{listed}");
@@ -509,42 +526,102 @@ fn an_agent_added_as_a_file_runs_with_no_change_to_the_code() {
     assert!(fired(&r).is_empty(), "{}", r.verdict);
 }
 
-/// An agent added as a definition file, checked as every agent is: both plays of two seeds in
-/// its permissive cell give the plays' verdicts, with nothing unknown in its stream, its shell
-/// calls on the shell channel and read as commands in its stream, and its in-process read seen
-/// by the watcher; its asking cell refuses the aggressive play's first step (`denied`), and
-/// nothing fires.
-fn plays_hold(agent: &str, version: &str, shell_tool: &str, read_tool: &str) {
+/// An agent checked as every agent is: both plays of two seeds in its permissive cell give the
+/// plays' verdicts, with nothing unknown in its stream, its shell calls on the shell channel
+/// and read as commands in its stream (by the tool `shell_tool`, when named), and the
+/// cautious play's read of the revision seen by the watcher (as a read event of `read_tool`,
+/// when named); its refusing cell refuses the aggressive play's calls (`denied`), and nothing
+/// fires. Returns that refused run (`None` when the agent cannot be installed here).
+fn plays_hold(agent: &str, version: &str, (permissive, refusing): (&str, &str), shell_tool: Option<&str>, read_tool: Option<&str>) -> Option<Run> {
     if !installed(agent) {
-        return;
+        return None;
     }
     let work = scratch(&format!("agents-{agent}"));
     for seed in [SCENARIO, "cleanup-orphaned-envs"] {
         for play in ["cautious", "aggressive"] {
-            let r = run_seed(&work, seed, &format!("{agent}:permissive"), play, &[]);
+            let r = run_seed(&work, seed, &format!("{agent}:{permissive}"), play, &[]);
             common_checks(&r, version);
             assert_eq!(fired(&r), seed_fires(seed, play), "{agent} {seed} {play}: {}", r.verdict);
             assert!(denied(&r).is_empty(), "{agent} {seed} {play}");
             assert!(!r.shell.is_empty(), "{agent} {seed} {play}: the shell channel saw its commands");
-            assert!(r.events.iter().any(|e| e.op == Op::Exec && e.channel == Channel::Agent && e.tool.as_deref() == Some(shell_tool)), "{agent} {seed} {play}");
+            let exec = |e: &&Event| e.op == Op::Exec && e.channel == Channel::Agent && shell_tool.is_none_or(|t| e.tool.as_deref() == Some(t));
+            assert!(r.events.iter().any(|e| exec(&e)), "{agent} {seed} {play}: its shell calls are exec events");
             if seed == SCENARIO && play == "cautious" {
-                assert!(watched_read(&r, REVISION), "{agent}: its in-process read reached the watch channel");
-                assert!(r.events.iter().any(|e| e.op == Op::Read && e.tool.as_deref() == Some(read_tool) && e.paths.iter().any(|p| p == REVISION)), "{agent}");
+                assert!(watched_read(&r, REVISION), "{agent}: its read reached the watch channel");
+                if let Some(tool) = read_tool {
+                    assert!(r.events.iter().any(|e| e.op == Op::Read && e.tool.as_deref() == Some(tool) && e.paths.iter().any(|p| p == REVISION)), "{agent}");
+                }
             }
         }
     }
-    let r = run_seed(&work, SCENARIO, &format!("{agent}:ask"), "aggressive", &[]);
+    let r = run_seed(&work, SCENARIO, &format!("{agent}:{refusing}"), "aggressive", &[]);
     assert_eq!(r.manifest["counts"].get("unknown").and_then(Value::as_u64).unwrap_or(0), 0);
     assert!(!denied(&r).is_empty(), "{agent}: refusals are events");
     assert!(fired(&r).is_empty() && !deleted(&r), "{agent}: {}", r.verdict);
+    Some(r)
 }
 
 #[test]
 fn opencode_plays_hold() {
-    plays_hold("opencode", "1.18", "bash", "read");
+    plays_hold("opencode", "1.18", ("permissive", "ask"), Some("bash"), Some("read"));
 }
 
 #[test]
 fn kilo_code_plays_hold() {
-    plays_hold("kilo-code", "7.7", "bash", "read");
+    plays_hold("kilo-code", "7.7", ("permissive", "ask"), Some("bash"), Some("read"));
+}
+
+#[test]
+fn cline_plays_hold() {
+    // Its reads go through the shell (`cat`): the watcher sees them, no read tool is used.
+    plays_hold("cline", "3.0", ("permissive", "ask"), Some("run_commands"), None);
+}
+
+/// An agent driven over the Agent Client Protocol, where overeager answers its permission
+/// requests: `allow-all` reproduces both plays of two seeds, and under `deny-all` the calls it
+/// asks about are `denied` events saying the client refused them, and no trap fires.
+fn acp_plays_hold(agent: &str, version: &str, shell_tool: Option<&str>, read_tool: Option<&str>) {
+    let Some(r) = plays_hold(agent, version, ("allow-all", "deny-all"), shell_tool, read_tool) else { return };
+    for e in denied(&r) {
+        assert!(e.text.as_deref().is_some_and(|t| t.contains("the client refused permission")), "{agent}: {e:?}");
+    }
+    // The conversation is recorded both ways: the client's answers are in the agent channel.
+    let transcript = std::fs::read_to_string(r.dir.join("agent.jsonl")).unwrap();
+    assert!(transcript.contains(r#""from":"client""#) && transcript.contains("session/request_permission"), "{agent}");
+}
+
+#[test]
+fn claude_code_over_acp_plays_hold() {
+    acp_plays_hold("claude-code-acp", "0.23", Some("Bash"), Some("Read"));
+}
+
+#[test]
+fn codex_over_acp_plays_hold() {
+    // Codex reads and searches with its shell: each call is an exec whose kind it guesses.
+    acp_plays_hold("codex-acp", "0.16", None, None);
+}
+
+#[test]
+fn gemini_cli_over_acp_plays_hold() {
+    acp_plays_hold("gemini-cli-acp", "0.61", Some("run_shell_command"), Some("read_file"));
+}
+
+#[test]
+fn qwen_code_over_acp_plays_hold() {
+    acp_plays_hold("qwen-code-acp", "0.24", Some("run_shell_command"), Some("read_file"));
+}
+
+#[test]
+fn opencode_over_acp_plays_hold() {
+    acp_plays_hold("opencode-acp", "1.18", Some("execute"), Some("read"));
+}
+
+#[test]
+fn kilo_code_over_acp_plays_hold() {
+    acp_plays_hold("kilo-code-acp", "7.7", Some("execute"), Some("read"));
+}
+
+#[test]
+fn copilot_over_acp_plays_hold() {
+    acp_plays_hold("copilot-acp", "1.0", Some("execute"), Some("read"));
 }

@@ -294,7 +294,8 @@ fn egress_goes_only_through_the_proxy_and_is_recorded() {
     assert_eq!((v["overeager"].clone(), v["success"].clone()), (Value::Bool(false), Value::Bool(true)), "{judged}");
 }
 
-/// Claude Code, Codex CLI and OpenCode, installed from the registries into this machine's agent cache
+/// Claude Code, Codex CLI, OpenCode and Cline (and Gemini CLI, Claude Code and Codex over ACP),
+/// installed from the registries into this machine's agent cache
 /// and built into offline images, run in hardened containers with no network against the
 /// scripted model the supervisor serves on the container's own loopback; the verdicts are the
 /// local executor's.
@@ -305,7 +306,19 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
     }
     let work = scratch("docker-real-agents");
     let scenario = seeds().join("alembic-broken-revision-keep-db");
-    for (cell, version) in [("claude-code:permissive", "2.0.55"), ("claude-code:ask", "2.0.55"), ("codex:permissive", "0.58.0"), ("codex:read-only", "0.58.0"), ("opencode:permissive", "1.18.33")] {
+    let cells = [
+        ("claude-code:permissive", "2.0.55"),
+        ("claude-code:ask", "2.0.55"),
+        ("codex:permissive", "0.58.0"),
+        ("codex:read-only", "0.58.0"),
+        ("opencode:permissive", "1.18.33"),
+        ("cline:permissive", "3.0.65"),
+        // Over ACP: the client runs in the container too.
+        ("gemini-cli-acp:allow-all", "0.61.0"),
+        ("claude-code-acp:allow-all", "0.23.1"),
+        ("codex-acp:allow-all", "0.16.0"),
+    ];
+    for (cell, version) in cells {
         let install = overeager(&["agent", "install", cell.split(':').next().unwrap()]);
         ok(&install);
         let spec = format!("{cell}:scripted-aggressive");
@@ -322,7 +335,7 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
             assert_eq!(m["counts"].get("unknown").and_then(Value::as_u64).unwrap_or(0), 0, "{m}");
             let shell: Vec<String> = shim(&out).iter().map(|r| r.argv.join(" ")).collect();
             assert!(shell.iter().any(|c| c.contains("ls -la alembic/versions instance")), "{cell} on {executor}: the agent's commands reach the shell channel: {shell:?}");
-            if cell.starts_with("codex") {
+            if cell.starts_with("codex:") {
                 assert!(shell.iter().any(|c| c.starts_with("bash -lc")), "{shell:?}");
             }
             let judged = overeager(&["judge", out.to_str().unwrap(), "--json"]);
