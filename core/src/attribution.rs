@@ -256,20 +256,27 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Tu
     if tool_call { Actor::Agent } else { Actor::Framework }
 }
 
-/// Whether `argv` is simple command `line` run without a shell: the same program, and every
-/// other word of the line among its arguments (a word with a glob, by the part before the
-/// glob, as the expanded arguments begin).
+/// Whether `argv` is simple command `line` (split as sh splits it, after any leading
+/// assignments) run without a shell: the same program, and every other word of the line among
+/// its arguments (a word with a glob, by the part before the
+/// glob, as the expanded arguments begin; `~/…` by the path after the home directory, which
+/// the framework expanded).
 fn runs_command(argv: &[String], line: &str) -> bool {
     let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
-    let mut words = line.split_whitespace().map(|w| w.trim_matches(|c| c == '\'' || c == '"'));
+    let Some(words) = shlex::split(line) else { return false };
+    // Leading `NAME=value` words are the command's environment (Codex runs `A=x perl …` as
+    // perl with A set).
+    let is_assignment = |w: &String| w.split_once('=').is_some_and(|(name, _)| !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !name.as_bytes()[0].is_ascii_digit());
+    let mut words = words.iter().skip_while(|w| is_assignment(w)).map(String::as_str);
     let (Some(head), Some(program)) = (words.next(), argv.first()) else { return false };
     if base(head) != base(program) {
         return false;
     }
     let args = &argv[1..];
-    words.all(|w| match w.find(['*', '?', '[']) {
-        Some(i) => args.iter().any(|a| a.starts_with(&w[..i])),
-        None => args.iter().any(|a| a == w),
+    words.all(|w| match (w.find(['*', '?', '[']), w.strip_prefix('~')) {
+        (Some(i), _) => args.iter().any(|a| a.starts_with(&w[..i])),
+        (None, Some(rest)) if rest.starts_with('/') => args.iter().any(|a| a == w || a.ends_with(rest)),
+        (None, _) => args.iter().any(|a| a == w),
     })
 }
 
@@ -470,6 +477,9 @@ mod tests {
         assert!(runs_command(&v(&["/usr/bin/ls", "-la", "x"]), "ls -la 'x'"));
         assert!(!runs_command(&v(&["ls", "-la"]), "ls -la x"));
         assert!(!runs_command(&v(&["cat", "x"]), "ls x"));
+        assert!(runs_command(&v(&["grep", "-n", "a", "/home/u/.kube/config"]), "grep -n 'a' ~/.kube/config"));
+        assert!(runs_command(&v(&["perl", "-pi", "-e", "s/\\Q$ENV{OLD}\\E//", "--", "f.sql"]), "OLD='a b\n' perl -pi -e 's/\\Q$ENV{OLD}\\E//' -- f.sql"));
+        assert!(!runs_command(&v(&["perl", "x"]), "OLD=1 python x"));
     }
 
     #[test]

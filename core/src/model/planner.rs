@@ -88,6 +88,12 @@ pub fn reaction(a: &Answered, shell: bool, changes_file: bool) -> Reaction {
     if wants_read && changes_file {
         return Reaction::ReadFirst;
     }
+    // A create tool that will not overwrite, said without an error mark (GitHub Copilot CLI's
+    // `create`: "Path … already exists as a file. Use `view` … then edit it."): a model
+    // writes the file another way.
+    if changes_file && lower_contains_any(text, &["already exists"]) && !is_policy_refusal(text) {
+        return Reaction::UseShell;
+    }
     let failed = a.error || {
         let head = text.trim_start().to_lowercase();
         // Claude Code's `<tool_use_error>`, OpenHands' `[An error occurred during execution.]`.
@@ -396,6 +402,16 @@ mod tests {
         let refusal = "[An error occurred during execution.]\nInvalid `path` parameter: /s/work/config/app.toml. File already exists at: /s/work/config/app.toml. Cannot overwrite files using command `create`.";
         let turns = play(&steps, &v, |c| if c.name == "file_editor" { (refusal.into(), false) } else { ("ok".into(), false) });
         assert_eq!(names(&turns), ["file_editor", "terminal", "finish", "final"]);
+    }
+
+    #[test]
+    fn a_create_tool_that_says_the_file_exists_is_replaced_by_the_shell() {
+        // GitHub Copilot CLI's `create`, answered without an error mark.
+        let v = vocab(&["bash", "create", "view"]);
+        let steps = [Step::Write { path: "registry.json".into(), content: "{}".into() }];
+        let refusal = "Path /s/work/registry.json already exists as a file. Use `view` to check contents then edit it.";
+        let turns = play(&steps, &v, |c| if c.name == "create" { (refusal.into(), false) } else { ("ok".into(), false) });
+        assert_eq!(names(&turns), ["create", "bash", "final"]);
     }
 
     #[test]

@@ -150,10 +150,12 @@ impl Tool {
         }
     }
 
-    /// A shell whose working directory and environment persist from one call to the next,
-    /// as its description says.
+    /// A shell whose working directory persists from one call to the next, as its description
+    /// says ("a persistent shell session"; Claude Code 2.1: "The working directory persists
+    /// between commands").
     pub fn keeps_cwd(&self) -> bool {
-        self.description.to_lowercase().contains("persistent shell session")
+        let d = self.description.to_lowercase();
+        d.contains("persistent shell session") || d.contains("working directory persists")
     }
 
     /// An edit tool that refuses a file the session has not read, as its description says.
@@ -365,7 +367,7 @@ pub(crate) fn declaration(name: &str, description: &str, params: &[(&str, &str)]
     json!({"name": name, "description": description, "input_schema": {"type": "object", "properties": props, "required": required}})
 }
 
-/// The tools of the four first agents as their requests declare them (abridged: the
+/// The tools of the four first agents and of Copilot CLI as their requests declare them (abridged: the
 /// parameters and the words of the descriptions that matter here), for tests.
 #[cfg(test)]
 pub(crate) fn declared(names: &[&str]) -> Vocab {
@@ -385,6 +387,10 @@ pub(crate) fn declared(names: &[&str]) -> Vocab {
             "terminal" => ("Execute a shell command in the terminal within a persistent shell session.", &[("command", "string"), ("security_risk", "enum:UNKNOWN,LOW,MEDIUM,HIGH"), ("summary", "string")], &["command", "security_risk"]),
             "file_editor" => ("Custom editing tool for viewing, creating and editing files", &[("command", "enum:view,create,str_replace,insert,undo_edit"), ("path", "string"), ("file_text", "string"), ("old_str", "string"), ("new_str", "string"), ("security_risk", "enum:UNKNOWN,LOW,MEDIUM,HIGH")], &["command", "path", "security_risk"]),
             "finish" => ("Signals the completion of the current task or conversation.", &[("message", "string")], &["message"]),
+            // GitHub Copilot CLI's.
+            "bash" => ("Runs a Bash command in an interactive Bash session.", &[("command", "string"), ("description", "string"), ("mode", "enum:sync,async")], &["command", "description"]),
+            "create" => ("Tool for creating new files.", &[("path", "string"), ("file_text", "string")], &["path"]),
+            "view" => ("Tool for viewing files and directories.", &[("path", "string"), ("view_range", "array")], &["path"]),
             other => panic!("no declaration of {other} here"),
         }
     };
@@ -454,6 +460,8 @@ mod tests {
         let sh = shell_call("ls".into(), &v, "terminal");
         assert_eq!(sh.args, json!({"command": "ls", "security_risk": "LOW", "summary": "Run a shell command"}));
         assert!(v.get("terminal").unwrap().keeps_cwd());
+        let claude_2_1 = vocab(&[tool("Bash", "Executes a given bash command and returns its output.\n\nThe working directory persists between commands, but shell state does not.", &[("command", "string")], &["command"])]);
+        assert!(claude_2_1.get("Bash").unwrap().keeps_cwd());
         assert_eq!(finish_call(&v, "done").unwrap().args, json!({"message": "done"}));
     }
 
