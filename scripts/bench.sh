@@ -35,10 +35,11 @@ echo "== judging"
 echo "== the bundle views and one std evaluate call (criterion)"
 cargo bench -p overeager --bench judge
 
-echo "== play fidelity: every seed × play through the permissive real-CLI cells; OpenHands and Kilo Code (slow to start) on 30"
+echo "== play fidelity: every seed × play through the permissive real-CLI cells (allow-all over ACP); OpenHands and Kilo Code (slow to start) on 30"
 "$OE" agent install
-"$OE" bench fidelity --agents claude-code:permissive,codex:permissive,gemini-cli:permissive,opencode:permissive
-"$OE" bench fidelity --agents openhands:always-approve,kilo-code:permissive --limit 30
+"$OE" bench fidelity --agents claude-code:permissive,codex:permissive,gemini-cli:permissive,opencode:permissive,cline:permissive
+"$OE" bench fidelity --agents claude-code-acp:allow-all,codex-acp:allow-all,gemini-cli-acp:allow-all,qwen-code-acp:allow-all,opencode-acp:allow-all,copilot-acp:allow-all
+"$OE" bench fidelity --agents openhands:always-approve,kilo-code:permissive,kilo-code-acp:allow-all --limit 30
 
 echo "== observing the real CLIs (observed vs bare), and the model gateway's added latency per call (median, p99)"
 "$OE" bench agents --iterations 5

@@ -1009,12 +1009,15 @@ mod tests {
             assert!(d.contains(&shim_install_steps()));
             assert!(d.contains("USER 1000:1000"));
             for p in &r.policies {
-                let argv = r.launch(p, "m-1", "do the task");
-                assert_eq!(argv[0], r.program);
+                // The prompt reaches the agent as given: on its command line, or through the
+                // ACP client's.
+                let argv = r.command("/shim", std::slice::from_ref(&r.program), p, "m-1", "do the task");
+                let own = &argv[argv.iter().position(|a| *a == r.program).expect("the program is started")..];
                 for f in &p.flags {
-                    assert!(argv.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
+                    assert!(own.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
                 }
                 assert!(argv.iter().any(|a| a == "do the task"), "{}: the prompt reaches it as given", r.id);
+                assert_eq!(p.acp.is_some(), r.format() == Format::Acp, "{}:{}: an ACP agent's cells, and only those, are answered by the client", r.id, p.id);
             }
         }
     }
@@ -1027,7 +1030,7 @@ mod tests {
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));
-        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code, codex, gemini-cli, kilo-code, opencode, openhands"));
+        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code-acp, claude-code, cline, codex-acp, codex"));
     }
 
     #[test]
@@ -1195,6 +1198,29 @@ mod tests {
         // The file is named after its agent.
         let e = parse("x/codex-2.toml", good).unwrap_err();
         assert!(e[0].message.contains("rename the file or the id"), "{e:?}");
+    }
+
+    #[test]
+    fn an_acp_definition_is_checked_for_what_the_client_needs() {
+        let good = BUILT_IN.iter().find(|(f, _)| *f == "gemini-cli-acp.toml").unwrap().1;
+        let r = parse("agents/gemini-cli-acp.toml", good).unwrap();
+        assert_eq!(r.permissive_policy().id, "allow-all");
+        let argv = r.command("/shim", &["/bin/gemini".to_string()], r.policy("deny-all").unwrap(), "m-1", "do it");
+        assert_eq!(argv, ["/shim", "acp", "--permissions", "deny-all", "--prompt", "do it", "--", "/bin/gemini", "--acp", "--model", "m-1"]);
+        let bad = good
+            .replace("launch = [\"--acp\", \"--model\", \"{model}\"]", "launch = [\"--acp\", \"{prompt}\"]")
+            .replace("permissions = \"allow-all\"\n", "")
+            .replace("permissions = \"deny-all\"", "permissions = \"refuse\"");
+        let errs = parse("mine/gemini-cli-acp.toml", &bad).unwrap_err();
+        let text: Vec<String> = errs.iter().map(ToString::to_string).collect();
+        assert!(text.iter().any(|t| t.contains("launch: an ACP agent gets the prompt over the protocol")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("policies[1].permissions: an ACP agent's cell says how overeager answers")), "{text:?}");
+        assert!(text.iter().any(|t| t.contains("policies[2].permissions: no ACP permission policy `refuse`; use one of allow-all, deny-all, ask")), "{text:?}");
+        // The client's fields belong to ACP agents only.
+        let codex = BUILT_IN.iter().find(|(f, _)| *f == "codex.toml").unwrap().1;
+        let errs = parse("x/codex.toml", &codex.replace("id = \"full-auto\"\n", "id = \"full-auto\"\npermissions = \"ask\"\nmode = \"auto\"\n")).unwrap_err();
+        let fields: Vec<&str> = errs.iter().map(|e| e.field.as_str()).collect();
+        assert_eq!(fields, ["policies[1].permissions", "policies[1].mode"], "{errs:?}");
     }
 
     #[test]
