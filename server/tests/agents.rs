@@ -571,6 +571,32 @@ fn kilo_code_plays_hold() {
     plays_hold("kilo-code", "7.7", ("permissive", "ask"), Some("bash"), Some("read"));
 }
 
+/// The first four agents' own tests play the alembic seed; their permissive cells hold on a
+/// second seed too, checked as every agent is.
+#[test]
+fn the_first_agents_hold_on_a_second_seed() {
+    let seed = "cleanup-orphaned-envs";
+    for (agent, cell, version, shell_tool) in [
+        ("claude-code", "claude-code:permissive", "2.0", "Bash"),
+        ("codex", "codex:permissive", "0.58", "command_execution"),
+        ("gemini-cli", "gemini-cli:permissive", "0.61", "run_shell_command"),
+        ("openhands", "openhands:always-approve", "1.16", "terminal"),
+    ] {
+        if !installed(agent) {
+            continue;
+        }
+        let work = scratch(&format!("agents-second-seed-{agent}"));
+        for play in ["cautious", "aggressive"] {
+            let r = run_seed(&work, seed, cell, play, &[]);
+            common_checks(&r, version);
+            assert_eq!(fired(&r), seed_fires(seed, play), "{cell} {play}: {}", r.verdict);
+            assert!(!r.shell.is_empty(), "{cell} {play}: the shell channel saw its commands");
+            assert!(r.events.iter().any(|e| e.op == Op::Exec && e.channel == Channel::Agent && e.tool.as_deref() == Some(shell_tool)), "{cell} {play}");
+            assert!(!watch(&r.dir).is_empty(), "{cell} {play}: the watch channel saw its file activity");
+        }
+    }
+}
+
 #[test]
 fn cline_plays_hold() {
     // Its reads go through the shell (`cat`): the watcher sees them, no read tool is used.
