@@ -161,6 +161,20 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                     _ => {}
                 }
             }
+            Format::MiniSweAgent => match str_field(&v, "role") {
+                Some("assistant") => {
+                    for a in v.pointer("/extra/actions").and_then(Value::as_array).into_iter().flatten() {
+                        c.put(raw, str_field(a, "tool_call_id").map(str::to_string), "bash", serde_json::json!({"command": a.get("command").cloned().unwrap_or(Value::Null)}));
+                    }
+                }
+                Some("tool") => {
+                    if let Some(id) = str_field(&v, "tool_call_id") {
+                        let code = v.pointer("/extra/returncode").and_then(Value::as_i64);
+                        c.set_output(id, str_field(&v, "content").map(str::to_string), code.is_some_and(|c| c != 0));
+                    }
+                }
+                _ => {}
+            },
             Format::OpenHands => {
                 if let Some(action) = str_field(&v, "action") {
                     // V0 action: an id, the action's name and its arguments.

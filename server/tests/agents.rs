@@ -603,6 +603,12 @@ fn cline_plays_hold() {
     plays_hold("cline", "3.0", ("permissive", "ask"), Some("run_commands"), None);
 }
 
+#[test]
+fn mini_swe_agent_plays_hold() {
+    // Every action is a bash command (reads too); its confirmation mode, headless, runs none.
+    plays_hold("mini-swe-agent", "2.4", ("permissive", "confirm"), Some("bash"), None);
+}
+
 /// An agent driven over the Agent Client Protocol, where overeager answers its permission
 /// requests: `allow-all` reproduces both plays of two seeds, and under `deny-all` the calls it
 /// asks about are `denied` events saying the client refused them, and no trap fires.

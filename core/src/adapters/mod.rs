@@ -4,13 +4,14 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands, OpenCode and Cline are here, and the Agent Client Protocol's,
+//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline and mini-swe-agent are here, and the Agent Client Protocol's,
 //! which reads any agent overeager drives over ACP.
 
 pub mod acp;
 pub mod cline;
 pub mod codex;
 pub mod gemini;
+pub mod mini;
 pub mod opencode;
 pub mod openhands;
 pub(crate) mod parse;
@@ -33,11 +34,13 @@ pub enum Format {
     Acp,
     /// Cline CLI's `--json`.
     Cline,
+    /// mini-swe-agent's trajectory, one message per line.
+    MiniSweAgent,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 7] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline];
+    pub const ALL: [Format; 8] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -49,6 +52,7 @@ impl Format {
             Format::OpenCode => "opencode",
             Format::Acp => "acp",
             Format::Cline => "cline",
+            Format::MiniSweAgent => "mini-swe-agent",
         }
     }
 
@@ -62,6 +66,7 @@ impl Format {
             Format::OpenCode => opencode::TARGET_VERSIONS,
             Format::Acp => acp::TARGET_VERSIONS,
             Format::Cline => cline::TARGET_VERSIONS,
+            Format::MiniSweAgent => mini::TARGET_VERSIONS,
         }
     }
 
@@ -84,6 +89,7 @@ impl Format {
             "opencode" => Some(Format::OpenCode),
             "acp" => Some(Format::Acp),
             "cline" => Some(Format::Cline),
+            "mini-swe-agent" => Some(Format::MiniSweAgent),
             _ => None,
         }
     }
@@ -98,6 +104,7 @@ impl Format {
             Format::OpenCode => opencode::normalize(transcript, roots),
             Format::Acp => acp::normalize(transcript, roots),
             Format::Cline => cline::normalize(transcript, roots),
+            Format::MiniSweAgent => mini::normalize(transcript, roots),
         }
     }
 }

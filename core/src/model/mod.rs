@@ -304,6 +304,10 @@ pub struct Script {
     /// declarations would choose wrong.
     #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub tools: BTreeMap<String, String>,
+    /// The shell command that ends the task, for an agent finished by a command (its
+    /// definition's `finish_command`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub finish_command: Option<String>,
     /// Replay: answer with these recorded exchanges instead of the play.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<ModelRecord>>,
@@ -395,7 +399,7 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
         Some(_) => {
             let learned = if script.learn_roots { learned_roots(body) } else { None };
             let roots = learned.as_ref().unwrap_or(&script.roots);
-            let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label };
+            let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label, finish_command: script.finish_command.as_deref() };
             render(dialect, &planner.turn(&answered), stream, &model_name, n)
         }
     };
@@ -648,6 +652,7 @@ mod tests {
             replay: None,
             first_delay_ms: 0,
             learn_roots: true,
+            finish_command: None,
         };
         let body = json!({"model": "m", "system": "Working directory: /o/work\n", "tools": [{"name": "Bash", "input_schema": {"properties": {"command": {}}}}, {"name": "Read", "input_schema": {"properties": {"file_path": {}}}}], "messages": [{"role": "user", "content": "go"}]});
         let r = respond(&script, "POST", "/v1/messages", &body, 0, 0).reply.body;
@@ -658,7 +663,7 @@ mod tests {
 
     #[test]
     fn a_replay_answers_from_the_recording_and_names_the_divergence() {
-        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false };
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None };
         let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
         let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));

@@ -175,6 +175,10 @@ pub struct Planner<'a> {
     pub roots: &'a Roots,
     pub default_shell: &'a str,
     pub label: &'a str,
+    /// The shell command that ends the agent's task, for an agent that is finished by a
+    /// command rather than a tool or a plain answer (mini-swe-agent's `echo
+    /// COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT`).
+    pub finish_command: Option<&'a str>,
 }
 
 impl Planner<'_> {
@@ -185,7 +189,8 @@ impl Planner<'_> {
 
     fn next(&self, s: &State) -> Move {
         let Some(step) = self.steps.get(s.step) else {
-            return if self.vocab.tool_for(Role::Finish).is_some() && !s.finish_called { Move::FinishTool } else { Move::Final };
+            let finishes = self.vocab.tool_for(Role::Finish).is_some() || self.finish_command.is_some();
+            return if finishes && !s.finish_called { Move::FinishTool } else { Move::Final };
         };
         if s.subshell_wanted {
             return Move::Subshell(s.step);
@@ -220,7 +225,10 @@ impl Planner<'_> {
             Move::Play(i) => call_for(&self.steps[i], self.vocab, self.roots, self.default_shell),
             Move::Shell(i) => shell_call(shell_command(&self.steps[i], self.roots), self.vocab, self.default_shell),
             Move::Subshell(i) => shell_call(format!("eval {}", sh_quote(&shell_command(&self.steps[i], self.roots))), self.vocab, self.default_shell),
-            Move::FinishTool => return finish_call(self.vocab, &summary).map_or(Turn::Final(summary), Turn::Call),
+            Move::FinishTool => match self.finish_command {
+                Some(command) => shell_call(command.to_string(), self.vocab, self.default_shell),
+                None => return finish_call(self.vocab, &summary).map_or(Turn::Final(summary), Turn::Call),
+            },
             Move::Final => return Turn::Final(summary),
         };
         Turn::Call(if s.cwd_moved { from_workspace(call, &self.roots.workspace, self.vocab) } else { call })
@@ -327,7 +335,7 @@ mod tests {
     /// Plays `steps` to the end against a tool that answers each call with `answer`.
     fn play(steps: &[Step], v: &Vocab, answer: impl Fn(&ToolCall) -> (String, bool)) -> Vec<Turn> {
         let r = roots();
-        let p = Planner { steps, vocab: v, roots: &r, default_shell: "Bash", label: "test" };
+        let p = Planner { steps, vocab: v, roots: &r, default_shell: "Bash", label: "test", finish_command: None };
         let mut history = Vec::new();
         let mut turns = Vec::new();
         loop {

@@ -184,9 +184,28 @@ pub struct Recipe {
     /// named: the model calls it for a step the request offers no tool for (the agent then
     /// refuses the call, which is observed).
     pub tools: BTreeMap<String, String>,
+    /// The shell command that ends the task, for an agent finished by a command rather than
+    /// by a tool or a plain answer (mini-swe-agent's).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub finish_command: Option<String>,
+    /// Where the agent's own record of the run is, for an agent whose stdout is for people.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stream: Option<StreamFile>,
     pub demo: Demo,
     /// What the definition cannot make the same as the others, said plainly.
     pub notes: Vec<String>,
+}
+
+/// An agent stream kept in a file rather than written to stdout: at the end of the run the
+/// file becomes the agent channel (stdout is kept beside it in the agent's logs).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct StreamFile {
+    /// The file, relative to the agent's configuration directory.
+    pub file: String,
+    /// For a file holding one JSON document: the JSON pointer of the array whose items become
+    /// the channel's lines, one each.
+    pub lines: Option<String>,
 }
 
 #[derive(Deserialize)]
@@ -211,6 +230,8 @@ struct RawRecipe {
     #[serde(default)]
     attribution: Vec<String>,
     tools: BTreeMap<String, String>,
+    finish_command: Option<String>,
+    stream: Option<StreamFile>,
     demo: Option<RawDemo>,
     #[serde(default)]
     notes: Vec<String>,
@@ -528,6 +549,17 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
             errs.near(k, "connect.env", format!("`{k}` is not an environment variable's name"));
         }
     }
+    if let Some(s) = &raw.stream {
+        if !is_inner_path(&s.file) {
+            errs.near(&s.file, "stream.file", "a path relative to the agent's configuration directory, without `..`");
+        }
+        if let Some(l) = s.lines.as_ref().filter(|l| !l.starts_with('/')) {
+            errs.near(l, "stream.lines", "a JSON pointer, e.g. \"/messages\"");
+        }
+    }
+    if raw.finish_command.as_ref().is_some_and(|c| c.trim().is_empty()) {
+        errs.near("finish_command", "finish_command", "the shell command that ends the agent's task, or no field");
+    }
     for (i, l) in raw.logs.iter().enumerate() {
         if !l.starts_with(layout::ROOT) {
             errs.near(l, format!("logs[{i}]"), format!("native logs must be under {} so they come back with the run", layout::ROOT));
@@ -569,6 +601,8 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         logs: raw.logs,
         attribution: raw.attribution,
         tools: raw.tools,
+        finish_command: raw.finish_command,
+        stream: raw.stream,
         demo,
         notes: raw.notes,
     };

@@ -203,6 +203,7 @@ pub fn bench_bundle(shim: &Path, bundle: &Path, agent: &AgentSpec, scenario: &ov
         replay: None,
         first_delay_ms: 0,
         learn_roots: false,
+        finish_command: recipe.finish_command.clone(),
     };
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("script.json");

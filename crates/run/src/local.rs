@@ -371,6 +371,9 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
 /// that its model API did not fail it ([`model_api_failure`]); that it asked its model at
 /// all ([`check_agent_started`]), unless it timed out.
 pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gateway: Option<&GatewayPlan>, chans: &Path, timed_out: bool) -> Result<()> {
+    if let Some(stream) = &recipe.stream {
+        take_stream_file(stream, &chans.join(files::AGENT_LOGS).join(&recipe.id), chans)?;
+    }
     let records = model_records(chans);
     if let Some(g) = gateway
         && let Some(e) = model_api_failure(&records, &g.route.provider.name)
@@ -381,6 +384,29 @@ pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gatew
         check_agent_started(recipe, version, &records, chans)?;
     }
     Ok(())
+}
+
+/// Makes the file an agent keeps its own record of the run in (`config`: its configuration
+/// directory) the agent channel: the file's text, or with `lines` the items of the array at
+/// that JSON pointer, one per line. What it wrote to stdout stays, as `stdout.txt` in its
+/// configuration directory. An agent that ended before writing the file leaves an empty
+/// channel (and so no model request to show: the caller's check reports it).
+fn take_stream_file(stream: &super::agents::StreamFile, config: &Path, chans: &Path) -> Result<()> {
+    let channel = chans.join(files::AGENT);
+    std::fs::create_dir_all(config)?;
+    if channel.exists() {
+        std::fs::rename(&channel, config.join("stdout.txt")).context("keeping the agent's stdout")?;
+    }
+    let text = std::fs::read_to_string(config.join(&stream.file)).unwrap_or_default();
+    let lines = match (&stream.lines, text.trim().is_empty()) {
+        (Some(pointer), false) => {
+            let doc: serde_json::Value = serde_json::from_str(&text).with_context(|| format!("the agent's record {} is not JSON", stream.file))?;
+            let items = doc.pointer(pointer).and_then(serde_json::Value::as_array).with_context(|| format!("the agent's record {} has no array at {pointer}", stream.file))?;
+            items.iter().map(|i| format!("{i}\n")).collect()
+        }
+        _ => text,
+    };
+    std::fs::write(&channel, lines).context("writing the agent channel")
 }
 
 /// A real agent that ended without one main-loop request to its model never ran the task
@@ -436,9 +462,10 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             replay: None,
             first_delay_ms,
             learn_roots: false,
+            finish_command: recipe.finish_command.clone(),
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false }
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };
