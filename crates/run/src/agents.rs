@@ -1258,6 +1258,17 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_file_and_a_finishing_command_are_checked() {
+        let good = BUILT_IN.iter().find(|(f, _)| *f == "mini-swe-agent.toml").unwrap().1;
+        let r = parse("agents/mini-swe-agent.toml", good).unwrap();
+        assert_eq!(r.stream, Some(StreamFile { file: "last_mini_run.traj.json".into(), lines: Some("/messages".into()) }));
+        assert_eq!(r.finish_command.as_deref(), Some("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"));
+        let bad = good.replace("file = \"last_mini_run.traj.json\"", "file = \"../x.json\"").replace("lines = \"/messages\"", "lines = \"messages\"").replace("finish_command = \"echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT\"", "finish_command = \" \"");
+        let fields: Vec<String> = parse("x/mini-swe-agent.toml", &bad).unwrap_err().into_iter().map(|e| e.field).collect();
+        assert_eq!(fields, ["stream.file", "stream.lines", "finish_command"]);
+    }
+
+    #[test]
     fn a_directory_of_ones_own_adds_agents_and_cannot_redefine_one() {
         let t = tempfile::tempdir().unwrap();
         let codex = BUILT_IN.iter().find(|(f, _)| *f == "codex.toml").unwrap().1;
