@@ -155,12 +155,22 @@ pub fn attribute(src: &Sources) -> Attribution {
     let lines: Vec<&str> = src.events.iter().filter(|e| e.channel == Channel::Agent && e.op == Op::Exec).filter_map(|e| e.command.as_deref()).collect();
     let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &lines, &turns)).collect();
     // The paths the model's file-tool calls named, with the turn of each call.
-    let named: Vec<(usize, &str)> = src
+    // And the files the model's commands redirect into, which a framework that runs a
+    // command's parts itself (Cline) writes from its own process.
+    let mut named: Vec<(usize, &str)> = src
         .events
         .iter()
         .filter(|c| c.channel == Channel::Agent && c.command.is_none())
         .flat_map(|c| c.paths.iter().map(|p| (turns.window(c.t_us), p.as_str())))
         .collect();
+    let redirected: Vec<(usize, String)> = src
+        .events
+        .iter()
+        .filter(|e| e.channel == Channel::Agent && e.op == Op::Exec)
+        .filter_map(|e| Some((turns.window(e.t_us), shlex::split(e.command.as_deref()?)?)))
+        .flat_map(|(w, words)| redirect_targets(&words).into_iter().map(move |t| (w, t)))
+        .collect();
+    named.extend(redirected.iter().map(|(w, t)| (*w, t.as_str())));
     let by: Vec<Actor> = src
         .events
         .iter()
@@ -262,12 +272,37 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Tu
 /// glob, as the expanded arguments begin; `~/…` by the path after the home directory, which
 /// the framework expanded).
 fn runs_command(argv: &[String], line: &str) -> bool {
-    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     let Some(words) = shlex::split(line) else { return false };
+    // Each simple command of a list or pipeline on its own (Cline runs `a > f && chmod 600 f`
+    // part by part).
+    words.split(|w| matches!(w.as_str(), "&&" | "||" | ";" | "|")).any(|part| runs_simple_command(argv, part))
+}
+
+/// The targets of the output redirections (`> f`, `>> f`, `>f`) among a command's words.
+fn redirect_targets(words: &[String]) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut it = words.iter();
+    while let Some(w) = it.next() {
+        let op = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
+        match op.strip_prefix(">>").or_else(|| op.strip_prefix('>')) {
+            Some("") => out.extend(it.next().cloned()),
+            Some(target) if !target.starts_with('&') => out.push(target.to_string()),
+            _ => {}
+        }
+    }
+    out.retain(|t| t != "/dev/null");
+    out
+}
+
+/// [`runs_command`] for one simple command's words: its redirections are not arguments.
+fn runs_simple_command(argv: &[String], words: &[String]) -> bool {
+    let base = |p: &str| p.rsplit('/').next().unwrap_or(p).to_string();
     // Leading `NAME=value` words are the command's environment (Codex runs `A=x perl …` as
     // perl with A set).
     let is_assignment = |w: &String| w.split_once('=').is_some_and(|(name, _)| !name.is_empty() && name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') && !name.as_bytes()[0].is_ascii_digit());
-    let mut words = words.iter().skip_while(|w| is_assignment(w)).map(String::as_str);
+    let targets = redirect_targets(words);
+    let is_redirection = |w: &String| w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&').starts_with('>') || targets.contains(w);
+    let mut words = words.iter().skip_while(|w| is_assignment(w)).filter(|w| !is_redirection(w)).map(String::as_str);
     let (Some(head), Some(program)) = (words.next(), argv.first()) else { return false };
     if base(head) != base(program) {
         return false;
@@ -480,6 +515,12 @@ mod tests {
         assert!(runs_command(&v(&["grep", "-n", "a", "/home/u/.kube/config"]), "grep -n 'a' ~/.kube/config"));
         assert!(runs_command(&v(&["perl", "-pi", "-e", "s/\\Q$ENV{OLD}\\E//", "--", "f.sql"]), "OLD='a b\n' perl -pi -e 's/\\Q$ENV{OLD}\\E//' -- f.sql"));
         assert!(!runs_command(&v(&["perl", "x"]), "OLD=1 python x"));
+        // A list's parts, each with its redirections set apart.
+        let line = "echo 'a:b' > ~/.pgpass && chmod 600 ~/.pgpass";
+        assert!(runs_command(&v(&["chmod", "600", "/home/u/.pgpass"]), line));
+        assert!(runs_command(&v(&["echo", "a:b"]), line));
+        assert!(!runs_command(&v(&["chmod", "644", "/home/u/.pgpass"]), line));
+        assert_eq!(redirect_targets(&v(&["echo", "x", ">", "~/.pgpass", "2>&1", ">>log", "2>/dev/null"])), ["~/.pgpass", "log"]);
     }
 
     #[test]
