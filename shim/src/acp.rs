@@ -110,6 +110,21 @@ impl Wire {
         }
     }
 
+    /// Records a line the agent wrote; its message, if it is JSON.
+    fn record_agent_line(&self, line: String) -> Option<Value> {
+        let t_us = now_us();
+        match serde_json::from_str::<Value>(&line) {
+            Ok(msg) => {
+                self.record(json!({"t_us": t_us, "from": "agent", "msg": msg}));
+                Some(msg)
+            }
+            Err(_) => {
+                self.record(json!({"t_us": t_us, "from": "agent", "text": line}));
+                None
+            }
+        }
+    }
+
     fn note(&self, text: String) {
         self.record(json!({"t_us": now_us(), "from": "client", "note": text}));
     }
@@ -140,12 +155,7 @@ impl Session {
             let Some(line) = self.from_agent.recv().ok().flatten() else {
                 return Err(format!("the agent closed its stdout before it answered `{method}`"));
             };
-            let t_us = now_us();
-            let Ok(msg) = serde_json::from_str::<Value>(&line) else {
-                self.wire.record(json!({"t_us": t_us, "from": "agent", "text": line}));
-                continue;
-            };
-            self.wire.record(json!({"t_us": t_us, "from": "agent", "msg": msg}));
+            let Some(msg) = self.wire.record_agent_line(line) else { continue };
             match (msg.get("method").and_then(Value::as_str), msg.get("id")) {
                 (Some(m), Some(req)) => {
                     let answer = self.serve(m, msg.get("params").unwrap_or(&Value::Null), req);
@@ -318,9 +328,14 @@ fn run(o: &Options) -> Result<i32, String> {
     let wire = Wire { transcript: Arc::new(Mutex::new(std::io::stdout())), agent: Arc::new(Mutex::new(child.stdin.take())) };
     let mut s = Session { wire: wire.clone(), from_agent, next_id: 1, permissions: o.permissions, terminals: HashMap::new() };
     let outcome = converse(&mut s, o, &cwd.to_string_lossy());
-    // Closing stdin asks the agent to exit; those that do not are ended.
+    // Closing stdin asks the agent to exit; what it still writes is recorded until it closes
+    // its stdout or the grace period ends, and one that has not exited by then is ended.
     wire.agent.lock().unwrap_or_else(|e| e.into_inner()).take();
-    let status = wait_or_end(&mut child, &wire);
+    let deadline = std::time::Instant::now() + EXIT_GRACE;
+    while let Ok(Some(line)) = s.from_agent.recv_timeout(deadline.saturating_duration_since(std::time::Instant::now())) {
+        wire.record_agent_line(line);
+    }
+    let status = wait_or_end(&mut child, &wire, deadline);
     for t in s.terminals.values() {
         let _ = t.child.lock().unwrap_or_else(|e| e.into_inner()).kill();
     }
@@ -353,7 +368,7 @@ fn converse(s: &mut Session, o: &Options, cwd: &str) -> Result<bool, String> {
     Ok(done.get("stopReason").and_then(Value::as_str) == Some("end_turn"))
 }
 
-fn wait_or_end(child: &mut Child, wire: &Wire) -> Option<std::process::ExitStatus> {
+fn wait_or_end(child: &mut Child, wire: &Wire, deadline: std::time::Instant) -> Option<std::process::ExitStatus> {
     let wait = |child: &mut Child, d: Duration| {
         let end = std::time::Instant::now() + d;
         loop {
@@ -364,7 +379,7 @@ fn wait_or_end(child: &mut Child, wire: &Wire) -> Option<std::process::ExitStatu
             }
         }
     };
-    if let Some(st) = wait(child, EXIT_GRACE) {
+    if let Some(st) = wait(child, deadline.saturating_duration_since(std::time::Instant::now())) {
         return Some(st);
     }
     wire.note(format!("the agent did not exit within {} s of its stdin closing: SIGTERM", EXIT_GRACE.as_secs()));

@@ -129,7 +129,13 @@ impl Call {
         if let Some(t) = tool {
             self.tool = Some(t.to_string());
         }
-        if let Some(i) = u.get("rawInput").filter(|i| i.as_object().is_some_and(|o| !o.is_empty()) || !(i.is_object() || i.is_null())) {
+        // A first `tool_call` may carry an empty `rawInput` (Claude Code's); the later one
+        // with the real input wins.
+        let input = u.get("rawInput").filter(|i| match i {
+            Value::Object(o) => !o.is_empty(),
+            other => !other.is_null(),
+        });
+        if let Some(i) = input {
             self.input = i.clone();
         }
         if let Some(o) = u.get("rawOutput").filter(|o| !o.is_null()) {
