@@ -185,9 +185,12 @@ impl Call {
         let cwd = str_field(&self.input, "cwd").unwrap_or(&roots.workspace).to_string();
         let tool = self.tool.clone().or_else(|| id.split_once("__").map(|(t, _)| t.to_string())).or_else(|| self.kind.clone()).unwrap_or_else(|| "tool".into());
         let logical = |p: &String| roots.logical_from(p, &cwd);
+        // From the call's locations and diffs, else its input: a path argument, or the files
+        // of Codex's patch.
         let paths: Vec<String> = if self.paths.is_empty() {
+            let named = ["path", "file_path", "filePath", "filepath", "absolute_path", "dir_path"].iter().find_map(|k| str_field(&self.input, k)).map(str::to_string);
             let changes = self.input.get("changes").and_then(Value::as_object).map(|m| m.keys().cloned().collect::<Vec<_>>()).unwrap_or_default();
-            changes.iter().map(logical).collect()
+            named.into_iter().chain(changes).collect::<Vec<_>>().iter().map(logical).collect()
         } else {
             self.paths.iter().map(logical).collect()
         };
