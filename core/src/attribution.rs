@@ -248,12 +248,12 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Tu
     let below_root = r.ancestors.len().saturating_sub(1);
     let own = (r.start_us, r.argv.as_slice());
     let chain: Vec<(u64, &[String])> = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice()))).collect();
-    // A shell that is no tool call's (a framework's `sh -c` wrapper) may still have a tool
-    // call's shell below it: each is looked at, from the agent's process down.
     if !chain.iter().any(|(_, argv)| is_shell(argv)) {
         let ran = lines.iter().any(|l| runs_command(&r.argv, l));
         return if ran && turns.acting(r.start_us) { Actor::Agent } else { Actor::Framework };
     }
+    // A shell that is no tool call's (a framework's `sh -c` wrapper) may still have a tool
+    // call's shell below it: each is looked at, from the agent's process down.
     let tool_call = chain.iter().rev().filter(|(_, argv)| is_shell(argv)).any(|(shell_start, argv)| match shell_script(argv) {
         Some(script) => {
             let script = squash(script);
@@ -266,11 +266,10 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Tu
     if tool_call { Actor::Agent } else { Actor::Framework }
 }
 
-/// Whether `argv` is simple command `line` (split as sh splits it, after any leading
-/// assignments) run without a shell: the same program, and every other word of the line among
-/// its arguments (a word with a glob, by the part before the
-/// glob, as the expanded arguments begin; `~/…` by the path after the home directory, which
-/// the framework expanded).
+/// Whether `argv` is a simple command of `line` (split as sh splits it) run without a shell:
+/// the same program, and every other word among its arguments (a word with a glob by the part
+/// before the glob, as the expanded arguments begin; `~/…` by the path after the home
+/// directory, which the framework expanded).
 fn runs_command(argv: &[String], line: &str) -> bool {
     let Some(words) = shlex::split(line) else { return false };
     // Each simple command of a list or pipeline on its own (Cline runs `a > f && chmod 600 f`
