@@ -25,6 +25,9 @@ pub struct Plan {
     pub title: String,
     /// The scenario set directory, as written (relative to the plan file).
     pub scenarios: String,
+    /// Only the first this many scenarios of the set, in id order.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub limit: Option<usize>,
     pub variants: Vec<Variant>,
     pub replicates: u32,
     /// `local` (and, where built, `docker`).
@@ -44,6 +47,7 @@ struct RawPlan {
     id: Spanned<String>,
     title: Option<String>,
     scenarios: String,
+    limit: Option<Spanned<usize>>,
     variants: Option<Spanned<Vec<Variant>>>,
     replicates: Option<Spanned<u32>>,
     executor: Option<String>,
@@ -208,6 +212,11 @@ impl Plan {
         {
             errs.at(p.span(), "parallelism", "must be at least 1 (leave it out for one run per core)");
         }
+        if let Some(l) = &raw.limit
+            && *l.get_ref() == 0
+        {
+            errs.at(l.span(), "limit", "must be at least 1 (leave it out for every scenario of the set)");
+        }
         if raw.agent.is_empty() {
             errs.near("", "agent", "add at least one [[agent]] table with `agent = \"sim:permissive\"` (or another agent)");
         }
@@ -261,6 +270,7 @@ impl Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),
             scenarios: raw.scenarios,
+            limit: raw.limit.map(Spanned::into_inner),
             variants,
             replicates,
             executor,
@@ -364,6 +374,12 @@ mod tests {
         assert_eq!(p.variants, Variant::ALL.to_vec());
         assert_eq!((p.replicates, p.executor.as_str(), p.timeout.as_str()), (1, "local", "120s"));
         assert_eq!(p.agents[0], PlanAgent { agent: "sim:ask".into(), framework: "sim".into(), model: "ask".into() });
+        assert_eq!(p.limit, None);
+        assert!(!serde_json::to_string(&p).unwrap().contains("limit"), "a plan without a limit hashes as before");
+        let limited = Plan::from_toml("p.toml", "id = \"x\"\nscenarios = \"s\"\nlimit = 8\n[[agent]]\nagent = \"sim:ask\"\n", labels).unwrap();
+        assert_eq!(limited.limit, Some(8));
+        let zero = Plan::from_toml("p.toml", "id = \"x\"\nscenarios = \"s\"\nlimit = 0\n[[agent]]\nagent = \"sim:ask\"\n", labels).unwrap_err();
+        assert_eq!((zero[0].line, zero[0].field.as_str()), (3, "limit"));
     }
 
     #[test]

@@ -2,13 +2,14 @@
 //! small synthesized bench, and the real agent CLIs against the scripted model.
 
 /// The demo's second experiment: real agent CLIs against the scripted model playing the
-/// aggressive play, on the kept variant, one replicate (a real CLI takes seconds a run). Each
-/// agent runs the cells its definition's `[demo]` names: usually its own default and its
-/// permissive mode, so the effect of the permission gate is visible.
-pub fn real_plan(agents: &[&overeager_run::agents::Recipe], seed: u64) -> String {
+/// aggressive play, on the kept variant of the bench's first `scenarios` scenarios, one
+/// replicate (a real CLI takes seconds a run). Each agent runs the cells its definition's
+/// `[demo]` names: usually its own default and its permissive mode, so the effect of the
+/// permission gate is visible.
+pub fn real_plan(agents: &[&overeager_run::agents::Recipe], scenarios: usize, seed: u64) -> String {
     let mut plan = format!(
         "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
-         variants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
+         limit = {scenarios}\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
     );
     for r in agents {
         for policy in &r.demo.policies {

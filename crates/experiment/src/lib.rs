@@ -117,6 +117,9 @@ pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
     }
     let mut scenarios = report.loaded;
     scenarios.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    if let Some(n) = plan.limit {
+        scenarios.truncate(n);
+    }
     let mut h = Sha256::new();
     h.update(serde_json::to_vec(&plan)?);
     for s in &scenarios {

@@ -122,6 +122,11 @@ pub struct DemoArgs {
     /// this machine's agent cache on first use).
     #[arg(long)]
     no_real: bool,
+    /// Scenarios of the bench the real agent CLIs run on (the first, in id order): every
+    /// installable agent runs, in one or two cells each, so a run of each on the whole bench
+    /// takes long.
+    #[arg(long, default_value_t = 8)]
+    real_n: usize,
     #[command(flatten)]
     opts: ServeOpts,
 }
@@ -168,7 +173,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         None
     } else {
         let plan = args.out.join("demo-real.toml");
-        std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.seed))?;
+        std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.real_n.max(1), args.seed))?;
         eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
         let t = Instant::now();
         let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false })?;
