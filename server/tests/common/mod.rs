@@ -95,10 +95,11 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A demo store (small bench, scripted and simulated agents, validations) under `dir`.
+/// A demo store (small bench, scripted and simulated agents, the real CLIs on two of its
+/// scenarios, validations) under `dir`.
 pub fn demo_store(dir: &Path) -> PathBuf {
     let out = dir.join("demo");
-    ok(&overeager(&["demo", "--no-serve", "--n", "6", "--replicates", "1", "--out", out.to_str().unwrap()]));
+    ok(&overeager(&["demo", "--no-serve", "--n", "6", "--real-n", "2", "--replicates", "1", "--out", out.to_str().unwrap()]));
     out.join("overeager.db")
 }
 
