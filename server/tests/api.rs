@@ -134,7 +134,9 @@ fn reads_are_public_and_documented() {
     assert!(t["raw"].get("model").is_some(), "{}", t["raw"]);
     let mut raw = agent().get(&format!("{}/api/bundles/{digest}/raw/model", s.url)).call().unwrap();
     let text = raw.body_mut().read_to_string().unwrap();
-    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    // The first request to the model (Claude Code 2.1 probes the endpoint with `HEAD /` first).
+    let records: Vec<Value> = text.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let first = records.iter().find(|r| r["method"] == "POST").expect("a model request");
     assert!(first["request"].is_object() && first["reply"].is_string(), "{first}");
 }
 
