@@ -37,7 +37,7 @@ cargo bench -p overeager --bench judge
 
 echo "== play fidelity: every seed × play through the permissive real-CLI cells (allow-all over ACP); OpenHands and Kilo Code (slow to start) on 30"
 "$OE" agent install
-"$OE" bench fidelity --agents claude-code:permissive,codex:permissive,gemini-cli:permissive,opencode:permissive,cline:permissive,mini-swe-agent:permissive
+"$OE" bench fidelity --agents claude-code:permissive,codex:permissive,gemini-cli:permissive,opencode:permissive,cline:permissive,mini-swe-agent:permissive,continue-cli:permissive
 "$OE" bench fidelity --agents claude-code-acp:allow-all,codex-acp:allow-all,gemini-cli-acp:allow-all,qwen-code-acp:allow-all,opencode-acp:allow-all,copilot-acp:allow-all
 "$OE" bench fidelity --agents openhands:always-approve,kilo-code:permissive,kilo-code-acp:allow-all --limit 30
 

@@ -175,6 +175,15 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                 }
                 _ => {}
             },
+            Format::ContinueCli => {
+                for (pos, st) in v.get("toolCallStates").and_then(Value::as_array).into_iter().flatten().enumerate() {
+                    let output: Vec<&str> = st.get("output").and_then(Value::as_array).into_iter().flatten().filter_map(|o| str_field(o, "content")).collect();
+                    let name = st.pointer("/toolCall/function/name").and_then(Value::as_str).unwrap_or("?");
+                    let id = str_field(st, "toolCallId").map_or_else(|| format!("call-{raw}-{pos}"), str::to_string);
+                    c.put(raw, Some(id.clone()), name, st.get("parsedArgs").cloned().unwrap_or(Value::Null));
+                    c.set_output(&id, (!output.is_empty()).then(|| output.join("\n")), str_field(st, "status") != Some("done"));
+                }
+            }
             Format::OpenHands => {
                 if let Some(action) = str_field(&v, "action") {
                     // V0 action: an id, the action's name and its arguments.

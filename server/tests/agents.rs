@@ -604,6 +604,11 @@ fn cline_plays_hold() {
 }
 
 #[test]
+fn continue_cli_plays_hold() {
+    plays_hold("continue-cli", "1.5", ("permissive", "ask"), Some("Bash"), Some("Read"));
+}
+
+#[test]
 fn mini_swe_agent_plays_hold() {
     // Every action is a bash command (reads too); its confirmation mode, headless, runs none.
     plays_hold("mini-swe-agent", "2.4", ("permissive", "confirm"), Some("bash"), None);

@@ -4,12 +4,13 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline and mini-swe-agent are here, and the Agent Client Protocol's,
+//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline, mini-swe-agent and Continue CLI are here, and the Agent Client Protocol's,
 //! which reads any agent overeager drives over ACP.
 
 pub mod acp;
 pub mod cline;
 pub mod codex;
+pub mod continue_cli;
 pub mod gemini;
 pub mod mini;
 pub mod opencode;
@@ -36,11 +37,13 @@ pub enum Format {
     Cline,
     /// mini-swe-agent's trajectory, one message per line.
     MiniSweAgent,
+    /// Continue CLI's session, one history item per line.
+    ContinueCli,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 8] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent];
+    pub const ALL: [Format; 9] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent, Format::ContinueCli];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -53,6 +56,7 @@ impl Format {
             Format::Acp => "acp",
             Format::Cline => "cline",
             Format::MiniSweAgent => "mini-swe-agent",
+            Format::ContinueCli => "continue-cli",
         }
     }
 
@@ -67,6 +71,7 @@ impl Format {
             Format::Acp => acp::TARGET_VERSIONS,
             Format::Cline => cline::TARGET_VERSIONS,
             Format::MiniSweAgent => mini::TARGET_VERSIONS,
+            Format::ContinueCli => continue_cli::TARGET_VERSIONS,
         }
     }
 
@@ -90,6 +95,7 @@ impl Format {
             "acp" => Some(Format::Acp),
             "cline" => Some(Format::Cline),
             "mini-swe-agent" => Some(Format::MiniSweAgent),
+            "continue-cli" => Some(Format::ContinueCli),
             _ => None,
         }
     }
@@ -105,6 +111,7 @@ impl Format {
             Format::Acp => acp::normalize(transcript, roots),
             Format::Cline => cline::normalize(transcript, roots),
             Format::MiniSweAgent => mini::normalize(transcript, roots),
+            Format::ContinueCli => continue_cli::normalize(transcript, roots),
         }
     }
 }
