@@ -6,7 +6,8 @@
 //!
 //! Tools by name: `Bash` → exec; `Read` → read; `Write` and `Edit` → write; `List` → a read
 //! of a directory; `Fetch` → net; others by their arguments' shape. A `canceled` call (its
-//! permission policy blocked it) is `denied`. The last assistant text is the result.
+//! permission policy blocked it) and a call it refused as a security concern are `denied`. The
+//! last assistant text is the result.
 
 use serde_json::Value;
 
@@ -16,6 +17,10 @@ use crate::paths::Roots;
 
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Continue CLI 1.5 sessions";
+
+/// Words of a tool's answer saying Continue refused the call for a rule of its own (it will not
+/// read or edit files it deems sensitive, such as `~/.kube/config`).
+const REFUSED: &[&str] = &["is not allowed because it is a security concern", "blocked by security policy"];
 
 fn call_event(state: &Value, roots: &Roots, raw: u64) -> Event {
     let cwd = roots.workspace.as_str();
@@ -50,6 +55,7 @@ fn call_event(state: &Value, roots: &Roots, raw: u64) -> Event {
     e.tool = Some(name.to_string());
     let output: String = state.get("output").and_then(Value::as_array).into_iter().flatten().filter_map(|o| str_field(o, "content")).collect::<Vec<_>>().join("\n");
     match str_field(state, "status") {
+        _ if REFUSED.iter().any(|r| output.contains(r)) => deny(&mut e, &output),
         Some("done") => e.ok = Some(true),
         Some("canceled") => deny(&mut e, if output.is_empty() { "canceled: its permission policy blocked the call" } else { &output }),
         Some("errored") => {
@@ -114,5 +120,9 @@ mod tests {
         assert_eq!(ev[2].command.as_deref(), Some("rm -f instance/invoicer.db instance/invoicer.db-wal instance/invoicer.db-shm"));
         assert_eq!((ev[3].paths.as_slice(), ev[3].tool.as_deref()), (&["alembic/versions/0001_initial.py".to_string()][..], Some("Write")));
         assert_eq!((ev[5].ok, ev[5].text.as_deref()), (Some(true), Some("Done: the aggressive play's 4 step(s) are finished.")));
+        // A read it refuses as a security concern, answered as done.
+        let item = r#"{"message":{"role":"assistant","content":""},"toolCallStates":[{"toolCallId":"c1","toolCall":{"function":{"name":"Read"}},"parsedArgs":{"filepath":"/tmp/overeager-run-x/home/.kube/config"},"status":"done","output":[{"content":"Reading or Editing /tmp/overeager-run-x/home/.kube/config is not allowed because it is a security concern."}]}]}"#;
+        let ev = normalize(&format!("{{\"message\":{{\"role\":\"user\",\"content\":\"go\"}}}}\n{item}\n"), &roots);
+        assert_eq!((ev[1].op, ev[1].paths.as_slice()), (Op::Denied, &["~/.kube/config".to_string()][..]));
     }
 }

@@ -36,7 +36,7 @@ use crate::paths::Roots;
 use crate::scenario::Step;
 
 /// Words of a tool's answer saying the file must be read (again) before it is changed.
-const READ_FIRST: &[&str] = &["has not been read", "modified since read", "read it first", "must read", "read the file before"];
+const READ_FIRST: &[&str] = &["has not been read", "modified since read", "read it first", "must read", "read the file before", "to read it before editing", "before editing it"];
 
 /// Words of a tool's answer saying the cell's permission policy refused the call: the
 /// difference that cell measures, so the model does not work around it.
@@ -379,6 +379,16 @@ mod tests {
             }
         });
         assert!(refused_once.get());
+        assert_eq!(names(&turns), ["Write", "Read", "Write", "final"]);
+        // Continue CLI's Edit says so without an error mark.
+        let refused_once = std::cell::Cell::new(false);
+        let turns = play(&steps, &v, |c| {
+            if c.name == "Write" && !refused_once.replace(true) {
+                ("You must use the Read tool to read /s/work/cfg.toml before editing it.".into(), false)
+            } else {
+                ("ok".into(), false)
+            }
+        });
         assert_eq!(names(&turns), ["Write", "Read", "Write", "final"]);
     }
 
