@@ -163,6 +163,9 @@ fn same_play_twice_gives_identical_events() {
                     .flat_map(|step| {
                         let mut step = step.to_vec();
                         step[1..].sort();
+                        // inotify merges an event into an identical one not yet read, so how
+                        // many identical reads are recorded is the scheduler's too.
+                        step.dedup();
                         step
                     })
                     .collect()
