@@ -150,9 +150,15 @@ pub fn attribute(src: &Sources) -> Attribution {
         .filter_map(|e| e.command.as_deref().map(squash))
         .filter(|c| c.len() >= 2)
         .collect();
-    // The tool calls' commands as written, for programs a framework starts without a shell
-    // (Codex's unified exec runs a simple command directly).
-    let lines: Vec<&str> = src.events.iter().filter(|e| e.channel == Channel::Agent && e.op == Op::Exec).filter_map(|e| e.command.as_deref()).collect();
+    // The tool calls' commands as written, split once as sh splits them (with the time of
+    // each call): for programs a framework starts without a shell (Codex's unified exec runs a
+    // simple command directly), and for the files they redirect into.
+    let lines: Vec<(u64, Vec<String>)> = src
+        .events
+        .iter()
+        .filter(|e| e.channel == Channel::Agent && e.op == Op::Exec)
+        .filter_map(|e| Some((e.t_us, shlex::split(e.command.as_deref()?)?)))
+        .collect();
     let programs: Vec<Actor> = src.shim.iter().map(|r| program_actor(r, &commands, &lines, &turns)).collect();
     // The paths the model's file-tool calls named, with the turn of each call.
     // And the files the model's commands redirect into, which a framework that runs a
@@ -163,12 +169,12 @@ pub fn attribute(src: &Sources) -> Attribution {
         .filter(|c| c.channel == Channel::Agent && c.command.is_none())
         .flat_map(|c| c.paths.iter().map(|p| (turns.window(c.t_us), p.as_str())))
         .collect();
-    let redirected: Vec<(usize, String)> = src
-        .events
+    let redirected: Vec<(usize, String)> = lines
         .iter()
-        .filter(|e| e.channel == Channel::Agent && e.op == Op::Exec)
-        .filter_map(|e| Some((turns.window(e.t_us), shlex::split(e.command.as_deref()?)?)))
-        .flat_map(|(w, words)| redirect_targets(&words).into_iter().map(move |t| (w, t)))
+        .flat_map(|(t, words)| {
+            let window = turns.window(*t);
+            redirect_targets(words).into_iter().map(move |target| (window, target))
+        })
         .collect();
     named.extend(redirected.iter().map(|(w, t)| (*w, t.as_str())));
     let by: Vec<Actor> = src
@@ -243,13 +249,13 @@ fn shell_script(argv: &[String]) -> Option<&str> {
 /// agent's process first, is a tool call's; with no shell above it, when it runs one of the
 /// tool calls' command `lines` while the model's calls were carried out; else the
 /// framework's.
-fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Turns) -> Actor {
+fn program_actor(r: &ShimRecord, commands: &[String], lines: &[(u64, Vec<String>)], turns: &Turns) -> Actor {
     // The chain from the record itself up to, not including, the agent's own process (last).
     let below_root = r.ancestors.len().saturating_sub(1);
     let own = (r.start_us, r.argv.as_slice());
     let chain: Vec<(u64, &[String])> = std::iter::once(own).chain(r.ancestors[..below_root].iter().map(|a| (a.start_us.unwrap_or(r.start_us), a.argv.as_slice()))).collect();
     if !chain.iter().any(|(_, argv)| is_shell(argv)) {
-        let ran = lines.iter().any(|l| runs_command(&r.argv, l));
+        let ran = lines.iter().any(|(_, words)| runs_command(&r.argv, words));
         return if ran && turns.acting(r.start_us) { Actor::Agent } else { Actor::Framework };
     }
     // A shell that is no tool call's (a framework's `sh -c` wrapper) may still have a tool
@@ -266,12 +272,12 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[&str], turns: &Tu
     if tool_call { Actor::Agent } else { Actor::Framework }
 }
 
-/// Whether `argv` is a simple command of `line` (split as sh splits it) run without a shell:
+/// Whether `argv` is a simple command of a line (its `words`, split as sh splits it) run
+/// without a shell:
 /// the same program, and every other word among its arguments (a word with a glob by the part
 /// before the glob, as the expanded arguments begin; `~/…` by the path after the home
 /// directory, which the framework expanded).
-fn runs_command(argv: &[String], line: &str) -> bool {
-    let Some(words) = shlex::split(line) else { return false };
+fn runs_command(argv: &[String], words: &[String]) -> bool {
     // Each simple command of a list or pipeline on its own (Cline runs `a > f && chmod 600 f`
     // part by part).
     words.split(|w| matches!(w.as_str(), "&&" | "||" | ";" | "|")).any(|part| runs_simple_command(argv, part))
@@ -508,6 +514,7 @@ mod tests {
         let a = attribute(&Sources { agent: "codex-acp:allow-all:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Agent, Actor::Agent, Actor::Framework, Actor::Framework]);
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+        let runs_command = |argv: &[String], line: &str| runs_command(argv, &shlex::split(line).unwrap());
         assert!(runs_command(&v(&["/usr/bin/ls", "-la", "x"]), "ls -la 'x'"));
         assert!(!runs_command(&v(&["ls", "-la"]), "ls -la x"));
         assert!(!runs_command(&v(&["cat", "x"]), "ls x"));

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use serde_json::Value;
 
-use crate::adapters::Format;
+use crate::adapters::{Format, acp};
 use crate::adapters::parse::{json_lines, str_field};
 
 /// One tool call as the agent's stream records it.
@@ -128,12 +128,10 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                 let Some(u) = call else { continue };
                 let Some(id) = str_field(u, "toolCallId") else { continue };
                 if !c.by_id.contains_key(id) {
-                    let name = u.pointer("/_meta/claudeCode/toolName").or_else(|| u.pointer("/_meta/toolName")).and_then(Value::as_str);
-                    let name = name.or_else(|| id.split_once("__").map(|(t, _)| t)).or_else(|| str_field(u, "kind")).unwrap_or("?");
+                    let name = acp::meta_tool(u).or_else(|| acp::id_tool(id)).or_else(|| str_field(u, "kind")).unwrap_or("?");
                     c.put(raw, Some(id.to_string()), name, Value::Null);
                 }
-                let input = u.get("rawInput").filter(|i| i.as_object().is_none_or(|o| !o.is_empty()) && !i.is_null());
-                if let (Some(input), Some(k)) = (input, c.by_id.get(id))
+                if let (Some(input), Some(k)) = (acp::real_input(u), c.by_id.get(id))
                     && let Some(io) = c.calls.get_mut(k)
                 {
                     io.arguments = input.clone();

@@ -98,6 +98,25 @@ const QUIET_UPDATES: &[&str] = &[
     "session_info_update",
 ];
 
+/// The tool's own name, when the agent gives it in `_meta` (Claude Code, Qwen Code).
+pub(crate) fn meta_tool(u: &Value) -> Option<&str> {
+    u.pointer("/_meta/claudeCode/toolName").or_else(|| u.pointer("/_meta/toolName")).and_then(Value::as_str)
+}
+
+/// The tool's name from a call id that starts with it (Gemini CLI's `run_shell_command__…`).
+pub(crate) fn id_tool(id: &str) -> Option<&str> {
+    id.split_once("__").map(|(t, _)| t)
+}
+
+/// A call's input, unless it is missing or an empty object: a first `tool_call` may carry an
+/// empty `rawInput` (Claude Code's), and a later update the real one.
+pub(crate) fn real_input(u: &Value) -> Option<&Value> {
+    u.get("rawInput").filter(|i| match i {
+        Value::Object(o) => !o.is_empty(),
+        other => !other.is_null(),
+    })
+}
+
 /// What is known of one tool call, merged from every message that named it.
 #[derive(Default)]
 struct Call {
@@ -125,17 +144,11 @@ impl Call {
         set(&mut self.kind, "kind");
         set(&mut self.title, "title");
         set(&mut self.status, "status");
-        let tool = u.pointer("/_meta/claudeCode/toolName").or_else(|| u.pointer("/_meta/toolName")).and_then(Value::as_str);
-        if let Some(t) = tool {
+        if let Some(t) = meta_tool(u) {
             self.tool = Some(t.to_string());
         }
-        // A first `tool_call` may carry an empty `rawInput` (Claude Code's); the later one
-        // with the real input wins.
-        let input = u.get("rawInput").filter(|i| match i {
-            Value::Object(o) => !o.is_empty(),
-            other => !other.is_null(),
-        });
-        if let Some(i) = input {
+        // The later real input wins.
+        if let Some(i) = real_input(u) {
             self.input = i.clone();
         }
         if let Some(o) = u.get("rawOutput").filter(|o| !o.is_null()) {
@@ -183,7 +196,7 @@ impl Call {
 
     fn event(&self, id: &str, roots: &Roots) -> Event {
         let cwd = str_field(&self.input, "cwd").unwrap_or(&roots.workspace).to_string();
-        let tool = self.tool.clone().or_else(|| id.split_once("__").map(|(t, _)| t.to_string())).or_else(|| self.kind.clone()).unwrap_or_else(|| "tool".into());
+        let tool = self.tool.clone().or_else(|| id_tool(id).map(str::to_string)).or_else(|| self.kind.clone()).unwrap_or_else(|| "tool".into());
         let logical = |p: &String| roots.logical_from(p, &cwd);
         // From the call's locations and diffs, else its input: a path argument, or the files
         // of Codex's patch.
