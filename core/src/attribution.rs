@@ -110,6 +110,8 @@ pub struct ModelCall {
 pub struct Sources<'a> {
     /// The agent's id as the manifest gives it (`scripted:cautious`, `codex:permissive:…`).
     pub agent: &'a str,
+    /// The format of its stream (its definition's adapter), when known.
+    pub format: Option<crate::adapters::Format>,
     /// `shim.jsonl`, in file order (shell events point into it by `raw`).
     pub shim: &'a [ShimRecord],
     /// The model requests, when the bundle recorded them.
@@ -142,7 +144,7 @@ pub fn attribute(src: &Sources) -> Attribution {
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
         return Attribution::all_agent(Method::Legacy, src.events.len());
     }
-    let turns = Turns::of(src.model);
+    let turns = Turns::of(src.model, src.format.is_some_and(|f| f.acts_after_last_request()));
     let commands: Vec<String> = src
         .events
         .iter()
@@ -192,21 +194,22 @@ pub fn attribute(src: &Sources) -> Attribution {
 
 /// The windows in which a real CLI carries out the model's calls: from each main-loop
 /// request to the next (the scripted model answers at once, so a request's time is its
-/// reply's). `None` when the bundle has no model record: then any time may be a tool call's.
-struct Turns(Option<Vec<u64>>);
+/// reply's), and after the last one too for an agent that acts on its last reply (`open`).
+/// `None` when the bundle has no model record: then any time may be a tool call's.
+struct Turns(Option<Vec<u64>>, bool);
 
 impl Turns {
-    fn of(model: &[ModelCall]) -> Turns {
+    fn of(model: &[ModelCall], open: bool) -> Turns {
         let mut t: Vec<u64> = model.iter().filter(|c| !c.side).map(|c| c.t_us).collect();
         t.sort_unstable();
-        Turns((!t.is_empty()).then_some(t))
+        Turns((!t.is_empty()).then_some(t), open)
     }
 
     /// Whether the model's calls may have been carried out at `t`.
     fn acting(&self, t: u64) -> bool {
         match &self.0 {
             None => true,
-            Some(t_req) => t_req.first().is_some_and(|&first| t >= first) && t_req.last().is_some_and(|&last| t <= last),
+            Some(t_req) => t_req.first().is_some_and(|&first| t >= first) && (self.1 || t_req.last().is_some_and(|&last| t <= last)),
         }
     }
 
@@ -453,7 +456,7 @@ mod tests {
         call.command = Some("ls -la".into());
         let events = vec![call, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 20, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 130, side: true }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "claude-code:permissive:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { agent: "claude-code:permissive:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.method, Method::ProcessTree);
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework, Actor::Agent, Actor::Framework]);
     }
@@ -490,7 +493,7 @@ mod tests {
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
-        let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", shim: &shim, model: &model, events: &events, diff: &diff });
+        let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", format: None, shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
@@ -511,7 +514,7 @@ mod tests {
         status.command = Some("git status".into());
         let events = vec![call, status, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 170, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "codex-acp:allow-all:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { agent: "codex-acp:allow-all:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Agent, Actor::Agent, Actor::Framework, Actor::Framework]);
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let runs_command = |argv: &[String], line: &str| runs_command(argv, &shlex::split(line).unwrap());
@@ -539,7 +542,7 @@ mod tests {
         let shim = vec![rec(&["rm", "x"], 150, vec![interactive.clone(), anc(115, 5, &["tmux"]), wrapper.clone(), root.clone()]), rec(&["git", "config", "user.name"], 7, vec![interactive, wrapper, root])];
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 7, 1)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "openhands:always-approve:scripted-aggressive", shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { agent: "openhands:always-approve:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework]);
     }
 
@@ -548,7 +551,7 @@ mod tests {
         let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
         let shim = vec![rec(&["git", "status"], 1, Vec::new())];
         for (agent, method) in [("scripted:cautious", Method::Scripted), ("sim:ask", Method::Scripted), ("codex:permissive:scripted-cautious", Method::Legacy)] {
-            let a = attribute(&Sources { agent, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
+            let a = attribute(&Sources { agent, format: None, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
             assert_eq!((a.method, a.by.clone()), (method, vec![Actor::Agent]));
         }
     }

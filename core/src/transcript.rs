@@ -34,6 +34,19 @@ pub type Calls = BTreeMap<(u64, usize), ToolIo>;
 /// over: the normalized events remain the record of what happened.
 pub fn tool_calls(format: Format, transcript: &str) -> Calls {
     let mut c = Collector::default();
+    if format == Format::Aider {
+        // Not JSON: the shell commands Aider ran and the edit blocks it applied, each on the
+        // line of the history its event comes from.
+        for (raw, line) in transcript.lines().enumerate() {
+            let Some(q) = line.strip_prefix("> ").map(str::trim_end) else { continue };
+            if let Some(command) = q.strip_prefix("Running ") {
+                c.put(raw as u64, None, "shell-block", serde_json::json!({"command": command}));
+            } else if let Some(path) = q.strip_prefix("Applied edit to ") {
+                c.put(raw as u64, None, "edit-block", serde_json::json!({"path": path}));
+            }
+        }
+        return c.calls;
+    }
     for (raw, v) in json_lines(transcript) {
         let Some(v) = v.filter(Value::is_object) else { continue };
         match format {
@@ -173,6 +186,7 @@ pub fn tool_calls(format: Format, transcript: &str) -> Calls {
                 }
                 _ => {}
             },
+            Format::Aider => {}
             Format::ContinueCli => {
                 for (pos, st) in v.get("toolCallStates").and_then(Value::as_array).into_iter().flatten().enumerate() {
                     let output: Vec<&str> = st.get("output").and_then(Value::as_array).into_iter().flatten().filter_map(|o| str_field(o, "content")).collect();

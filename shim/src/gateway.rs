@@ -600,7 +600,7 @@ mod tests {
     }
 
     fn script() -> Script {
-        Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None }
+        Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None, reply_format: None }
     }
 
     /// A gateway on a loopback port in front of `upstream`, recording to `log`.

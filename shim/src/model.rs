@@ -215,7 +215,7 @@ mod tests {
             replay: None,
             first_delay_ms: 0,
             learn_roots: false,
-            finish_command: None,
+            finish_command: None, reply_format: None,
         };
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();

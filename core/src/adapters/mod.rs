@@ -4,10 +4,11 @@
 //! `unknown` event, never an error.
 //!
 //! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline, mini-swe-agent and Continue CLI are here, and the Agent Client Protocol's,
+//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline, mini-swe-agent, Continue CLI and Aider are here, and the Agent Client Protocol's,
 //! which reads any agent overeager drives over ACP.
 
 pub mod acp;
+pub mod aider;
 pub mod cline;
 pub mod codex;
 pub mod continue_cli;
@@ -39,11 +40,13 @@ pub enum Format {
     MiniSweAgent,
     /// Continue CLI's session, one history item per line.
     ContinueCli,
+    /// Aider's chat history (Markdown).
+    Aider,
 }
 
 impl Format {
     /// Every format, in a fixed order.
-    pub const ALL: [Format; 9] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent, Format::ContinueCli];
+    pub const ALL: [Format; 10] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent, Format::ContinueCli, Format::Aider];
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
@@ -57,6 +60,7 @@ impl Format {
             Format::Cline => "cline",
             Format::MiniSweAgent => "mini-swe-agent",
             Format::ContinueCli => "continue-cli",
+            Format::Aider => "aider",
         }
     }
 
@@ -72,6 +76,7 @@ impl Format {
             Format::Cline => cline::TARGET_VERSIONS,
             Format::MiniSweAgent => mini::TARGET_VERSIONS,
             Format::ContinueCli => continue_cli::TARGET_VERSIONS,
+            Format::Aider => aider::TARGET_VERSIONS,
         }
     }
 
@@ -96,8 +101,16 @@ impl Format {
             "cline" => Some(Format::Cline),
             "mini-swe-agent" => Some(Format::MiniSweAgent),
             "continue-cli" => Some(Format::ContinueCli),
+            "aider" => Some(Format::Aider),
             _ => None,
         }
+    }
+
+    /// Whether an agent of this format carries out the model's last reply after its last
+    /// request: Aider acts on a whole reply (edits, then commands) and exits without asking
+    /// again, so the model's actions run on after the last request rather than before it.
+    pub fn acts_after_last_request(self) -> bool {
+        self == Format::Aider
     }
 
     /// Normalizes a transcript of this format.
@@ -112,6 +125,7 @@ impl Format {
             Format::Cline => cline::normalize(transcript, roots),
             Format::MiniSweAgent => mini::normalize(transcript, roots),
             Format::ContinueCli => continue_cli::normalize(transcript, roots),
+            Format::Aider => aider::normalize(transcript, roots),
         }
     }
 }

@@ -18,6 +18,7 @@ use crate::scenario::Step;
 
 pub mod history;
 pub mod planner;
+pub mod text;
 pub mod tools;
 pub mod usage;
 
@@ -308,6 +309,10 @@ pub struct Script {
     /// definition's `finish_command`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub finish_command: Option<String>,
+    /// For an agent without tool calling: the text format its replies take (its definition's
+    /// `reply_format`). A request declaring no tools is then the main loop.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_format: Option<text::ReplyFormat>,
     /// Replay: answer with these recorded exchanges instead of the play.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replay: Option<Vec<ModelRecord>>,
@@ -388,6 +393,17 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
         route.rsplit('/').next().and_then(|last| last.split(':').next()).unwrap_or("scripted").to_string()
     });
     let vocab = Vocab::of_request(dialect, body).pinned(&script.tools);
+    let in_text = script.reply_format.filter(|_| vocab.tools.is_empty() && body.get("messages").is_some());
+    let learned = if script.learn_roots { learned_roots(body) } else { None };
+    let roots = learned.as_ref().unwrap_or(&script.roots);
+    if let Some(format) = in_text {
+        let (turn, text) = text::reply(format, &script.steps, roots, &script.label, body);
+        if let Some(records) = &script.replay {
+            return replay(records, dialect, false, Some(turn), side_index);
+        }
+        let reply = render_text(dialect, &text, stream, &model_name, n);
+        return Exchange { status: 200, dialect: Some(dialect), side: false, step: Some(turn), reply, divergence: None };
+    }
     let side = !vocab.is_main_loop();
     let answered = if side { Vec::new() } else { answered_calls(dialect, body) };
     let step = (!side).then_some(answered.len());
@@ -397,8 +413,6 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     let reply = match step {
         None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
         Some(_) => {
-            let learned = if script.learn_roots { learned_roots(body) } else { None };
-            let roots = learned.as_ref().unwrap_or(&script.roots);
             let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label, finish_command: script.finish_command.as_deref() };
             render(dialect, &planner.turn(&answered), stream, &model_name, n)
         }
@@ -652,7 +666,7 @@ mod tests {
             replay: None,
             first_delay_ms: 0,
             learn_roots: true,
-            finish_command: None,
+            finish_command: None, reply_format: None,
         };
         let body = json!({"model": "m", "system": "Working directory: /o/work\n", "tools": [{"name": "Bash", "input_schema": {"properties": {"command": {}}}}, {"name": "Read", "input_schema": {"properties": {"file_path": {}}}}], "messages": [{"role": "user", "content": "go"}]});
         let r = respond(&script, "POST", "/v1/messages", &body, 0, 0).reply.body;
@@ -663,7 +677,7 @@ mod tests {
 
     #[test]
     fn a_replay_answers_from_the_recording_and_names_the_divergence() {
-        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None };
+        let script = Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls".into() }], roots: roots(), default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None, reply_format: None };
         let body = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "go"}]});
         let first = respond(&script, "POST", "/v1/messages?beta=true", &body, 0, 0);
         assert_eq!((first.status, first.step, first.side), (200, Some(0), false));

@@ -11,6 +11,7 @@ use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::predicates::ContentNeed;
 use overeager_core::snapshot::Snapshot;
 use overeager_core::scenario::{Play, Plays, PromptSpec};
+use overeager_core::adapters::Format;
 use overeager_core::attribution::{Actor, Attribution, ModelCall, Sources, attribute};
 use overeager_core::bundle::ShimRecord;
 use overeager_core::event::{Event, Op};
@@ -266,7 +267,9 @@ pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
     let diff = SnapshotDiff::between(&b.before, &b.after);
-    Ok(attribute(&Sources { agent: &b.manifest.agent.id, shim: &shim, model: &model, events: &b.events, diff: &diff }))
+    let agent = &b.manifest.agent;
+    let format = agent.adapter.as_deref().and_then(Format::for_framework).or_else(|| Format::for_agent(&agent.id));
+    Ok(attribute(&Sources { agent: &agent.id, format, shim: &shim, model: &model, events: &b.events, diff: &diff }))
 }
 
 /// What attribution reads of a `model.jsonl` line (the bodies are left unparsed).

@@ -18,6 +18,7 @@ use anyhow::{Context, Result};
 use overeager_core::adapters::Format;
 use overeager_core::adapters::acp::Permissions;
 use overeager_core::model::Role;
+use overeager_core::model::text::ReplyFormat;
 use overeager_core::sandbox::layout;
 use overeager_core::scenario::{Errors, ScenarioError, is_slug, parse_toml};
 use serde::{Deserialize, Serialize};
@@ -188,6 +189,10 @@ pub struct Recipe {
     /// by a tool or a plain answer (mini-swe-agent's).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub finish_command: Option<String>,
+    /// For an agent without tool calling, the text format in which the scripted model answers
+    /// (`search-replace`: Aider's edit blocks and shell blocks).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_format: Option<ReplyFormat>,
     /// Where the agent's own record of the run is, for an agent whose stdout is for people.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stream: Option<StreamFile>,
@@ -229,8 +234,10 @@ struct RawRecipe {
     logs: Vec<String>,
     #[serde(default)]
     attribution: Vec<String>,
+    #[serde(default)]
     tools: BTreeMap<String, String>,
     finish_command: Option<String>,
+    reply_format: Option<String>,
     stream: Option<StreamFile>,
     demo: Option<RawDemo>,
     #[serde(default)]
@@ -389,7 +396,16 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
             errs.near(role, format!("tools.{role}"), "name the tool, as the agent declares it to the model");
         }
     }
-    if !raw.tools.contains_key("shell") {
+    let reply_format = raw.reply_format.as_deref().and_then(|f| {
+        let parsed = ReplyFormat::parse(f);
+        if parsed.is_none() {
+            errs.near(f, "reply_format", format!("no reply format `{f}`; the one known is `{}` (Aider's edit blocks)", ReplyFormat::SearchReplace.as_str()));
+        }
+        parsed
+    });
+    if reply_format.is_some() && !raw.tools.is_empty() {
+        errs.near("[tools]", "tools", "an agent answered in a reply format declares no tools to the model; remove [tools]");
+    } else if raw.reply_format.is_none() && !raw.tools.contains_key("shell") {
         errs.near("[tools]", "tools.shell", "name the agent's shell tool (e.g. shell = \"bash\"): the scripted model calls it for a step the agent offers no tool for");
     }
     let mut dialects = Vec::new();
@@ -602,6 +618,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         attribution: raw.attribution,
         tools: raw.tools,
         finish_command: raw.finish_command,
+        reply_format,
         stream: raw.stream,
         demo,
         notes: raw.notes,

@@ -204,6 +204,7 @@ pub fn bench_bundle(shim: &Path, bundle: &Path, agent: &AgentSpec, scenario: &ov
         first_delay_ms: 0,
         learn_roots: false,
         finish_command: recipe.finish_command.clone(),
+        reply_format: recipe.reply_format,
     };
     let dir = tempfile::tempdir()?;
     let path = dir.path().join("script.json");

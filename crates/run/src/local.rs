@@ -463,9 +463,10 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             first_delay_ms,
             learn_roots: false,
             finish_command: recipe.finish_command.clone(),
+            reply_format: recipe.reply_format,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None }
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: None }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };

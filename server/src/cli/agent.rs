@@ -268,6 +268,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         first_delay_ms: 0,
         learn_roots: args.roots_from_request,
         finish_command: r.finish_command.clone(),
+        reply_format: r.reply_format,
     };
     let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
     let script_file = dir.path().join("script.json");
