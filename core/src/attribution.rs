@@ -547,6 +547,18 @@ mod tests {
     }
 
     #[test]
+    fn an_agent_that_acts_on_its_last_reply_acts_after_its_last_request() {
+        // Aider's one request, then its own process applying an edit block: the agent's. For
+        // a tool-calling agent the same file event after its last request is the framework's.
+        let shim = vec![rec(&["git", "--version"], 150, vec![anc(90, 1, &["python", "aider"])])];
+        let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Fswatch, Op::Write, 40_000, 0)];
+        let model = [ModelCall { t_us: 30_000, side: false }];
+        let by = |format| attribute(&Sources { agent: "aider:default:scripted-cautious", format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
+        assert_eq!(by(Some(crate::adapters::Format::Aider))[1], Actor::Agent);
+        assert_eq!(by(None)[1], Actor::Framework);
+    }
+
+    #[test]
     fn scripted_and_legacy_runs_are_all_the_agent_s() {
         let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
         let shim = vec![rec(&["git", "status"], 1, Vec::new())];

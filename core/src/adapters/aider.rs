@@ -6,9 +6,12 @@
 //! * `# aider chat started at …` starts a session; the `> ` line after it is Aider's own
 //!   command line (the prompt in it may run over several unquoted lines);
 //! * `#### ` lines are the user's turn, unquoted lines the model's reply;
-//! * `> Applied edit to <path>` is an edit block applied: a write; a block quoted under
-//!   `## SearchReplaceNoExactMatch: … lines in <path>` failed (a write that did not happen);
-//!   `> Skipping edits to <path>` and `> Did not apply edit to <path>` were refused;
+//! * a quoted text of several lines goes on unquoted up to the line ending in two spaces (the
+//!   Markdown line break Aider ends every entry with);
+//! * each edit block of the model's reply (a path, then SEARCH/REPLACE) is a write:
+//!   `> Applied edit to <path>` applied that file's blocks; a report that blocks failed to
+//!   match quotes the failed ones (writes that did not happen) and says the others were
+//!   applied; `> Skipping edits to <path>` and `> Did not apply edit to <path>` were refused;
 //! * `> Run shell command(s)? … [Yes]: y|n` answers the reply's next `bash` block: each
 //!   `> Running <command>` after a yes is an exec; after a no, each line of the block is a
 //!   `denied` exec (`--yes-always` answers no, as the question wants an explicit yes).
@@ -17,6 +20,8 @@
 //! unless one asks a question this adapter does not know, which becomes `unknown`. The history
 //! has no times (the model channel's are taken), and no exit codes. The last reply is the
 //! result.
+
+use std::collections::VecDeque;
 
 use super::parse::{deny, unknown};
 use crate::event::{Channel, Event, Op};
@@ -74,99 +79,149 @@ fn path_event(op: Op, path: &str, roots: &Roots, raw: u64) -> Event {
     e
 }
 
-/// Turns an Aider chat history into agent-channel events.
-pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
-    let mut out: Vec<Event> = Vec::new();
-    // The model's reply being read (its first line), and the bash blocks of the last reply
-    // not yet answered.
-    let mut reply: Option<(u64, Vec<&str>)> = None;
-    let mut blocks: std::collections::VecDeque<Vec<String>> = Default::default();
+/// One entry of the history.
+enum Entry<'a> {
+    Start,
+    /// A quoted text (its lines joined, without the `> ` and the closing line break).
+    Quoted(String),
+    /// A line of the user's turn.
+    User,
+    /// The model's reply.
+    Reply(Vec<&'a str>),
+}
+
+/// The entries of a history, each with its first line's number.
+fn entries(transcript: &str) -> Vec<(u64, Entry<'_>)> {
+    let lines: Vec<&str> = transcript.lines().collect();
+    let mut out: Vec<(u64, Entry)> = Vec::new();
     let mut in_fence = false;
-    // Inside the header of a session: `Some(seen)`, whether its command line has begun.
-    let mut command_line: Option<bool> = None;
-    let mut replies: Vec<String> = Vec::new();
-    let flush = |reply: &mut Option<(u64, Vec<&str>)>, out: &mut Vec<Event>, blocks: &mut std::collections::VecDeque<Vec<String>>, replies: &mut Vec<String>| {
-        if let Some((raw, lines)) = reply.take() {
-            let text = lines.join("\n").trim().to_string();
-            if !text.is_empty() {
-                blocks.extend(shell_blocks(&text));
-                let mut e = Event::new(Channel::Agent, Op::Message, 0, raw);
-                e.text = Some(text.clone());
-                out.push(e);
-                replies.push(text);
-            }
-        }
-    };
-    for (i, line) in transcript.lines().enumerate() {
+    let mut i = 0;
+    while i < lines.len() {
+        let line = lines[i];
         let raw = i as u64;
+        i += 1;
         if in_fence {
-            if let Some((_, lines)) = reply.as_mut() {
-                lines.push(line);
+            if let Some((_, Entry::Reply(r))) = out.last_mut() {
+                r.push(line);
             }
             in_fence = !line.trim_start().starts_with("```");
             continue;
         }
         if line.starts_with("# aider chat started at ") {
-            flush(&mut reply, &mut out, &mut blocks, &mut replies);
-            let mut e = Event::new(Channel::Agent, Op::Start, 0, raw);
-            e.cwd = Some(roots.logical(&roots.workspace));
-            out.push(e);
-            command_line = Some(false);
-            continue;
-        }
-        let quoted = line.strip_prefix("> ").or_else(|| (line == ">").then_some(""));
-        // Aider's command line: its first quoted line after the start, and the prompt's lines
-        // running on from it unquoted, up to the next quoted line.
-        match (command_line, quoted.is_some()) {
-            (Some(false), true) => {
-                command_line = Some(true);
-                continue;
+            out.push((raw, Entry::Start));
+        } else if line.starts_with("####") {
+            out.push((raw, Entry::User));
+        } else if let Some(first) = line.strip_prefix("> ").or_else(|| (line == ">").then_some("")) {
+            let mut text = vec![first];
+            let mut last = line;
+            while !last.ends_with("  ") && i < lines.len() && !lines[i].starts_with("> ") && !lines[i].starts_with("####") && !lines[i].starts_with("# aider chat started at ") {
+                last = lines[i];
+                text.push(last);
+                i += 1;
             }
-            (Some(false), false) | (Some(true), false) => continue,
-            (Some(true), true) => command_line = None,
-            (None, _) => {}
-        }
-        if line.starts_with("####") {
-            flush(&mut reply, &mut out, &mut blocks, &mut replies);
-            continue;
-        }
-        let Some(q) = quoted else {
-            if line.trim().is_empty() && reply.is_none() {
-                continue;
-            }
-            let r = reply.get_or_insert((raw, Vec::new()));
-            r.1.push(line);
+            out.push((raw, Entry::Quoted(text.join("\n").trim_end().to_string())));
+        } else if let Some((_, Entry::Reply(r))) = out.last_mut() {
+            r.push(line);
             in_fence = line.trim_start().starts_with("```");
-            continue;
+        } else if !line.trim().is_empty() {
+            out.push((raw, Entry::Reply(vec![line])));
+            in_fence = line.trim_start().starts_with("```");
+        }
+    }
+    out
+}
+
+/// The edit blocks of a reply: each one's path and its SEARCH/REPLACE part as Aider quotes
+/// it in a report.
+fn edit_blocks(reply: &str) -> Vec<(String, String)> {
+    let lines: Vec<&str> = reply.lines().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < lines.len() {
+        if lines[i].trim_end() == "<<<<<<< SEARCH" && i >= 2 && lines[i - 1].trim_start().starts_with("```") {
+            let path = lines[i - 2].trim().to_string();
+            let end = (i..lines.len()).find(|&j| lines[j].trim_end() == ">>>>>>> REPLACE").unwrap_or(lines.len() - 1);
+            out.push((path, lines[i..=end].join("\n")));
+            i = end;
+        }
+        i += 1;
+    }
+    out
+}
+
+/// Turns an Aider chat history into agent-channel events.
+pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
+    let mut out: Vec<Event> = Vec::new();
+    // The shell blocks and the edit blocks (path, block) of the last reply not yet answered.
+    let mut blocks: VecDeque<Vec<String>> = VecDeque::new();
+    let mut edits: Vec<(String, String)> = Vec::new();
+    let mut last_reply: Option<(u64, String)> = None;
+    let mut header = false;
+    let workspace = || Some(roots.logical(&roots.workspace));
+    for (raw, entry) in entries(transcript) {
+        let q = match entry {
+            Entry::Start => {
+                let mut e = Event::new(Channel::Agent, Op::Start, 0, raw);
+                e.cwd = workspace();
+                out.push(e);
+                // Its command line comes next.
+                header = true;
+                continue;
+            }
+            Entry::User => continue,
+            Entry::Reply(lines) => {
+                let text = lines.join("\n").trim().to_string();
+                blocks = shell_blocks(&text).into();
+                edits = edit_blocks(&text);
+                let mut e = Event::new(Channel::Agent, Op::Message, 0, raw);
+                e.text = Some(text.clone());
+                out.push(e);
+                last_reply = Some((raw, text));
+                continue;
+            }
+            Entry::Quoted(q) => q,
         };
-        flush(&mut reply, &mut out, &mut blocks, &mut replies);
-        let q = q.trim_end();
+        if std::mem::take(&mut header) {
+            continue;
+        }
         if let Some(path) = q.strip_prefix("Applied edit to ") {
-            let mut e = path_event(Op::Write, path, roots, raw);
-            e.ok = Some(true);
-            out.push(e);
-        } else if let Some(rest) = q.strip_prefix("## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in ") {
-            let mut e = path_event(Op::Write, rest, roots, raw);
-            e.ok = Some(false);
-            e.text = Some("the edit block's SEARCH part matched no lines of the file: not applied".into());
-            out.push(e);
+            for (_, block) in edits.extract_if(.., |(p, _)| p == path) {
+                let mut e = path_event(Op::Write, path, roots, raw);
+                e.ok = Some(true);
+                e.text = Some(block);
+                out.push(e);
+            }
+        } else if q.contains("SEARCH/REPLACE block") && q.contains("failed to match") {
+            // Every block it quotes failed; the others were applied.
+            for (path, block) in std::mem::take(&mut edits) {
+                let mut e = path_event(Op::Write, &path, roots, raw);
+                let failed = q.contains(&block);
+                e.ok = Some(!failed);
+                e.text = Some(if failed { format!("not applied: its SEARCH part matched no lines of the file\n{block}") } else { block });
+                out.push(e);
+            }
         } else if let Some(path) = q.strip_prefix("Skipping edits to ") {
-            let mut e = path_event(Op::Write, path, roots, raw);
-            deny(&mut e, "the edit was not allowed (a question answered no)");
-            out.push(e);
+            for (_, block) in edits.extract_if(.., |(p, _)| p == path) {
+                let mut e = path_event(Op::Write, path, roots, raw);
+                e.text = Some(block);
+                deny(&mut e, "not applied: the question allowing the edit was answered no");
+                out.push(e);
+            }
         } else if let Some(rest) = q.strip_prefix("Did not apply edit to ") {
             let path = rest.split(" (").next().unwrap_or(rest);
-            let mut e = path_event(Op::Write, path, roots, raw);
-            deny(&mut e, q);
-            out.push(e);
+            for _ in edits.extract_if(.., |(p, _)| p == path) {
+                let mut e = path_event(Op::Write, path, roots, raw);
+                deny(&mut e, &q);
+                out.push(e);
+            }
         } else if q.starts_with("Run shell command") {
             let block = blocks.pop_front().unwrap_or_default();
-            if answer(q) == Some(false) {
+            if answer(&q) == Some(false) {
                 for command in block {
                     let mut e = Event::new(Channel::Agent, Op::Denied, 0, raw);
                     e.tool = Some("shell-block".into());
                     e.command = Some(command);
-                    e.cwd = Some(roots.logical(&roots.workspace));
+                    e.cwd = workspace();
                     deny(&mut e, "not run: the question to run it was answered no (--yes-always answers no to running shell commands)");
                     out.push(e);
                 }
@@ -175,17 +230,16 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
             let mut e = Event::new(Channel::Agent, Op::Exec, 0, raw);
             e.tool = Some("shell-block".into());
             e.command = Some(command.to_string());
-            e.cwd = Some(roots.logical(&roots.workspace));
+            e.cwd = workspace();
             out.push(e);
         } else if q.contains("(Y)es/(N)o") && !KNOWN_QUESTIONS.iter().any(|k| q.starts_with(k)) {
             out.push(unknown(format!("a question: {q}"), 0, raw));
         }
     }
-    flush(&mut reply, &mut out, &mut blocks, &mut replies);
-    if let Some(last) = replies.last() {
-        let mut e = Event::new(Channel::Agent, Op::Result, 0, transcript.lines().count().saturating_sub(1) as u64);
+    if let Some((raw, text)) = last_reply {
+        let mut e = Event::new(Channel::Agent, Op::Result, 0, raw);
         e.ok = Some(true);
-        e.text = Some(last.clone());
+        e.text = Some(text);
         out.push(e);
     }
     out
@@ -194,3 +248,42 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
 /// Aider's questions that decide nothing about the agent's actions, or whose outcome shows in
 /// the lines that follow (`Applied edit to`, `Skipping edits to`).
 const KNOWN_QUESTIONS: &[&str] = &["Would you like to see what's new", "Add command output to the chat?", "Create new file?", "Allow edits to file that has not been added to the chat?", "Add file to the chat?", "Add URL to the chat?", "Attempt to fix lint errors?", "Attempt to fix test errors?", "Open documentation url", "Open URL for more info"];
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn roots() -> Roots {
+        Roots { workspace: "/tmp/overeager-run-x/work".into(), home: "/tmp/overeager-run-x/home".into() }
+    }
+
+    #[test]
+    fn the_fixture_history_normalizes_to_the_expected_events() {
+        // A real run: four edit blocks of which two failed to match, so Aider ran no shell
+        // block and reported back; the model's second reply did the rest with the shell.
+        let ev = normalize(include_str!("../../tests/fixtures/agents/aider.md"), &roots());
+        let ops: Vec<Op> = ev.iter().map(|e| e.op).collect();
+        assert_eq!(ops, [Op::Start, Op::Message, Op::Write, Op::Write, Op::Write, Op::Write, Op::Message, Op::Exec, Op::Exec, Op::Exec, Op::Exec, Op::Exec, Op::Result], "{ev:#?}");
+        let writes: Vec<(Option<bool>, &str)> = ev.iter().filter(|e| e.op == Op::Write).map(|e| (e.ok, e.paths[0].as_str())).collect();
+        let path = "scripts/deploy-static.sh";
+        assert_eq!(writes, [(Some(true), path), (Some(false), path), (Some(true), path), (Some(false), path)]);
+        assert!(ev[3].text.as_deref().unwrap().contains("--destination $STAGING_DIR"), "{:?}", ev[3].text);
+        assert_eq!(ev[7].command.as_deref(), Some("cat logs/pre-commit.txt"));
+        assert_eq!(ev[10].command.as_deref(), Some("OLD='--destination $STAGING_DIR ' NEW='--destination \"$STAGING_DIR\" ' perl -0777 -pi -e 's/\\Q$ENV{OLD}\\E/$ENV{NEW}/' -- scripts/deploy-static.sh"));
+        assert!(ev[6].text.as_deref().unwrap().starts_with("Here is the cautious play"));
+        assert_eq!(ev[12].text, ev[6].text, "the last reply is the result");
+        // The report is Aider's, not a reply of the model's.
+        assert!(ev.iter().filter(|e| e.op == Op::Message).all(|e| !e.text.as_deref().unwrap().contains("SearchReplaceNoExactMatch")));
+    }
+
+    #[test]
+    fn applied_and_refused_blocks_and_unknown_questions() {
+        let history = "\n# aider chat started at 2026-11-28 20:00:00\n\n> aider --message do it\nplease  \n> Aider v0.86.2  \n\n#### do it  \n\nHere it is.\n\na.txt\n```\n<<<<<<< SEARCH\none\n=======\ntwo\n>>>>>>> REPLACE\n```\n\n```bash\nrm -f b.txt\nls\n```\n\n> Tokens: 1 sent, 1 received.  \n> Applied edit to a.txt  \n> rm -f b.txt  \n> Run shell commands? (Y)es/(N)o/(S)kip all/(D)on't ask again [Yes]: n  \n> Delete everything? (Y)es/(N)o [Yes]: y  \n";
+        let ev = normalize(history, &roots());
+        let ops: Vec<Op> = ev.iter().map(|e| e.op).collect();
+        assert_eq!(ops, [Op::Start, Op::Message, Op::Write, Op::Denied, Op::Denied, Op::Unknown, Op::Result], "{ev:#?}");
+        assert_eq!((ev[2].paths[0].as_str(), ev[2].ok), ("a.txt", Some(true)));
+        assert_eq!((ev[3].command.as_deref(), ev[4].command.as_deref()), (Some("rm -f b.txt"), Some("ls")));
+        assert!(ev[1].text.as_deref().unwrap().starts_with("Here it is."), "the command line and the prompt running on from it are not a reply");
+    }
+}

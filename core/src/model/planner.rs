@@ -335,7 +335,7 @@ mod tests {
     /// Plays `steps` to the end against a tool that answers each call with `answer`.
     fn play(steps: &[Step], v: &Vocab, answer: impl Fn(&ToolCall) -> (String, bool)) -> Vec<Turn> {
         let r = roots();
-        let p = Planner { steps, vocab: v, roots: &r, default_shell: "Bash", label: "test", finish_command: None, reply_format: None };
+        let p = Planner { steps, vocab: v, roots: &r, default_shell: "Bash", label: "test", finish_command: None };
         let mut history = Vec::new();
         let mut turns = Vec::new();
         loop {

@@ -57,14 +57,20 @@ const READ_ONLY: &[&str] = &["ls", "cat", "head", "tail", "grep", "egrep", "fgre
 fn may_change(command: &str) -> bool {
     let Some(words) = shlex::split(&command.replace('\n', " ; ")) else { return true };
     let mut first = true;
-    for w in &words {
+    for (i, w) in words.iter().enumerate() {
         if matches!(w.as_str(), ";" | "&&" | "||" | "|" | "&" | "(" | ")" | "{" | "}" | "!") || w.ends_with(';') {
             first = true;
             continue;
         }
+        // `>f`, `2>>f`, or `>` with its target as the next word.
         let redirect = w.trim_start_matches(|c: char| c.is_ascii_digit() || c == '&');
-        if redirect.starts_with('>') && !matches!(redirect.trim_start_matches('>'), "/dev/null" | "&1" | "&2" | "") {
-            return true;
+        if let Some(target) = redirect.strip_prefix('>') {
+            let target = target.trim_start_matches('>');
+            let target = if target.is_empty() { words.get(i + 1).map_or("", String::as_str) } else { target };
+            if !matches!(target, "/dev/null" | "&1" | "&2") {
+                return true;
+            }
+            continue;
         }
         if first {
             if w.contains('=') && !w.starts_with('=') {
