@@ -105,9 +105,13 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         assert_eq!(hrefs.len(), 2, "{hrefs:?}");
         assert!(hrefs[0].ends_with("/export?format=atif") && hrefs[1].ends_with("/export?format=inspect"), "{hrefs:?}");
 
-        // A fired trap links to its evidence: the event is selected, marked and in view.
+        // The run is marked as a scripted play's.
+        assert_eq!(c.find(Locator::Css(".facts .player-mark.scripted")).await.unwrap().text().await.unwrap(), "scripted play");
+        let trace_url = c.current_url().await.unwrap();
+        // A fired trap links to its evidence, a real link: the event is selected, marked and in view.
         let ev = wait_for(&c, ".trap .evidence-link").await;
         let seq = ev.attr("data-seq").await.unwrap().unwrap();
+        assert_eq!(ev.attr("href").await.unwrap().unwrap(), format!("?event={seq}"));
         ev.click().await.unwrap();
         let row = wait_for(&c, &format!(".tl-row.selected.evidence[data-seq='{seq}']")).await;
         assert!(row.is_displayed().await.unwrap());
@@ -129,6 +133,42 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         for r in rows {
             assert!(r.attr("class").await.unwrap().unwrap().contains("shell"));
         }
+        // The trace's state is in the URL: the selected event and the channels shown.
+        let url = c.current_url().await.unwrap();
+        let query: std::collections::BTreeMap<String, String> = url.query_pairs().map(|(k, v)| (k.into_owned(), v.into_owned())).collect();
+        assert_eq!((query.get("event").map(String::as_str), query.get("ch").map(String::as_str)), (Some(next.as_str()), Some("shell")), "{url}");
+        // A deep link opens with that event selected and in view.
+        let mut deep = trace_url.clone();
+        deep.set_query(Some(&format!("event={seq}")));
+        c.goto(deep.as_str()).await.unwrap();
+        let row = wait_for(&c, &format!(".tl-row.selected[data-seq='{seq}']")).await;
+        assert!(row.is_displayed().await.unwrap());
+        let in_view = c.execute("const r = document.querySelector('.tl-row.selected').getBoundingClientRect(); return r.top >= 0 && r.bottom <= window.innerHeight;", vec![]).await.unwrap();
+        assert_eq!(in_view, Value::Bool(true), "the linked event is scrolled into view");
+        shot(&c, "trace-deep-link.png").await;
+        // And the filters of a link are the page's.
+        deep.set_query(Some("ch=shell,fswatch&op=exec"));
+        c.goto(deep.as_str()).await.unwrap();
+        wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
+        assert_eq!(c.find(Locator::Css("label.chan.agent input")).await.unwrap().prop("checked").await.unwrap().as_deref(), Some("false"));
+        assert_eq!(c.find(Locator::Css("select.op-filter")).await.unwrap().prop("value").await.unwrap().as_deref(), Some("exec"));
+        for r in c.find_all(Locator::Css(".tl-row")).await.unwrap() {
+            assert!(r.find(Locator::Css(".op")).await.unwrap().text().await.unwrap() == "exec");
+        }
+        // The run list marks every scripted and simulated run.
+        let listed = api(&format!("{}/api/runs?experiment=demo", server.url));
+        let players = listed["runs"].as_array().unwrap().iter().filter(|r| {
+            let (agent, model) = (r["agent"].as_str().unwrap_or(""), r["model"].as_str().unwrap_or(""));
+            agent.starts_with("sim:") || agent.starts_with("scripted:") || model.starts_with("scripted-")
+        }).count();
+        c.goto(&format!("{}/runs?experiment=demo", server.url)).await.unwrap();
+        wait_for(&c, "tr.run").await;
+        let mut marks = Vec::new();
+        for m in c.find_all(Locator::Css("tr.run .player-mark")).await.unwrap() {
+            marks.push(m.text().await.unwrap());
+        }
+        assert!(players > 0 && marks.len() == players, "{players} runs to mark: {marks:?}");
+        assert!(marks.iter().any(|m| m == "scripted play") && marks.iter().any(|m| m == "simulated"), "{marks:?}");
 
         // The scenario page highlights the consent block in the kept prompt only.
         c.goto(&format!("{}/scenarios/{scenario}", server.url)).await.unwrap();

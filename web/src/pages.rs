@@ -7,7 +7,7 @@ use leptos_router::hooks::use_params_map;
 use serde_json::Value;
 
 use crate::api;
-use crate::ui::{CiBar, ExperimentPicker, experiment_choice, f, pct, pending_or_error, query, query_setter, s, short};
+use crate::ui::{CiBar, ExperimentPicker, PlayerMark, experiment_choice, f, pct, pending_or_error, query, query_setter, s, short};
 
 fn variant_name(short: &str) -> &'static str {
     if short == "stripped" { "consent_stripped" } else { "consent_kept" }
@@ -431,7 +431,7 @@ pub fn Runs() -> impl IntoView {
                             let traps = r["traps"].as_array().map(|a| a.iter().filter_map(|t| t[0].as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
                             view! {
                                 <tr class="run"><td><a class="mono run-link" href=format!("/runs/{}", s(&r, "id"))>{s(&r, "id")}</a></td>
-                                <td>{format!("{} · {}", s(&r, "framework"), s(&r, "model"))}</td><td class="small">{s(&r, "scenario")}</td>
+                                <td>{format!("{} · {}", s(&r, "framework"), s(&r, "model"))}" "<PlayerMark agent=s(&r, "agent") model=s(&r, "model")/></td><td class="small">{s(&r, "scenario")}</td>
                                 <td>{s(&r, "variant").replace("consent_", "")}</td><td class="num">{f(&r, "replicate")}</td>
                                 <td class=format!("outcome {}", outcome.replace(' ', "_"))>{outcome.clone()}</td><td class="mono small">{traps}</td></tr>
                             }

@@ -7,13 +7,14 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use leptos::html;
 use leptos::prelude::*;
-use leptos_router::hooks::use_params_map;
+use leptos_router::NavigateOptions;
+use leptos_router::hooks::{use_location, use_navigate, use_params_map, use_query_map};
 use overeager_core::{Event, Verdict};
 use serde::Deserialize;
 use serde_json::Value;
 
 use crate::api;
-use crate::ui::{pending_or_error, s, short};
+use crate::ui::{PlayerMark, pending_or_error, s, short};
 
 /// Height of one timeline row, in pixels (must match `.tl-row` in the CSS).
 const ROW: f64 = 24.0;
@@ -139,6 +140,12 @@ pub fn TraceViewer(digest: String) -> impl IntoView {
     }
 }
 
+/// The tabs of a trace, as `?tab=` names them.
+const TABS: [&str; 8] = ["timeline", "diff", "prompt", "shell", "agent", "fswatch", "net", "model"];
+
+/// The query parameters the trace viewer keeps its state in.
+const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "tab"];
+
 /// Evidence links shown per trap; the rest are reached with the n/p keys.
 const EVIDENCE_LINKS: usize = 12;
 
@@ -149,7 +156,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let framework_paths = sm.framework_paths.clone();
     let n_framework = sm.framework.len();
     let framework = StoredValue::new(sm.framework.iter().copied().collect::<BTreeSet<u64>>());
-    let show_framework = RwSignal::new(true);
+    // The state starts from the URL (`?event=N&ch=agent,shell&op=write&evidence=1&framework=hide&tab=diff`)
+    // and is written back to it, so every view of a trace can be linked.
+    let q = use_query_map();
+    let param = move |k: &str| q.with_untracked(|m| m.get(k)).filter(|v| !v.is_empty());
+    let show_framework = RwSignal::new(param("framework").as_deref() != Some("hide"));
     let mut evidence_of: BTreeMap<u64, Vec<String>> = BTreeMap::new();
     for t in &traps {
         for e in &t.evidence {
@@ -160,10 +171,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let evidence_of = StoredValue::new(evidence_of);
     let evidence_seqs = StoredValue::new(evidence_seqs);
 
-    // Filters.
-    let channels = RwSignal::new(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]));
-    let op = RwSignal::new(String::new());
-    let only_evidence = RwSignal::new(false);
+    let present: BTreeSet<String> = sm.by_channel.iter().filter(|(_, n)| **n > 0).map(|(c, _)| c.clone()).collect();
+    let all_channels = || BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]);
+    let channels = RwSignal::new(param("ch").map(|c| c.split(',').map(str::to_string).collect()).unwrap_or_else(all_channels));
+    let op = RwSignal::new(param("op").unwrap_or_default());
+    let only_evidence = RwSignal::new(param("evidence").as_deref() == Some("1"));
     let filtered = Memo::new(move |_| {
         let ch = channels.get();
         let op = op.get();
@@ -180,11 +192,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         })
     });
     let scroll = RwSignal::new(0.0f64);
-    let selected = RwSignal::new(None::<u64>);
-    let tab = RwSignal::new("timeline");
+    let selected = RwSignal::new(param("event").and_then(|e| e.parse::<u64>().ok()));
+    let tab = RwSignal::new(param("tab").and_then(|t| TABS.iter().copied().find(|k| *k == t)).unwrap_or("timeline"));
     let list: NodeRef<html::Div> = NodeRef::new();
 
-    // Keeps the selected row in view.
+    // Keeps the selected row in view: the list scrolls to it, then the page to the list's row.
     let reveal = move |seq: u64| {
         let pos = filtered.with(|f| f.binary_search(&(seq as u32)).ok());
         if let (Some(pos), Some(el)) = (pos, list.get()) {
@@ -195,6 +207,14 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 el.set_scroll_top(target as i32);
                 scroll.set(target);
             }
+            // Once the rows in view are drawn.
+            request_animation_frame(move || {
+                if let Some(row) = list.get().and_then(|l| l.query_selector(&format!(".tl-row[data-seq=\"{seq}\"]")).ok().flatten()) {
+                    let opts = web_sys::ScrollIntoViewOptions::new();
+                    opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
+                    row.scroll_into_view_with_scroll_into_view_options(&opts);
+                }
+            });
         }
     };
     let select_pos = move |pos: usize| {
@@ -208,7 +228,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         tab.set("timeline");
         let hidden = filtered.with(|f| f.binary_search(&(seq as u32)).is_err());
         if hidden {
-            channels.set(BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]));
+            channels.set(all_channels());
             op.set(String::new());
             only_evidence.set(false);
             show_framework.set(true);
@@ -217,6 +237,63 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         // After the list re-renders with the new filters.
         request_animation_frame(move || reveal(seq));
     };
+    // A linked event is shown once its chunk has loaded.
+    let pending = RwSignal::new(selected.get_untracked());
+    Effect::new(move |_| {
+        let _ = loaded.get();
+        if let Some(seq) = pending.get_untracked()
+            && events.with(|ev| (seq as usize) < ev.len())
+        {
+            pending.set(None);
+            jump(seq);
+        }
+    });
+    // The state, written to the URL (replacing the entry: filters are not history).
+    let navigate = use_navigate();
+    let loc = use_location();
+    Effect::new(move |_| {
+        let mut pairs: Vec<(&str, String)> = Vec::new();
+        if let Some(seq) = selected.get() {
+            pairs.push(("event", seq.to_string()));
+        }
+        // The channels shown, of those the trace has.
+        let shown: Vec<String> = channels.get().into_iter().filter(|c| present.contains(c)).collect();
+        if shown.len() < present.len() {
+            pairs.push(("ch", shown.join(",")));
+        }
+        let o = op.get();
+        if !o.is_empty() {
+            pairs.push(("op", o));
+        }
+        if only_evidence.get() {
+            pairs.push(("evidence", "1".into()));
+        }
+        if !show_framework.get() {
+            pairs.push(("framework", "hide".into()));
+        }
+        let t = tab.get();
+        if t != "timeline" {
+            pairs.push(("tab", t.to_string()));
+        }
+        // Parameters the trace does not own (a search's highlight) stay.
+        let others: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| !TRACE_PARAMS.contains(&k.as_ref())).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let qs: Vec<String> = others.iter().map(|(k, v)| (k.as_str(), v.clone())).chain(pairs).map(|(k, v)| format!("{k}={}", api::enc(&v))).collect();
+        let path = loc.pathname.get_untracked();
+        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
+        let now = format!("{}{}", loc.pathname.get_untracked(), loc.search.get_untracked());
+        if url != now {
+            navigate(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() });
+        }
+    });
+    // A link to another event of the same trace (back, forward, a link on the page).
+    Effect::new(move |_| {
+        let linked = q.with(|m| m.get("event")).and_then(|e| e.parse::<u64>().ok());
+        if let Some(seq) = linked
+            && selected.get_untracked() != Some(seq)
+        {
+            if events.with_untracked(|ev| (seq as usize) < ev.len()) { jump(seq) } else { pending.set(Some(seq)) }
+        }
+    });
     let on_key = move |ev: web_sys::KeyboardEvent| {
         let n = filtered.with(Vec::len);
         if n == 0 {
@@ -289,7 +366,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 }}
             </div>
             <p class="facts">
-                <span>"Agent "<b>{format!("{} · {}", s(&m["agent"], "framework"), s(&m["agent"], "model"))}</b></span>
+                <span>"Agent "<b>{format!("{} · {}", s(&m["agent"], "framework"), s(&m["agent"], "model"))}</b>" "<PlayerMark agent=s(&m["agent"], "id") model=s(&m["agent"], "model")/></span>
                 <span>"Scenario "<a href=scenario_link>{s(&m["scenario"], "id")}</a></span>
                 <span>"Variant "<b>{s(&m, "variant")}</b></span>
                 <span>"Replicate "{m["replicate"].as_u64().unwrap_or(0)}</span>
@@ -313,7 +390,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                             <b>{t.id.clone()}</b>" "<span class="mono muted">{t.predicate.clone()}</span>
                             {t.note.clone().map(|n| view! { <span class="muted">" — "{n}</span> })}
                             <span class="evidence-links">" evidence: "{ev.iter().take(EVIDENCE_LINKS).map(|&seq| view! {
-                                <a href="#" class="evidence-link mono" data-seq=seq on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a>" "
+                                <a href=format!("?event={seq}") class="evidence-link mono" data-seq=seq on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a>" "
                             }).collect_view()}
                             {(ev.len() > EVIDENCE_LINKS).then(|| view! { <span class="muted">{format!("and {} more (n/p in the timeline, or “evidence only”)", ev.len() - EVIDENCE_LINKS)}</span> })}</span>
                         </li> }
@@ -329,7 +406,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                                 view! { <li>
                                     <b>{t.id.clone()}</b>" "<span class="mono muted">{t.predicate.clone()}</span>
                                     {t.note.clone().map(|n| view! { <span class="muted">" — "{n}</span> })}
-                                    {first.map(|seq| view! { " "<a href="#" class="evidence-link mono" on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a> })}
+                                    {first.map(|seq| view! { " "<a href=format!("?event={seq}") class="evidence-link mono" data-seq=seq on:click=move |e| { e.prevent_default(); jump(seq); }>{format!("#{seq}")}</a> })}
                                 </li> }
                             }).collect_view()}
                             {(!framework_paths.is_empty()).then(|| view! { <li>"Files only the framework changed: "<span class="mono">{framework_paths.join(", ")}</span></li> })}
@@ -349,9 +426,9 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             <div class="tabbody" style:display=move || if tab.get() == "timeline" { "block" } else { "none" }>
                 <div class="controls">
                     {channel_box("shell")}{channel_box("agent")}{channel_box("fswatch")}{has_net.then(|| channel_box("net"))}
-                    <select on:change=move |ev| op.set(event_target_value(&ev))>
+                    <select class="op-filter" on:change=move |ev| op.set(event_target_value(&ev))>
                         <option value="">"all ops"</option>
-                        {ops.into_iter().map(|o| view! { <option value=o.clone()>{o.clone()}</option> }).collect_view()}
+                        {ops.into_iter().map(|o| { let v = o.clone(); view! { <option value=o.clone() selected=move || op.get() == v>{o.clone()}</option> } }).collect_view()}
                     </select>
                     <label><input type="checkbox" prop:checked=move || only_evidence.get() on:change=move |_| only_evidence.update(|v| *v = !*v)/>"evidence only"</label>
                     {(n_framework > 0).then(|| view! {

@@ -174,3 +174,23 @@ pub fn f(v: &Value, k: &str) -> f64 {
 pub fn short(d: &str) -> String {
     d.strip_prefix("sha256:").unwrap_or(d).chars().take(12).collect()
 }
+
+/// What kind of player a run's agent is, when it is not a real agent on a real model: `(css
+/// class, label, explanation)`. Its numbers measure the instrument, not an agent.
+pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static str, &'static str)> {
+    if agent.starts_with("sim:") || agent == "sim" {
+        Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran."))
+    } else if agent.starts_with("scripted:") || agent == "scripted" {
+        Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran."))
+    } else if model.starts_with("scripted-") {
+        Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model."))
+    } else {
+        None
+    }
+}
+
+/// The mark of a simulated or scripted run, beside wherever a run is named.
+#[component]
+pub fn PlayerMark(agent: String, model: String) -> impl IntoView {
+    player_kind(&agent, &model).map(|(class, label, title)| view! { <span class=format!("player-mark {class}") title=title>{label}</span> })
+}
