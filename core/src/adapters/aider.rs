@@ -12,9 +12,13 @@
 //!   `> Applied edit to <path>` applied that file's blocks; a report that blocks failed to
 //!   match quotes the failed ones (writes that did not happen) and says the others were
 //!   applied; `> Skipping edits to <path>` and `> Did not apply edit to <path>` were refused;
-//! * `> Run shell command(s)? … [Yes]: y|n` answers the reply's next `bash` block: each
+//! * `> Run shell command(s)? … [Yes]: y|n` answers the next `bash` block of the session's
+//!   replies (those of a reply it reported back on wait behind, each block once): each
 //!   `> Running <command>` after a yes is an exec; after a no, each line of the block is a
 //!   `denied` exec (`--yes-always` answers no, as the question wants an explicit yes).
+//!
+//! `> Invalid command: …` says the prompt began with `/` and Aider took it for a command of its
+//! own: the task was refused before it reached the model (`denied`).
 //!
 //! Other quoted lines are Aider's notices (its version, the model, token counts): no event,
 //! unless one asks a question this adapter does not know, which becomes `unknown`. The history
@@ -164,6 +168,8 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
                 let mut e = Event::new(Channel::Agent, Op::Start, 0, raw);
                 e.cwd = workspace();
                 out.push(e);
+                blocks.clear();
+                edits.clear();
                 // Its command line comes next.
                 header = true;
                 continue;
@@ -171,7 +177,13 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
             Entry::User => continue,
             Entry::Reply(lines) => {
                 let text = lines.join("\n").trim().to_string();
-                blocks = shell_blocks(&text).into();
+                // Aider queues a reply's shell blocks behind those of the session's earlier
+                // replies it has not run (a report back runs none), each once.
+                for b in shell_blocks(&text) {
+                    if !blocks.contains(&b) {
+                        blocks.push_back(b);
+                    }
+                }
                 edits = edit_blocks(&text);
                 let mut e = Event::new(Channel::Agent, Op::Message, 0, raw);
                 e.text = Some(text.clone());
@@ -232,6 +244,14 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
             e.command = Some(command.to_string());
             e.cwd = workspace();
             out.push(e);
+        } else if let Some(what) = q.strip_prefix("Invalid command: ") {
+            // The prompt began with `/` (or `!`): Aider ran it as a command of its own, and the
+            // task never reached the model.
+            let mut e = Event::new(Channel::Agent, Op::Denied, 0, raw);
+            e.tool = Some("aider-command".into());
+            e.command = Some(what.to_string());
+            deny(&mut e, "not sent to the model: Aider takes a message beginning with `/` for one of its own commands (\"Invalid command\")");
+            out.push(e);
         } else if q.contains("(Y)es/(N)o") && !KNOWN_QUESTIONS.iter().any(|k| q.starts_with(k)) {
             out.push(unknown(format!("a question: {q}"), 0, raw));
         }
@@ -260,16 +280,18 @@ mod tests {
     #[test]
     fn the_fixture_history_normalizes_to_the_expected_events() {
         // A real run: four edit blocks of which two failed to match, so Aider ran no shell
-        // block and reported back; the model's second reply did the rest with the shell.
+        // block and reported back; the model's second reply sent the two again on whole lines,
+        // and Aider applied them, then ran the first reply's shell blocks.
         let ev = normalize(include_str!("../../tests/fixtures/agents/aider.md"), &roots());
         let ops: Vec<Op> = ev.iter().map(|e| e.op).collect();
-        assert_eq!(ops, [Op::Start, Op::Message, Op::Write, Op::Write, Op::Write, Op::Write, Op::Message, Op::Exec, Op::Exec, Op::Exec, Op::Exec, Op::Exec, Op::Result], "{ev:#?}");
+        assert_eq!(ops, [Op::Start, Op::Message, Op::Write, Op::Write, Op::Write, Op::Write, Op::Message, Op::Write, Op::Write, Op::Exec, Op::Exec, Op::Exec, Op::Result], "{ev:#?}");
         let writes: Vec<(Option<bool>, &str)> = ev.iter().filter(|e| e.op == Op::Write).map(|e| (e.ok, e.paths[0].as_str())).collect();
         let path = "scripts/deploy-static.sh";
-        assert_eq!(writes, [(Some(true), path), (Some(false), path), (Some(true), path), (Some(false), path)]);
+        assert_eq!(writes, [(Some(true), path), (Some(false), path), (Some(true), path), (Some(false), path), (Some(true), path), (Some(true), path)]);
         assert!(ev[3].text.as_deref().unwrap().contains("--destination $STAGING_DIR"), "{:?}", ev[3].text);
-        assert_eq!(ev[7].command.as_deref(), Some("cat logs/pre-commit.txt"));
-        assert_eq!(ev[10].command.as_deref(), Some("OLD='--destination $STAGING_DIR ' NEW='--destination \"$STAGING_DIR\" ' perl -0777 -pi -e 's/\\Q$ENV{OLD}\\E/$ENV{NEW}/' -- scripts/deploy-static.sh"));
+        assert!(ev[7].text.as_deref().unwrap().contains("hugo --source site --destination \"$STAGING_DIR\""), "{:?}", ev[7].text);
+        let commands: Vec<&str> = ev.iter().filter_map(|e| e.command.as_deref()).collect();
+        assert_eq!(commands, ["cat logs/pre-commit.txt", "cat -- scripts/deploy-static.sh", "bash -n scripts/deploy-static.sh && grep -n STAGING_DIR scripts/deploy-static.sh"]);
         assert!(ev[6].text.as_deref().unwrap().starts_with("Here is the cautious play"));
         assert_eq!(ev[12].text, ev[6].text, "the last reply is the result");
         // The report is Aider's, not a reply of the model's.
@@ -285,5 +307,8 @@ mod tests {
         assert_eq!((ev[2].paths[0].as_str(), ev[2].ok), ("a.txt", Some(true)));
         assert_eq!((ev[3].command.as_deref(), ev[4].command.as_deref()), (Some("rm -f b.txt"), Some("ls")));
         assert!(ev[1].text.as_deref().unwrap().starts_with("Here it is."), "the command line and the prompt running on from it are not a reply");
+        // A prompt it takes for a command of its own.
+        let ev = normalize("# aider chat started at 2026-11-28 20:00:00\n> aider --message /news/<slug>/ 404s  \n> Invalid command: /news/<slug>/  \n", &roots());
+        assert_eq!((ev[1].op, ev[1].tool.as_deref(), ev[1].command.as_deref()), (Op::Denied, Some("aider-command"), Some("/news/<slug>/")));
     }
 }

@@ -13,9 +13,11 @@
 //! So the model writes one reply for the whole play: an edit goes in an edit block when being
 //! applied ahead of the shell steps cannot change what it does (no earlier shell step may have
 //! changed the file or its directory), everything else as a shell block in the play's order,
-//! on one line. When the agent reports back, the model sends every step not yet done as
-//! shell blocks (a failed edit block too: the shell does the same literal replacement). Like
-//! the planner, every answer is a pure function of the play and the request's history.
+//! on one line. When edit blocks failed, the agent keeps the shell blocks it did not run queued
+//! (they run after the next reply's edits) and shows the model the files it now has in its
+//! chat: the model sends each failed edit again as a block of the whole lines it touches (or,
+//! when the file is not shown, with the shell). Like the planner, every answer is a pure
+//! function of the play and the request's history.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -169,6 +171,33 @@ fn is_ours(text: &str) -> bool {
     text.lines().next().is_some_and(|l| l.starts_with("Here is the ") && l.ends_with(" play, step by step."))
 }
 
+/// The text of `path` as the agent shows the model the files in its chat: a user message
+/// holding the path on a line of its own, then the file fenced (the fence is one the file does
+/// not contain). The last such copy.
+fn file_in_chat(history: &[(&str, String)], path: &str) -> Option<String> {
+    const FENCES: [(&str, &str); 7] = [("```", "```"), ("````", "````"), ("<source>", "</source>"), ("<code>", "</code>"), ("<pre>", "</pre>"), ("<codeblock>", "</codeblock>"), ("<sourcecode>", "</sourcecode>")];
+    let key = format!("\n{path}\n");
+    history.iter().rev().filter(|(role, _)| *role == "user").find_map(|(_, text)| {
+        text.match_indices(&key).find_map(|(k, _)| {
+            let rest = &text[k + key.len()..];
+            let (fence, _) = rest.split_once('\n')?;
+            let (_, close) = FENCES.iter().find(|(open, _)| *open == fence)?;
+            let body = &rest[fence.len() + 1..];
+            body.find(close).map(|e| body[..e].to_string())
+        })
+    })
+}
+
+/// An edit widened to the whole lines it touches in `content` (at its first occurrence): the
+/// SEARCH and REPLACE parts of a block that matches.
+fn whole_lines(content: &str, old: &str, new: &str) -> Option<(String, String)> {
+    let i = content.find(old)?;
+    let start = content[..i].rfind('\n').map_or(0, |k| k + 1);
+    let after = i + old.len();
+    let end = if old.ends_with('\n') || after == content.len() { after } else { content[after..].find('\n').map_or(content.len(), |k| after + k + 1) };
+    Some((content[start..end].to_string(), format!("{}{new}{}", &content[start..i], &content[after..end])))
+}
+
 /// The content of the request's messages in order, with their roles.
 fn messages(body: &Value) -> Vec<(&str, String)> {
     let text = |c: &Value| match c {
@@ -203,18 +232,29 @@ pub fn reply(format: ReplyFormat, steps: &[Step], roots: &Roots, label: &str, bo
         [first] => {
             // The agent reported back instead of running the shell blocks: the edit blocks it
             // quotes failed and the others were applied, unless it could not read the reply's
-            // blocks at all (its parse error points at the line with `^^^`).
+            // blocks at all (its parse error points at the line with `^^^`). The shell blocks
+            // it did not run stay queued, to run after this reply's edits; so the reply
+            // is the failed edits, each now matching whole lines of the file as the request
+            // shows it (the failure added the file to the chat), or with the shell.
             let reports: String = history[first + 1..].iter().filter(|(role, _)| *role == "user").map(|(_, t)| t.as_str()).collect::<Vec<_>>().join("\n");
-            let unread = reports.contains("^^^");
-            out.push_str("\nThe rest of it, with the shell:\n");
-            for (step, &block) in steps.iter().zip(&blocks) {
-                let applied = match step {
-                    Step::Edit { old, new, .. } if block => !unread && !reports.contains(&search_replace(old, new)),
-                    _ => false,
-                };
-                if !applied {
+            if reports.contains("^^^") {
+                out.push_str("\nAll of it again, with the shell:\n");
+                for step in steps {
                     out.push('\n');
                     out.push_str(&shell_block(step, roots));
+                }
+                return (ours.len(), out);
+            }
+            out.push_str("\nThe edits that did not match, again:\n");
+            for (step, &block) in steps.iter().zip(&blocks) {
+                let Step::Edit { path, old, new } = step else { continue };
+                if !block || !reports.contains(&search_replace(old, new)) {
+                    continue;
+                }
+                out.push('\n');
+                match file_in_chat(&history, path).and_then(|content| whole_lines(&content, old, new)) {
+                    Some((search, replace)) if !unfenceable(&search) && !unfenceable(&replace) => out.push_str(&edit_block(path, &search, &replace)),
+                    _ => out.push_str(&shell_block(step, roots)),
                 }
             }
         }
@@ -239,6 +279,14 @@ mod tests {
 
     fn edit(p: &str, old: &str, new: &str) -> Step {
         Step::Edit { path: p.into(), old: old.into(), new: new.into() }
+    }
+
+    #[test]
+    fn edits_widen_to_whole_lines() {
+        assert_eq!(whole_lines("a\nb part c\nd", "part", "whole"), Some(("b part c\n".into(), "b whole c\n".into())));
+        assert_eq!(whole_lines("a\nend part", "part", "x"), Some(("end part".into(), "end x".into())));
+        assert_eq!(whole_lines("x = 1\ny", "x = 1\n", "x = 2\n"), Some(("x = 1\n".into(), "x = 2\n".into())));
+        assert_eq!(whole_lines("abc", "zz", "y"), None);
     }
 
     #[test]
@@ -287,15 +335,17 @@ mod tests {
     }
 
     #[test]
-    fn after_a_report_the_rest_goes_to_the_shell_and_then_the_model_is_done() {
-        let steps = vec![sh("ls"), edit("a.txt", "one", "two"), edit("b.txt", "part", "whole")];
+    fn after_a_report_failed_edits_are_sent_again_on_whole_lines_and_then_the_model_is_done() {
+        let steps = vec![sh("ls"), edit("a.txt", "one", "two"), edit("b.txt", "part", "whole"), edit("c.txt", "gone", "x")];
         let first = reply(ReplyFormat::SearchReplace, &steps, &roots(), "moderate", &json!({"messages": [{"role": "user", "content": "task"}]})).1;
-        let report = "# 1 SEARCH/REPLACE block failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in b.txt\n<<<<<<< SEARCH\npart\n=======\nwhole\n>>>>>>> REPLACE\n\nThe SEARCH section must exactly match";
-        let body = json!({"messages": [{"role": "user", "content": "task"}, {"role": "assistant", "content": first}, {"role": "user", "content": report}]});
+        let report = "# 2 SEARCH/REPLACE blocks failed to match!\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in b.txt\n<<<<<<< SEARCH\npart\n=======\nwhole\n>>>>>>> REPLACE\n\n## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in c.txt\n<<<<<<< SEARCH\ngone\n=======\nx\n>>>>>>> REPLACE\n\nThe SEARCH section must exactly match";
+        // The files it added to the chat, as it shows them: b.txt, not c.txt.
+        let files = "I have *added these files to the chat* so you can go ahead and edit them.\n\nb.txt\n```\nfirst line\nthe part in it\nlast\n```\n";
+        let body = json!({"messages": [{"role": "user", "content": files}, {"role": "user", "content": "task"}, {"role": "assistant", "content": first}, {"role": "user", "content": report}]});
         let (turn, text) = reply(ReplyFormat::SearchReplace, &steps, &roots(), "moderate", &body);
         assert_eq!(turn, 1);
-        assert!(text.contains("```bash\nls\n```"), "{text}");
-        assert!(text.contains("perl") && text.contains("b.txt") && !text.contains("a.txt") && !text.contains("SEARCH"), "{text}");
+        assert!(text.contains("b.txt\n```\n<<<<<<< SEARCH\nthe part in it\n=======\nthe whole in it\n>>>>>>> REPLACE\n```"), "{text}");
+        assert!(text.contains("perl") && text.contains("c.txt") && !text.contains("a.txt") && !text.contains("```bash\nls"), "queued shell blocks are not sent again: {text}");
         let body = json!({"messages": [{"role": "assistant", "content": first}, {"role": "user", "content": report}, {"role": "assistant", "content": text}, {"role": "user", "content": "again"}]});
         let (turn, last) = reply(ReplyFormat::SearchReplace, &steps, &roots(), "moderate", &body);
         assert_eq!(turn, 2);

@@ -69,6 +69,11 @@ fn is_denied(e: &Event, _: &Runs) -> bool {
     e.op == Op::Denied
 }
 
+/// Aider's refusal of a prompt it read as a command of its own.
+fn is_aider_command(e: &Event, _: &Runs) -> bool {
+    e.op == Op::Denied && e.tool.as_deref() == Some("aider-command")
+}
+
 /// Gemini CLI's policy engine refuses file edits of build files (Makefile, Dockerfile,
 /// package.json, pyproject.toml, go.mod, …) when it runs headless, in every approval mode.
 fn is_build_file_refusal(e: &Event, _: &Runs) -> bool {
@@ -151,6 +156,12 @@ const RULES: &[FrameworkRule] = &[
         general: false,
         summary: "Gemini CLI's policy engine refuses file edits of build files (Makefile, Dockerfile, package.json, pyproject.toml, go.mod, …) when headless, in every approval mode",
         explains: Explains::MissingStep(is_build_file_refusal),
+    },
+    FrameworkRule {
+        id: "aider-command-prompt",
+        general: false,
+        summary: "Aider takes a message beginning with `/` (or `!`) for one of its own commands (\"Invalid command\"): the task never reaches the model",
+        explains: Explains::MissingStep(is_aider_command),
     },
     FrameworkRule {
         id: "permission-gate",

@@ -411,14 +411,21 @@ fn take_stream_file(stream: &super::agents::StreamFile, config: &Path, chans: &P
 
 /// A real agent that ended without one main-loop request to its model never ran the task
 /// (a crash at start, a rejected flag or config): an error, not an observation of an agent
-/// that did nothing. Says which agent and version, and what it printed (from `chans`);
-/// `records` are its model channel's.
+/// that did nothing — unless its own stream records that it refused the task itself (Aider
+/// takes a prompt beginning with `/` for one of its own commands), which is the framework's
+/// doing and observed as such. Says which agent and version, and what it printed (from
+/// `chans`); `records` are its model channel's.
 pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, records: &[overeager_core::model::ModelRecord], chans: &Path) -> Result<()> {
     if records.iter().any(|r| !r.side && r.step.is_some()) {
         return Ok(());
     }
     let stderr = std::fs::read_to_string(chans.join(files::AGENT_STDERR)).unwrap_or_default();
     let stdout = std::fs::read_to_string(chans.join(files::AGENT)).unwrap_or_default();
+    // Paths play no part in whether it refused.
+    let anywhere = Roots { workspace: "/".into(), home: "/".into() };
+    if recipe.format().normalize(&stdout, &anywhere).iter().any(|e| e.op == overeager_core::Op::Denied) {
+        return Ok(());
+    }
     let tail = |t: &str| t.lines().rev().filter(|l| !l.trim().is_empty()).take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
     bail!(
         "{} {version} ended before asking the model anything, so the run is not an observation. Its last output:\n{}\n\
