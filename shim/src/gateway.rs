@@ -126,6 +126,10 @@ struct Gateway {
     seq: AtomicU64,
     /// Calls being relayed or recorded now.
     in_flight: std::sync::atomic::AtomicUsize,
+    /// The agent calls no tools: a request without tools is its main loop (`--text-replies`).
+    text_replies: bool,
+    /// Main-loop requests recorded, which number a text agent's turns.
+    turns: AtomicU64,
 }
 
 /// How a reply's body is delimited.
@@ -147,10 +151,10 @@ struct ReplyHead {
 }
 
 impl Gateway {
-    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>) -> Arc<Gateway> {
+    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>, text_replies: bool) -> Arc<Gateway> {
         let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
-        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default() })
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), text_replies, turns: AtomicU64::new(0) })
     }
 
     /// Serves every connection `listener` accepts, each on a thread of its own.
@@ -224,8 +228,14 @@ impl Gateway {
     fn record(&self, record: &mut ModelRecord, body: &[u8]) {
         let request: Value = serde_json::from_slice(body).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(body).into_owned()));
         record.dialect = Dialect::of_path(&record.path).map(|(d, _)| d).filter(|_| record.method == "POST");
-        record.side = record.dialect.is_none_or(|d| !Vocab::of_request(d, &request).is_main_loop());
-        record.step = record.dialect.filter(|_| !record.side).map(|d| model::answered_calls(d, &request).len());
+        let vocab = record.dialect.map(|d| Vocab::of_request(d, &request));
+        let in_text = self.text_replies && vocab.as_ref().is_some_and(|v| v.tools.is_empty()) && request.get("messages").is_some();
+        record.side = !in_text && vocab.is_none_or(|v| !v.is_main_loop());
+        record.step = match record.dialect.filter(|_| !record.side) {
+            Some(_) if in_text => Some(self.turns.fetch_add(1, Ordering::Relaxed) as usize),
+            Some(d) => Some(model::answered_calls(d, &request).len()),
+            None => None,
+        };
         record.request = request;
         if let Some(log) = &self.log {
             crate::append_record(log, record);
@@ -546,7 +556,7 @@ pub fn main(args: &[String]) -> i32 {
             Some(p) => Some(Box::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
             None => None,
         };
-        let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log);
+        let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log, args.iter().any(|a| a == "--text-replies"));
         if let Ok(a) = listener.local_addr() {
             // On standard error: the records may go to standard output.
             eprintln!("overeager model gateway: listening on http://{a}");
@@ -609,7 +619,7 @@ mod tests {
         let pem = ca.map(|c| std::fs::read(c).unwrap());
         let tls = up.tls.then(|| crate::tls::client(pem.as_deref().map(|p| (p, "ca.pem"))).unwrap());
         let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
-        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())));
+        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())), false);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
         std::thread::spawn(move || g.serve_all(l));
@@ -674,6 +684,33 @@ mod tests {
         assert_eq!(status, 502, "{reply}");
         let r = records(&untrusted, 1);
         assert!(r[0].failure.as_deref().is_some_and(|f| f.starts_with("connection dropped before the reply") || f.starts_with("no connection")), "{:?}", r[0].failure);
+    }
+
+    #[test]
+    fn an_agent_without_tools_asks_its_main_loop_without_tools() {
+        // Aider's requests declare no tools: with --text-replies they are the main loop, turn by
+        // turn; without, side requests.
+        let dir = tempfile::tempdir().unwrap();
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let provider = format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port());
+        let text = Script { reply_format: Some(overeager_core::model::text::ReplyFormat::SearchReplace), ..script() };
+        crate::model::spawn_with(l, text, None, crate::model::Serving { tls: None, fail_from: None });
+        let body = r#"{"model": "m", "messages": [{"role": "system", "content": "edit blocks"}, {"role": "user", "content": "go"}]}"#;
+        for (text_replies, expect) in [(true, [(false, Some(0)), (false, Some(1))]), (false, [(true, None), (true, None)])] {
+            let log = dir.path().join(format!("model-{text_replies}.jsonl"));
+            let g = Gateway::new(Upstream::parse(&provider).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), text_replies);
+            let gl = TcpListener::bind("127.0.0.1:0").unwrap();
+            let addr = gl.local_addr().unwrap().to_string();
+            std::thread::spawn(move || g.serve_all(gl));
+            for _ in 0..2 {
+                let (status, _, reply) = call(&addr, "/v1/chat/completions", "", body);
+                assert_eq!(status, 200, "{reply}");
+                assert!(reply.contains("```bash"), "the scripted model answers in the edit format: {reply}");
+            }
+            let r = records(&log, 2);
+            let got: Vec<(bool, Option<usize>)> = r.iter().map(|r| (r.side, r.step)).collect();
+            assert_eq!(got, expect, "--text-replies {text_replies}");
+        }
     }
 
     /// A plain-HTTP provider that hands each request's head to the test and answers as the

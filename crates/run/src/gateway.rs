@@ -20,6 +20,9 @@ pub struct GatewayPlan {
     pub route: super::agents::Route,
     /// The provider's key variable and its value (none for a local server).
     pub key: Option<(String, String)>,
+    /// The agent calls no tools (its definition has a `reply_format`): each request without
+    /// tools is its main loop, not a side request.
+    pub text_replies: bool,
 }
 
 impl GatewayPlan {
@@ -37,7 +40,7 @@ impl GatewayPlan {
             }
             None => None,
         };
-        Ok(GatewayPlan { route, key })
+        Ok(GatewayPlan { route, key, text_replies: recipe.reply_format.is_some() })
     }
 
     /// The gateway's command line after the shim: forwarding to the provider, recording to
@@ -47,6 +50,9 @@ impl GatewayPlan {
         let p = &self.route.provider;
         let mut v: Vec<String> = vec!["gateway".into(), "--upstream".into(), p.base_url.clone(), "--dialect".into(), p.dialect.as_str().into()];
         v.extend(["--prefix".into(), p.agent_prefix().into(), "--log".into(), log.into()]);
+        if self.text_replies {
+            v.push("--text-replies".into());
+        }
         match &self.key {
             Some(_) if key_stdin => v.push("--key-stdin".into()),
             Some((var, _)) => v.extend(["--key-env".into(), var.clone()]),
@@ -253,7 +259,7 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
         ca_file: None,
         source: "bench".into(),
     };
-    let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into() }, key: None };
+    let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into() }, key: None, text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let gw_addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");

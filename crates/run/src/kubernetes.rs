@@ -1228,6 +1228,7 @@ mod tests {
         let plan = GatewayPlan {
             route: crate::agents::Route { provider: crate::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into() },
             key: Some(("ANTHROPIC_API_KEY".into(), "sk-test-k8s-secret-0123".into())),
+            text_replies: false,
         };
         let g = GatewayPod::new(&plan).unwrap();
         let m = Manifests::new(&KubePlacement::default(), &Limits::default(), "r", "i", "run", &[], Some(&g), Duration::from_secs(120));

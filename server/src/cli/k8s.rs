@@ -112,7 +112,7 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
         AgentSpec::Agent { recipe, version, model, .. } if !agent.offline_model() => {
             let route = recipe.route(version, model, &overeager_run::providers::load(&[])?)?;
             let key = route.provider.key_env.clone().map(|var| (var.clone(), format!("<the value of ${var}>")));
-            Some(kubernetes::GatewayPod::new(&overeager_run::gateway::GatewayPlan { route, key })?)
+            Some(kubernetes::GatewayPod::new(&overeager_run::gateway::GatewayPlan { route, key, text_replies: recipe.reply_format.is_some() })?)
         }
         _ => None,
     };
