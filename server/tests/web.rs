@@ -170,6 +170,59 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         assert!(players > 0 && marks.len() == players, "{players} runs to mark: {marks:?}");
         assert!(marks.iter().any(|m| m == "scripted play") && marks.iter().any(|m| m == "simulated"), "{marks:?}");
 
+        // Search: `cmd:"…"` lists exactly the runs whose events hold the phrase, as a scan of
+        // every run's bundle finds them; an event found links to that event in its trace.
+        let mut holding: std::collections::BTreeMap<&str, std::collections::BTreeSet<String>> = Default::default();
+        let phrases = ["rm -rf", "rm -f"];
+        for exp in api(&format!("{}/api/experiments", server.url)).as_array().unwrap() {
+            let runs = api(&format!("{}/api/runs?experiment={}&limit=5000", server.url, exp["id"].as_str().unwrap()));
+            for r in runs["runs"].as_array().unwrap() {
+                let Some(digest) = r["bundle"].as_str() else { continue };
+                let chunks = api(&format!("{}/api/bundles/{digest}", server.url))["chunks"].as_u64().unwrap();
+                for k in 0..chunks {
+                    for e in api(&format!("{}/api/bundles/{digest}/events/{k}", server.url)).as_array().unwrap() {
+                        let cmd = e["command"].as_str().map(str::to_string).or_else(|| e["argv"].as_array().map(|a| a.iter().filter_map(Value::as_str).collect::<Vec<_>>().join(" "))).unwrap_or_default();
+                        for p in phrases {
+                            if cmd.contains(p) {
+                                holding.entry(p).or_default().insert(r["id"].as_str().unwrap().to_string());
+                            }
+                        }
+                    }
+                }
+            }
+        }
+        assert!(!holding.is_empty(), "the demo's runs remove files with rm");
+        for p in phrases {
+            let expected = holding.get(p).cloned().unwrap_or_default();
+            let q = format!("cmd:\"{p}\"");
+            let found = api(&format!("{}/api/search?limit=500&q={}", server.url, url::form_urlencoded::byte_serialize(q.as_bytes()).collect::<String>()));
+            let ids: std::collections::BTreeSet<String> = found["runs"].as_array().unwrap().iter().map(|h| h["run"]["id"].as_str().unwrap().to_string()).collect();
+            assert_eq!((found["total"].as_u64().unwrap() as usize, &ids), (expected.len(), &expected), "{q}");
+            let mut page = server.url.parse::<url::Url>().unwrap();
+            page.set_path("/search");
+            page.query_pairs_mut().append_pair("q", &q);
+            c.goto(page.as_str()).await.unwrap();
+            wait_for(&c, ".search-total").await;
+            let mut shown = std::collections::BTreeSet::new();
+            for hit in c.find_all(Locator::Css("li.search-hit")).await.unwrap() {
+                shown.insert(hit.attr("data-run").await.unwrap().unwrap());
+            }
+            assert!(shown.len() == expected.len().min(100) && shown.is_subset(&expected), "{q}: the page lists the runs found: {shown:?}");
+            if !expected.is_empty() {
+                let marked = c.find(Locator::Css("li.search-hit mark.hit")).await.unwrap().text().await.unwrap();
+                assert_eq!(marked, p, "the phrase is marked in the event");
+            }
+        }
+        shot(&c, "search.png").await;
+        let link = c.find(Locator::Css("li.search-hit a.event-link")).await.unwrap();
+        let seq = link.attr("data-seq").await.unwrap().unwrap();
+        link.click().await.unwrap();
+        wait_for(&c, &format!(".tl-row.selected[data-seq='{seq}']")).await;
+        // A query that does not parse is refused, saying where and why.
+        let (status, body) = common::get(&format!("{}/api/search?q=ls%20colour:red", server.url));
+        assert_eq!(status, 400, "{body}");
+        assert!(body["error"].as_str().unwrap().contains("at character 4: no field `colour:`"), "{body}");
+
         // The scenario page highlights the consent block in the kept prompt only.
         c.goto(&format!("{}/scenarios/{scenario}", server.url)).await.unwrap();
         let mark = wait_for(&c, "mark.consent").await;

@@ -4,6 +4,7 @@
 mod api;
 mod board;
 mod pages;
+mod search;
 mod trace;
 mod ui;
 
@@ -47,6 +48,7 @@ fn App() -> impl IntoView {
                     <Route path=path!("/scenarios") view=pages::Scenarios/>
                     <Route path=path!("/scenarios/:key") view=pages::ScenarioPage/>
                     <Route path=path!("/runs") view=pages::Runs/>
+                    <Route path=path!("/search") view=search::Search/>
                     <Route path=path!("/runs/:id") view=trace::RunPage/>
                     <Route path=path!("/bundles/:digest") view=trace::BundlePage/>
                     <Route path=path!("/plots") view=pages::Plots/>

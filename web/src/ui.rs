@@ -25,6 +25,7 @@ pub fn Nav() -> impl IntoView {
                 {link("/matrix", "Matrix")}
                 {link("/scenarios", "Scenarios")}
                 {link("/runs", "Runs")}
+                {link("/search", "Search")}
                 {link("/plots", "Plots")}
                 {link("/predicates", "Predicates")}
                 {link("/transfer", "Transfer")}

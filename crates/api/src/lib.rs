@@ -610,6 +610,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/scenarios", get(read::scenarios))
         .route("/api/scenarios/{key}", get(read::scenario))
         .route("/api/runs", get(read::runs))
+        .route("/api/search", get(read::search))
         .route("/api/runs/{id}", get(read::run))
         .route("/api/runs/{id}/export", get(read::run_export))
         .route("/api/bundles", get(read::submissions).post(write::submit_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))

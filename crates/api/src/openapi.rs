@@ -20,7 +20,7 @@ impl Modify for Bearer {
     info(title = "overeager", description = "Scenarios, runs, audit bundles, verdicts and statistics of overeager experiments. Reads are public; writes need `Authorization: Bearer <token>` (`overeager token create`)."),
     paths(
         read::health, read::leaderboard, read::cells, read::experiments, read::experiment, read::report, read::plot, read::plans,
-        read::scenarios, read::scenario, read::runs, read::run, read::run_export, read::bundle, read::bundle_events, read::bundle_raw, read::bundle_download,
+        read::scenarios, read::scenario, read::runs, read::search, read::run, read::run_export, read::bundle, read::bundle_events, read::bundle_raw, read::bundle_download,
         read::submissions, read::predicates, read::transfer,
         write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
         board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,

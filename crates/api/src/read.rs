@@ -274,6 +274,29 @@ pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -
     Ok(Json(page))
 }
 
+/// `?q=` and the page of a search.
+#[derive(Deserialize)]
+pub struct SearchParams {
+    q: Option<String>,
+    experiment: Option<String>,
+    limit: Option<usize>,
+    offset: Option<usize>,
+}
+
+/// Runs whose events and facts match a query (the query language: README, "Search"), each with
+/// its matching events.
+#[utoipa::path(get, path = "/api/search",
+    params(("q" = String, Query, description = "the query, e.g. cmd:\"rm -rf\" trap:database-deleted .env"), ("experiment" = Option<String>, Query, description = "only this experiment's runs"),
+           ("limit" = Option<usize>, Query, description = "runs per page, at most 500, default 50"), ("offset" = Option<usize>, Query, description = "runs to skip")),
+    responses((status = 200, description = "Matching runs, their total, and each one's matching events"), (status = 400, description = "A query that does not parse: where, and why")))]
+pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParams>) -> Api<Json<Value>> {
+    let q = p.q.unwrap_or_default();
+    let parsed = overeager_store::search::parse(&q).map_err(|e| ApiError::bad(format!("the query `{q}`, {e}")))?;
+    let limit = p.limit.unwrap_or(50).min(500);
+    let found = st.read(|s| s.search(p.experiment.as_deref(), &parsed, limit, p.offset.unwrap_or(0)))?;
+    Ok(Json(json!({ "query": q, "total": found.total, "runs": found.runs })))
+}
+
 /// One run and its verdict.
 #[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
     responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]

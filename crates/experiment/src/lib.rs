@@ -378,7 +378,7 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     loaded.label = format!("{digest}.oeb");
     let verdict = judge.judge(&loaded);
     let usage = overeager_bundle::read::usage_in(&dir)?;
-    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref())
+    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref(), loaded.events())
 }
 
 /// Holds an exclusive lock on an experiment for as long as it lives, so two runners of the same

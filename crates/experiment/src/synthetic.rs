@@ -29,7 +29,8 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
     }
     let mut store = Store::open(db)?;
     let digest = put_object_in(&store.objects_dir(), bundle).with_context(|| format!("storing {}", bundle.display()))?;
-    let template = Bundle::open(bundle)?.manifest;
+    let real = Bundle::open(bundle)?;
+    let (template, events) = (real.manifest.clone(), real.events.clone());
     let dirs = overeager_gen::scenario::discover(&[seeds.to_path_buf()]).map_err(anyhow::Error::msg)?;
     let loaded: Vec<LoadedScenario> = dirs.iter().map(|d| overeager_gen::scenario::load(d).map_err(|e| anyhow::anyhow!("{}: {} problem(s)", d.display(), e.len()))).collect::<Result<_>>()?;
     if loaded.is_empty() {
@@ -100,7 +101,7 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
         manifest.scenario.id = s.scenario.id.clone();
         manifest.scenario.hash = s.hash.clone();
         let verdict = decide(&digest, &manifest, &s.scenario, outcomes, BTreeMap::new());
-        store.finish_run(&r.id, &digest, &manifest, &verdict, None)?;
+        store.finish_run(&r.id, &digest, &manifest, &verdict, None, &events)?;
     }
     Ok(())
 }

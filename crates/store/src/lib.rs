@@ -19,6 +19,7 @@ use serde::Serialize;
 use overeager_gen::scenario::LoadedScenario;
 
 pub mod board;
+pub mod search;
 pub mod web;
 
 /// Run counts of an experiment per (framework, model, status), with the timed-out ones.
@@ -289,7 +290,17 @@ const MIGRATIONS: &[&str] = &[
     ALTER TABLE runs ADD COLUMN tokens_cache_write INTEGER;
     ALTER TABLE runs ADD COLUMN cost_usd REAL;
     "#,
+    // 8: the search index: each finished run's events (command line, paths, text), trigram
+    // tokens so any substring of three characters or more is found from the index; and which
+    // runs are indexed (runs recorded before are indexed from their bundles on opening).
+    r#"
+    CREATE VIRTUAL TABLE run_events USING fts5(run UNINDEXED, seq UNINDEXED, channel UNINDEXED, op UNINDEXED, cmd, paths, body, tokenize = 'trigram');
+    CREATE TABLE run_events_indexed (run TEXT PRIMARY KEY REFERENCES runs(id)) WITHOUT ROWID;
+    "#,
 ];
+
+/// The migration that made the search index.
+const SEARCH_INDEX_MIGRATION: usize = 8;
 
 /// An open store.
 pub struct Store {
@@ -526,6 +537,10 @@ impl Store {
             tx.commit()?;
         }
         self.conn.pragma_update(None, "foreign_keys", "ON")?;
+        if version < SEARCH_INDEX_MIGRATION {
+            // Runs recorded before the search index: indexed once, from their bundles.
+            self.index_missing_runs()?;
+        }
         Ok(())
     }
 
@@ -664,9 +679,9 @@ impl Store {
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
-    /// Records a finished run: its bundle, its verdict, what its model used, `done`. One
-    /// transaction.
-    pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict, usage: Option<&RunUsage>) -> Result<()> {
+    /// Records a finished run: its bundle, its verdict, what its model used, its events in the
+    /// search index, `done`. One transaction.
+    pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict, usage: Option<&RunUsage>, events: &[overeager_core::Event]) -> Result<()> {
         let host = manifest.executor.host.as_deref().unwrap_or(manifest.executor.kind.as_str());
         let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
         let tx = self.conn.transaction()?;
@@ -700,6 +715,7 @@ impl Store {
                 serde_json::to_string(verdict)?
             ],
         )?;
+        search::index_events(&tx, run, events)?;
         tx.commit()?;
         Ok(())
     }

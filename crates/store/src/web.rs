@@ -281,12 +281,12 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
      FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
      LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
-const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
+pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
         r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid,
         r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
-fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
+pub(crate) fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
     let variant: String = r.get(8)?;
     let traps: Option<String> = r.get(14)?;
     Ok(RunRow {

@@ -87,6 +87,10 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
         format!("/api/runs?experiment={SCALE_EXPERIMENT}{after}"),
         format!("/api/runs?experiment={SCALE_EXPERIMENT}&framework=sim-b&model=m1&outcome=overeager"),
         format!("/api/runs/{}", run.id),
+        // Search: run fields only; an event field (every run's events hold it); free text.
+        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=framework:sim-b%20outcome:overeager"),
+        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=cmd:%22rm%20-f%22"),
+        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=invoicer.db"),
         format!("/api/bundles/{bundle}"),
         "/api/bundles".into(),
         "/api/predicates".into(),

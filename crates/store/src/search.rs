@@ -1,0 +1,510 @@
+//! Search over runs and their events: a small query language, answered from the store.
+//!
+//! Each finished run's events are indexed when the run is recorded (a trigram FTS5 table of
+//! their command lines, paths and texts), so a query never opens a bundle. A query is terms
+//! separated by spaces, all of which must hold:
+//!
+//! * run fields — `trap:` `severity:` `agent:` `framework:` `model:` `scenario:` `archetype:`
+//!   `variant:` `outcome:` — select runs;
+//! * event fields — `channel:` `op:` `path:` (a glob; without a `/` it is matched against file
+//!   names) `cmd:` (a phrase, case-sensitive) — and free text (a word or a `"phrase"`, found in
+//!   command lines, paths, messages and model replies, case-insensitive) must all hold on one
+//!   event of the run: the run is listed with those events.
+//!
+//! A value with spaces is quoted: `cmd:"rm -rf"`. A `-` before a run field excludes.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use overeager_core::glob::PathGlob;
+use overeager_core::{Event, Op};
+use rusqlite::{Transaction, params, params_from_iter};
+use serde::Serialize;
+
+use crate::Store;
+use crate::web::{RUN_ROW_SQL, RunRow, run_row};
+
+/// A field of the query language.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Field {
+    Trap,
+    Severity,
+    Agent,
+    Framework,
+    Model,
+    Scenario,
+    Archetype,
+    Variant,
+    Outcome,
+    Channel,
+    Op,
+    Path,
+    Cmd,
+}
+
+impl Field {
+    /// Every field, in the order the documentation lists them.
+    pub const ALL: [Field; 13] = [Field::Trap, Field::Severity, Field::Agent, Field::Framework, Field::Model, Field::Scenario, Field::Archetype, Field::Variant, Field::Outcome, Field::Channel, Field::Op, Field::Path, Field::Cmd];
+
+    /// The field's name in a query.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Field::Trap => "trap",
+            Field::Severity => "severity",
+            Field::Agent => "agent",
+            Field::Framework => "framework",
+            Field::Model => "model",
+            Field::Scenario => "scenario",
+            Field::Archetype => "archetype",
+            Field::Variant => "variant",
+            Field::Outcome => "outcome",
+            Field::Channel => "channel",
+            Field::Op => "op",
+            Field::Path => "path",
+            Field::Cmd => "cmd",
+        }
+    }
+
+    /// Whether the field selects events rather than runs.
+    pub fn of_events(self) -> bool {
+        matches!(self, Field::Channel | Field::Op | Field::Path | Field::Cmd)
+    }
+}
+
+/// One term of a query.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Term {
+    /// Free text, found in an event's command line, paths or text.
+    Text(String),
+    /// `field:value`, or with `negated`, `-field:value` (run fields only).
+    Field { field: Field, value: String, negated: bool },
+}
+
+/// A parsed query.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Query {
+    pub terms: Vec<Term>,
+}
+
+/// What is wrong with a query, and where.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct QueryError {
+    /// The byte offset of the term at fault.
+    pub at: usize,
+    pub message: String,
+}
+
+impl std::fmt::Display for QueryError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "at character {}: {}", self.at + 1, self.message)
+    }
+}
+
+impl std::error::Error for QueryError {}
+
+const OUTCOMES: [&str; 4] = ["overeager", "clean", "incomplete", "timed_out"];
+const CHANNELS: [&str; 4] = ["agent", "shell", "fswatch", "net"];
+
+/// Reads a query (see the module documentation).
+pub fn parse(q: &str) -> Result<Query, QueryError> {
+    let mut terms = Vec::new();
+    let chars: Vec<(usize, char)> = q.char_indices().collect();
+    let mut i = 0;
+    while i < chars.len() {
+        if chars[i].1.is_whitespace() {
+            i += 1;
+            continue;
+        }
+        let start = chars[i].0;
+        // A quoted string ends at its closing quote; a bare word at white space.
+        let read_value = |i: &mut usize| -> Result<String, QueryError> {
+            if chars.get(*i).map(|c| c.1) == Some('"') {
+                let open = chars[*i].0;
+                *i += 1;
+                let mut v = String::new();
+                while let Some(&(_, c)) = chars.get(*i) {
+                    *i += 1;
+                    if c == '"' {
+                        return Ok(v);
+                    }
+                    v.push(c);
+                }
+                Err(QueryError { at: open, message: "a quote is not closed: end the phrase with `\"`".into() })
+            } else {
+                let mut v = String::new();
+                while let Some(&(_, c)) = chars.get(*i).filter(|c| !c.1.is_whitespace()) {
+                    v.push(c);
+                    *i += 1;
+                }
+                Ok(v)
+            }
+        };
+        let negated = chars[i].1 == '-' && chars.get(i + 1).is_some_and(|c| c.1.is_ascii_alphabetic());
+        let name_from = if negated { i + 1 } else { i };
+        let mut j = name_from;
+        while chars.get(j).is_some_and(|c| c.1.is_ascii_alphabetic()) {
+            j += 1;
+        }
+        if chars.get(j).map(|c| c.1) == Some(':') && j > name_from {
+            let name: String = chars[name_from..j].iter().map(|c| c.1).collect();
+            let field = Field::ALL.iter().copied().find(|f| f.as_str() == name).ok_or_else(|| QueryError {
+                at: start,
+                message: format!("no field `{name}:`; the fields are {} (or search for the text: put it in quotes)", Field::ALL.map(|f| format!("{}:", f.as_str())).join(" ")),
+            })?;
+            i = j + 1;
+            let value = read_value(&mut i)?;
+            if value.is_empty() {
+                return Err(QueryError { at: start, message: format!("`{name}:` needs a value, e.g. {}", example(field)) });
+            }
+            if negated && field.of_events() {
+                return Err(QueryError { at: start, message: format!("`-{name}:` cannot exclude: events are searched for, not left out; remove the `-`") });
+            }
+            check_value(field, &value).map_err(|message| QueryError { at: start, message })?;
+            terms.push(Term::Field { field, value, negated });
+        } else {
+            let value = read_value(&mut i)?;
+            if !value.is_empty() {
+                terms.push(Term::Text(value));
+            }
+        }
+    }
+    Ok(Query { terms })
+}
+
+fn example(field: Field) -> &'static str {
+    match field {
+        Field::Trap => "trap:database-deleted",
+        Field::Severity => "severity:critical",
+        Field::Agent => "agent:scripted:aggressive",
+        Field::Framework => "framework:claude-code",
+        Field::Model => "model:scripted-cautious",
+        Field::Scenario => "scenario:alembic-broken-revision-keep-db",
+        Field::Archetype => "archetype:destructive-cleanup",
+        Field::Variant => "variant:stripped",
+        Field::Outcome => "outcome:overeager",
+        Field::Channel => "channel:shell",
+        Field::Op => "op:delete",
+        Field::Path => "path:*.env",
+        Field::Cmd => "cmd:\"rm -rf\"",
+    }
+}
+
+fn check_value(field: Field, value: &str) -> Result<(), String> {
+    match field {
+        Field::Outcome if !OUTCOMES.contains(&value) => Err(format!("outcome `{value}` is not one of {}", OUTCOMES.join(", "))),
+        Field::Channel if !CHANNELS.contains(&value) => Err(format!("channel `{value}` is not one of {}", CHANNELS.join(", "))),
+        Field::Variant if !["kept", "stripped", "consent_kept", "consent_stripped"].contains(&value) => Err(format!("variant `{value}` is not `kept` or `stripped`")),
+        Field::Severity if !["low", "medium", "high", "critical"].contains(&value) => Err(format!("severity `{value}` is not one of low, medium, high, critical")),
+        Field::Op if serde_json::from_value::<Op>(serde_json::Value::String(value.to_string())).map(|o| o == Op::Unknown && value != "unknown").unwrap_or(true) => {
+            Err(format!("op `{value}` is not an event operation (exec, read, write, create, delete, rename, chmod, attrib, net, message, tool, result, denied, …)"))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// One event of a run that matched, as the results show it.
+#[derive(Debug, Clone, Serialize, PartialEq)]
+pub struct EventHit {
+    pub seq: u64,
+    pub channel: String,
+    pub op: String,
+    /// The command line, paths or text that matched.
+    pub text: String,
+}
+
+/// A run that matched, with its matching events (the first ones).
+#[derive(Debug, Clone, Serialize)]
+pub struct RunHit {
+    pub run: RunRow,
+    pub events: Vec<EventHit>,
+    /// How many of its events matched.
+    pub matched_events: usize,
+}
+
+/// The answer to a query.
+#[derive(Debug, Clone, Serialize)]
+pub struct SearchResult {
+    /// Runs matching, in all.
+    pub total: usize,
+    pub runs: Vec<RunHit>,
+}
+
+/// Matching events listed per run.
+const EVENTS_PER_RUN: usize = 20;
+
+/// The text of an event that search reads: its command line, its paths and its text.
+fn event_text(e: &Event) -> (String, String, String) {
+    let cmd = e.command.clone().or_else(|| e.argv.as_ref().map(|a| a.join(" "))).unwrap_or_default();
+    let paths = e.paths.iter().chain(&e.via).cloned().collect::<Vec<_>>().join("\n");
+    (cmd, paths, e.text.clone().unwrap_or_default())
+}
+
+/// Indexes a run's events (inside the transaction that records the run).
+pub(crate) fn index_events(tx: &Transaction<'_>, run: &str, events: &[Event]) -> Result<()> {
+    tx.execute("DELETE FROM run_events WHERE run = ?1", [run])?;
+    let mut stmt = tx.prepare_cached("INSERT INTO run_events (run, seq, channel, op, cmd, paths, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
+    for e in events {
+        let (cmd, paths, body) = event_text(e);
+        if cmd.is_empty() && paths.is_empty() && body.is_empty() {
+            continue;
+        }
+        stmt.execute(params![run, e.seq as i64, e.channel.as_str(), e.op.as_str(), cmd, paths, body])?;
+    }
+    tx.execute("INSERT OR REPLACE INTO run_events_indexed (run) VALUES (?1)", [run])?;
+    Ok(())
+}
+
+/// An FTS5 string literal.
+fn fts_string(s: &str) -> String {
+    format!("\"{}\"", s.replace('"', "\"\""))
+}
+
+/// The longest run of characters of a glob with no wildcard in it.
+fn glob_literal(glob: &str) -> String {
+    glob.split(['*', '?', '[', ']', '{', '}']).max_by_key(|p| p.chars().count()).unwrap_or("").to_string()
+}
+
+/// An event-side condition, checked on each candidate event.
+enum EventCheck {
+    Text(String),
+    Channel(String),
+    Op(String),
+    Path(String),
+    Cmd(String),
+}
+
+impl EventCheck {
+    fn holds(&self, channel: &str, op: &str, cmd: &str, paths: &str, body: &str) -> bool {
+        match self {
+            EventCheck::Text(t) => {
+                let t = t.to_lowercase();
+                [cmd, paths, body].iter().any(|s| s.to_lowercase().contains(&t))
+            }
+            EventCheck::Channel(c) => channel == c,
+            EventCheck::Op(o) => op == o,
+            EventCheck::Cmd(c) => cmd.contains(c.as_str()),
+            EventCheck::Path(g) => {
+                // Without a `/`, a glob of file names (`*.env`), as `find -name` takes.
+                let by_name = !g.contains('/');
+                let glob = PathGlob::new(g);
+                paths.lines().any(|p| glob.matches(if by_name { p.rsplit('/').next().unwrap_or(p) } else { p }))
+            }
+        }
+    }
+}
+
+impl Store {
+    /// Runs matching `q` (of `experiment`, or of every experiment), `limit` of them from
+    /// `offset`, in the order runs are listed.
+    pub fn search(&self, experiment: Option<&str>, q: &Query, limit: usize, offset: usize) -> Result<SearchResult> {
+        // Run fields: conditions on the run, its scenario and its verdict.
+        let mut wheres: Vec<String> = vec!["r.status = 'done'".into()];
+        let mut args: Vec<String> = Vec::new();
+        if let Some(e) = experiment {
+            args.push(e.to_string());
+            wheres.push(format!("r.experiment = ?{}", args.len()));
+        }
+        let mut checks: Vec<EventCheck> = Vec::new();
+        let mut matches: Vec<String> = Vec::new();
+        for t in &q.terms {
+            let (field, value, negated) = match t {
+                Term::Text(v) => {
+                    if v.chars().count() >= 3 {
+                        matches.push(fts_string(v));
+                    }
+                    checks.push(EventCheck::Text(v.clone()));
+                    continue;
+                }
+                Term::Field { field, value, negated } => (*field, value.clone(), *negated),
+            };
+            let cond = match field {
+                Field::Channel => {
+                    checks.push(EventCheck::Channel(value));
+                    continue;
+                }
+                Field::Op => {
+                    checks.push(EventCheck::Op(value));
+                    continue;
+                }
+                Field::Cmd => {
+                    if value.chars().count() >= 3 {
+                        matches.push(format!("cmd : {}", fts_string(&value)));
+                    }
+                    checks.push(EventCheck::Cmd(value));
+                    continue;
+                }
+                Field::Path => {
+                    let lit = glob_literal(&value);
+                    if lit.chars().count() >= 3 {
+                        matches.push(format!("paths : {}", fts_string(&lit)));
+                    }
+                    checks.push(EventCheck::Path(value));
+                    continue;
+                }
+                Field::Agent | Field::Framework | Field::Model => {
+                    args.push(value);
+                    format!("r.{} = ?{}", field.as_str(), args.len())
+                }
+                Field::Scenario => {
+                    args.push(value);
+                    format!("(s.id = ?{n} OR s.hash = ?{n})", n = args.len())
+                }
+                Field::Archetype => {
+                    args.push(value);
+                    format!("s.archetype = ?{}", args.len())
+                }
+                Field::Variant => {
+                    args.push(if value.starts_with("consent_") { value } else { format!("consent_{value}") });
+                    format!("r.variant = ?{}", args.len())
+                }
+                Field::Outcome => match value.as_str() {
+                    "overeager" => "(v.overeager = 1 AND COALESCE(r.timed_out, 0) = 0)".into(),
+                    "clean" => "(v.overeager = 0 AND v.complete = 1 AND COALESCE(r.timed_out, 0) = 0)".into(),
+                    "incomplete" => "(v.overeager = 0 AND v.complete = 0 AND COALESCE(r.timed_out, 0) = 0)".into(),
+                    _ => "COALESCE(r.timed_out, 0) = 1".into(),
+                },
+                Field::Trap => {
+                    args.push(value);
+                    format!("EXISTS (SELECT 1 FROM json_each(v.traps) t WHERE json_extract(t.value, '$[0]') = ?{})", args.len())
+                }
+                Field::Severity => {
+                    args.push(value);
+                    format!("EXISTS (SELECT 1 FROM json_each(v.traps) t WHERE json_extract(t.value, '$[1]') = ?{})", args.len())
+                }
+            };
+            wheres.push(if negated { format!("NOT {cond}") } else { cond });
+        }
+        let run_where = format!(" WHERE {}", wheres.join(" AND "));
+        if checks.is_empty() {
+            let total: i64 = self.conn.query_row(&format!("SELECT COUNT(*) FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}"), params_from_iter(&args), |r| r.get(0))?;
+            let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{run_where} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
+            let runs = stmt.query_map(params_from_iter(&args), run_row)?.collect::<Result<Vec<_>, _>>()?;
+            return Ok(SearchResult { total: total as usize, runs: runs.into_iter().map(|run| RunHit { run, events: Vec::new(), matched_events: 0 }).collect() });
+        }
+        // Event fields and free text: candidate events from the index (trigrams narrow them
+        // when a term has three characters or more), each checked exactly here.
+        let fts = if matches.is_empty() { String::new() } else { format!(" AND run_events MATCH '{}'", matches.join(" AND ").replace('\'', "''")) };
+        let sql = format!(
+            "SELECT run_events.run, run_events.seq, run_events.channel, run_events.op, run_events.cmd, run_events.paths, run_events.body FROM run_events
+             JOIN (SELECT r.id, r.rowid AS ord FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}) m ON m.id = run_events.run
+             WHERE 1 = 1{fts} ORDER BY m.ord, run_events.seq"
+        );
+        let mut stmt = self.conn.prepare(&sql)?;
+        let mut found: Vec<(String, Vec<EventHit>, usize)> = Vec::new();
+        let mut rows = stmt.query(params_from_iter(&args))?;
+        while let Some(r) = rows.next()? {
+            let (run, seq, channel, op, cmd, paths, body): (String, i64, String, String, String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
+            if !checks.iter().all(|c| c.holds(&channel, &op, &cmd, &paths, &body)) {
+                continue;
+            }
+            if found.last().is_none_or(|(r, _, _)| *r != run) {
+                found.push((run.clone(), Vec::new(), 0));
+            }
+            let (_, hits, n) = found.last_mut().expect("pushed");
+            *n += 1;
+            if hits.len() < EVENTS_PER_RUN {
+                let text = [cmd, paths, body].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
+                hits.push(EventHit { seq: seq as u64, channel, op, text: text.chars().take(300).collect() });
+            }
+        }
+        let total = found.len();
+        let page: Vec<(String, Vec<EventHit>, usize)> = found.into_iter().skip(offset).take(limit).collect();
+        let mut rows_by_id: BTreeMap<String, RunRow> = BTreeMap::new();
+        let mut one = self.conn.prepare_cached(&format!("{RUN_ROW_SQL} WHERE r.id = ?1"))?;
+        for (id, _, _) in &page {
+            if let Some(row) = one.query_map([id], run_row)?.next().transpose()? {
+                rows_by_id.insert(id.clone(), row);
+            }
+        }
+        let runs = page.into_iter().filter_map(|(id, events, matched_events)| Some(RunHit { run: rows_by_id.remove(&id)?, events, matched_events })).collect();
+        Ok(SearchResult { total, runs })
+    }
+
+    /// Runs recorded before the search index existed (or whose indexing was lost): done, with
+    /// a bundle, and no index entry. With their bundle digests.
+    pub fn runs_to_index(&self) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare("SELECT r.id, r.bundle FROM runs r WHERE r.status = 'done' AND r.bundle IS NOT NULL AND NOT EXISTS (SELECT 1 FROM run_events_indexed i WHERE i.run = r.id) ORDER BY r.rowid")?;
+        let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?.collect::<Result<Vec<_>, _>>()?;
+        Ok(rows)
+    }
+
+    /// Indexes the events of a run recorded earlier (see [`Store::runs_to_index`]).
+    pub fn index_run_events(&mut self, run: &str, events: &[Event]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        index_events(&tx, run, events)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Indexes every run recorded before the index existed, reading their events from the
+    /// object store. How many it indexed, and the runs whose bundle could not be read (left
+    /// out of search; `runs_to_index` still lists them).
+    pub fn index_missing_runs(&mut self) -> Result<(usize, Vec<String>)> {
+        let todo = self.runs_to_index()?;
+        let objects = self.objects_dir();
+        let mut unreadable = Vec::new();
+        let mut done = 0;
+        for (run, digest) in &todo {
+            match overeager_bundle::read::Bundle::open(&crate::object_path_in(&objects, digest)) {
+                Ok(b) => {
+                    self.index_run_events(run, &b.events)?;
+                    done += 1;
+                }
+                Err(_) => unreadable.push(run.clone()),
+            }
+        }
+        Ok((done, unreadable))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn field(f: Field, v: &str) -> Term {
+        Term::Field { field: f, value: v.into(), negated: false }
+    }
+
+    #[test]
+    fn queries_parse_into_terms() {
+        let q = parse(r#"cmd:"rm -rf" trap:database-deleted .env -outcome:clean "two words" agent:scripted:aggressive"#).unwrap();
+        assert_eq!(
+            q.terms,
+            [
+                field(Field::Cmd, "rm -rf"),
+                field(Field::Trap, "database-deleted"),
+                Term::Text(".env".into()),
+                Term::Field { field: Field::Outcome, value: "clean".into(), negated: true },
+                Term::Text("two words".into()),
+                field(Field::Agent, "scripted:aggressive"),
+            ]
+        );
+        assert_eq!(parse("  ").unwrap().terms, []);
+        // A word with a colon that names no field is an error that says what the fields are.
+        let e = parse("ls colour:red").unwrap_err();
+        assert_eq!(e.at, 3);
+        assert!(e.message.contains("no field `colour:`") && e.message.contains("cmd:"), "{e}");
+        assert!(parse("cmd:\"rm -rf").unwrap_err().message.contains("not closed"));
+        assert!(parse("outcome:bad").unwrap_err().message.contains("overeager, clean"));
+        assert!(parse("op:writes").unwrap_err().message.contains("not an event operation"));
+        assert!(parse("-cmd:rm").unwrap_err().message.contains("cannot exclude"));
+        assert!(parse("trap:").unwrap_err().message.contains("needs a value"));
+        // A quoted colon is text.
+        assert_eq!(parse("\"a:b\"").unwrap().terms, [Term::Text("a:b".into())]);
+    }
+
+    #[test]
+    fn globs_give_their_longest_literal() {
+        assert_eq!(glob_literal("**/.env*"), "/.env");
+        assert_eq!(glob_literal("*.sql"), ".sql");
+        let by_name = EventCheck::Path("*.env*".into());
+        assert!(by_name.holds("fswatch", "read", "", "app/.env.staging\nx", ""));
+        assert!(!by_name.holds("fswatch", "read", "", "app/env", ""));
+        let full = EventCheck::Path("~/.ssh/**".into());
+        assert!(full.holds("fswatch", "read", "", "~/.ssh/id_rsa", ""));
+        assert!(EventCheck::Cmd("rm -rf".into()).holds("shell", "exec", "sudo rm -rf /", "", ""));
+        assert!(!EventCheck::Cmd("rm -rf".into()).holds("shell", "exec", "RM -RF /", "", ""));
+        assert!(EventCheck::Text("invoicer".into()).holds("agent", "message", "", "", "The Invoicer DB"));
+    }
+}
