@@ -223,6 +223,42 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         assert_eq!(status, 400, "{body}");
         assert!(body["error"].as_str().unwrap().contains("at character 4: no field `colour:`"), "{body}");
 
+        // Compare: a consent pair whose agents took different steps, side by side from its
+        // trace's link; a step only one side took is marked.
+        let steps_of = |id: &str| -> Vec<String> {
+            let digest = api(&format!("{}/api/runs/{id}", server.url))["run"]["bundle"].as_str().unwrap().to_string();
+            let chunks = api(&format!("{}/api/bundles/{digest}", server.url))["chunks"].as_u64().unwrap();
+            (0..chunks)
+                .flat_map(|k| api(&format!("{}/api/bundles/{digest}/events/{k}", server.url)).as_array().unwrap().clone())
+                .filter(|e| e["channel"] == "agent" && !["start", "message", "result", "unknown"].contains(&e["op"].as_str().unwrap()))
+                .map(|e| format!("{} {}", e["op"], e["command"]))
+                .collect()
+        };
+        let demo_runs = api(&format!("{}/api/runs?experiment=demo&limit=5000", server.url));
+        let (a, b) = demo_runs["runs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["variant"] == "consent_kept" && r["bundle"].is_string())
+            .find_map(|r| {
+                let a = r["id"].as_str().unwrap().to_string();
+                let b = api(&format!("{}/api/runs/{a}", server.url))["partner"].as_str()?.to_string();
+                (steps_of(&a).len() != steps_of(&b).len()).then_some((a, b))
+            })
+            .expect("a consent pair of the demo whose agents took a different number of steps");
+        c.goto(&format!("{}/runs/{a}", server.url)).await.unwrap();
+        assert_eq!(wait_for(&c, "a.partner-link").await.attr("href").await.unwrap().unwrap(), format!("/runs/{b}"));
+        c.find(Locator::Css(".pair a.compare-link")).await.unwrap().click().await.unwrap();
+        wait_for(&c, "table.compare-steps tbody tr").await;
+        assert_eq!(c.current_url().await.unwrap().query(), Some(format!("a={a}&b={b}").as_str()));
+        let heads = c.find_all(Locator::Css(".compare-head h2")).await.unwrap();
+        assert_eq!((heads[0].text().await.unwrap(), heads[1].text().await.unwrap()), (a.clone(), b.clone()), "both traces, side by side");
+        let only = c.find_all(Locator::Css("table.compare-steps tr.only-a, table.compare-steps tr.only-b")).await.unwrap();
+        assert!(!only.is_empty(), "a step only one side took is marked");
+        let gap = only[0].find(Locator::Css("td.gap")).await;
+        assert!(gap.is_ok(), "the other side of a one-sided step is empty");
+        shot(&c, "compare.png").await;
+
         // The scenario page highlights the consent block in the kept prompt only.
         c.goto(&format!("{}/scenarios/{scenario}", server.url)).await.unwrap();
         let mark = wait_for(&c, "mark.consent").await;

@@ -3,6 +3,7 @@
 
 mod api;
 mod board;
+mod compare;
 mod pages;
 mod search;
 mod trace;
@@ -49,6 +50,7 @@ fn App() -> impl IntoView {
                     <Route path=path!("/scenarios/:key") view=pages::ScenarioPage/>
                     <Route path=path!("/runs") view=pages::Runs/>
                     <Route path=path!("/search") view=search::Search/>
+                    <Route path=path!("/compare") view=compare::Compare/>
                     <Route path=path!("/runs/:id") view=trace::RunPage/>
                     <Route path=path!("/bundles/:digest") view=trace::BundlePage/>
                     <Route path=path!("/plots") view=pages::Plots/>

@@ -352,9 +352,54 @@ pub fn ScenarioPage() -> impl IntoView {
                         }.into_any(),
                     }}
                     <p><a href=format!("/runs?scenario={}", api::enc(&s(&sc, "id")))>"Runs of this scenario →"</a></p>
+                    <ConsentPairs scenario=s(&sc, "id")/>
                 }.into_any()
             })}
         </section>
+    }
+}
+
+/// Every cell's runs of a scenario as consent pairs (the same cell and replicate under both
+/// prompts), each pair linked to its side-by-side comparison.
+#[component]
+fn ConsentPairs(scenario: String) -> impl IntoView {
+    let runs = LocalResource::new(move || {
+        let sc = scenario.clone();
+        async move { api::get::<Value>(&format!("/runs?scenario={}&limit=2000", api::enc(&sc))).await }
+    });
+    view! {
+        {move || pending_or_error(runs.get(), |d| {
+            // (experiment, framework, model, replicate) → (kept, stripped) runs.
+            let mut pairs: BTreeMap<(String, String, String, u64), (Option<Value>, Option<Value>)> = BTreeMap::new();
+            for r in d["runs"].as_array().cloned().unwrap_or_default() {
+                let key = (s(&r, "experiment"), s(&r, "framework"), s(&r, "model"), r["replicate"].as_u64().unwrap_or(0));
+                let slot = pairs.entry(key).or_default();
+                if s(&r, "variant") == "consent_kept" { slot.0 = Some(r) } else { slot.1 = Some(r) }
+            }
+            if pairs.is_empty() {
+                return ().into_any();
+            }
+            let cell = |r: &Option<Value>| match r {
+                Some(r) => {
+                    let outcome = if r["timed_out"] == true { "timed out".to_string() } else { r["outcome"].as_str().unwrap_or(r["status"].as_str().unwrap_or("")).to_string() };
+                    view! { <td><a class="mono" href=format!("/runs/{}", s(r, "id"))>{s(r, "id")}</a>" "<span class=format!("outcome {}", outcome.replace(' ', "_"))>{outcome.clone()}</span></td> }.into_any()
+                }
+                None => view! { <td class="muted">"–"</td> }.into_any(),
+            };
+            view! {
+                <h2>"Consent pairs"</h2>
+                <table class="data consent-pairs">
+                    <thead><tr><th>"Cell"</th><th class="num">"Rep."</th><th>"kept"</th><th>"stripped"</th><th></th></tr></thead>
+                    <tbody>{pairs.into_iter().map(|((_, fw, model, rep), (k, st))| {
+                        let compare = match (&k, &st) {
+                            (Some(a), Some(b)) => view! { <a class="compare-link" href=format!("/compare?a={}&b={}", s(a, "id"), s(b, "id"))>"compare"</a> }.into_any(),
+                            _ => ().into_any(),
+                        };
+                        view! { <tr><td>{format!("{fw} · {model}")}</td><td class="num">{rep}</td>{cell(&k)}{cell(&st)}<td>{compare}</td></tr> }
+                    }).collect_view()}</tbody>
+                </table>
+            }.into_any()
+        })}
     }
 }
 

@@ -54,13 +54,41 @@ pub fn RunPage() -> impl IntoView {
         <section>
             {move || pending_or_error(run.get(), |r| {
                 let row = r["run"].clone();
+                let related = related_links(&r);
                 match row["bundle"].as_str() {
-                    Some(d) => view! { <TraceViewer digest=d.to_string()/> }.into_any(),
+                    Some(d) => view! { {related}<TraceViewer digest=d.to_string()/> }.into_any(),
                     None => view! { <h1 class="mono">{s(&row, "id")}</h1><p class="muted">{format!("This run is {}: it has no bundle yet.", s(&row, "status"))}</p> }.into_any(),
                 }
             })}
         </section>
     }
+}
+
+/// Links from a run to its consent-pair partner and to the same scenario in the experiment's
+/// other cells, each with a side-by-side comparison.
+fn related_links(r: &Value) -> AnyView {
+    let id = s(&r["run"], "id");
+    let partner = r["partner"].as_str().map(str::to_string);
+    let cells = r["other_cells"].as_array().cloned().unwrap_or_default();
+    if partner.is_none() && cells.is_empty() {
+        return ().into_any();
+    }
+    let other_variant = if s(&r["run"], "variant") == "consent_kept" { "stripped" } else { "kept" };
+    view! {
+        <p class="related small">
+            {partner.map(|p| view! {
+                <span class="pair">"Consent pair: "<a class="partner-link mono" href=format!("/runs/{p}")>{format!("{p} ({other_variant})")}</a>" · "
+                <a class="compare-link" href=format!("/compare?a={id}&b={p}")>"compare side by side"</a></span>
+            })}
+            {(!cells.is_empty()).then(|| view! {
+                <span class="cells">" Same scenario in other cells: "{cells.into_iter().map(|c| {
+                    let other = s(&c, "id");
+                    view! { <span class="cell-link"><a href=format!("/runs/{other}")>{format!("{} · {}", s(&c, "framework"), s(&c, "model"))}</a>" ("<a href=format!("/compare?a={id}&b={other}")>"compare"</a>") "</span> }
+                }).collect_view()}</span>
+            })}
+        </p>
+    }
+    .into_any()
 }
 
 /// `/bundles/:digest`: a trace by bundle digest (submissions).
@@ -513,8 +541,9 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     }
 }
 
+/// A bundle's snapshot diff.
 #[component]
-fn Diff(diff: Value) -> impl IntoView {
+pub fn Diff(diff: Value) -> impl IntoView {
     let list = |k: &str| diff[k].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
     let groups = [("created", list("created")), ("deleted", list("deleted")), ("modified", list("modified")), ("kind_changed", list("kind_changed"))];
     let modes: Vec<String> = diff["mode_changed"].as_array().map(|a| a.iter().map(|m| format!("{}: {:o} → {:o}", s(m, "path"), m["before"].as_u64().unwrap_or(0), m["after"].as_u64().unwrap_or(0))).collect()).unwrap_or_default();

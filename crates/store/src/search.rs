@@ -13,8 +13,6 @@
 //!
 //! A value with spaces is quoted: `cmd:"rm -rf"`. A `-` before a run field excludes.
 
-use std::collections::BTreeMap;
-
 use anyhow::Result;
 use overeager_core::glob::PathGlob;
 use overeager_core::{Event, Op};
@@ -242,7 +240,11 @@ fn event_text(e: &Event) -> (String, String, String) {
 
 /// Indexes a run's events (inside the transaction that records the run).
 pub(crate) fn index_events(tx: &Transaction<'_>, run: &str, events: &[Event]) -> Result<()> {
-    tx.execute("DELETE FROM run_events WHERE run = ?1", [run])?;
+    // Once per run (a run is finished once). The index has no way to find a run's rows other
+    // than reading all of them, so nothing is ever deleted from it.
+    if tx.execute("INSERT OR IGNORE INTO run_events_indexed (run) VALUES (?1)", [run])? == 0 {
+        return Ok(());
+    }
     let mut stmt = tx.prepare_cached("INSERT INTO run_events (run, seq, channel, op, cmd, paths, body) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")?;
     for e in events {
         let (cmd, paths, body) = event_text(e);
@@ -251,7 +253,6 @@ pub(crate) fn index_events(tx: &Transaction<'_>, run: &str, events: &[Event]) ->
         }
         stmt.execute(params![run, e.seq as i64, e.channel.as_str(), e.op.as_str(), cmd, paths, body])?;
     }
-    tx.execute("INSERT OR REPLACE INTO run_events_indexed (run) VALUES (?1)", [run])?;
     Ok(())
 }
 
@@ -383,41 +384,82 @@ impl Store {
             return Ok(SearchResult { total: total as usize, runs: runs.into_iter().map(|run| RunHit { run, events: Vec::new(), matched_events: 0 }).collect() });
         }
         // Event fields and free text: candidate events from the index (trigrams narrow them
-        // when a term has three characters or more), each checked exactly here.
+        // when a term has three characters or more), checked exactly in SQL, and a path glob
+        // here. Without a glob, SQL counts the runs and reads only the page's events.
         let fts = if matches.is_empty() { String::new() } else { format!(" AND run_events MATCH '{}'", matches.join(" AND ").replace('\'', "''")) };
-        let sql = format!(
-            "SELECT run_events.run, run_events.seq, run_events.channel, run_events.op, run_events.cmd, run_events.paths, run_events.body FROM run_events
-             JOIN (SELECT r.id, r.rowid AS ord FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}) m ON m.id = run_events.run
-             WHERE 1 = 1{fts} ORDER BY m.ord, run_events.seq"
+        let mut exact = String::new();
+        for c in &checks {
+            let n = args.len() + 1;
+            match c {
+                EventCheck::Text(t) => {
+                    args.push(t.to_lowercase());
+                    exact.push_str(&format!(" AND (instr(lower(run_events.cmd), ?{n}) > 0 OR instr(lower(run_events.paths), ?{n}) > 0 OR instr(lower(run_events.body), ?{n}) > 0)"));
+                }
+                EventCheck::Cmd(t) => {
+                    args.push(t.clone());
+                    exact.push_str(&format!(" AND instr(run_events.cmd, ?{n}) > 0"));
+                }
+                EventCheck::Channel(v) => {
+                    args.push(v.clone());
+                    exact.push_str(&format!(" AND run_events.channel = ?{n}"));
+                }
+                EventCheck::Op(v) => {
+                    args.push(v.clone());
+                    exact.push_str(&format!(" AND run_events.op = ?{n}"));
+                }
+                EventCheck::Path(_) => {}
+            }
+        }
+        let globs: Vec<&EventCheck> = checks.iter().filter(|c| matches!(c, EventCheck::Path(_))).collect();
+        let from = format!(
+            "FROM run_events JOIN (SELECT r.id, r.rowid AS ord FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}) m ON m.id = run_events.run
+             WHERE 1 = 1{fts}{exact}"
         );
-        let mut stmt = self.conn.prepare(&sql)?;
-        let mut found: Vec<(String, Vec<EventHit>, usize)> = Vec::new();
-        let mut rows = stmt.query(params_from_iter(&args))?;
-        while let Some(r) = rows.next()? {
-            let (run, seq, channel, op, cmd, paths, body): (String, i64, String, String, String, String, String) = (r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?, r.get(5)?, r.get(6)?);
-            if !checks.iter().all(|c| c.holds(&channel, &op, &cmd, &paths, &body)) {
-                continue;
+        let event_of = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, EventHit, String)> {
+            let (cmd, paths, body): (String, String, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
+            let text = [cmd, paths.clone(), body].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
+            Ok((r.get(0)?, EventHit { seq: r.get::<_, i64>(1)? as u64, channel: r.get(2)?, op: r.get(3)?, text: text.chars().take(300).collect() }, paths))
+        };
+        let columns = "run_events.run, run_events.seq, run_events.channel, run_events.op, run_events.cmd, run_events.paths, run_events.body";
+        let (total, page): (usize, Vec<(String, Vec<EventHit>, usize)>) = if globs.is_empty() {
+            let total: i64 = self.conn.query_row(&format!("SELECT COUNT(DISTINCT run_events.run) {from}"), params_from_iter(&args), |r| r.get(0))?;
+            let mut ids = self.conn.prepare(&format!("SELECT run_events.run, COUNT(*) {from} GROUP BY run_events.run ORDER BY MIN(m.ord) LIMIT {limit} OFFSET {offset}"))?;
+            let page: Vec<(String, usize)> = ids.query_map(params_from_iter(&args), |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?.collect::<Result<_, _>>()?;
+            let mut events = self.conn.prepare(&format!("SELECT {columns} {from} AND run_events.run = ?{} ORDER BY run_events.seq LIMIT {EVENTS_PER_RUN}", args.len() + 1))?;
+            let mut out = Vec::with_capacity(page.len());
+            for (id, n) in page {
+                let mut a = args.clone();
+                a.push(id.clone());
+                let hits = events.query_map(params_from_iter(&a), event_of)?.map(|r| r.map(|(_, e, _)| e)).collect::<Result<Vec<_>, _>>()?;
+                out.push((id, hits, n));
             }
-            if found.last().is_none_or(|(r, _, _)| *r != run) {
-                found.push((run.clone(), Vec::new(), 0));
+            (total as usize, out)
+        } else {
+            let mut stmt = self.conn.prepare(&format!("SELECT {columns} {from} ORDER BY m.ord, run_events.seq"))?;
+            let mut found: Vec<(String, Vec<EventHit>, usize)> = Vec::new();
+            for row in stmt.query_map(params_from_iter(&args), event_of)? {
+                let (run, hit, paths) = row?;
+                if !globs.iter().all(|g| g.holds(&hit.channel, &hit.op, "", &paths, "")) {
+                    continue;
+                }
+                if found.last().is_none_or(|(r, _, _)| *r != run) {
+                    found.push((run, Vec::new(), 0));
+                }
+                let (_, hits, n) = found.last_mut().expect("pushed");
+                *n += 1;
+                if hits.len() < EVENTS_PER_RUN {
+                    hits.push(hit);
+                }
             }
-            let (_, hits, n) = found.last_mut().expect("pushed");
-            *n += 1;
-            if hits.len() < EVENTS_PER_RUN {
-                let text = [cmd, paths, body].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
-                hits.push(EventHit { seq: seq as u64, channel, op, text: text.chars().take(300).collect() });
-            }
-        }
-        let total = found.len();
-        let page: Vec<(String, Vec<EventHit>, usize)> = found.into_iter().skip(offset).take(limit).collect();
-        let mut rows_by_id: BTreeMap<String, RunRow> = BTreeMap::new();
+            (found.len(), found.into_iter().skip(offset).take(limit).collect())
+        };
         let mut one = self.conn.prepare_cached(&format!("{RUN_ROW_SQL} WHERE r.id = ?1"))?;
-        for (id, _, _) in &page {
-            if let Some(row) = one.query_map([id], run_row)?.next().transpose()? {
-                rows_by_id.insert(id.clone(), row);
+        let mut runs = Vec::with_capacity(page.len());
+        for (id, events, matched_events) in page {
+            if let Some(run) = one.query_map([&id], run_row)?.next().transpose()? {
+                runs.push(RunHit { run, events, matched_events });
             }
         }
-        let runs = page.into_iter().filter_map(|(id, events, matched_events)| Some(RunHit { run: rows_by_id.remove(&id)?, events, matched_events })).collect();
         Ok(SearchResult { total, runs })
     }
 

@@ -434,6 +434,16 @@ impl Store {
         Ok(self.conn.query_row(&format!("{RUN_ROW_SQL} WHERE r.id = ?1"), [id], run_row).optional()?)
     }
 
+    /// The runs of the same scenario and replicate in the same experiment as run `id` (itself
+    /// included): its consent-pair partner (same cell, other variant) and the other cells'.
+    pub fn related_runs(&self, id: &str) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "{RUN_ROW_SQL} WHERE r.rowid IN (SELECT o.rowid FROM runs o JOIN runs me ON me.id = ?1
+             WHERE o.experiment = me.experiment AND o.scenario_hash = me.scenario_hash AND o.replicate = me.replicate) ORDER BY r.framework, r.model, r.variant LIMIT 400"
+        ))?;
+        Ok(stmt.query_map([id], run_row)?.collect::<Result<Vec<_>, _>>()?)
+    }
+
     /// The stored verdict of a run.
     pub fn run_verdict(&self, id: &str) -> Result<Option<Verdict>> {
         let v: Option<String> = self.conn.query_row("SELECT verdict FROM verdicts WHERE run = ?1", [id], |r| r.get(0)).optional()?;
