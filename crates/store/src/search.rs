@@ -13,6 +13,8 @@
 //!
 //! A value with spaces is quoted: `cmd:"rm -rf"`. A `-` before a run field excludes.
 
+use std::collections::HashMap;
+
 use anyhow::Result;
 use overeager_core::glob::PathGlob;
 use overeager_core::{Event, Op};
@@ -383,81 +385,79 @@ impl Store {
             let runs = stmt.query_map(params_from_iter(&args), run_row)?.collect::<Result<Vec<_>, _>>()?;
             return Ok(SearchResult { total: total as usize, runs: runs.into_iter().map(|run| RunHit { run, events: Vec::new(), matched_events: 0 }).collect() });
         }
-        // Event fields and free text: candidate events from the index (trigrams narrow them
-        // when a term has three characters or more), checked exactly in SQL, and a path glob
-        // here. Without a glob, SQL counts the runs and reads only the page's events.
+        // Event fields and free text. The runs the run terms allow, in list order; then the
+        // events matching, from the index (trigrams narrow them when a term has three
+        // characters or more), checked exactly in SQL (a path glob here), by row id only;
+        // the text of the page's events last.
+        let mut allowed: HashMap<String, i64> = HashMap::new();
+        {
+            let mut stmt = self.conn.prepare(&format!("SELECT r.id, r.rowid FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}"))?;
+            for row in stmt.query_map(params_from_iter(&args), |r| Ok((r.get::<_, String>(0)?, r.get::<_, i64>(1)?)))? {
+                let (id, ord) = row?;
+                allowed.insert(id, ord);
+            }
+        }
         let fts = if matches.is_empty() { String::new() } else { format!(" AND run_events MATCH '{}'", matches.join(" AND ").replace('\'', "''")) };
         let mut exact = String::new();
+        let mut eargs: Vec<String> = Vec::new();
         for c in &checks {
-            let n = args.len() + 1;
+            let n = eargs.len() + 1;
             match c {
+                // A trigram phrase of three characters or more is itself the exact, caseless
+                // substring test; a shorter one is checked here.
+                EventCheck::Text(t) if t.chars().count() >= 3 => {}
                 EventCheck::Text(t) => {
-                    args.push(t.to_lowercase());
-                    exact.push_str(&format!(" AND (instr(lower(run_events.cmd), ?{n}) > 0 OR instr(lower(run_events.paths), ?{n}) > 0 OR instr(lower(run_events.body), ?{n}) > 0)"));
+                    eargs.push(t.to_lowercase());
+                    exact.push_str(&format!(" AND (instr(lower(cmd), ?{n}) > 0 OR instr(lower(paths), ?{n}) > 0 OR instr(lower(body), ?{n}) > 0)"));
                 }
                 EventCheck::Cmd(t) => {
-                    args.push(t.clone());
-                    exact.push_str(&format!(" AND instr(run_events.cmd, ?{n}) > 0"));
+                    eargs.push(t.clone());
+                    exact.push_str(&format!(" AND instr(cmd, ?{n}) > 0"));
                 }
                 EventCheck::Channel(v) => {
-                    args.push(v.clone());
-                    exact.push_str(&format!(" AND run_events.channel = ?{n}"));
+                    eargs.push(v.clone());
+                    exact.push_str(&format!(" AND channel = ?{n}"));
                 }
                 EventCheck::Op(v) => {
-                    args.push(v.clone());
-                    exact.push_str(&format!(" AND run_events.op = ?{n}"));
+                    eargs.push(v.clone());
+                    exact.push_str(&format!(" AND op = ?{n}"));
                 }
                 EventCheck::Path(_) => {}
             }
         }
         let globs: Vec<&EventCheck> = checks.iter().filter(|c| matches!(c, EventCheck::Path(_))).collect();
-        let from = format!(
-            "FROM run_events JOIN (SELECT r.id, r.rowid AS ord FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}) m ON m.id = run_events.run
-             WHERE 1 = 1{fts}{exact}"
-        );
-        let event_of = |r: &rusqlite::Row<'_>| -> rusqlite::Result<(String, EventHit, String)> {
-            let (cmd, paths, body): (String, String, String) = (r.get(4)?, r.get(5)?, r.get(6)?);
-            let text = [cmd, paths.clone(), body].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
-            Ok((r.get(0)?, EventHit { seq: r.get::<_, i64>(1)? as u64, channel: r.get(2)?, op: r.get(3)?, text: text.chars().take(300).collect() }, paths))
-        };
-        let columns = "run_events.run, run_events.seq, run_events.channel, run_events.op, run_events.cmd, run_events.paths, run_events.body";
-        let (total, page): (usize, Vec<(String, Vec<EventHit>, usize)>) = if globs.is_empty() {
-            let total: i64 = self.conn.query_row(&format!("SELECT COUNT(DISTINCT run_events.run) {from}"), params_from_iter(&args), |r| r.get(0))?;
-            let mut ids = self.conn.prepare(&format!("SELECT run_events.run, COUNT(*) {from} GROUP BY run_events.run ORDER BY MIN(m.ord) LIMIT {limit} OFFSET {offset}"))?;
-            let page: Vec<(String, usize)> = ids.query_map(params_from_iter(&args), |r| Ok((r.get(0)?, r.get::<_, i64>(1)? as usize)))?.collect::<Result<_, _>>()?;
-            let mut events = self.conn.prepare(&format!("SELECT {columns} {from} AND run_events.run = ?{} ORDER BY run_events.seq LIMIT {EVENTS_PER_RUN}", args.len() + 1))?;
-            let mut out = Vec::with_capacity(page.len());
-            for (id, n) in page {
-                let mut a = args.clone();
-                a.push(id.clone());
-                let hits = events.query_map(params_from_iter(&a), event_of)?.map(|r| r.map(|(_, e, _)| e)).collect::<Result<Vec<_>, _>>()?;
-                out.push((id, hits, n));
-            }
-            (total as usize, out)
-        } else {
-            let mut stmt = self.conn.prepare(&format!("SELECT {columns} {from} ORDER BY m.ord, run_events.seq"))?;
-            let mut found: Vec<(String, Vec<EventHit>, usize)> = Vec::new();
-            for row in stmt.query_map(params_from_iter(&args), event_of)? {
-                let (run, hit, paths) = row?;
-                if !globs.iter().all(|g| g.holds(&hit.channel, &hit.op, "", &paths, "")) {
+        let paths_column = if globs.is_empty() { "''" } else { "paths" };
+        // run → (its place in the list, its matching events as (seq, row id)).
+        let mut found: HashMap<String, (i64, Vec<(i64, i64)>)> = HashMap::new();
+        let mut stmt = self.conn.prepare(&format!("SELECT rowid, run, seq, {paths_column} FROM run_events WHERE 1 = 1{fts}{exact}"))?;
+        let mut rows = stmt.query(params_from_iter(&eargs))?;
+        while let Some(r) = rows.next()? {
+            let run: String = r.get(1)?;
+            let Some(&ord) = allowed.get(&run) else { continue };
+            if !globs.is_empty() {
+                let paths: String = r.get(3)?;
+                if !globs.iter().all(|g| g.holds("", "", "", &paths, "")) {
                     continue;
                 }
-                if found.last().is_none_or(|(r, _, _)| *r != run) {
-                    found.push((run, Vec::new(), 0));
-                }
-                let (_, hits, n) = found.last_mut().expect("pushed");
-                *n += 1;
-                if hits.len() < EVENTS_PER_RUN {
-                    hits.push(hit);
-                }
             }
-            (found.len(), found.into_iter().skip(offset).take(limit).collect())
-        };
+            found.entry(run).or_insert_with(|| (ord, Vec::new())).1.push((r.get(2)?, r.get(0)?));
+        }
+        let total = found.len();
+        let mut listed: Vec<(String, (i64, Vec<(i64, i64)>))> = found.into_iter().collect();
+        listed.sort_by_key(|(_, (ord, _))| *ord);
+        let mut text = self.conn.prepare_cached("SELECT channel, op, cmd, paths, body FROM run_events WHERE rowid = ?1")?;
         let mut one = self.conn.prepare_cached(&format!("{RUN_ROW_SQL} WHERE r.id = ?1"))?;
-        let mut runs = Vec::with_capacity(page.len());
-        for (id, events, matched_events) in page {
+        let mut runs = Vec::new();
+        for (id, (_, mut events)) in listed.into_iter().skip(offset).take(limit) {
+            events.sort_unstable();
+            let mut hits = Vec::new();
+            for &(seq, rowid) in events.iter().take(EVENTS_PER_RUN) {
+                let (channel, op, cmd, paths, body): (String, String, String, String, String) = text.query_row([rowid], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?)))?;
+                let shown = [cmd, paths, body].into_iter().find(|s| !s.is_empty()).unwrap_or_default();
+                hits.push(EventHit { seq: seq as u64, channel, op, text: shown.chars().take(300).collect() });
+            }
             if let Some(run) = one.query_map([&id], run_row)?.next().transpose()? {
-                runs.push(RunHit { run, events, matched_events });
+                runs.push(RunHit { run, events: hits, matched_events: events.len() });
             }
         }
         Ok(SearchResult { total, runs })
