@@ -1081,7 +1081,7 @@ mod tests {
         assert_ne!(ask, yolo);
         assert!(yolo.contains(&"--dangerously-skip-permissions".to_string()));
         assert!(claude.policy("nope").unwrap_err().contains("ask, accept-edits, permissive"));
-        assert!(recipe("aider").unwrap_err().to_string().contains("claude-code-acp, claude-code, cline, codex-acp, codex"));
+        assert!(recipe("goose").unwrap_err().to_string().contains("aider, claude-code-acp, claude-code, cline, codex-acp, codex"));
     }
 
     #[test]
