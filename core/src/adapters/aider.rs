@@ -156,7 +156,8 @@ fn edit_blocks(reply: &str) -> Vec<(String, String)> {
 /// Turns an Aider chat history into agent-channel events.
 pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     let mut out: Vec<Event> = Vec::new();
-    // The shell blocks and the edit blocks (path, block) of the last reply not yet answered.
+    // The shell blocks of the session's replies not yet answered, and the edit blocks (path,
+    // block) of its last reply not yet applied or failed.
     let mut blocks: VecDeque<Vec<String>> = VecDeque::new();
     let mut edits: Vec<(String, String)> = Vec::new();
     let mut last_reply: Option<(u64, String)> = None;
