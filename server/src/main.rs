@@ -142,10 +142,13 @@ enum ExperimentCmd {
 
 #[derive(Subcommand)]
 enum LabelsCmd {
-    /// Import a CSV of (run id, label); all or nothing.
+    /// Import a CSV of (run id, label[, rater, traps, comment]); all or nothing.
     Import(cli::experiment::LabelsImportArgs),
-    /// Cohen's κ, recall and precision of the rule judge against each rater.
+    /// Cohen's κ, recall and precision of the rule judge against each rater; κ between raters;
+    /// each trap's firings as the raters called them.
     Report(cli::experiment::LabelsReportArgs),
+    /// Every label as CSV (what `labels import` reads), or JSON.
+    Export(cli::experiment::LabelsReportArgs),
 }
 
 #[derive(Subcommand)]
@@ -418,6 +421,7 @@ fn main() -> ExitCode {
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),
         Command::Labels(LabelsCmd::Import(args)) => cli::experiment::labels_import(&args),
         Command::Labels(LabelsCmd::Report(args)) => cli::experiment::labels_report(&args),
+        Command::Labels(LabelsCmd::Export(args)) => cli::experiment::labels_export(&args),
         Command::Transfer(TransferCmd::Import(args)) => cli::experiment::transfer_import(&args),
         Command::Transfer(TransferCmd::Report(args)) => cli::experiment::transfer_report(&args),
         Command::Judge(args) => cli::judge::judge_cmd(&args),

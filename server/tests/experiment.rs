@@ -209,7 +209,7 @@ fn a_simulated_experiment_reports_consent_and_policy_effects_with_figures_and_la
     assert!(err.contains("no labelled runs"), "{err}");
     ok(&overeager(&["labels", "import", csv_path.to_str().unwrap(), "--db", dbs]));
     let agreement = json(&overeager(&["labels", "report", "--db", dbs, "--json"]));
-    let a = &agreement[0];
+    let a = &agreement["raters"][0];
     assert_eq!(a["rater"], "alice");
     assert_eq!(a["n"], 40);
     let (both, human_only, judge_only, neither) =
@@ -222,6 +222,32 @@ fn a_simulated_experiment_reports_consent_and_policy_effects_with_figures_and_la
     let (h1, j1) = ((both + human_only) as f64 / 40.0, (both + judge_only) as f64 / 40.0);
     let pe = h1 * j1 + (1.0 - h1) * (1.0 - j1);
     close(a["kappa"].as_f64().unwrap(), (po - pe) / (1.0 - pe));
+    // A second rater, named in a `rater` column, on the first 10 runs: the same calls as alice's
+    // but for 2. The report compares the two raters on the runs both labelled.
+    let mut bob = String::from("run,label,rater,comment\n");
+    for (i, line) in labels.lines().skip(1).take(10).enumerate() {
+        let (id, call) = line.split_once(',').unwrap();
+        let call = if i < 2 { if call == "overeager" { "safe" } else { "overeager" } } else { call };
+        bob.push_str(&format!("{id},{call},bob,\"looked at it, twice\"\n"));
+    }
+    let bob_path = dir.path().join("second.csv");
+    std::fs::write(&bob_path, &bob).unwrap();
+    assert!(ok(&overeager(&["labels", "import", bob_path.to_str().unwrap(), "--db", dbs])).contains("by `bob`"));
+    let agreement = json(&overeager(&["labels", "report", "--db", dbs, "--json"]));
+    assert_eq!((agreement["labels"].as_u64(), agreement["runs"].as_u64()), (Some(50), Some(40)));
+    let pair = &agreement["pairs"][0];
+    assert_eq!((pair["a"].as_str(), pair["b"].as_str(), pair["n"].as_u64(), pair["same"].as_u64()), (Some("alice"), Some("bob"), Some(10), Some(8)));
+    // The export is what import reads: importing it again changes nothing.
+    let exported = ok(&overeager(&["labels", "export", "--db", dbs]));
+    assert_eq!(exported.lines().count(), 51, "a header and 50 labels");
+    assert!(exported.starts_with("run,rater,label,judge,traps,comment,labelled,source,experiment,framework,model,scenario,variant\n"), "{exported}");
+    assert!(exported.contains(",bob,") && exported.contains("\"looked at it, twice\""), "{exported}");
+    let again = dir.path().join("exported.csv");
+    std::fs::write(&again, &exported).unwrap();
+    ok(&overeager(&["labels", "import", again.to_str().unwrap(), "--db", dbs]));
+    assert_eq!(ok(&overeager(&["labels", "export", "--db", dbs])), exported);
+    let after = json(&overeager(&["labels", "report", "--db", dbs, "--json"]));
+    assert_eq!(after, agreement);
     // …and the report now has the labels section.
     ok(&overeager(&["report", "sim-seeds", "--db", dbs, "--out", report.to_str().unwrap(), "--no-figures"]));
     assert!(std::fs::read_to_string(report.join("report.md")).unwrap().contains("Human labels against the rule judge"));

@@ -339,3 +339,157 @@ fn the_published_site_works_from_a_plain_file_server() {
         c.close().await.unwrap();
     });
 }
+
+/// Presses keys as a user does, on whatever has the focus.
+async fn press(c: &Client, keys: &str) {
+    use fantoccini::actions::{InputSource, KeyAction, KeyActions};
+    let mut actions = KeyActions::new("keys".to_string());
+    for k in keys.chars() {
+        actions = actions.then(KeyAction::Down { value: k }).then(KeyAction::Up { value: k });
+    }
+    c.perform_actions(actions).await.unwrap();
+}
+
+/// Waits until the page's path is `path`.
+async fn wait_path(c: &Client, path: &str) {
+    for _ in 0..200 {
+        if c.current_url().await.unwrap().path() == path {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    panic!("the page did not go to {path}: it is at {}", c.current_url().await.unwrap());
+}
+
+/// The run a trace page shows, from its URL.
+async fn run_shown(c: &Client) -> String {
+    let url = c.current_url().await.unwrap();
+    url.path().strip_prefix("/runs/").unwrap_or_else(|| panic!("not a trace: {url}")).to_string()
+}
+
+#[test]
+fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
+    let Some(driver) = web_driver() else { return };
+    let dir = scratch("web-labels");
+    let db = demo_store(&dir);
+    let dbs = db.to_str().unwrap();
+    let token = ok(&overeager(&["token", "create", "ann", "--reviewer", "--db", dbs])).trim().to_string();
+    let server = Server::start(&db, &dir.join("trust.toml"));
+    let judged = api(&format!("{}/api/runs?experiment=demo&outcome=overeager&limit=1", server.url))["runs"][0].clone();
+    let judged_id = judged["id"].as_str().unwrap().to_string();
+    // The API refuses what is not a label, saying why; a reviewer token labels and does nothing else.
+    let put = |id: &str, token: Option<&str>, body: Value| {
+        let mut req = common::agent().put(&format!("{}/api/runs/{id}/label", server.url));
+        if let Some(t) = token {
+            req = req.header("Authorization", &format!("Bearer {t}"));
+        }
+        common::call(req.send_json(body))
+    };
+    assert_eq!(put(&judged_id, None, serde_json::json!({"overeager": true})).0, 401);
+    let (status, body) = put(&judged_id, Some(&token), serde_json::json!({"overeager": true}));
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("say whether you agree with each trap that fired"), "{body}");
+    let (status, body) = put(&judged_id, Some(&token), serde_json::json!({"overeager": true, "traps": {"no-such-trap": true}}));
+    assert_eq!(status, 422, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("`no-such-trap` did not fire"), "{body}");
+    assert_eq!(put("no-such-run", Some(&token), serde_json::json!({"overeager": true})).0, 404);
+    let (status, body) = common::call(common::agent().post(&format!("{}/api/experiments", server.url)).header("Authorization", &format!("Bearer {token}")).send_json(serde_json::json!({"plan": "x"})));
+    assert_eq!(status, 403, "{body}");
+    assert!(body["error"].as_str().unwrap().contains("is a reviewer token"), "{body}");
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    rt.block_on(async {
+        let c = browser(&driver, &dir.join("profile")).await;
+        // The labels page: no labels yet; the reviewer enters the token and draws a queue.
+        c.goto(&format!("{}/labels?experiment=demo", server.url)).await.unwrap();
+        wait_for(&c, ".labels-page .draw-queue").await;
+        let field = c.find(Locator::Css(".draw-queue input.reviewer-token")).await.unwrap();
+        field.send_keys(&token).await.unwrap();
+        let size = c.find(Locator::Css("input.queue-size")).await.unwrap();
+        size.clear().await.unwrap();
+        size.send_keys("6").await.unwrap();
+        let seed = c.find(Locator::Css("input.queue-seed")).await.unwrap();
+        seed.clear().await.unwrap();
+        seed.send_keys("3").await.unwrap();
+        assert_eq!(wait_for(&c, ".rater-name b").await.text().await.unwrap(), "ann", "the token says who labels");
+        c.find(Locator::Css("button.draw")).await.unwrap().click().await.unwrap();
+        wait_for(&c, "table.queue-items tr.queue-item").await;
+        assert_eq!(c.current_url().await.unwrap().path(), "/review/demo-n6-s3");
+        let queue = api(&format!("{}/api/queues/demo-n6-s3", server.url));
+        let order: Vec<String> = queue["items"].as_array().unwrap().iter().map(|i| i["run"]["id"].as_str().unwrap().to_string()).collect();
+        assert_eq!(order.len(), 6);
+        let strata = queue["queue"]["strata"].as_array().unwrap();
+        assert!(strata.len() >= 2 && strata.iter().all(|x| x["drawn"].as_u64() <= x["runs"].as_u64()), "{strata:?}");
+        shot(&c, "review-queue.png").await;
+
+        // The queue opens its first run on its trace, with the label form.
+        c.find(Locator::Css("button.start-review")).await.unwrap().click().await.unwrap();
+        wait_for(&c, ".queue-bar .queue-pos").await;
+        wait_for(&c, ".timeline[data-ready=true] .tl-row").await;
+        let first = run_shown(&c).await;
+        assert_eq!(first, order[0]);
+        assert!(c.find(Locator::Css(".queue-bar .queue-pos")).await.unwrap().text().await.unwrap().contains("run 1 of 6"));
+        assert!(c.find(Locator::Css(".review-panel .no-labels")).await.is_ok(), "no one has labelled it yet");
+        // By keys: the judge's call, agreement with every fired trap, a comment, save.
+        let verdict = api(&format!("{}/api/runs/{first}", server.url))["verdict"].clone();
+        let judge = verdict["overeager"].as_bool().unwrap();
+        let fired = verdict["traps"].as_array().unwrap().len();
+        wait_for(&c, ".label-form .rater-name").await;
+        press(&c, if judge { "ya" } else { "na" }).await;
+        assert_eq!(c.find_all(Locator::Css(".trap-calls button.trap-agree.on")).await.unwrap().len(), fired);
+        c.find(Locator::Css("textarea.label-comment")).await.unwrap().send_keys("checked the evidence").await.unwrap();
+        c.find(Locator::Css(".review-panel h2")).await.unwrap().click().await.unwrap();
+        shot(&c, "label-form.png").await;
+        press(&c, "s").await;
+        // Saving moves to the next run of the queue.
+        wait_path(&c, &format!("/runs/{}", order[1])).await;
+        assert!(wait_for(&c, ".queue-bar[data-pos='1'] .queue-pos").await.text().await.unwrap().contains("run 2 of 6"));
+        // By mouse: not overeager, disagreeing with every trap that fired.
+        wait_for(&c, ".label-form .rater-name").await;
+        c.find(Locator::Css("button.call-no")).await.unwrap().click().await.unwrap();
+        for b in c.find_all(Locator::Css("button.trap-disagree")).await.unwrap() {
+            b.click().await.unwrap();
+        }
+        c.find(Locator::Css("button.save-label")).await.unwrap().click().await.unwrap();
+        wait_path(&c, &format!("/runs/{}", order[2])).await;
+
+        // `[` goes back; the label made is on the trace, with its rater and comment.
+        wait_for(&c, ".queue-bar[data-pos='2']").await;
+        press(&c, "[").await;
+        wait_path(&c, &format!("/runs/{}", order[1])).await;
+        wait_for(&c, ".queue-bar[data-pos='1']").await;
+        press(&c, "[").await;
+        wait_path(&c, &format!("/runs/{first}")).await;
+        let row = wait_for(&c, "table.labels tr.label-row[data-rater=ann]").await;
+        assert!(row.text().await.unwrap().contains("checked the evidence"));
+        // The form starts from the reviewer's own label.
+        wait_for(&c, &format!("button.{}.on", if judge { "call-yes" } else { "call-no" })).await;
+
+        // The labels report counts both labels, as does the queue's page.
+        let report = serde_json::from_str::<Value>(&ok(&overeager(&["labels", "report", "--experiment", "demo", "--db", dbs, "--json"]))).unwrap();
+        let ann = report["raters"].as_array().unwrap().iter().find(|r| r["rater"] == "ann").expect("ann in `labels report`").clone();
+        assert_eq!(ann["n"], 2, "{report}");
+        let second_judge = api(&format!("{}/api/runs/{}", server.url, order[1]))["verdict"]["overeager"].as_bool().unwrap();
+        // The first call agrees with the judge; the second is `not overeager`.
+        let (both, judge_only) = (judge as u64, second_judge as u64);
+        assert_eq!((ann["both"].as_u64().unwrap(), ann["judge_only"].as_u64().unwrap()), (both, judge_only), "{ann}");
+        let export = ok(&overeager(&["labels", "export", "--queue", "demo-n6-s3", "--db", dbs]));
+        assert!(export.contains(&format!("{first},ann,")) && export.contains("checked the evidence") && export.contains(",app,"), "{export}");
+        c.goto(&format!("{}/review/demo-n6-s3", server.url)).await.unwrap();
+        assert_eq!(wait_for(&c, ".labelled-any").await.text().await.unwrap(), "2 of 6 runs labelled by someone");
+        wait_for(&c, "table.agreement tr.rater[data-rater=ann]").await;
+        assert_eq!(c.find_all(Locator::Css("tr.queue-item.mine")).await.unwrap().len(), 2);
+        c.goto(&format!("{}/labels?experiment=demo", server.url)).await.unwrap();
+        wait_for(&c, "table.agreement tr.rater[data-rater=ann]").await;
+        assert!(wait_for(&c, "tr.queue[data-queue=demo-n6-s3]").await.text().await.unwrap().contains("2/6"));
+        let csv = c.find(Locator::Css("a.export-csv")).await.unwrap().attr("href").await.unwrap().unwrap();
+        let (status, body) = common::get(&format!("{}{csv}", server.url));
+        assert_eq!(status, 200);
+        assert!(body.as_str().unwrap().contains("checked the evidence"));
+        shot(&c, "labels.png").await;
+
+        let errors = console_errors(&c).await;
+        assert!(errors.is_empty(), "the console has errors: {errors:#?}");
+        c.close().await.unwrap();
+    });
+}

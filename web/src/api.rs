@@ -78,14 +78,25 @@ pub async fn get_as<T: DeserializeOwned>(path: &str, token: &str) -> Result<T, S
 /// POSTs a JSON body with a bearer token (live API only) and returns the JSON answer; an error
 /// answer becomes its `error` message.
 pub async fn post(path: &str, token: &str, body: &serde_json::Value) -> Result<serde_json::Value, String> {
+    send("POST", path, token, Some(body)).await
+}
+
+/// Sends a request with a bearer token (live API only), with a JSON body if given, and returns
+/// the JSON answer; an error answer becomes its `error` message.
+pub async fn send(method: &str, path: &str, token: &str, body: Option<&serde_json::Value>) -> Result<serde_json::Value, String> {
+    use gloo_net::http::{Method, RequestBuilder};
     let url = format!("/api{path}");
-    let resp = gloo_net::http::Request::post(&url)
-        .header("Authorization", &format!("Bearer {}", token.trim()))
-        .json(body)
-        .map_err(|e| format!("{url}: {e}"))?
-        .send()
-        .await
-        .map_err(|e| format!("{url}: {e}"))?;
+    let method = match method {
+        "PUT" => Method::PUT,
+        "DELETE" => Method::DELETE,
+        _ => Method::POST,
+    };
+    let req = RequestBuilder::new(&url).method(method).header("Authorization", &format!("Bearer {}", token.trim()));
+    let req = match body {
+        Some(b) => req.json(b).map_err(|e| format!("{url}: {e}"))?,
+        None => req.build().map_err(|e| format!("{url}: {e}"))?,
+    };
+    let resp = req.send().await.map_err(|e| format!("{url}: {e}"))?;
     let status = resp.status();
     let v: serde_json::Value = resp.json().await.unwrap_or(serde_json::Value::Null);
     if (200..300).contains(&status) {

@@ -4,6 +4,7 @@
 mod api;
 mod board;
 mod compare;
+mod labels;
 mod pages;
 mod search;
 mod trace;
@@ -58,6 +59,8 @@ fn App() -> impl IntoView {
                     <Route path=path!("/transfer") view=pages::Transfer/>
                     <Route path=path!("/submissions") view=pages::Submissions/>
                     <Route path=path!("/submissions/:id") view=board::SubmissionPage/>
+                    <Route path=path!("/labels") view=labels::LabelsPage/>
+                    <Route path=path!("/review/:id") view=labels::ReviewPage/>
                 </Routes>
             </main>
         </Router>

@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use crate::api;
+use crate::labels::LabelPanel;
 use crate::ui::{PlayerMark, pending_or_error, s, short};
 
 /// Height of one timeline row, in pixels (must match `.tl-row` in the CSS).
@@ -46,6 +47,7 @@ struct Summary {
 #[component]
 pub fn RunPage() -> impl IntoView {
     let params = use_params_map();
+    let query = use_query_map();
     let run = LocalResource::new(move || {
         let id = params.with(|p| p.get("id")).unwrap_or_default();
         async move { api::get::<Value>(&format!("/runs/{id}")).await }
@@ -55,8 +57,15 @@ pub fn RunPage() -> impl IntoView {
             {move || pending_or_error(run.get(), |r| {
                 let row = r["run"].clone();
                 let related = related_links(&r);
+                // Untracked: the trace rewrites the query as its state changes.
+                let queue = query.with_untracked(|q| q.get("queue")).filter(|q| !q.is_empty());
+                let fired: Vec<String> = r["verdict"]["traps"].as_array().map(|a| a.iter().map(|t| s(t, "id")).collect()).unwrap_or_default();
+                let labels = r["labels"].as_array().cloned().unwrap_or_default();
+                let id = s(&row, "id");
+                // Labels are of judged runs.
+                let review = (!r["verdict"].is_null()).then(|| ViewFn::from(move || view! { <LabelPanel run=id.clone() fired=fired.clone() labels=labels.clone() queue=queue.clone()/> }));
                 match row["bundle"].as_str() {
-                    Some(d) => view! { {related}<TraceViewer digest=d.to_string()/> }.into_any(),
+                    Some(d) => view! { {related}<TraceViewer digest=d.to_string() review=review/> }.into_any(),
                     None => view! { <h1 class="mono">{s(&row, "id")}</h1><p class="muted">{format!("This run is {}: it has no bundle yet.", s(&row, "status"))}</p> }.into_any(),
                 }
             })}
@@ -126,9 +135,9 @@ fn summary_text(e: &Event) -> String {
     parts.join(" ")
 }
 
-/// The viewer of one bundle.
+/// The viewer of one bundle; `review` (the label panel of a run) is shown below the fired traps.
 #[component]
-pub fn TraceViewer(digest: String) -> impl IntoView {
+pub fn TraceViewer(digest: String, #[prop(optional)] review: Option<ViewFn>) -> impl IntoView {
     let d = digest.clone();
     let summary = LocalResource::new(move || {
         let d = d.clone();
@@ -164,7 +173,7 @@ pub fn TraceViewer(digest: String) -> impl IntoView {
         }
     });
     view! {
-        {move || pending_or_error(summary.get(), |sm| view! { <Loaded sm=sm events=events loaded=loaded load_error=load_error/> }.into_any())}
+        {move || pending_or_error(summary.get(), |sm| view! { <Loaded sm=sm events=events loaded=loaded load_error=load_error review=review.clone()/> }.into_any())}
     }
 }
 
@@ -178,7 +187,7 @@ const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "
 const EVIDENCE_LINKS: usize = 12;
 
 #[component]
-fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>) -> impl IntoView {
+fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>, review: Option<ViewFn>) -> impl IntoView {
     let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
     let framework_effects = sm.verdict.as_ref().map(|v| v.framework_effects.clone()).unwrap_or_default();
     let framework_paths = sm.framework_paths.clone();
@@ -442,6 +451,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                     </div>
                 })}
             </div>
+            {review.map(|r| r.run())}
             <div class="tabs" role="tablist">
                 {[("timeline", "Timeline"), ("diff", "Snapshot diff"), ("prompt", "Prompt")].into_iter().map(|(k, label)| view! {
                     <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>

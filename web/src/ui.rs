@@ -30,6 +30,7 @@ pub fn Nav() -> impl IntoView {
                 {link("/predicates", "Predicates")}
                 {link("/transfer", "Transfer")}
                 {link("/submissions", "Submissions")}
+                {link("/labels", "Labels")}
             </nav>
             {move || api::is_static().then(|| view! { <span class="badge">"published snapshot"</span> })}
         </header>

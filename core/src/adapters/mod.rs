@@ -18,7 +18,7 @@ pub mod opencode;
 pub mod openhands;
 pub(crate) mod parse;
 
-pub use parse::iso8601;
+pub use parse::{iso8601, iso_us};
 
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;

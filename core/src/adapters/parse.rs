@@ -50,7 +50,7 @@ pub(crate) fn exit_code_after(text: &str, label: &str) -> Option<i32> {
 
 /// Unix microseconds of an RFC 3339 / ISO 8601 time such as `2025-10-10T12:00:00.123Z` or
 /// `2024-06-01T12:00:00.123456` (no zone: UTC). `None` if it does not parse.
-pub(crate) fn iso_us(s: &str) -> Option<u64> {
+pub fn iso_us(s: &str) -> Option<u64> {
     let (date, time) = s.split_once('T')?;
     let mut d = date.split('-');
     let (y, m, day): (i64, i64, i64) = (d.next()?.parse().ok()?, d.next()?.parse().ok()?, d.next()?.parse().ok()?);

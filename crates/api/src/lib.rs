@@ -6,6 +6,7 @@
 
 pub mod board;
 pub mod body;
+mod labels;
 mod openapi;
 pub mod publish;
 mod read;
@@ -446,8 +447,9 @@ impl AppState {
         let Some(owner) = owner else {
             return Err(ApiError::new(StatusCode::UNAUTHORIZED, "the bearer token is not known to this server"));
         };
-        if need == Role::Admin && owner.role != Role::Admin {
-            return Err(ApiError::new(StatusCode::FORBIDDEN, format!("token `{}` is a writer token; this needs an admin token (`overeager token create --admin`)", owner.name)));
+        if owner.role < need {
+            let how = if need == Role::Admin { "overeager token create --admin" } else { "overeager token create" };
+            return Err(ApiError::new(StatusCode::FORBIDDEN, format!("token `{}` is a {} token; this needs a{} {} token (`{how}`)", owner.name, owner.role.as_str(), if need == Role::Admin { "n" } else { "" }, need.as_str())));
         }
         Ok(owner)
     }
@@ -612,6 +614,12 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/runs", get(read::runs))
         .route("/api/search", get(read::search))
         .route("/api/runs/{id}", get(read::run))
+        .route("/api/runs/{id}/label", axum::routing::put(labels::put_label).delete(labels::delete_label))
+        .route("/api/labels", get(labels::labels))
+        .route("/api/labels/report", get(labels::labels_report))
+        .route("/api/queues", get(labels::queues).post(labels::create_queue))
+        .route("/api/queues/{id}", get(labels::queue))
+        .route("/api/whoami", get(labels::whoami))
         .route("/api/runs/{id}/export", get(read::run_export))
         .route("/api/bundles", get(read::submissions).post(write::submit_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))
         .route("/api/bundles/{digest}", get(read::bundle))

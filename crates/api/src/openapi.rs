@@ -4,7 +4,7 @@ use axum::Json;
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use super::{board, read, write};
+use super::{board, labels, read, write};
 
 struct Bearer;
 
@@ -25,8 +25,9 @@ impl Modify for Bearer {
         write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
         board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,
         board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key,
+        labels::whoami, labels::put_label, labels::delete_label, labels::labels, labels::labels_report, labels::queues, labels::create_queue, labels::queue,
     ),
-    components(schemas(write::StartExperiment, board::OpenSubmission, board::Decision, overeager_store::board::DeclaredRun)),
+    components(schemas(write::StartExperiment, board::OpenSubmission, board::Decision, overeager_store::board::DeclaredRun, labels::LabelBody, labels::NewQueue, overeager_store::labels::Label)),
     modifiers(&Bearer)
 )]
 struct ApiDoc;

@@ -297,17 +297,20 @@ pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParam
     Ok(Json(json!({ "query": q, "total": found.total, "runs": found.runs })))
 }
 
-/// One run and its verdict, its consent-pair partner and the same scenario in the other cells.
+/// One run and its verdict, its consent-pair partner, the same scenario in the other cells, and
+/// every rater's label of it.
 #[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
     responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]
 pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
-    let (row, verdict, related) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?, s.related_runs(&id)?)))?;
+    let (row, verdict, related, labels) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?, s.related_runs(&id)?, s.labels(overeager_store::labels::LabelScope::Run(&id))?)))?;
     let row = row.ok_or_else(|| ApiError::not_found(format!("no run `{id}`; GET /api/runs lists them")))?;
     // Its consent pair: the same cell, scenario and replicate under the other prompt; and the
     // same scenario in the experiment's other cells.
     let partner = related.iter().find(|r| r.id != row.id && r.agent == row.agent && r.framework == row.framework && r.model == row.model && r.variant != row.variant).map(|r| r.id.clone());
     let cells: Vec<&overeager_store::web::RunRow> = related.iter().filter(|r| r.id != row.id && r.variant == row.variant && (r.framework != row.framework || r.model != row.model)).collect();
-    Ok(Json(json!({ "run": row, "verdict": verdict, "partner": partner, "other_cells": cells })))
+    // Every rater's label of it.
+    let labels: Vec<_> = labels.into_iter().map(|l| l.label).collect();
+    Ok(Json(json!({ "run": row, "verdict": verdict, "partner": partner, "other_cells": cells, "labels": labels })))
 }
 
 /// `?format=` of a run export.

@@ -7,6 +7,7 @@ pub mod atif;
 pub mod export;
 pub mod formats;
 pub mod inspect;
+pub mod labels;
 pub mod plots;
 pub mod transfer;
 pub mod write;
@@ -243,7 +244,7 @@ fn key(r: &RunRecord) -> CellKey {
     (r.framework.clone(), r.model.clone(), r.variant)
 }
 
-fn ratio(k: u64, n: u64) -> f64 {
+pub(crate) fn ratio(k: u64, n: u64) -> f64 {
     if n == 0 { 0.0 } else { k as f64 / n as f64 }
 }
 

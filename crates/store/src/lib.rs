@@ -19,6 +19,7 @@ use serde::Serialize;
 use overeager_gen::scenario::LoadedScenario;
 
 pub mod board;
+pub mod labels;
 pub mod search;
 pub mod web;
 
@@ -296,6 +297,41 @@ const MIGRATIONS: &[&str] = &[
     r#"
     CREATE VIRTUAL TABLE run_events USING fts5(run UNINDEXED, seq UNINDEXED, channel UNINDEXED, op UNINDEXED, cmd, paths, body, tokenize = 'trigram');
     CREATE TABLE run_events_indexed (run TEXT PRIMARY KEY REFERENCES runs(id)) WITHOUT ROWID;
+    "#,
+    // 9: labels made in the app (the rater's call on each fired trap, a comment, when, and
+    // where a label came from), review queues (a stratified sample of an experiment's runs, in
+    // the order they are reviewed), and reviewer tokens, which label and do nothing else.
+    r#"
+    ALTER TABLE labels ADD COLUMN traps TEXT;          -- JSON {trap id: the rater agrees it fired rightly}
+    ALTER TABLE labels ADD COLUMN comment TEXT;
+    ALTER TABLE labels ADD COLUMN labelled_us INTEGER; -- NULL for labels imported before it was kept
+    ALTER TABLE labels ADD COLUMN source TEXT;         -- `app`, or the CSV file imported
+    CREATE INDEX labels_by_rater ON labels (rater);
+    CREATE TABLE review_queues (
+        id         TEXT PRIMARY KEY,
+        experiment TEXT NOT NULL REFERENCES experiments(id),
+        size       INTEGER NOT NULL,                   -- the size asked for
+        seed       INTEGER NOT NULL,
+        strata     TEXT NOT NULL,                      -- JSON [Stratum]
+        created_by TEXT NOT NULL,
+        created_us INTEGER NOT NULL
+    );
+    CREATE INDEX review_queues_by_experiment ON review_queues (experiment);
+    CREATE TABLE review_items (
+        queue TEXT NOT NULL REFERENCES review_queues(id),
+        pos   INTEGER NOT NULL,
+        run   TEXT NOT NULL REFERENCES runs(id),
+        PRIMARY KEY (queue, pos)
+    ) WITHOUT ROWID;
+    CREATE TABLE tokens_9 (
+        hash       TEXT PRIMARY KEY,
+        name       TEXT NOT NULL UNIQUE,
+        role       TEXT NOT NULL CHECK (role IN ('reviewer', 'writer', 'admin')),
+        created_us INTEGER NOT NULL
+    );
+    INSERT INTO tokens_9 SELECT hash, name, role, created_us FROM tokens;
+    DROP TABLE tokens;
+    ALTER TABLE tokens_9 RENAME TO tokens;
     "#,
 ];
 
@@ -873,31 +909,6 @@ impl Store {
             }
         }
         Ok(out)
-    }
-
-    /// Stores one rater's labels (run id, overeager?), replacing that rater's earlier labels
-    /// of the same runs. All or nothing.
-    pub fn put_labels(&mut self, rater: &str, labels: &[(String, bool)]) -> Result<()> {
-        let tx = self.conn.transaction()?;
-        {
-            let mut stmt = tx.prepare("INSERT OR REPLACE INTO labels (run, rater, label) VALUES (?1, ?2, ?3)")?;
-            for (run, label) in labels {
-                stmt.execute(params![run, rater, label])?;
-            }
-        }
-        tx.commit()?;
-        Ok(())
-    }
-
-    /// Labelled runs of an experiment (or of every experiment): (run, rater, label, rule
-    /// judge's overeager verdict).
-    pub fn labelled(&self, experiment: Option<&str>) -> Result<Vec<(String, String, bool, bool)>> {
-        let mut stmt = self.conn.prepare(
-            "SELECT l.run, l.rater, l.label, v.overeager FROM labels l JOIN runs r ON r.id = l.run JOIN verdicts v ON v.run = l.run
-             WHERE (?1 IS NULL OR r.experiment = ?1) ORDER BY l.rater, r.rowid",
-        )?;
-        let rows = stmt.query_map([experiment], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-        Ok(rows.collect::<Result<_, _>>()?)
     }
 
     /// Imports transfer cases and runs (replacing rows with the same keys), in one transaction.

@@ -163,10 +163,12 @@ pub struct RunFilter {
     pub after: Option<i64>,
 }
 
-/// Who may write through the API.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Who may write through the API, from least to most: each role may do what the ones before it may.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Role {
+    /// Labels runs and draws review queues; nothing else.
+    Reviewer,
     /// Starts experiments, uploads bundles and predicates.
     Writer,
     /// Also approves or rejects uploaded predicates.
@@ -174,10 +176,20 @@ pub enum Role {
 }
 
 impl Role {
-    fn as_str(self) -> &'static str {
+    /// The role's name, as the store keeps it.
+    pub fn as_str(self) -> &'static str {
         match self {
+            Role::Reviewer => "reviewer",
             Role::Writer => "writer",
             Role::Admin => "admin",
+        }
+    }
+
+    fn parse(s: &str) -> Role {
+        match s {
+            "admin" => Role::Admin,
+            "writer" => Role::Writer,
+            _ => Role::Reviewer,
         }
     }
 }
@@ -516,7 +528,7 @@ impl Store {
     pub fn token_owner(&self, token: &str) -> Result<Option<TokenOwner>> {
         let row: Option<(String, String)> =
             self.conn.query_row("SELECT name, role FROM tokens WHERE hash = ?1", [token_hash(token)], |r| Ok((r.get(0)?, r.get(1)?))).optional()?;
-        Ok(row.map(|(name, role)| TokenOwner { name, role: if role == "admin" { Role::Admin } else { Role::Writer } }))
+        Ok(row.map(|(name, role)| TokenOwner { name, role: Role::parse(&role) }))
     }
 
     /// Where uploaded predicate modules are kept: `<db>.objects/predicates/`.

@@ -16,6 +16,7 @@ use super::print_json;
 use overeager_experiment::{self as experiment, Options};
 use overeager_report::{self as report, plots, transfer, write};
 use overeager_store::Store;
+use overeager_store::labels::LabelScope;
 
 /// The store a command works on.
 #[derive(Args, Clone)]
@@ -95,24 +96,29 @@ pub struct ReportArgs {
 #[derive(Args)]
 pub struct LabelsImportArgs {
     /// A CSV file with a header naming a run column (`run` or `run_id`) and a `label` column;
-    /// labels are overeager/1/true/yes/unsafe or not/0/false/no/safe.
+    /// labels are overeager/1/true/yes/unsafe or not/0/false/no/safe. A `rater` column names who
+    /// labelled each row; `traps`, `comment` and `labelled` columns (as `labels export` writes
+    /// them) are kept too.
     pub csv: PathBuf,
-    /// Who labelled (default: the file's name without extension).
+    /// Who labelled every row (default: the `rater` column, else the file's name without extension).
     #[arg(long)]
     pub rater: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
 }
 
-/// Arguments of `overeager labels report`.
+/// Arguments of `overeager labels report` and `labels export`.
 #[derive(Args)]
 pub struct LabelsReportArgs {
     /// Only runs of this experiment.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "queue")]
     pub experiment: Option<String>,
+    /// Only runs of this review queue.
+    #[arg(long)]
+    pub queue: Option<String>,
     #[command(flatten)]
     pub db: DbArg,
-    /// Print JSON.
+    /// Print JSON (`export`: the labels as JSON rather than CSV).
     #[arg(long)]
     pub json: bool,
 }
@@ -334,90 +340,92 @@ pub fn report_cmd(args: &ReportArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn parse_label(s: &str) -> Option<bool> {
-    match s.trim().to_ascii_lowercase().as_str() {
-        "overeager" | "1" | "true" | "yes" | "y" | "unsafe" => Some(true),
-        "not" | "not_overeager" | "0" | "false" | "no" | "n" | "safe" | "ok" => Some(false),
-        _ => None,
-    }
-}
-
-/// Reads a labels CSV: (line, run, label) rows, or every problem with its line.
-fn read_labels(path: &Path) -> Result<Vec<(u64, String, bool)>> {
-    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_path(path).with_context(|| format!("reading {}", path.display()))?;
-    let headers = rdr.headers().with_context(|| format!("{}: reading the header", path.display()))?.clone();
-    let col = |names: &[&str]| headers.iter().position(|h| names.contains(&h.to_ascii_lowercase().as_str()));
-    let (Some(run_col), Some(label_col)) = (col(&["run", "run_id", "run id"]), col(&["label", "human", "overeager"])) else {
-        bail!("{}:1: the header needs a `run` (or `run_id`) column and a `label` column; it has: {}", path.display(), headers.iter().collect::<Vec<_>>().join(", "));
-    };
-    let mut rows = Vec::new();
-    let mut problems = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.with_context(|| format!("{}: not valid CSV", path.display()))?;
-        let line = rec.position().map_or(0, |p| p.line());
-        let run = rec.get(run_col).unwrap_or("").to_string();
-        let raw = rec.get(label_col).unwrap_or("");
-        match parse_label(raw) {
-            _ if run.is_empty() => problems.push(format!("{}:{line}: the run id is empty", path.display())),
-            Some(l) => rows.push((line, run, l)),
-            None => problems.push(format!("{}:{line}: label `{raw}` is not one of overeager/1/true/yes/unsafe or not/0/false/no/safe", path.display())),
-        }
-    }
-    if !problems.is_empty() {
-        bail!("{} problem(s), nothing imported:\n{}", problems.len(), problems.join("\n"));
-    }
-    if rows.is_empty() {
-        bail!("{}: no labels after the header", path.display());
-    }
-    Ok(rows)
-}
-
 pub fn labels_import(args: &LabelsImportArgs) -> Result<ExitCode> {
     let mut store = Store::open_existing(&args.db.db)?;
-    let rows = read_labels(&args.csv)?;
-    let mut seen: BTreeMap<&str, u64> = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (line, run, _) in &rows {
-        if let Some(first) = seen.insert(run, *line) {
-            problems.push(format!("{}:{line}: run {run} is labelled again (first on line {first})", args.csv.display()));
+    let name = args.csv.display().to_string();
+    let text = std::fs::read_to_string(&args.csv).with_context(|| format!("reading {name}"))?;
+    let default_rater = match &args.rater {
+        Some(r) => r.clone(),
+        None => args.csv.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "human".into()),
+    };
+    let mut rows = report::labels::parse_csv(&name, &text, &default_rater)?;
+    if args.rater.is_some() {
+        // --rater names who labelled every row, whatever a `rater` column says.
+        for (_, l) in &mut rows {
+            l.rater = default_rater.clone();
         }
     }
-    let unknown = store.unknown_runs(rows.iter().map(|(_, r, _)| r.as_str()))?;
-    for (line, run, _) in rows.iter().filter(|(_, r, _)| unknown.contains(r)) {
-        problems.push(format!("{}:{line}: no run {run} in {}", args.csv.display(), args.db.db.display()));
+    let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+    let mut problems = Vec::new();
+    for (line, l) in &rows {
+        if let Some(first) = seen.insert((&l.run, &l.rater), *line) {
+            problems.push(format!("{name}:{line}: run {} is labelled again by `{}` (first on line {first})", l.run, l.rater));
+        }
+    }
+    let unknown = store.unknown_runs(rows.iter().map(|(_, l)| l.run.as_str()))?;
+    for (line, l) in rows.iter().filter(|(_, l)| unknown.contains(&l.run)) {
+        problems.push(format!("{name}:{line}: no run {} in {}", l.run, args.db.db.display()));
     }
     if !problems.is_empty() {
         let shown: Vec<&String> = problems.iter().take(20).collect();
         bail!("{} problem(s), nothing imported:\n{}", problems.len(), shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
     }
-    let rater = match &args.rater {
-        Some(r) => r.clone(),
-        None => args.csv.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "human".into()),
+    let labels: Vec<_> = rows.into_iter().map(|(_, l)| l).collect();
+    store.put_labels(&labels)?;
+    let raters: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.rater.as_str()).collect();
+    println!("imported {} label(s) from {name} by {}", labels.len(), raters.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", "));
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The labels of `--experiment`, of `--queue` or of every experiment, with a clear error when
+/// there is none.
+fn stored_labels(store: &Store, args: &LabelsReportArgs) -> Result<Vec<overeager_store::labels::LabelRow>> {
+    let (scope, within) = match (&args.experiment, &args.queue) {
+        (Some(e), _) => {
+            store.require_experiment(e)?;
+            (LabelScope::Experiment(e), format!(" in experiment `{e}`"))
+        }
+        (None, Some(q)) => {
+            if store.queue(q)?.is_none() {
+                bail!("no review queue `{q}` in {}", args.db.db.display());
+            }
+            (LabelScope::Queue(q), format!(" in review queue `{q}`"))
+        }
+        (None, None) => (LabelScope::All, String::new()),
     };
-    let labels: Vec<(String, bool)> = rows.into_iter().map(|(_, r, l)| (r, l)).collect();
-    store.put_labels(&rater, &labels)?;
-    println!("imported {} label(s) from {} as rater `{rater}`", labels.len(), args.csv.display());
+    let rows = store.labels(scope)?;
+    if rows.is_empty() {
+        bail!("no labelled runs{within}: label runs on their traces in the web app, or import a CSV with `overeager labels import <csv>`");
+    }
+    Ok(rows)
+}
+
+pub fn labels_export(args: &LabelsReportArgs) -> Result<ExitCode> {
+    let store = Store::open_existing(&args.db.db)?;
+    let rows = stored_labels(&store, args)?;
+    if args.json {
+        print_json(&serde_json::to_value(&rows)?);
+    } else {
+        print!("{}", report::labels::to_csv(&rows)?);
+    }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&args.db.db)?;
-    if let Some(e) = &args.experiment {
-        store.require_experiment(e)?;
-    }
-    let rows = store.labelled(args.experiment.as_deref())?;
-    if rows.is_empty() {
-        bail!("no labelled runs{}: import some with `overeager labels import <csv>`", args.experiment.as_deref().map(|e| format!(" in experiment `{e}`")).unwrap_or_default());
-    }
-    let agreement = report::label_agreement(&rows);
+    let rows = stored_labels(&store, args)?;
+    let r = report::labels::label_report(&rows);
     if args.json {
-        print_json(&serde_json::to_value(&agreement)?);
+        print_json(&serde_json::to_value(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
+    let o = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
+    let ci = |x: &Option<overeager_core::stats::Interval>| x.as_ref().map(|i| format!(" [{:.2}, {:.2}]", i.lo, i.hi)).unwrap_or_default();
+    println!("{} label(s) of {} run(s){}", r.labels, r.runs, if r.unjudged > 0 { format!("; {} of runs not yet judged are left out", r.unjudged) } else { String::new() });
+    println!("\neach rater against the rule judge ({:.0}% intervals):", r.confidence * 100.0);
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "runs", "κ", "both", "rater only", "judge only", "neither", "recall", "precision"]);
-    let o = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
-    for l in &agreement {
+    for l in &r.raters {
         t.add_row([
             l.rater.clone(),
             l.n.to_string(),
@@ -426,11 +434,29 @@ pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
             l.human_only.to_string(),
             l.judge_only.to_string(),
             l.neither.to_string(),
-            o(l.recall),
-            o(l.precision),
+            format!("{}{}", o(l.recall), ci(&l.recall_ci)),
+            format!("{}{}", o(l.precision), ci(&l.precision_ci)),
         ]);
     }
     println!("{t}");
+    if !r.pairs.is_empty() {
+        println!("\nraters against each other, on the runs both labelled:");
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ"]);
+        for p in &r.pairs {
+            t.add_row([p.a.clone(), p.b.clone(), p.n.to_string(), p.same.to_string(), p.kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| p.kappa_note.clone().unwrap_or_default())]);
+        }
+        println!("{t}");
+    }
+    if !r.traps.is_empty() {
+        println!("\neach fired trap as the raters called it:");
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["trap", "calls", "agree", "disagree", "share agreeing"]);
+        for x in &r.traps {
+            t.add_row([x.trap.clone(), x.calls.to_string(), x.agree.to_string(), x.disagree.to_string(), format!("{:.3}{}", x.share, ci(&x.share_ci))]);
+        }
+        println!("{t}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 

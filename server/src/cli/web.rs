@@ -75,17 +75,27 @@ pub fn serve(args: &ServeArgs) -> Result<ExitCode> {
 pub struct TokenArgs {
     /// A name for the token's holder (shown in the logs and on what they upload).
     pub name: String,
-    /// An admin token may also approve and reject uploaded predicates.
-    #[arg(long)]
+    /// An admin token may also approve and reject uploaded predicates and submissions.
+    #[arg(long, conflicts_with = "reviewer")]
     pub admin: bool,
+    /// A reviewer token labels runs and draws review queues, and may do nothing else.
+    #[arg(long)]
+    pub reviewer: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
 
 pub fn token_create(args: &TokenArgs) -> Result<ExitCode> {
     let mut store = Store::open(&args.db.db)?;
-    let token = store.create_token(&args.name, if args.admin { Role::Admin } else { Role::Writer })?;
-    eprintln!("token for `{}` ({}); it is shown once, only its hash is stored:", args.name, if args.admin { "admin" } else { "writer" });
+    let role = if args.admin {
+        Role::Admin
+    } else if args.reviewer {
+        Role::Reviewer
+    } else {
+        Role::Writer
+    };
+    let token = store.create_token(&args.name, role)?;
+    eprintln!("token for `{}` ({}); it is shown once, only its hash is stored:", args.name, role.as_str());
     println!("{token}");
     Ok(ExitCode::SUCCESS)
 }

@@ -1,0 +1,207 @@
+//! Human labels and review queues: a reviewer labels a run where its trace is read, draws a
+//! stratified review queue and works through it; everyone reads the labels, their agreement
+//! with the rule judge and with each other, and exports them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use overeager_report::labels::{label_report, to_csv};
+use overeager_store::labels::{Label, LabelScope, MAX_QUEUE};
+use overeager_store::web::Role;
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{ApiError, AppState};
+
+type Api<T> = Result<T, ApiError>;
+
+/// Who holds the token sent.
+#[utoipa::path(get, path = "/api/whoami", security(("bearer" = [])),
+    responses((status = 200, description = "The token's name (the rater of its labels) and role"), (status = 401, description = "No or unknown token")))]
+pub async fn whoami(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Reviewer)?;
+    Ok(Json(json!({ "name": who.name, "role": who.role })))
+}
+
+/// A label as the app sends it.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct LabelBody {
+    /// Is the run overeager?
+    overeager: bool,
+    /// For each trap the rule judge fired: does the firing look right?
+    #[serde(default)]
+    traps: BTreeMap<String, bool>,
+    #[serde(default)]
+    comment: Option<String>,
+}
+
+/// Labels a run as the token's holder (the rater), replacing their earlier label of it.
+#[utoipa::path(put, path = "/api/runs/{id}/label", params(("id" = String, Path, description = "run id")), request_body = LabelBody, security(("bearer" = [])),
+    responses((status = 200, description = "The label as stored"), (status = 400, description = "The body is not a label"), (status = 401, description = "No or unknown token"),
+              (status = 404, description = "No such run"), (status = 422, description = "The run is not judged yet, or the traps named are not the ones that fired")))]
+pub async fn put_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<LabelBody>, axum::extract::rejection::JsonRejection>) -> Api<Json<Label>> {
+    let who = st.authorize(&headers, Role::Reviewer)?;
+    let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"overeager\": true, \"traps\": {{\"<trap id>\": true}}, \"comment\": \"…\"}}: {}", e.body_text())))?;
+    if st.read(|s| s.run_row(&id))?.is_none() {
+        return Err(ApiError::not_found(format!("no run `{id}`; GET /api/runs lists them")));
+    }
+    let label = Label { run: id, rater: who.name, overeager: b.overeager, traps: b.traps, comment: b.comment, labelled_us: None, source: None };
+    let stored = st.with_store(|s| Ok(s.put_label(&label))).map_err(ApiError::from)?.map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
+    st.changed();
+    tracing::info!("{} labelled run {} {}", stored.rater, stored.run, if stored.overeager { "overeager" } else { "not overeager" });
+    Ok(Json(stored))
+}
+
+/// Removes the token holder's label of a run.
+#[utoipa::path(delete, path = "/api/runs/{id}/label", params(("id" = String, Path, description = "run id")), security(("bearer" = [])),
+    responses((status = 200, description = "`deleted`: whether there was a label"), (status = 401, description = "No or unknown token")))]
+pub async fn delete_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Reviewer)?;
+    let deleted = st.with_store(|s| s.delete_label(&id, &who.name))?;
+    st.changed();
+    Ok(Json(json!({ "run": id, "rater": who.name, "deleted": deleted })))
+}
+
+/// Which labels: `?experiment=` or `?queue=` (neither: every label).
+#[derive(Deserialize)]
+pub struct LabelsQuery {
+    experiment: Option<String>,
+    queue: Option<String>,
+    format: Option<String>,
+}
+
+impl LabelsQuery {
+    fn scope(&self) -> LabelScope<'_> {
+        match (self.experiment.as_deref().filter(|e| !e.is_empty()), self.queue.as_deref().filter(|q| !q.is_empty())) {
+            (Some(e), _) => LabelScope::Experiment(e),
+            (None, Some(q)) => LabelScope::Queue(q),
+            (None, None) => LabelScope::All,
+        }
+    }
+}
+
+/// Every label in a scope, as JSON or as the CSV `overeager labels import` reads.
+#[utoipa::path(get, path = "/api/labels",
+    params(("experiment" = Option<String>, Query, description = "only this experiment's runs"), ("queue" = Option<String>, Query, description = "only this review queue's runs"),
+           ("format" = Option<String>, Query, description = "`json` (default) or `csv` (an attachment)")),
+    responses((status = 200, description = "The labels, with each run's cell and the rule judge's call"), (status = 400, description = "Unknown format")))]
+pub async fn labels(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery>) -> Api<Response> {
+    let rows = st.read(|s| s.labels(q.scope()))?;
+    match q.format.as_deref().unwrap_or("json") {
+        "json" => Ok(Json(json!({ "labels": rows })).into_response()),
+        "csv" => {
+            let name = match q.scope() {
+                LabelScope::Experiment(e) => format!("labels-{e}.csv"),
+                LabelScope::Queue(x) => format!("labels-{x}.csv"),
+                _ => "labels.csv".to_string(),
+            };
+            let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
+            let body = to_csv(&rows).map_err(ApiError::internal)?;
+            Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/csv; charset=utf-8")), (header::CONTENT_DISPOSITION, disposition)], body).into_response())
+        }
+        other => Err(ApiError::bad(format!("format `{other}` is not json or csv"))),
+    }
+}
+
+/// How the labels in a scope agree with the rule judge and with each other.
+#[utoipa::path(get, path = "/api/labels/report",
+    params(("experiment" = Option<String>, Query, description = "only this experiment's runs"), ("queue" = Option<String>, Query, description = "only this review queue's runs")),
+    responses((status = 200, description = "Per rater κ, recall and precision against the rule judge; κ between raters; each trap's firings as called")))]
+pub async fn labels_report(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery>) -> Api<Json<Value>> {
+    let rows = st.read(|s| s.labels(q.scope()))?;
+    Ok(Json(serde_json::to_value(label_report(&rows)).map_err(ApiError::internal)?))
+}
+
+/// `?experiment=` of the queue list.
+#[derive(Deserialize)]
+pub struct QueuesQuery {
+    experiment: Option<String>,
+}
+
+/// The review queues of an experiment, each with how many of its runs are labelled.
+#[utoipa::path(get, path = "/api/queues", params(("experiment" = String, Query, description = "the experiment")),
+    responses((status = 200, description = "Its review queues, newest first"), (status = 400, description = "No experiment named"), (status = 404, description = "No such experiment")))]
+pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery>) -> Api<Json<Value>> {
+    let e = q.experiment.filter(|e| !e.is_empty()).ok_or_else(|| ApiError::bad("name the experiment: /api/queues?experiment=<id>"))?;
+    let list = st.read(|s| {
+        if s.experiment(&e)?.is_none() {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for queue in s.queues(&e)? {
+            let labels = s.labels(LabelScope::Queue(&queue.id))?;
+            out.push(json!({ "queue": queue, "progress": progress(&labels) }));
+        }
+        Ok(Some(out))
+    })?;
+    let list = list.ok_or_else(|| ApiError::not_found(format!("no experiment `{e}`")))?;
+    Ok(Json(json!({ "experiment": e, "queues": list })))
+}
+
+/// Runs labelled (by anyone) and labels per rater.
+fn progress(labels: &[overeager_store::labels::LabelRow]) -> Value {
+    let mut by_rater: BTreeMap<&str, u64> = BTreeMap::new();
+    let mut runs = std::collections::BTreeSet::new();
+    for l in labels {
+        *by_rater.entry(&l.label.rater).or_default() += 1;
+        runs.insert(&l.label.run);
+    }
+    json!({ "labelled": runs.len(), "by_rater": by_rater })
+}
+
+/// What a review queue is drawn with.
+#[derive(Deserialize, utoipa::ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NewQueue {
+    experiment: String,
+    /// Runs to draw (1 to 2000; fewer when the experiment has fewer judged runs).
+    size: u32,
+    /// The seed of the draw (default 1): the same seed draws the same runs.
+    #[serde(default = "one")]
+    seed: u64,
+}
+
+fn one() -> u64 {
+    1
+}
+
+/// Draws a review queue: a stratified sample of an experiment's judged runs (by cell and the
+/// rule judge's outcome, an equal share per stratum), fixed by its seed. Drawing the same size
+/// and seed again returns the queue drawn before.
+#[utoipa::path(post, path = "/api/queues", request_body = NewQueue, security(("bearer" = [])),
+    responses((status = 201, description = "Drawn"), (status = 200, description = "Drawn before with this size and seed"), (status = 400, description = "The body is not a queue"),
+              (status = 401, description = "No or unknown token"), (status = 404, description = "No such experiment"), (status = 422, description = "A size out of range, or nothing judged to draw")))]
+pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<NewQueue>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
+    let who = st.authorize(&headers, Role::Reviewer)?;
+    let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"experiment\": \"demo\", \"size\": 50, \"seed\": 1}}: {}", e.body_text())))?;
+    if st.read(|s| s.experiment(&b.experiment))?.is_none() {
+        return Err(ApiError::not_found(format!("no experiment `{}`", b.experiment)));
+    }
+    if !(1..=MAX_QUEUE).contains(&b.size) {
+        return Err(ApiError::unprocessable(format!("size {}: a review queue holds 1 to {MAX_QUEUE} runs", b.size)));
+    }
+    let existed = st.read(|s| s.queue(&overeager_store::labels::queue_id(&b.experiment, b.size, b.seed)))?.is_some();
+    let queue = st.with_store(|s| Ok(s.create_queue(&b.experiment, b.size, b.seed, &who.name))).map_err(ApiError::from)?.map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
+    st.changed();
+    Ok((if existed { StatusCode::OK } else { StatusCode::CREATED }, Json(json!({ "queue": queue }))))
+}
+
+/// A review queue: its strata, its runs in review order with who labelled each, and how the
+/// labels so far agree with the rule judge and with each other.
+#[utoipa::path(get, path = "/api/queues/{id}", params(("id" = String, Path, description = "queue id")),
+    responses((status = 200, description = "The queue"), (status = 404, description = "No such queue")))]
+pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
+    let (queue, runs, labels) = st.read(|s| Ok((s.queue(&id)?, s.queue_runs(&id)?, s.labels(LabelScope::Queue(&id))?)))?;
+    let queue = queue.ok_or_else(|| ApiError::not_found(format!("no review queue `{id}`")))?;
+    let mut of_run: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    for l in &labels {
+        of_run.entry(&l.label.run).or_default().push(json!({ "rater": l.label.rater, "overeager": l.label.overeager }));
+    }
+    let items: Vec<Value> = runs.iter().enumerate().map(|(pos, r)| json!({ "pos": pos, "run": r, "labels": of_run.get(r.id.as_str()).cloned().unwrap_or_default() })).collect();
+    Ok(Json(json!({ "queue": queue, "items": items, "progress": progress(&labels), "report": label_report(&labels) })))
+}

@@ -1,0 +1,274 @@
+//! How human labels agree with the rule judge and with each other: each rater against the judge
+//! (κ, recall, precision), each pair of raters on the runs both labelled (κ), and each trap's
+//! firings as the raters called them.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result, bail};
+use overeager_core::stats::{self, Interval};
+use overeager_store::labels::{Label, LabelRow, judged_pairs};
+use serde::Serialize;
+
+use crate::{CONFIDENCE, LabelAgreement, label_agreement, ratio};
+
+/// Two raters on the runs both labelled.
+#[derive(Debug, Clone, Serialize)]
+pub struct RaterPair {
+    pub a: String,
+    pub b: String,
+    /// Runs both labelled.
+    pub n: u64,
+    /// Runs on which they gave the same call.
+    pub same: u64,
+    pub kappa: Option<f64>,
+    pub kappa_note: Option<String>,
+}
+
+/// A trap's firings as the raters called them.
+#[derive(Debug, Clone, Serialize)]
+pub struct TrapAgreement {
+    pub trap: String,
+    /// Calls on a firing of this trap (one per rater and run).
+    pub calls: u64,
+    pub agree: u64,
+    pub disagree: u64,
+    /// The share of calls that agree the trap fired rightly, with its Wilson interval.
+    pub share: f64,
+    pub share_ci: Option<Interval>,
+}
+
+/// Everything the labels report shows.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabelReport {
+    /// Labels counted.
+    pub labels: u64,
+    /// Runs with at least one label.
+    pub runs: u64,
+    /// Labels of runs the rule judge has not judged (left out of the agreement).
+    pub unjudged: u64,
+    pub raters: Vec<LabelAgreement>,
+    pub pairs: Vec<RaterPair>,
+    pub traps: Vec<TrapAgreement>,
+    pub confidence: f64,
+}
+
+/// The report of these labels.
+pub fn label_report(rows: &[LabelRow]) -> LabelReport {
+    let judged = judged_pairs(rows);
+    let mut by_run: BTreeMap<&str, BTreeMap<&str, bool>> = BTreeMap::new();
+    for r in rows {
+        by_run.entry(r.label.run.as_str()).or_default().insert(r.label.rater.as_str(), r.label.overeager);
+    }
+    let raters: Vec<&str> = {
+        let mut v: Vec<&str> = rows.iter().map(|r| r.label.rater.as_str()).collect();
+        v.sort();
+        v.dedup();
+        v
+    };
+    let mut pairs = Vec::new();
+    for (i, a) in raters.iter().enumerate() {
+        for b in &raters[i + 1..] {
+            let calls: Vec<(bool, bool)> = by_run.values().filter_map(|m| Some((*m.get(a)?, *m.get(b)?))).collect();
+            if calls.is_empty() {
+                continue;
+            }
+            let show = |x: bool| if x { "overeager" } else { "not" };
+            let kp: Vec<(&str, &str)> = calls.iter().map(|&(x, y)| (show(x), show(y))).collect();
+            let (kappa, kappa_note) = match stats::cohen_kappa(&kp) {
+                Ok(k) => (Some(k.kappa), None),
+                Err(e) => (None, Some(e.to_string())),
+            };
+            pairs.push(RaterPair { a: a.to_string(), b: b.to_string(), n: calls.len() as u64, same: calls.iter().filter(|(x, y)| x == y).count() as u64, kappa, kappa_note });
+        }
+    }
+    let mut traps: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
+    for r in rows {
+        for (t, agrees) in &r.label.traps {
+            let e = traps.entry(t.as_str()).or_default();
+            if *agrees { e.0 += 1 } else { e.1 += 1 }
+        }
+    }
+    LabelReport {
+        labels: rows.len() as u64,
+        runs: by_run.len() as u64,
+        unjudged: rows.iter().filter(|r| r.judge.is_none()).count() as u64,
+        raters: label_agreement(&judged),
+        pairs,
+        traps: traps
+            .into_iter()
+            .map(|(trap, (agree, disagree))| TrapAgreement {
+                trap: trap.to_string(),
+                calls: agree + disagree,
+                agree,
+                disagree,
+                share: ratio(agree, agree + disagree),
+                share_ci: stats::wilson(agree, agree + disagree, CONFIDENCE).ok(),
+            })
+            .collect(),
+        confidence: CONFIDENCE,
+    }
+}
+
+/// The columns of a labels CSV, as `labels export` writes them. `labels import` needs `run` and
+/// `label` and reads the others when present.
+pub const CSV_COLUMNS: [&str; 13] = ["run", "rater", "label", "judge", "traps", "comment", "labelled", "source", "experiment", "framework", "model", "scenario", "variant"];
+
+fn call(b: bool) -> &'static str {
+    if b { "overeager" } else { "not" }
+}
+
+/// Labels as CSV: one row per label, the calls on traps as `trap:agree;other:disagree`, the time
+/// in RFC 3339.
+pub fn to_csv(rows: &[LabelRow]) -> Result<String> {
+    let mut w = csv::Writer::from_writer(Vec::new());
+    w.write_record(CSV_COLUMNS)?;
+    for r in rows {
+        let l = &r.label;
+        let traps: Vec<String> = l.traps.iter().map(|(t, a)| format!("{t}:{}", if *a { "agree" } else { "disagree" })).collect();
+        w.write_record([
+            l.run.as_str(),
+            &l.rater,
+            call(l.overeager),
+            r.judge.map_or("", call),
+            &traps.join(";"),
+            l.comment.as_deref().unwrap_or(""),
+            &l.labelled_us.map(overeager_core::adapters::iso8601).unwrap_or_default(),
+            l.source.as_deref().unwrap_or(""),
+            &r.experiment,
+            &r.framework,
+            &r.model,
+            &r.scenario,
+            r.variant.as_str(),
+        ])?;
+    }
+    Ok(String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?)
+}
+
+/// A label's call as a CSV writes it: overeager/1/true/yes/unsafe or not/0/false/no/safe.
+pub fn parse_call(s: &str) -> Option<bool> {
+    match s.trim().to_ascii_lowercase().as_str() {
+        "overeager" | "1" | "true" | "yes" | "y" | "unsafe" => Some(true),
+        "not" | "not_overeager" | "0" | "false" | "no" | "n" | "safe" | "ok" => Some(false),
+        _ => None,
+    }
+}
+
+/// Reads a labels CSV named `name`: a header naming a run column (`run` or `run_id`) and a
+/// `label` column, and optionally `rater` (else every row is `default_rater`'s), `traps`,
+/// `comment`, `labelled` and `source` (else the file's name). Returns (line, label) rows, or
+/// every problem with its line.
+pub fn parse_csv(name: &str, text: &str, default_rater: &str) -> Result<Vec<(u64, Label)>> {
+    let mut rdr = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(text.as_bytes());
+    let headers = rdr.headers().with_context(|| format!("{name}: reading the header"))?.clone();
+    let col = |names: &[&str]| headers.iter().position(|h| names.contains(&h.to_ascii_lowercase().as_str()));
+    let (Some(run_col), Some(label_col)) = (col(&["run", "run_id", "run id"]), col(&["label", "human", "overeager"])) else {
+        bail!("{name}:1: the header needs a `run` (or `run_id`) column and a `label` column; it has: {}", headers.iter().collect::<Vec<_>>().join(", "));
+    };
+    let (rater_col, traps_col, comment_col, time_col, source_col) = (col(&["rater"]), col(&["traps"]), col(&["comment"]), col(&["labelled"]), col(&["source"]));
+    // Where a label came from is the file's name, unless the file says (an exported label keeps its origin).
+    let file = std::path::Path::new(name).file_name().map_or(name.to_string(), |f| f.to_string_lossy().into_owned());
+    let mut rows = Vec::new();
+    let mut problems = Vec::new();
+    for rec in rdr.records() {
+        let rec = rec.with_context(|| format!("{name}: not valid CSV"))?;
+        let line = rec.position().map_or(0, |p| p.line());
+        let get = |c: Option<usize>| c.and_then(|c| rec.get(c)).unwrap_or("");
+        let run = get(Some(run_col)).to_string();
+        let raw = get(Some(label_col));
+        let rater = Some(get(rater_col)).filter(|r| !r.is_empty()).unwrap_or(default_rater).to_string();
+        let mut traps = BTreeMap::new();
+        for part in get(traps_col).split(';').filter(|p| !p.trim().is_empty()) {
+            match part.rsplit_once(':').map(|(t, a)| (t.trim(), a.trim())) {
+                Some((t, "agree")) if !t.is_empty() => traps.insert(t.to_string(), true),
+                Some((t, "disagree")) if !t.is_empty() => traps.insert(t.to_string(), false),
+                _ => {
+                    problems.push(format!("{name}:{line}: `{part}` in traps is not `<trap>:agree` or `<trap>:disagree`"));
+                    None
+                }
+            };
+        }
+        let labelled_us = match get(time_col) {
+            "" => None,
+            t => match overeager_core::adapters::iso_us(t) {
+                Some(us) => Some(us),
+                None => {
+                    problems.push(format!("{name}:{line}: labelled `{t}` is not an RFC 3339 time"));
+                    None
+                }
+            },
+        };
+        let comment = Some(get(comment_col)).filter(|c| !c.is_empty()).map(str::to_string);
+        match parse_call(raw) {
+            _ if run.is_empty() => problems.push(format!("{name}:{line}: the run id is empty")),
+            Some(overeager) => {
+                let source = Some(get(source_col)).filter(|x| !x.is_empty()).unwrap_or(&file).to_string();
+                rows.push((line, Label { run, rater, overeager, traps, comment, labelled_us, source: Some(source) }))
+            }
+            None => problems.push(format!("{name}:{line}: label `{raw}` is not one of overeager/1/true/yes/unsafe or not/0/false/no/safe")),
+        }
+    }
+    if !problems.is_empty() {
+        bail!("{} problem(s), nothing imported:\n{}", problems.len(), problems.join("\n"));
+    }
+    if rows.is_empty() {
+        bail!("{name}: no labels after the header");
+    }
+    Ok(rows)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use overeager_core::Variant;
+    use overeager_store::labels::Label;
+
+    fn row(run: &str, rater: &str, overeager: bool, judge: bool, traps: &[(&str, bool)]) -> LabelRow {
+        LabelRow {
+            label: Label {
+                run: run.into(),
+                rater: rater.into(),
+                overeager,
+                traps: traps.iter().map(|(t, a)| (t.to_string(), *a)).collect(),
+                comment: None,
+                labelled_us: None,
+                source: None,
+            },
+            experiment: "e".into(),
+            framework: "f".into(),
+            model: "m".into(),
+            scenario: "s".into(),
+            variant: Variant::ConsentKept,
+            judge: Some(judge),
+            fired: traps.iter().map(|(t, _)| t.to_string()).collect(),
+        }
+    }
+
+    #[test]
+    fn raters_are_compared_with_the_judge_and_with_each_other() {
+        // Judge: r1 r2 overeager, r3 r4 not. Ann agrees on all four; Bob calls r2 not and r3 overeager.
+        let rows = vec![
+            row("r1", "ann", true, true, &[("t", true)]),
+            row("r1", "bob", true, true, &[("t", true)]),
+            row("r2", "ann", true, true, &[("t", true)]),
+            row("r2", "bob", false, true, &[("t", false)]),
+            row("r3", "ann", false, false, &[]),
+            row("r3", "bob", true, false, &[]),
+            row("r4", "ann", false, false, &[]),
+            row("r4", "bob", false, false, &[]),
+        ];
+        let r = label_report(&rows);
+        assert_eq!((r.labels, r.runs, r.unjudged), (8, 4, 0));
+        assert_eq!(r.raters.iter().map(|a| (a.rater.as_str(), a.kappa)).collect::<Vec<_>>(), vec![("ann", Some(1.0)), ("bob", Some(0.0))]);
+        // Ann and Bob agree on r1 and r4: p_o = 0.5; both call half overeager: p_e = 0.5; κ = 0.
+        assert_eq!(r.pairs.len(), 1);
+        let p = &r.pairs[0];
+        assert_eq!((p.a.as_str(), p.b.as_str(), p.n, p.same), ("ann", "bob", 4, 2));
+        assert!(p.kappa.unwrap().abs() < 1e-12, "{:?}", p.kappa);
+        // Trap t: 3 calls agree, 1 disagrees.
+        let t = &r.traps[0];
+        assert_eq!((t.trap.as_str(), t.calls, t.agree, t.disagree, t.share), ("t", 4, 3, 1, 0.75));
+        let ci = t.share_ci.as_ref().unwrap();
+        // Wilson 95% interval of 3/4: [0.3006, 0.9544].
+        assert!((ci.lo - 0.3006).abs() < 1e-3 && (ci.hi - 0.9544).abs() < 1e-3, "{ci:?}");
+    }
+}

@@ -1,0 +1,406 @@
+//! Human labels of runs and review queues.
+//!
+//! A label is one rater's call on one run: is it overeager, and for each trap the rule judge
+//! fired, is the firing right. Labels come from the web app (with the call on each trap, a
+//! comment and the time) or from a CSV import (the overall call only). A rater has at most one
+//! label per run; labelling again replaces it.
+//!
+//! A review queue is a stratified sample of an experiment's judged runs, drawn so that a reviewer
+//! sees every cell and every outcome of the rule judge, however rare: the strata are
+//! (framework, model, outcome), the size is spread over them as evenly as their sizes allow, and
+//! within a stratum the runs are ranked by `sha256("<seed>/<run id>")`. The draw therefore
+//! depends only on the seed and the run ids: anyone can redraw it from the same store.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Result, bail};
+use overeager_core::{Outcome, Variant};
+use rusqlite::{OptionalExtension, params};
+use serde::{Deserialize, Serialize};
+
+use crate::Store;
+use crate::web::{RUN_ROW_SQL, RunRow, run_row};
+
+/// The most runs one review queue holds.
+pub const MAX_QUEUE: u32 = 2000;
+
+/// The longest comment a label keeps, in characters.
+pub const MAX_COMMENT: usize = 4000;
+
+/// One rater's label of one run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
+pub struct Label {
+    pub run: String,
+    pub rater: String,
+    /// The rater's call: is the run overeager?
+    pub overeager: bool,
+    /// For each trap the rule judge fired: does the rater agree it fired rightly? Empty for an
+    /// imported label.
+    #[serde(default)]
+    pub traps: BTreeMap<String, bool>,
+    #[serde(default)]
+    pub comment: Option<String>,
+    /// When it was made (Unix µs); unknown for labels imported before times were kept.
+    #[serde(default)]
+    pub labelled_us: Option<u64>,
+    /// `app`, or the name of the CSV file it was imported from.
+    #[serde(default)]
+    pub source: Option<String>,
+}
+
+/// A label with the run it is of and the rule judge's call on that run.
+#[derive(Debug, Clone, Serialize)]
+pub struct LabelRow {
+    #[serde(flatten)]
+    pub label: Label,
+    pub experiment: String,
+    pub framework: String,
+    pub model: String,
+    pub scenario: String,
+    pub variant: Variant,
+    /// The rule judge's call (`None` while the run has no verdict).
+    pub judge: Option<bool>,
+    /// The traps the rule judge fired.
+    pub fired: Vec<String>,
+}
+
+/// Which labels to read.
+#[derive(Debug, Clone, Copy)]
+pub enum LabelScope<'a> {
+    All,
+    Experiment(&'a str),
+    Queue(&'a str),
+    Run(&'a str),
+}
+
+/// One stratum of a review queue: a cell and the rule judge's outcome.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stratum {
+    pub framework: String,
+    pub model: String,
+    pub outcome: Outcome,
+    /// Judged runs of the experiment in this stratum.
+    pub runs: u32,
+    /// Of those, how many the queue holds.
+    pub drawn: u32,
+}
+
+/// A review queue.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewQueue {
+    pub id: String,
+    pub experiment: String,
+    /// The size asked for (the queue holds fewer when the experiment has fewer judged runs).
+    pub size: u32,
+    pub seed: u64,
+    pub strata: Vec<Stratum>,
+    /// Runs the queue holds.
+    pub items: u32,
+    pub created_by: String,
+    pub created_us: u64,
+}
+
+/// A judged run that a queue may draw.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    pub run: String,
+    pub framework: String,
+    pub model: String,
+    pub outcome: Outcome,
+}
+
+/// The rank of a run in a draw with `seed`: lower is drawn first.
+fn rank(seed: u64, run: &str) -> String {
+    overeager_core::sha256_hex(format!("{seed}/{run}").as_bytes())
+}
+
+/// Draws up to `size` runs: every stratum gets an equal share, a stratum smaller than its share
+/// gives what it lacks to the others, and within a stratum the lowest ranks are drawn. Returns
+/// the runs in the order they are reviewed (by rank, so the strata are interleaved) and the
+/// strata, sorted by (framework, model, outcome).
+pub fn stratified_sample(candidates: &[Candidate], size: u32, seed: u64) -> (Vec<String>, Vec<Stratum>) {
+    let mut groups: BTreeMap<(String, String, String), (Outcome, Vec<(String, String)>)> = BTreeMap::new();
+    for c in candidates {
+        let key = (c.framework.clone(), c.model.clone(), outcome_name(c.outcome).to_string());
+        groups.entry(key).or_insert_with(|| (c.outcome, Vec::new())).1.push((rank(seed, &c.run), c.run.clone()));
+    }
+    let sizes: Vec<usize> = groups.values().map(|(_, v)| v.len()).collect();
+    let mut take = vec![0usize; sizes.len()];
+    let mut left = (size as usize).min(sizes.iter().sum());
+    while left > 0 {
+        let open: Vec<usize> = (0..sizes.len()).filter(|&i| take[i] < sizes[i]).collect();
+        let share = (left / open.len()).max(1);
+        for i in open {
+            let add = share.min(sizes[i] - take[i]).min(left);
+            take[i] += add;
+            left -= add;
+        }
+    }
+    let mut drawn: Vec<(String, String)> = Vec::new();
+    let mut strata = Vec::new();
+    for (((framework, model, _), (outcome, mut runs)), n) in groups.into_iter().zip(take) {
+        runs.sort();
+        strata.push(Stratum { framework, model, outcome, runs: runs.len() as u32, drawn: n as u32 });
+        drawn.extend(runs.into_iter().take(n));
+    }
+    drawn.sort();
+    (drawn.into_iter().map(|(_, run)| run).collect(), strata)
+}
+
+fn outcome_name(o: Outcome) -> &'static str {
+    match o {
+        Outcome::Overeager => "overeager",
+        Outcome::Clean => "clean",
+        Outcome::Incomplete => "incomplete",
+    }
+}
+
+/// The id of the queue of `experiment` with this size and seed.
+pub fn queue_id(experiment: &str, size: u32, seed: u64) -> String {
+    format!("{experiment}-n{size}-s{seed}")
+}
+
+const LABEL_ROW_SQL: &str = "SELECT l.run, l.rater, l.label, l.traps, l.comment, l.labelled_us, l.source,
+        r.experiment, r.framework, r.model, s.id, r.variant, v.overeager, v.traps
+     FROM labels l JOIN runs r ON r.id = l.run JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = l.run";
+
+fn label_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LabelRow> {
+    let json = |i: usize, r: &rusqlite::Row<'_>| -> rusqlite::Result<Option<String>> { r.get(i) };
+    let traps: BTreeMap<String, bool> = json(3, r)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let fired: Vec<(String, String)> = json(13, r)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let variant: String = r.get(11)?;
+    Ok(LabelRow {
+        label: Label {
+            run: r.get(0)?,
+            rater: r.get(1)?,
+            overeager: r.get(2)?,
+            traps,
+            comment: r.get(4)?,
+            labelled_us: r.get::<_, Option<i64>>(5)?.map(|t| t as u64),
+            source: r.get(6)?,
+        },
+        experiment: r.get(7)?,
+        framework: r.get(8)?,
+        model: r.get(9)?,
+        scenario: r.get(10)?,
+        variant: crate::stored_variant(&variant)?,
+        judge: r.get(12)?,
+        fired: fired.into_iter().map(|(id, _)| id).collect(),
+    })
+}
+
+impl Store {
+    /// Stores imported labels as they are, each replacing its rater's earlier label of the run.
+    /// All or nothing.
+    pub fn put_labels(&mut self, labels: &[Label]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT OR REPLACE INTO labels (run, rater, label, traps, comment, labelled_us, source) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            )?;
+            for l in labels {
+                let traps = if l.traps.is_empty() { None } else { Some(serde_json::to_string(&l.traps)?) };
+                stmt.execute(params![l.run, l.rater, l.overeager, traps, l.comment, l.labelled_us.map(|t| t as i64), l.source])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Stores a label made in the app, replacing the rater's earlier label of the run. The run
+    /// must be judged, and the label must call each trap the judge fired and no other.
+    pub fn put_label(&mut self, label: &Label) -> Result<Label> {
+        let fired: Option<String> = self.conn.query_row("SELECT traps FROM verdicts WHERE run = ?1", [&label.run], |r| r.get(0)).optional()?;
+        let Some(fired) = fired else {
+            bail!("run `{}` has no verdict yet: only judged runs are labelled", label.run);
+        };
+        let fired: Vec<(String, String)> = serde_json::from_str(&fired)?;
+        let fired: Vec<String> = fired.into_iter().map(|(id, _)| id).collect();
+        let unknown: Vec<&String> = label.traps.keys().filter(|t| !fired.contains(t)).collect();
+        if !unknown.is_empty() {
+            bail!("trap(s) {} did not fire in run `{}`; it fired: {}", join(unknown), label.run, if fired.is_empty() { "none".into() } else { join(&fired) });
+        }
+        let missing: Vec<&String> = fired.iter().filter(|t| !label.traps.contains_key(*t)).collect();
+        if !missing.is_empty() {
+            bail!("say whether you agree with each trap that fired: {} {} no call", join(&missing), if missing.len() == 1 { "has" } else { "have" });
+        }
+        let comment = label.comment.as_deref().map(str::trim).filter(|c| !c.is_empty());
+        if comment.is_some_and(|c| c.chars().count() > MAX_COMMENT) {
+            bail!("the comment has more than {MAX_COMMENT} characters");
+        }
+        let stored = Label { comment: comment.map(str::to_string), labelled_us: Some(crate::now_us()), source: Some("app".into()), ..label.clone() };
+        self.put_labels(std::slice::from_ref(&stored))?;
+        Ok(stored)
+    }
+
+    /// Removes one rater's label of a run; whether there was one.
+    pub fn delete_label(&mut self, run: &str, rater: &str) -> Result<bool> {
+        Ok(self.conn.execute("DELETE FROM labels WHERE run = ?1 AND rater = ?2", params![run, rater])? > 0)
+    }
+
+    /// Labels in a scope, with their runs, in the order runs were created, then by rater.
+    pub fn labels(&self, scope: LabelScope<'_>) -> Result<Vec<LabelRow>> {
+        let (filter, arg) = match scope {
+            LabelScope::All => ("", None),
+            LabelScope::Experiment(e) => ("WHERE r.experiment = ?1", Some(e)),
+            LabelScope::Queue(q) => ("WHERE l.run IN (SELECT run FROM review_items WHERE queue = ?1)", Some(q)),
+            LabelScope::Run(id) => ("WHERE l.run = ?1", Some(id)),
+        };
+        let mut stmt = self.conn.prepare(&format!("{LABEL_ROW_SQL} {filter} ORDER BY r.rowid, l.rater"))?;
+        let rows = match arg {
+            Some(a) => stmt.query_map([a], label_row)?.collect::<Result<Vec<_>, _>>()?,
+            None => stmt.query_map([], label_row)?.collect::<Result<Vec<_>, _>>()?,
+        };
+        Ok(rows)
+    }
+
+    /// Labelled runs of an experiment (or of every experiment) that the rule judge has judged:
+    /// (run, rater, label, judge's overeager verdict), by rater.
+    pub fn labelled(&self, experiment: Option<&str>) -> Result<Vec<(String, String, bool, bool)>> {
+        let rows = self.labels(experiment.map_or(LabelScope::All, LabelScope::Experiment))?;
+        Ok(judged_pairs(&rows))
+    }
+
+    /// The judged runs of an experiment a queue may draw.
+    pub fn queue_candidates(&self, experiment: &str) -> Result<Vec<Candidate>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.id, r.framework, r.model, v.overeager, v.complete FROM runs r JOIN verdicts v ON v.run = r.id
+             WHERE r.experiment = ?1 AND r.status = 'done' ORDER BY r.rowid",
+        )?;
+        let rows = stmt.query_map([experiment], |r| {
+            Ok(Candidate { run: r.get(0)?, framework: r.get(1)?, model: r.get(2)?, outcome: Outcome::of(r.get(3)?, r.get(4)?) })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Draws the review queue of an experiment with this size and seed, or returns it when it
+    /// was drawn before (a queue, once drawn, keeps its runs).
+    pub fn create_queue(&mut self, experiment: &str, size: u32, seed: u64, by: &str) -> Result<ReviewQueue> {
+        if !(1..=MAX_QUEUE).contains(&size) {
+            bail!("a review queue holds 1 to {MAX_QUEUE} runs, not {size}");
+        }
+        self.require_experiment(experiment)?;
+        let id = queue_id(experiment, size, seed);
+        if let Some(q) = self.queue(&id)? {
+            return Ok(q);
+        }
+        let candidates = self.queue_candidates(experiment)?;
+        if candidates.is_empty() {
+            bail!("experiment `{experiment}` has no judged runs to review yet");
+        }
+        let (runs, strata) = stratified_sample(&candidates, size, seed);
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO review_queues (id, experiment, size, seed, strata, created_by, created_us) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+            params![id, experiment, size, seed as i64, serde_json::to_string(&strata)?, by, crate::now_us() as i64],
+        )?;
+        {
+            let mut stmt = tx.prepare("INSERT INTO review_items (queue, pos, run) VALUES (?1, ?2, ?3)")?;
+            for (pos, run) in runs.iter().enumerate() {
+                stmt.execute(params![id, pos as i64, run])?;
+            }
+        }
+        tx.commit()?;
+        Ok(self.queue(&id)?.expect("just stored"))
+    }
+
+    /// A review queue.
+    pub fn queue(&self, id: &str) -> Result<Option<ReviewQueue>> {
+        Ok(self.queues_where("WHERE q.id = ?1", id)?.pop())
+    }
+
+    /// The review queues of an experiment, newest first.
+    pub fn queues(&self, experiment: &str) -> Result<Vec<ReviewQueue>> {
+        self.queues_where("WHERE q.experiment = ?1", experiment)
+    }
+
+    fn queues_where(&self, filter: &str, arg: &str) -> Result<Vec<ReviewQueue>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT q.id, q.experiment, q.size, q.seed, q.strata, q.created_by, q.created_us, (SELECT COUNT(*) FROM review_items i WHERE i.queue = q.id)
+             FROM review_queues q {filter} ORDER BY q.created_us DESC, q.id"
+        ))?;
+        let rows = stmt.query_map([arg], |r| {
+            let strata: String = r.get(4)?;
+            Ok(ReviewQueue {
+                id: r.get(0)?,
+                experiment: r.get(1)?,
+                size: r.get(2)?,
+                seed: r.get::<_, i64>(3)? as u64,
+                strata: serde_json::from_str(&strata).map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, e.into()))?,
+                created_by: r.get(5)?,
+                created_us: r.get::<_, i64>(6)? as u64,
+                items: r.get(7)?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// The runs of a queue, in review order.
+    pub fn queue_runs(&self, id: &str) -> Result<Vec<RunRow>> {
+        let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL} JOIN review_items i ON i.run = r.id WHERE i.queue = ?1 ORDER BY i.pos"))?;
+        let rows = stmt.query_map([id], run_row)?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+}
+
+/// (run, rater, label, judge) of the rows the rule judge has judged: what agreement is counted on.
+pub fn judged_pairs(rows: &[LabelRow]) -> Vec<(String, String, bool, bool)> {
+    let mut out: Vec<(String, String, bool, bool)> =
+        rows.iter().filter_map(|r| r.judge.map(|j| (r.label.run.clone(), r.label.rater.clone(), r.label.overeager, j))).collect();
+    out.sort_by(|a, b| a.1.cmp(&b.1));
+    out
+}
+
+fn join<S: AsRef<str>>(items: impl IntoIterator<Item = S>) -> String {
+    items.into_iter().map(|s| format!("`{}`", s.as_ref())).collect::<Vec<_>>().join(", ")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cands(spec: &[(&str, Outcome, usize)]) -> Vec<Candidate> {
+        spec.iter()
+            .flat_map(|&(fw, o, n)| (0..n).map(move |i| Candidate { run: format!("{fw}-{}-{i}", outcome_name(o)), framework: fw.into(), model: "m".into(), outcome: o }))
+            .collect()
+    }
+
+    #[test]
+    fn a_sample_spreads_over_the_strata_and_is_fixed_by_its_seed() {
+        // Overeager runs are rare in cell a: an equal share still reaches them all.
+        let c = cands(&[("a", Outcome::Overeager, 2), ("a", Outcome::Clean, 40), ("b", Outcome::Overeager, 30), ("b", Outcome::Clean, 30)]);
+        let (runs, strata) = stratified_sample(&c, 20, 7);
+        assert_eq!(runs.len(), 20);
+        let drawn: Vec<(String, u32, u32)> = strata.iter().map(|s| (format!("{}/{}", s.framework, outcome_name(s.outcome)), s.runs, s.drawn)).collect();
+        // 20 over 4 strata is 5 each; a/overeager has 2, and its 3 go to the others (1 each).
+        assert_eq!(
+            drawn,
+            vec![("a/clean".into(), 40, 6), ("a/overeager".into(), 2, 2), ("b/clean".into(), 30, 6), ("b/overeager".into(), 30, 6)]
+        );
+        let again = stratified_sample(&c, 20, 7).0;
+        assert_eq!(runs, again, "the same seed draws the same runs in the same order");
+        let other = stratified_sample(&c, 20, 8).0;
+        assert_ne!(runs, other, "another seed draws others");
+        let mut unique = runs.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), runs.len(), "no run twice");
+        // The order interleaves the strata rather than listing them one after another.
+        let first_half: std::collections::BTreeSet<&str> = runs[..10].iter().map(|r| r.split('-').next().unwrap()).collect();
+        assert_eq!(first_half.len(), 2, "{runs:?}");
+        // The draw of a stratum is its lowest ranks: a smaller queue is drawn from the same order.
+        let small = stratified_sample(&c, 4, 7).0;
+        for r in &small {
+            assert!(runs.contains(r), "{r} is in the larger draw too");
+        }
+    }
+
+    #[test]
+    fn a_sample_larger_than_the_experiment_takes_every_run() {
+        let c = cands(&[("a", Outcome::Clean, 3), ("a", Outcome::Incomplete, 1)]);
+        let (runs, strata) = stratified_sample(&c, 50, 1);
+        assert_eq!(runs.len(), 4);
+        assert!(strata.iter().all(|s| s.runs == s.drawn));
+        assert!(stratified_sample(&[], 5, 1).0.is_empty());
+    }
+}
