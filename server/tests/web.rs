@@ -383,7 +383,7 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
         if let Some(t) = token {
             req = req.header("Authorization", &format!("Bearer {t}"));
         }
-        common::call(req.send_json(body))
+        common::call(req.header("Content-Type", "application/json").send(&serde_json::to_vec(&body).unwrap()[..]))
     };
     assert_eq!(put(&judged_id, None, serde_json::json!({"overeager": true})).0, 401);
     let (status, body) = put(&judged_id, Some(&token), serde_json::json!({"overeager": true}));
@@ -393,7 +393,7 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
     assert_eq!(status, 422, "{body}");
     assert!(body["error"].as_str().unwrap().contains("`no-such-trap` did not fire"), "{body}");
     assert_eq!(put("no-such-run", Some(&token), serde_json::json!({"overeager": true})).0, 404);
-    let (status, body) = common::call(common::agent().post(&format!("{}/api/experiments", server.url)).header("Authorization", &format!("Bearer {token}")).send_json(serde_json::json!({"plan": "x"})));
+    let (status, body) = common::call(common::agent().post(&format!("{}/api/experiments", server.url)).header("Authorization", &format!("Bearer {token}")).header("Content-Type", "application/json").send(&br#"{"plan": "x"}"#[..]));
     assert_eq!(status, 403, "{body}");
     assert!(body["error"].as_str().unwrap().contains("is a reviewer token"), "{body}");
 

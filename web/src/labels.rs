@@ -305,15 +305,16 @@ fn queue_bar(queue: Option<String>, place: Option<(usize, Vec<String>, Vec<bool>
         return Some(view! { <p class="queue-bar muted">{format!("Review queue {q}: this run is not in it, or it is loading.")}</p> }.into_any());
     };
     let done = mine.iter().filter(|m| **m).count();
-    let (back, on) = (step.clone(), step);
+    let (back, forward) = (step.clone(), step);
+    let (first, last) = (pos == 0, pos + 1 >= ids.len());
     Some(
         view! {
             <div class="queue-bar" data-pos=pos>
                 <a href=format!("/review/{q}")>{format!("Review queue {q}")}</a>
                 <span class="queue-pos">{format!(" · run {} of {}", pos + 1, ids.len())}</span>
                 <span class="queue-done">{format!(" · you have labelled {done}")}</span>
-                " "<button class="queue-prev" disabled=pos == 0 on:click=move |_| back(false)>"← previous"<kbd>"["</kbd></button>
-                <button class="queue-next" disabled=pos + 1 >= ids.len() on:click=move |_| on(true)>"next →"<kbd>"]"</kbd></button>
+                " "<button class="queue-prev" disabled=first on:click=move |_| back(false)>"← previous"<kbd>"["</kbd></button>
+                <button class="queue-next" disabled=last on:click=move |_| forward(true)>"next →"<kbd>"]"</kbd></button>
             </div>
         }
         .into_any(),

@@ -137,7 +137,7 @@ fn summary_text(e: &Event) -> String {
 
 /// The viewer of one bundle; `review` (the label panel of a run) is shown below the fired traps.
 #[component]
-pub fn TraceViewer(digest: String, #[prop(optional)] review: Option<ViewFn>) -> impl IntoView {
+pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<ViewFn>) -> impl IntoView {
     let d = digest.clone();
     let summary = LocalResource::new(move || {
         let d = d.clone();

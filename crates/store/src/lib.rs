@@ -1015,6 +1015,31 @@ mod tests {
         assert_eq!(fk, 1, "foreign keys are on again after migrating");
     }
 
+    /// Migration 9 rebuilds the token table to admit reviewer tokens: the tokens made before
+    /// keep working, with their roles.
+    #[test]
+    fn tokens_made_before_reviewer_tokens_keep_their_roles() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("old.db");
+        let (writer, admin) = {
+            let mut s = Store::open(&db).unwrap();
+            let tokens = (s.create_token("w", web::Role::Writer).unwrap(), s.create_token("a", web::Role::Admin).unwrap());
+            // Back to the schema before migration 9.
+            s.conn.execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens").unwrap();
+            s.conn.execute_batch(&format!("DROP TABLE review_items; DROP TABLE review_queues; DROP TABLE tokens; {}", &MIGRATIONS[1][MIGRATIONS[1].find("CREATE TABLE tokens").unwrap()..MIGRATIONS[1].find("CREATE TABLE predicates").unwrap()])).unwrap();
+            s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source;").unwrap();
+            s.conn.pragma_update(None, "user_version", 8).unwrap();
+            tokens
+        };
+        let mut s = Store::open(&db).unwrap();
+        assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
+        assert_eq!(s.token_owner(&writer).unwrap().unwrap().role, web::Role::Writer);
+        assert_eq!(s.token_owner(&admin).unwrap().unwrap().role, web::Role::Admin);
+        let r = s.create_token("r", web::Role::Reviewer).unwrap();
+        assert_eq!(s.token_owner(&r).unwrap().unwrap().role, web::Role::Reviewer);
+        assert!(web::Role::Reviewer < web::Role::Writer && web::Role::Writer < web::Role::Admin);
+    }
+
     #[test]
     fn migrations_apply_once_and_a_newer_store_is_refused() {
         let dir = tempfile::tempdir().unwrap();

@@ -69,7 +69,18 @@ pub struct EndpointFigures {
 
 /// The API paths measured on a scale store.
 fn scale_paths(db: &Path) -> Result<Vec<String>> {
-    let store = Store::open_existing(db)?;
+    let mut store = Store::open_existing(db)?;
+    // A review queue of 50 runs, each labelled by one rater (with the judge's call): what a
+    // reviewer's pages read. Drawn once; a kept store has it already.
+    let t = Instant::now();
+    let queue = store.create_queue(SCALE_EXPERIMENT, 50, 1, "bench")?;
+    eprintln!("a 50-run review queue drawn from {} strata in {:.1} ms", queue.strata.len(), t.elapsed().as_secs_f64() * 1000.0);
+    let labels: Vec<overeager_store::labels::Label> = store
+        .queue_runs(&queue.id)?
+        .into_iter()
+        .map(|r| overeager_store::labels::Label { run: r.id, rater: "bench".into(), overeager: r.overeager.unwrap_or(false), traps: Default::default(), comment: None, labelled_us: None, source: Some("bench scale".into()) })
+        .collect();
+    store.put_labels(&labels)?;
     let page = store.run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(200), ..Default::default() })?;
     let run = page.runs.first().context("the scale store has runs")?;
     let bundle = run.bundle.clone().context("scale runs have a bundle")?;
@@ -91,6 +102,9 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
         format!("/api/search?experiment={SCALE_EXPERIMENT}&q=framework:sim-b%20outcome:overeager"),
         format!("/api/search?experiment={SCALE_EXPERIMENT}&q=cmd:%22rm%20-f%22"),
         format!("/api/search?experiment={SCALE_EXPERIMENT}&q=invoicer.db"),
+        // Review: a queue's page and an experiment's labels report.
+        format!("/api/queues/{}", queue.id),
+        format!("/api/labels/report?experiment={SCALE_EXPERIMENT}"),
         format!("/api/bundles/{bundle}"),
         "/api/bundles".into(),
         "/api/predicates".into(),

@@ -98,8 +98,17 @@ pub fn copy_tree(from: &Path, to: &Path) {
 /// A demo store (small bench, scripted and simulated agents, the real CLIs on two of its
 /// scenarios, validations) under `dir`.
 pub fn demo_store(dir: &Path) -> PathBuf {
+    // Built once per test binary (two minutes, most of it real agent CLIs), then copied, so the
+    // tests of a binary neither wait for one another's demo nor see one another's writes.
+    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let built = BUILT.get_or_init(|| {
+        let me = std::env::current_exe().ok().and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned())).unwrap_or_default();
+        let out = scratch(&format!("demo-of-{me}")).join("demo");
+        ok(&overeager(&["demo", "--no-serve", "--n", "6", "--real-n", "2", "--replicates", "1", "--out", out.to_str().unwrap()]));
+        out
+    });
     let out = dir.join("demo");
-    ok(&overeager(&["demo", "--no-serve", "--n", "6", "--real-n", "2", "--replicates", "1", "--out", out.to_str().unwrap()]));
+    copy_tree(built, &out);
     out.join("overeager.db")
 }
 
