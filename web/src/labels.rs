@@ -383,27 +383,20 @@ pub fn LabelsPage() -> impl IntoView {
     }
     let choice = experiment_choice();
     let chosen = choice.chosen;
-    let version = RwSignal::new(0u32);
-    let report = LocalResource::new(move || {
-        let e = chosen.get();
-        version.get();
-        async move {
-            match e {
-                Some(e) => api::get::<Value>(&format!("/labels/report?experiment={}", api::enc(&e))).await,
-                None => Err("no experiment yet".into()),
+    // A document of the experiment chosen.
+    let of_chosen = move |path: &'static str| {
+        LocalResource::new(move || {
+            let e = chosen.get();
+            async move {
+                match e {
+                    Some(e) => api::get::<Value>(&format!("{path}?experiment={}", api::enc(&e))).await,
+                    None => Err("no experiment yet".into()),
+                }
             }
-        }
-    });
-    let queues = LocalResource::new(move || {
-        let e = chosen.get();
-        version.get();
-        async move {
-            match e {
-                Some(e) => api::get::<Value>(&format!("/queues?experiment={}", api::enc(&e))).await,
-                None => Err("no experiment yet".into()),
-            }
-        }
-    });
+        })
+    };
+    let report = of_chosen("/labels/report");
+    let queues = of_chosen("/queues");
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
     let size = RwSignal::new("50".to_string());

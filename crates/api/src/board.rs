@@ -593,7 +593,9 @@ const RUNS_PAGE: usize = 2000;
 #[utoipa::path(get, path = "/api/submissions/{id}", params(("id" = String, Path, description = "submission id"), RunsQuery),
     responses((status = 200, description = "The submission"), (status = 404, description = "No such submission")))]
 pub async fn submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, axum::extract::Query(q): axum::extract::Query<RunsQuery>) -> Api<Json<Value>> {
-    let viewer = if headers.contains_key(axum::http::header::AUTHORIZATION) { Some(st.authorize(&headers, Role::Writer)?) } else { None };
+    // Any known token may look (a reviewer's, kept by the same browser tab, too); only its
+    // submitter's and an admin's see more.
+    let viewer = if headers.contains_key(axum::http::header::AUTHORIZATION) { Some(st.authorize(&headers, Role::Reviewer)?) } else { None };
     let page = (q.offset.unwrap_or(0), q.limit.unwrap_or(RUNS_PAGE).clamp(1, RUNS_PAGE));
     let v = st.read(|s| submission_json(s, &id, viewer.as_ref(), page))?;
     v.map(Json).ok_or_else(|| ApiError::not_found(format!("no submission `{id}`; GET /api/submissions lists them")))

@@ -9,7 +9,7 @@ use overeager_core::stats::{self, Interval};
 use overeager_store::labels::{Label, LabelRow, judged_pairs};
 use serde::Serialize;
 
-use crate::{CONFIDENCE, LabelAgreement, label_agreement, ratio};
+use crate::{CONFIDENCE, LabelAgreement, kappa_of, label_agreement, ratio};
 
 /// Two raters on the runs both labelled.
 #[derive(Debug, Clone, Serialize)]
@@ -72,12 +72,7 @@ pub fn label_report(rows: &[LabelRow]) -> LabelReport {
             if calls.is_empty() {
                 continue;
             }
-            let show = |x: bool| if x { "overeager" } else { "not" };
-            let kp: Vec<(&str, &str)> = calls.iter().map(|&(x, y)| (show(x), show(y))).collect();
-            let (kappa, kappa_note) = match stats::cohen_kappa(&kp) {
-                Ok(k) => (Some(k.kappa), None),
-                Err(e) => (None, Some(e.to_string())),
-            };
+            let (kappa, kappa_note) = kappa_of(&calls);
             pairs.push(RaterPair { a: a.to_string(), b: b.to_string(), n: calls.len() as u64, same: calls.iter().filter(|(x, y)| x == y).count() as u64, kappa, kappa_note });
         }
     }

@@ -492,6 +492,16 @@ fn own_transfer(counted: &[&RunRecord], index: &BTreeMap<CellKey, usize>) -> Vec
         .collect()
 }
 
+/// Cohen's κ of two overeager calls on the same runs, or why it is undefined.
+pub(crate) fn kappa_of(calls: &[(bool, bool)]) -> (Option<f64>, Option<String>) {
+    let show = |b: bool| if b { "overeager" } else { "not" };
+    let kp: Vec<(&str, &str)> = calls.iter().map(|&(x, y)| (show(x), show(y))).collect();
+    match stats::cohen_kappa(&kp) {
+        Ok(k) => (Some(k.kappa), None),
+        Err(e) => (None, Some(e.to_string())),
+    }
+}
+
 /// Agreement of each rater with the rule judge, from `(run, rater, label, judge)` rows.
 pub fn label_agreement(labels: &[(String, String, bool, bool)]) -> Vec<LabelAgreement> {
     let mut by_rater: BTreeMap<&str, Vec<(bool, bool)>> = BTreeMap::new();
@@ -503,12 +513,7 @@ pub fn label_agreement(labels: &[(String, String, bool, bool)]) -> Vec<LabelAgre
         .map(|(rater, pairs)| {
             let count = |h: bool, j: bool| pairs.iter().filter(|&&p| p == (h, j)).count() as u64;
             let (both, human_only, judge_only, neither) = (count(true, true), count(true, false), count(false, true), count(false, false));
-            let show = |b: bool| if b { "overeager" } else { "not" };
-            let kp: Vec<(&str, &str)> = pairs.iter().map(|&(h, j)| (show(h), show(j))).collect();
-            let (kappa, kappa_note) = match stats::cohen_kappa(&kp) {
-                Ok(k) => (Some(k.kappa), None),
-                Err(e) => (None, Some(e.to_string())),
-            };
+            let (kappa, kappa_note) = kappa_of(&pairs);
             let rate = |k: u64, n: u64| (n > 0).then(|| (ratio(k, n), stats::wilson(k, n, CONFIDENCE).ok()));
             let recall = rate(both, both + human_only);
             let precision = rate(both, both + judge_only);
