@@ -358,6 +358,25 @@ fn an_experiment_retries_what_the_model_api_failed_and_keeps_tokens_and_cost() {
 }
 
 
+/// The host's address on the engine's default bridge. The engine names it in the bridge's IPAM
+/// config when it chose it; when it took the address its bridge interface already had (Debian's
+/// 20.10 on a fresh start), the config has none, and the interface says.
+fn bridge_gateway() -> String {
+    let inspect = |format: &str| {
+        let out = Command::new("docker").args(["network", "inspect", "bridge", "-f", format]).output().unwrap();
+        String::from_utf8_lossy(&out.stdout).trim().to_string()
+    };
+    let named = inspect("{{(index .IPAM.Config 0).Gateway}}");
+    if !named.is_empty() {
+        return named;
+    }
+    let interface = inspect(r#"{{index .Options "com.docker.network.bridge.name"}}"#);
+    let out = Command::new("ip").args(["-o", "-4", "addr", "show", "dev", &interface]).output().unwrap();
+    // `5: docker0    inet 172.17.0.1/16 brd …`
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    text.split_whitespace().skip_while(|w| *w != "inet").nth(1).and_then(|a| a.split('/').next()).unwrap_or_default().to_string()
+}
+
 /// Claude Code and Codex CLI in Docker on a provider's model: the agent's network reaches only
 /// the run's gateway sidecar, which alone reaches the provider (here on this machine, seen
 /// from the engine's default bridge) and alone has the key. The play's verdict, every call in
@@ -368,8 +387,7 @@ fn claude_code_and_codex_in_docker_through_the_gateway_sidecar() {
     if !engine() || !installed("claude-code") || !installed("codex") {
         return;
     }
-    let bridge = Command::new("docker").args(["network", "inspect", "bridge", "-f", "{{(index .IPAM.Config 0).Gateway}}"]).output().unwrap();
-    let bridge = String::from_utf8_lossy(&bridge.stdout).trim().to_string();
+    let bridge = bridge_gateway();
     assert!(bridge.parse::<std::net::IpAddr>().is_ok(), "the default bridge's gateway address: {bridge:?}");
     let work = scratch("gateway-docker");
     let (ca, cert, key) = test_ca_for(&work, &bridge);
