@@ -97,7 +97,7 @@ pub struct ReportArgs {
 pub struct LabelsImportArgs {
     /// A CSV file with a header naming a run column (`run` or `run_id`) and a `label` column;
     /// labels are overeager/1/true/yes/unsafe or not/0/false/no/safe. A `rater` column names who
-    /// labelled each row; `traps`, `comment` and `labelled` columns (as `labels export` writes
+    /// labelled each row; `traps`, `comment`, `labelled` and `source` columns (as `labels export` writes
     /// them) are kept too.
     pub csv: PathBuf,
     /// Who labelled every row (default: the `rater` column, else the file's name without extension).
