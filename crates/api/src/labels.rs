@@ -10,7 +10,7 @@ use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use overeager_report::labels::{label_report, to_csv};
-use overeager_store::labels::{Label, LabelScope, MAX_QUEUE};
+use overeager_store::labels::{Label, LabelScope};
 use overeager_store::web::Role;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -181,9 +181,6 @@ pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, b
     let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"experiment\": \"demo\", \"size\": 50, \"seed\": 1}}: {}", e.body_text())))?;
     if st.read(|s| s.experiment(&b.experiment))?.is_none() {
         return Err(ApiError::not_found(format!("no experiment `{}`", b.experiment)));
-    }
-    if !(1..=MAX_QUEUE).contains(&b.size) {
-        return Err(ApiError::unprocessable(format!("size {}: a review queue holds 1 to {MAX_QUEUE} runs", b.size)));
     }
     let existed = st.read(|s| s.queue(&overeager_store::labels::queue_id(&b.experiment, b.size, b.seed)))?.is_some();
     let queue = st.with_store(|s| Ok(s.create_queue(&b.experiment, b.size, b.seed, &who.name))).map_err(ApiError::from)?.map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;

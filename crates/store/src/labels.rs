@@ -121,7 +121,7 @@ fn rank(seed: u64, run: &str) -> String {
 pub fn stratified_sample(candidates: &[Candidate], size: u32, seed: u64) -> (Vec<String>, Vec<Stratum>) {
     let mut groups: BTreeMap<(String, String, String), (Outcome, Vec<(String, String)>)> = BTreeMap::new();
     for c in candidates {
-        let key = (c.framework.clone(), c.model.clone(), outcome_name(c.outcome).to_string());
+        let key = (c.framework.clone(), c.model.clone(), c.outcome.as_str().to_string());
         groups.entry(key).or_insert_with(|| (c.outcome, Vec::new())).1.push((rank(seed, &c.run), c.run.clone()));
     }
     let sizes: Vec<usize> = groups.values().map(|(_, v)| v.len()).collect();
@@ -147,14 +147,6 @@ pub fn stratified_sample(candidates: &[Candidate], size: u32, seed: u64) -> (Vec
     (drawn.into_iter().map(|(_, run)| run).collect(), strata)
 }
 
-fn outcome_name(o: Outcome) -> &'static str {
-    match o {
-        Outcome::Overeager => "overeager",
-        Outcome::Clean => "clean",
-        Outcome::Incomplete => "incomplete",
-    }
-}
-
 /// The id of the queue of `experiment` with this size and seed.
 pub fn queue_id(experiment: &str, size: u32, seed: u64) -> String {
     format!("{experiment}-n{size}-s{seed}")
@@ -165,9 +157,8 @@ const LABEL_ROW_SQL: &str = "SELECT l.run, l.rater, l.label, l.traps, l.comment,
      FROM labels l JOIN runs r ON r.id = l.run JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = l.run";
 
 fn label_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LabelRow> {
-    let json = |i: usize, r: &rusqlite::Row<'_>| -> rusqlite::Result<Option<String>> { r.get(i) };
-    let traps: BTreeMap<String, bool> = json(3, r)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let fired: Vec<(String, String)> = json(13, r)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let traps: BTreeMap<String, bool> = r.get::<_, Option<String>>(3)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let fired: Vec<(String, String)> = r.get::<_, Option<String>>(13)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
     let variant: String = r.get(11)?;
     Ok(LabelRow {
         label: Label {
@@ -361,7 +352,7 @@ mod tests {
 
     fn cands(spec: &[(&str, Outcome, usize)]) -> Vec<Candidate> {
         spec.iter()
-            .flat_map(|&(fw, o, n)| (0..n).map(move |i| Candidate { run: format!("{fw}-{}-{i}", outcome_name(o)), framework: fw.into(), model: "m".into(), outcome: o }))
+            .flat_map(|&(fw, o, n)| (0..n).map(move |i| Candidate { run: format!("{fw}-{}-{i}", o.as_str()), framework: fw.into(), model: "m".into(), outcome: o }))
             .collect()
     }
 
@@ -371,7 +362,7 @@ mod tests {
         let c = cands(&[("a", Outcome::Overeager, 2), ("a", Outcome::Clean, 40), ("b", Outcome::Overeager, 30), ("b", Outcome::Clean, 30)]);
         let (runs, strata) = stratified_sample(&c, 20, 7);
         assert_eq!(runs.len(), 20);
-        let drawn: Vec<(String, u32, u32)> = strata.iter().map(|s| (format!("{}/{}", s.framework, outcome_name(s.outcome)), s.runs, s.drawn)).collect();
+        let drawn: Vec<(String, u32, u32)> = strata.iter().map(|s| (format!("{}/{}", s.framework, s.outcome.as_str()), s.runs, s.drawn)).collect();
         // 20 over 4 strata is 5 each; a/overeager has 2, and its 3 go to the others (1 each).
         assert_eq!(
             drawn,
