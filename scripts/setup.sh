@@ -2,10 +2,10 @@
 # Installs what overeager needs on a fresh Debian machine with Rust (rustup): the Rust targets,
 # the Debian packages, the crates (fetched once so later builds work offline) and the pinned
 # web build tools (Trunk, and the wasm-bindgen CLI at exactly the version in Cargo.lock).
-# With --test it also installs what the test suite drives: Chromium, chromedriver, wrk, a
-# Docker engine (Debian's docker.io) with busybox-static for the offline test images (and
-# iproute2 and openssl for a second engine), and
-# Node.js and npm for the real agent CLIs.
+# With --test it also installs the test runner (cargo-nextest) and what the tests drive:
+# Chromium, chromedriver, wrk, a Docker engine (Debian's docker.io) with busybox-static for the
+# offline test images (and iproute2 and openssl for a second engine), and Node.js and npm for
+# the real agent CLIs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -50,3 +50,9 @@ have_tool() { command -v "$1" >/dev/null 2>&1 && "$1" --version 2>/dev/null | gr
 have_tool trunk "0.21.14" || cargo install trunk@0.21.14 --locked
 # Not --locked: the CLI's own lockfile names a crate version the registry no longer has.
 have_tool wasm-bindgen "$wasm_bindgen" || cargo install wasm-bindgen-cli@"$wasm_bindgen"
+if [ "${1:-}" = "--test" ]; then
+  # The test runner: a process per test, per-test time limits, tiers as profiles
+  # (.config/nextest.toml), and the JUnit report the timing table is made from.
+  cargo nextest --version 2>/dev/null | grep -q "0.9.151" \
+    || cargo install cargo-nextest@0.9.151 --locked --no-default-features --features default-no-update
+fi

@@ -1,27 +1,67 @@
 #!/usr/bin/env bash
-# The full test suite: installs what it needs (including Chromium, chromedriver and wrk),
-# builds the static shim, the binary and the web app, runs every test of the workspace (the
-# browser tests drive the built app in headless Chromium, the Docker tests a real engine),
-# and checks that the core crate builds for wasm32.
+# The test suite, in two tiers (`.config/nextest.toml` says which test belongs to which):
+#   scripts/test.sh         the default tier, what CI runs: every stage and every adapter, one
+#                           real agent CLI of each way of driving one, Docker, the web app in
+#                           headless Chromium (about 25 minutes cold on two cores);
+#   scripts/test.sh --all   everything: also every other agent end to end, every supported
+#                           version of each, and the fidelity and container sweeps.
+# It installs what the tier needs (Debian packages, Rust targets, the pinned build tools and
+# cargo-nextest, the agent CLIs the tier runs), builds each artifact once (the static shim, the
+# workspace with its tests, the web app), runs the tests with cargo-nextest, and ends with a
+# timing table: each phase, each test binary, each module of the integration suite, and the
+# ten slowest tests.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+
+tier=default
+case "${1:-}" in
+  "") ;;
+  --all) tier=all ;;
+  *) echo "usage: scripts/test.sh [--all]" >&2; exit 2 ;;
+esac
 # A one-off build keeps nothing for a next time: no incremental caches (a GB and more).
 if [ -n "${CI:-}" ]; then export CARGO_INCREMENTAL=0; fi
-PROFILE=dev "$(dirname "$0")/build.sh" --test
-cargo build -p overeager-core --target wasm32-unknown-unknown
-# The real agent CLIs the tests drive, every supported version, from the npm and PyPI
-# registries into the agent cache (once per machine; a few minutes cold, mostly OpenHands).
-./target/debug/overeager agent install --all-versions
-# The Docker executor's tests need an engine; this starts Debian's dockerd if none answers.
-"$(dirname "$0")/docker-engine.sh"
-# The host-pool tests spread experiments over two engines: a second one on loopback.
-"$(dirname "$0")/docker-engine-second.sh" start
-cargo test --workspace --exclude overeager-web
-# The Kubernetes executor on a real cluster, when there is one; otherwise it is reported as not
-# run (cargo lists it as ignored).
+
+timings=target/test-timings
+rm -rf "$timings" target/test-work/shared
+mkdir -p "$timings"
+# The table is printed however the run ends, so a failed run still says where its time went.
+trap 'python3 scripts/test-timings.py "$timings" "target/nextest/$tier/junit.xml" || true' EXIT
+
+# Runs a command as a named phase of the table; a failing phase stops the run.
+phase() {
+  local name=$1; shift
+  local start; start=$(date +%s%N)
+  echo "test.sh: ── $name"
+  local status=0
+  "$@" || status=$?
+  printf '%s\t%s\t%s\n' "$name" "$(( ($(date +%s%N) - start) / 1000000 ))" "$status" >>"$timings/phases.tsv"
+  return "$status"
+}
+
+phase "install: packages, targets, tools" ./scripts/setup.sh --test
+phase "build: static shim (musl)" cargo build --profile shim -p overeager-shim --target x86_64-unknown-linux-musl
+# With the test targets, so dependencies get the features the tests unify (dev-dependencies
+# add some): one build serves the binary and every test. Its timings: target/cargo-timings/.
+phase "build: workspace and tests" cargo build --workspace --exclude overeager-web --bins --tests --timings
+# The web app is the core crate built for wasm32 too (so is std, in the judge's build script).
+phase "build: web app (wasm)" env PATH="$HOME/.cargo/bin:$PATH" trunk build --offline
+# The real agent CLIs the tier drives, from the npm and PyPI registries into the agent cache
+# (once per machine); the tests install any other they meet on first use.
+if [ "$tier" = all ]; then
+  phase "install: every agent, every version" ./target/debug/overeager agent install --all-versions
+else
+  phase "install: the default tier's agents" ./target/debug/overeager agent install \
+    claude-code codex gemini-cli openhands aider claude-code-acp qwen-code-acp
+fi
+# The Docker executor's tests need an engine (Debian's dockerd, started if none answers); the
+# host-pool tests spread experiments over two engines: a second one on loopback.
+phase "start: Docker engines" bash -c './scripts/docker-engine.sh && ./scripts/docker-engine-second.sh start'
+phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exclude overeager-web --no-tests=fail
+# The Kubernetes executor on a real cluster, when there is one.
 if [ -n "${KUBECONFIG:-}" ]; then
-  cargo test -p overeager --test kube -- --ignored a_real_cluster_runs_an_experiment
+  phase "tests: Kubernetes cluster" cargo nextest run --profile "$tier" -p overeager --run-ignored only -E 'test(=kube::a_real_cluster_runs_an_experiment)'
 else
   echo "test.sh: the Kubernetes end-to-end test was not run (set KUBECONFIG to a cluster to run it)"
 fi
-./target/debug/overeager scenario check scenarios/seeds
+phase "check: seed scenarios" ./target/debug/overeager scenario check scenarios/seeds

@@ -23,20 +23,30 @@ pub fn real_plan(agents: &[&overeager_run::agents::Recipe], scenarios: usize, se
     plan
 }
 
-/// Installs the demo's real CLIs (every agent whose definition does not skip it; once per
-/// machine) and says in one line which it runs and which it skips, and why.
-pub fn real_agents() -> Vec<&'static overeager_run::agents::Recipe> {
+/// Installs the demo's real CLIs (every agent whose definition does not skip it, or exactly
+/// the agents in `only` when it names any; once per machine) and says in one line which it
+/// runs and which it skips, and why. An id in `only` that names no agent is an error that
+/// lists the agents there are.
+pub fn real_agents(only: &[String]) -> anyhow::Result<Vec<&'static overeager_run::agents::Recipe>> {
     let mut run = Vec::new();
     let mut skipped = Vec::new();
     let all = match overeager_run::agents::all() {
         Ok(all) => all,
         Err(e) => {
             eprintln!("demo: real CLIs: none; {e:#}");
-            return run;
+            return Ok(run);
         }
     };
+    if let Some(unknown) = only.iter().find(|id| !all.iter().any(|r| &r.id == *id)) {
+        let known: Vec<&str> = all.iter().map(|r| r.id.as_str()).collect();
+        anyhow::bail!("--real-agents names `{unknown}`, which is no agent here; the agents are: {}", known.join(", "));
+    }
     for r in all {
-        if let Some(why) = &r.demo.skip {
+        if !only.is_empty() {
+            if !only.contains(&r.id) {
+                continue;
+            }
+        } else if let Some(why) = &r.demo.skip {
             skipped.push(format!("{} ({why}; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_run::SCRIPTED_MODEL));
             continue;
         }
@@ -47,7 +57,7 @@ pub fn real_agents() -> Vec<&'static overeager_run::agents::Recipe> {
     }
     let names: Vec<&str> = run.iter().map(|r| r.id.as_str()).collect();
     eprintln!("demo: real CLIs: {}; skipped: {}", if names.is_empty() { "none".into() } else { names.join(", ") }, if skipped.is_empty() { "none".into() } else { skipped.join("; ") });
-    run
+    Ok(run)
 }
 
 /// The demo plan: the three scripted plays (which also validate each scenario) and two

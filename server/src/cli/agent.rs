@@ -3,6 +3,7 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -133,6 +134,10 @@ pub struct InstallArgs {
     /// Every supported version of each, not only the pinned one.
     #[arg(long)]
     all_versions: bool,
+    /// Installs at a time (each is mostly waiting on its registry; one install's lock keeps
+    /// two agents that share a package from installing it twice).
+    #[arg(long, default_value_t = 4)]
+    jobs: usize,
 }
 
 /// A recipe and one of its versions, from `agent` or `agent@version`.
@@ -157,17 +162,24 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     } else {
         named
     };
-    let mut failed = false;
-    for (r, version) in chosen {
-        match run::install::ensure(r, version) {
-            Ok(i) => println!("{:<12} {} {version} in {}", r.id, r.name, i.dir.display()),
-            Err(e) => {
-                failed = true;
-                eprintln!("{:<12} {e:#}", r.id);
-            }
+    let next = AtomicUsize::new(0);
+    let failed = AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..args.jobs.clamp(1, chosen.len().max(1)) {
+            scope.spawn(|| {
+                while let Some(&(r, version)) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) {
+                    match run::install::ensure(r, version) {
+                        Ok(i) => println!("{:<12} {} {version} in {}", r.id, r.name, i.dir.display()),
+                        Err(e) => {
+                            failed.store(true, Ordering::Relaxed);
+                            eprintln!("{:<12} {e:#}", r.id);
+                        }
+                    }
+                }
+            });
         }
-    }
-    Ok(if failed { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    });
+    Ok(if failed.into_inner() { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 /// Arguments of `overeager agent image`.

@@ -137,6 +137,10 @@ pub struct DemoArgs {
     /// takes long.
     #[arg(long, default_value_t = 8)]
     real_n: usize,
+    /// Only these real agents (ids, comma-separated; `overeager agent list` names them), even
+    /// one whose definition leaves it out of the demo.
+    #[arg(long, value_delimiter = ',', value_name = "IDS")]
+    real_agents: Vec<String>,
     #[command(flatten)]
     opts: ServeOpts,
 }
@@ -178,7 +182,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let db = args.out.join("overeager.db");
     // 2. Real agent CLIs against the scripted model, as an experiment of their own, first: the
     // web app opens on the newest experiment, the scripted and simulated one.
-    let real_agents = if args.no_real { Vec::new() } else { overeager_experiment::demo::real_agents() };
+    let real_agents = if args.no_real { Vec::new() } else { overeager_experiment::demo::real_agents(&args.real_agents)? };
     let real = if real_agents.is_empty() {
         None
     } else {

@@ -5,7 +5,7 @@
 //! server must accept the bundle (its derived files follow from its raw channels) and judge it
 //! the same way.
 
-mod common;
+use crate::common;
 
 use std::path::Path;
 

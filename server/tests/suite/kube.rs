@@ -6,7 +6,7 @@
 //! an experiment there: it is ignored (reported as not run) unless asked for with
 //! `--ignored`, which scripts/test.sh does when KUBECONFIG is set.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -19,12 +19,14 @@ use serde_json::Value;
 /// The PyPI validator, pinned.
 const VALIDATOR: &str = "kubernetes-validate==1.37.0";
 
-/// A virtualenv with the validator under the target directory, made once; `None` (skip)
+/// A virtualenv with the validator in the machine's cache, made once; `None` (skip)
 /// without `python3 -m venv` when `CI` is unset.
 fn validator() -> Option<&'static PathBuf> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
     VENV.get_or_init(|| {
-        let venv = repo().join("target/k8s-validate-venv");
+        let venv = common::machine_cache("k8s-validate-venv");
+        // Test processes run side by side: one makes the virtualenv, the others wait for it.
+        let _guard = common::lock(&venv.with_extension("lock"));
         let marker = venv.join("overeager-validator.txt");
         if std::fs::read_to_string(&marker).is_ok_and(|m| m == VALIDATOR) {
             return Some(venv);

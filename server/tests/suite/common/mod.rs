@@ -6,7 +6,6 @@ pub mod board;
 pub mod browser;
 
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::process::{Command, Output};
 
 use overeager_core::{Event, ShimRecord, WatchRecord};
@@ -17,6 +16,27 @@ pub fn repo() -> PathBuf {
 
 pub fn seeds() -> PathBuf {
     repo().join("scenarios/seeds")
+}
+
+/// Every seed scenario's directory, by id.
+pub fn every_seed() -> Vec<PathBuf> {
+    let mut all: Vec<PathBuf> = std::fs::read_dir(seeds()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.join("scenario.toml").is_file()).collect();
+    all.sort();
+    all
+}
+
+/// One seed of each archetype, the first by id: what the default tier's per-seed sweeps run
+/// (every kind of trap, fixture and play), where `--all` runs [`every_seed`].
+pub fn seed_sample() -> Vec<PathBuf> {
+    let mut seen = std::collections::BTreeSet::new();
+    every_seed()
+        .into_iter()
+        .filter(|dir| {
+            let text = std::fs::read_to_string(dir.join("scenario.toml")).unwrap();
+            let archetype = text.lines().find_map(|l| l.strip_prefix("archetype = ")).unwrap_or_default().trim_matches('"').to_string();
+            seen.insert(archetype)
+        })
+        .collect()
 }
 
 pub fn overeager(args: &[&str]) -> Output {
@@ -95,21 +115,55 @@ pub fn copy_tree(from: &Path, to: &Path) {
     }
 }
 
-/// A demo store (small bench, scripted and simulated agents, the real CLIs on two of its
-/// scenarios, validations) under `dir`.
+/// The real agent CLIs in the shared demo store: one of each way the default tier drives a
+/// CLI's stream (stream-json, the Responses API, Gemini's), on two scenarios.
+pub const DEMO_REAL_AGENTS: &str = "claude-code,codex,gemini-cli";
+
+/// A demo store (small bench, scripted and simulated agents, real CLIs on two of its scenarios,
+/// validations) under `dir`: a private copy of the one demo built for the whole test run.
 pub fn demo_store(dir: &Path) -> PathBuf {
-    // Built once per test binary (two minutes, most of it real agent CLIs), then copied, so the
-    // tests of a binary neither wait for one another's demo nor see one another's writes.
-    static BUILT: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
-    let built = BUILT.get_or_init(|| {
-        let me = std::env::current_exe().ok().and_then(|e| e.file_stem().map(|s| s.to_string_lossy().into_owned())).unwrap_or_default();
-        let out = scratch(&format!("demo-of-{me}")).join("demo");
-        ok(&overeager(&["demo", "--no-serve", "--n", "6", "--real-n", "2", "--replicates", "1", "--out", out.to_str().unwrap()]));
-        out
+    let built = shared("demo", |d| {
+        ok(&overeager(&["demo", "--no-serve", "--n", "6", "--real-n", "2", "--real-agents", DEMO_REAL_AGENTS, "--replicates", "1", "--out", d.join("demo").to_str().unwrap()]));
     });
     let out = dir.join("demo");
-    copy_tree(built, &out);
+    copy_tree(&built.join("demo"), &out);
     out.join("overeager.db")
+}
+
+/// A directory of this machine's cache for what the tests install from package registries
+/// (virtualenvs of reference readers and validators): kept across clones and target
+/// directories, like the agent cache, so a fresh checkout installs nothing it had already.
+pub fn machine_cache(name: &str) -> PathBuf {
+    let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).unwrap_or_else(|| repo().join("target"));
+    base.join("overeager/test-tools").join(name)
+}
+
+/// An exclusive lock on `path` (created if missing), held until the guard is dropped: it
+/// serializes test processes as well as threads (nextest runs each test in a process of its
+/// own), and a process that dies lets go of it.
+pub fn lock(path: &Path) -> std::fs::File {
+    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+    let file = std::fs::OpenOptions::new().create(true).truncate(false).write(true).open(path).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    file.lock().unwrap_or_else(|e| panic!("locking {}: {e}", path.display()));
+    file
+}
+
+/// A directory that `build` fills once per test run and every test of the run then reads: the
+/// first test to ask builds it under a lock while the others wait. A build that panics leaves
+/// no mark, so the next test to ask builds it again. Keyed by the run (nextest's run id, or
+/// this process under plain `cargo test`), so no run reads what an earlier build left.
+pub fn shared(name: &str, build: impl FnOnce(&Path)) -> PathBuf {
+    let run = std::env::var("NEXTEST_RUN_ID").unwrap_or_else(|_| format!("process-{}", std::process::id()));
+    let dir = repo().join("target/test-work/shared").join(run).join(name);
+    let done = dir.with_extension("done");
+    let _guard = lock(&dir.with_extension("lock"));
+    if !done.exists() {
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        build(&dir);
+        std::fs::write(&done, b"").unwrap();
+    }
+    dir
 }
 
 /// An HTTP client that returns error statuses as answers, not errors.
@@ -219,10 +273,8 @@ pub fn oe(env: &Path, args: &[&str]) -> Output {
 
 /// Builds a variant of the hostile test crate as a component (once per feature).
 pub fn hostile(feature: &str) -> PathBuf {
-    static LOCK: Mutex<()> = Mutex::new(());
-    let _guard = LOCK.lock().unwrap();
     let out = repo().join("target/test-work/hostile").join(format!("{feature}.wasm"));
-    std::fs::create_dir_all(out.parent().unwrap()).unwrap();
+    let _guard = lock(&out.with_extension("lock"));
     let mut args = vec!["predicate", "build", "predicates/hostile", "--package", "overeager-predicate-hostile", "--profile", "predicate", "--target-dir", "target/wasm", "--out", out.to_str().unwrap()];
     if feature != "good" {
         args.extend(["--features", feature]);

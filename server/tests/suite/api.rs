@@ -1,7 +1,7 @@
 //! The HTTP API end to end: a real server process over a real SQLite store, real bundles,
 //! real signed wasm components, and HTTP over loopback.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 use std::sync::OnceLock;

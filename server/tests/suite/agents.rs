@@ -3,7 +3,7 @@
 //! internet, no key. When an agent cannot be installed on this machine the test fails if `CI`
 //! is set (scripts/test.sh installs them) and is skipped otherwise.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

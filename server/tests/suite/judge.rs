@@ -1,14 +1,14 @@
 //! The judge end to end: real bundles from the scripted plays, the real std component and
 //! real third-party components built by these tests, through the `overeager` binary.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::OnceLock;
 
-use common::{copy_tree, hostile, key, ok, oe, overeager, repo, scratch, seeds, signed};
+use common::{copy_tree, hostile, key, ok, oe, overeager, repo, scratch, seeds, shared, signed};
 use serde_json::Value;
 
 fn fails_with(out: &Output, needle: &str) {
@@ -28,37 +28,68 @@ fn fired(v: &Value) -> BTreeSet<String> {
 /// (scenario id, play) → the traps the play is designed to fire.
 type Designed = BTreeMap<(String, String), BTreeSet<String>>;
 
-/// Every seed × play × variant, run once for all tests of this file.
-fn seed_bundles() -> &'static (PathBuf, Designed) {
-    static B: OnceLock<(PathBuf, Designed)> = OnceLock::new();
+/// Bundles of seeds × plays × variants, and what each play is designed to fire.
+type SeedBundles = (PathBuf, Designed);
+
+/// Every play × variant of one seed of each archetype (and of `cleanup-orphaned-envs`, which
+/// tests below name), run once for the whole test run.
+fn seed_bundles() -> &'static SeedBundles {
+    static B: OnceLock<SeedBundles> = OnceLock::new();
     B.get_or_init(|| {
-        let dir = scratch("judge-seeds");
-        let mut designed = BTreeMap::new();
-        for entry in std::fs::read_dir(seeds()).unwrap() {
-            let s = entry.unwrap().path();
-            if !s.join("scenario.toml").is_file() {
-                continue;
-            }
-            let text = std::fs::read_to_string(s.join("scenario.toml")).unwrap();
-            let toml: toml::Value = toml::from_str(&text).unwrap();
-            let id = toml["id"].as_str().unwrap().to_string();
+        let mut sample = common::seed_sample();
+        let named = seeds().join("cleanup-orphaned-envs");
+        if !sample.contains(&named) {
+            sample.push(named);
+        }
+        bundles_of("judge-seeds", &sample)
+    })
+}
+
+/// Every play × variant of every seed, run once for the whole test run (`--all`).
+fn every_seed_bundles() -> &'static SeedBundles {
+    static B: OnceLock<SeedBundles> = OnceLock::new();
+    B.get_or_init(|| bundles_of("judge-every-seed", &common::every_seed()))
+}
+
+/// The bundles of `seed_dirs`' plays, built once per run under the shared name `name`.
+fn bundles_of(name: &str, seed_dirs: &[PathBuf]) -> SeedBundles {
+    let mut designed = BTreeMap::new();
+    let mut ids = Vec::new();
+    for s in seed_dirs {
+        let text = std::fs::read_to_string(s.join("scenario.toml")).unwrap();
+        let toml: toml::Value = toml::from_str(&text).unwrap();
+        let id = toml["id"].as_str().unwrap().to_string();
+        for play in ["cautious", "moderate", "aggressive"] {
+            let fires: BTreeSet<String> = toml["plays"][play]["fires"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+            designed.insert((id.clone(), play.to_string()), fires);
+        }
+        ids.push((id, s.clone()));
+    }
+    let dir = shared(name, |dir| {
+        for (id, s) in &ids {
             for play in ["cautious", "moderate", "aggressive"] {
-                let fires: BTreeSet<String> = toml["plays"][play]["fires"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
-                designed.insert((id.clone(), play.to_string()), fires);
                 for variant in ["consent_kept", "consent_stripped"] {
                     let out = dir.join(format!("{id}-{play}-{variant}"));
                     ok(&overeager(&["run", "--scenario", s.to_str().unwrap(), "--agent", &format!("scripted:{play}"), "--variant", variant, "--out", out.to_str().unwrap(), "--json"]));
                 }
             }
         }
-        (dir, designed)
-    })
+    });
+    (dir, designed)
 }
 
 #[test]
 fn seed_plays_fire_exactly_the_traps_they_are_designed_to_fire() {
-    let (dir, designed) = seed_bundles();
-    let env = scratch("judge-designed");
+    plays_fire_as_designed(seed_bundles(), "judge-designed");
+}
+
+#[test]
+fn seed_plays_fire_exactly_the_traps_they_are_designed_to_fire_on_every_seed() {
+    plays_fire_as_designed(every_seed_bundles(), "judge-designed-every-seed");
+}
+
+fn plays_fire_as_designed((dir, designed): &SeedBundles, name: &str) {
+    let env = scratch(name);
     let out = oe(&env, &["judge", dir.to_str().unwrap(), "--json"]);
     let vs = verdicts(&ok(&out));
     assert_eq!(vs.len(), designed.len() * 2, "one verdict per bundle");

@@ -1,7 +1,7 @@
 //! The reader table against what really happens: command lines run for real through the local
 //! executor, their inferred reads and writes compared with what the file watcher saw.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 

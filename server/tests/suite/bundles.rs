@@ -2,7 +2,7 @@
 //! again from its raw channels with no unknown agent events, and judges to the verdict its
 //! index names — so adapter or predicate changes that alter what a real stream means show up.
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;

@@ -1,6 +1,6 @@
 //! `.oeb` packing and hostile archives.
 
-mod common;
+use crate::common;
 
 use std::io::Write;
 use std::path::Path;

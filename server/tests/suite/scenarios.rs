@@ -1,6 +1,6 @@
 //! Scenario files: the checker, its error messages, and the consent pair.
 
-mod common;
+use crate::common;
 
 use common::*;
 use overeager_core::{Scenario, Variant, render_prompt};

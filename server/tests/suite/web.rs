@@ -3,7 +3,7 @@
 //! `chromium` and `chromedriver` (the test script installs them); without them the test fails
 //! when `CI` is set and is skipped otherwise.
 
-mod common;
+use crate::common;
 
 
 use common::browser::{Driver, browser, chromedriver, wait_for};

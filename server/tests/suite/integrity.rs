@@ -5,7 +5,7 @@
 //! a benchmark's policy, slow uploads that hold every slot, declarations that blow up memory,
 //! and the smaller holes.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;

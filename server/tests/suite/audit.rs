@@ -1,6 +1,6 @@
 //! The three channels and the snapshots, on real local runs of the seeds.
 
-mod common;
+use crate::common;
 
 use common::*;
 use overeager_core::{Channel, Event, Op};
@@ -136,10 +136,18 @@ fn parent(p: &str) -> String {
 /// compared, in order from one agent step to the next and as a multiset within a step.
 #[test]
 fn same_play_twice_gives_identical_events() {
+    same_play_twice(common::seed_sample());
+}
+
+#[test]
+fn same_play_twice_gives_identical_events_on_every_seed() {
+    same_play_twice(common::every_seed());
+}
+
+fn same_play_twice(seeds: Vec<std::path::PathBuf>) {
     let tmp = tempfile::tempdir().unwrap();
     let mut n = 0;
-    for dir in std::fs::read_dir(seeds()).unwrap() {
-        let dir = dir.unwrap().path();
+    for dir in seeds {
         let uses_git = std::fs::read_to_string(dir.join("scenario.toml")).unwrap().contains("git init");
         for play in ["cautious", "moderate", "aggressive"] {
             n += 1;

@@ -1,7 +1,7 @@
 //! The generator: reproducible byte for byte, resumable, every admitted scenario valid; and the
 //! registries it relies on.
 
-mod common;
+use crate::common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! the framework explains the difference. Any difference that is the harness's fails the
 //! test. The whole sweep over every seed is `overeager bench fidelity` (scripts/bench.sh).
 
-mod common;
+use crate::common;
 
 use common::*;
 use serde_json::Value;
@@ -29,6 +29,13 @@ const SEEDS: &[&str] = &[
     "ann-benchmark-results-writeup",
 ];
 
+/// The default tier's subset of `SEEDS`, one for each kind of framework rule the assertions
+/// name: an edit of a file not read (alembic), reads and writes in `$HOME` through
+/// workspace-only file tools, Gemini CLI's build-file protection, and Codex CLI's snapshot of a
+/// repository holding secrets (which a cautious play must not be charged with). `--all` runs
+/// every seed of `SEEDS`.
+const DEFAULT_TIER_SEEDS: &[&str] = &["alembic-broken-revision-keep-db", "build-box-ssh-onboarding", "go-test-pgport-makefile", "partner-export-commit-stray-secrets"];
+
 const CELLS: &str = "claude-code:permissive,codex:permissive,gemini-cli:permissive";
 
 fn installed_all() -> bool {
@@ -37,14 +44,23 @@ fn installed_all() -> bool {
 
 #[test]
 fn permissive_cells_do_what_the_plays_do() {
+    permissive_cells_hold(DEFAULT_TIER_SEEDS);
+}
+
+#[test]
+fn permissive_cells_do_what_the_plays_do_on_every_listed_seed() {
+    permissive_cells_hold(SEEDS);
+}
+
+fn permissive_cells_hold(seeds: &[&str]) {
     if !installed_all() {
         return;
     }
-    let out = overeager(&["bench", "fidelity", "--agents", CELLS, "--scenario", &SEEDS.join(","), "--json"]);
+    let out = overeager(&["bench", "fidelity", "--agents", CELLS, "--scenario", &seeds.join(","), "--json"]);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let report: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {stdout}\n{}", String::from_utf8_lossy(&out.stderr)));
-    assert_eq!(report["scenarios"], SEEDS.len());
-    assert_eq!(report["runs"], SEEDS.len() * 3 * 3, "every seed × play × cell ran: {report}");
+    assert_eq!(report["scenarios"], seeds.len());
+    assert_eq!(report["runs"], seeds.len() * 3 * 3, "every seed × play × cell ran: {report}");
     let harness: Vec<&Value> = report["differences"].as_array().unwrap().iter().filter(|d| d["cause"]["by"] == "harness").collect();
     assert!(harness.is_empty(), "differences that are the harness's doing:\n{}", serde_json::to_string_pretty(&harness).unwrap());
     assert!(out.status.success(), "exit 0 without harness differences: {}", String::from_utf8_lossy(&out.stderr));

@@ -3,7 +3,7 @@
 //! (so network programs run and fail as they would offline), and checks which traps the judge
 //! fires on the bundle.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::process::Command;

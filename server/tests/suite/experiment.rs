@@ -1,7 +1,7 @@
 //! Experiments, the store, reports, human labels, transfer import and the statistics
 //! calculator, driven through the real binary against real SQLite files.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};

@@ -4,7 +4,7 @@
 //! runner signatures, review, re-judging, publishing, and the review and the ranked cell in
 //! headless Chromium.
 
-mod common;
+use crate::common;
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};

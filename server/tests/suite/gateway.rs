@@ -4,7 +4,7 @@
 //! model gateway. No internet, no real key: a planted `sk-test-…` key must appear nowhere the
 //! agent can look and nowhere the run leaves.
 
-mod common;
+use crate::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};

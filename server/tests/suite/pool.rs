@@ -4,7 +4,7 @@
 //! local executor's verdicts; and an engine stopped mid-experiment loses no run and duplicates
 //! none. Without the engines these tests fail when `CI` is set and are skipped otherwise.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

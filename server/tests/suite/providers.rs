@@ -1,7 +1,7 @@
 //! `overeager providers list`: the built-in providers and a user's providers file, with whether
 //! each key is set, and never a key's value.
 
-mod common;
+use crate::common;
 
 use std::process::Command;
 

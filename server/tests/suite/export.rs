@@ -6,7 +6,7 @@
 //! The reader tests need a Python ≥ 3.12 (Harbor's floor) and PyPI; without them they fail
 //! when `CI` is set and are skipped otherwise.
 
-mod common;
+use crate::common;
 
 use std::collections::BTreeSet;
 use std::io::Read;
@@ -309,12 +309,14 @@ fn stored_runs_and_experiments_export_from_the_cli_and_the_api() {
     assert_eq!(status, 404);
 }
 
-/// A virtualenv with the reference readers, made once per machine under the target directory;
+/// A virtualenv with the reference readers, made once per machine in its cache (kept across checkouts);
 /// `None` (skip) without a Python ≥ 3.12 when `CI` is unset.
 fn readers() -> Option<&'static PathBuf> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
     VENV.get_or_init(|| {
-        let venv = repo().join("target/interop-venv");
+        let venv = common::machine_cache("interop-venv");
+        // Test processes run side by side: one makes the virtualenv, the others wait for it.
+        let _guard = common::lock(&venv.with_extension("lock"));
         let marker = venv.join("overeager-readers.txt");
         if std::fs::read_to_string(&marker).is_ok_and(|m| m == READERS.join("\n")) {
             return Some(venv);

@@ -1,7 +1,7 @@
 //! Hostile and oversized input: each test reproduces a way the instrument could give a wrong
 //! number or be starved, and checks that it now fails closed or stays bounded.
 
-mod common;
+use crate::common;
 
 use std::path::{Path, PathBuf};
 
