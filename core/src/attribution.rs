@@ -348,10 +348,34 @@ fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns, name
     if !turns.acting(t) {
         return Actor::Framework;
     }
-    if !framework.is_empty() && !named_by_file_tool(e, turns, named) {
+    if !framework.is_empty() && !named_by_file_tool(e, turns, named) && !(named_by_program(e, src, programs, Actor::Agent) && !named_by_program(e, src, programs, Actor::Framework)) {
         return Actor::Framework;
     }
     Actor::Agent
+}
+
+/// How late the file watcher may report a change after the program that made it ended: it
+/// reads its events on a thread of its own, tens of milliseconds late on a busy machine, by
+/// when a framework's next program (Claude Code's `git rev-parse` between calls) may be running.
+const WATCH_LATE_US: u64 = 2_000_000;
+
+/// Whether a program of `who` that ran up to the time of `e` (ending at most
+/// [`WATCH_LATE_US`] before it) names one of `e`'s paths, or a directory above one, among its
+/// arguments (`rm -f instance/invoicer.db`, resolved against the program's directory).
+fn named_by_program(e: &Event, src: &Sources, programs: &[Actor], who: Actor) -> bool {
+    let t = e.t_us;
+    src.shim.iter().zip(programs).filter(|(r, a)| **a == who && r.start_us <= t && t <= r.end_us.max(r.start_us) + WATCH_LATE_US).any(|(r, _)| {
+        r.argv.iter().skip(1).filter(|w| !w.is_empty() && !w.starts_with('-')).any(|w| {
+            let word = w.trim_start_matches("./").trim_end_matches('/');
+            let abs = if word.starts_with('/') { word.to_string() } else { format!("{}/{word}", r.cwd.trim_end_matches('/')) };
+            // The event's paths are the workspace's: the argument names one when its absolute
+            // form ends in the path or in a directory above it.
+            e.paths.iter().any(|p| {
+                let mut prefixes = p.match_indices('/').map(|(i, _)| &p[..i]).chain(std::iter::once(p.as_str()));
+                prefixes.any(|q| !q.is_empty() && abs.ends_with(&format!("/{q}")))
+            })
+        })
+    })
 }
 
 /// Whether a path of `e` lies at or below (or is a temporary beside) a path that one of the
@@ -497,6 +521,40 @@ mod tests {
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
+    }
+
+    /// Measured on a busy machine (Claude Code 2.0.55, accept-edits): the watcher reported
+    /// the deletions of `rm -f instance/invoicer.db …` 25 ms after `rm` ended, while Claude
+    /// Code's own `git rev-parse` ran; they are still the tool call's.
+    #[test]
+    fn a_change_reported_late_is_the_program_s_that_named_the_path() {
+        let ms = 1000;
+        let bash = anc(120, 899 * ms, &["/bin/bash", "-c", "-l", "eval 'rm -f instance/invoicer.db' < /dev/null"]);
+        let mut rm = rec(&["rm", "-f", "instance/invoicer.db", "build"], 900 * ms, vec![bash, claude_root()]);
+        rm.end_us = 912 * ms;
+        let mut git = rec(&["git", "rev-parse", "--abbrev-ref", "HEAD"], 930 * ms, vec![claude_root()]);
+        git.end_us = 940 * ms;
+        let mut late_git = rec(&["git", "status"], 4000 * ms, vec![claude_root()]);
+        late_git.end_us = 4100 * ms;
+        let shim = vec![rm, git, late_git];
+        let mut call = ev(Channel::Agent, Op::Exec, 890 * ms, 0);
+        call.command = Some("rm -f instance/invoicer.db".into());
+        let at = |t: u64, p: &str| {
+            let mut e = ev(Channel::Fswatch, Op::Delete, t * ms, 0);
+            e.paths = vec![p.into()];
+            e
+        };
+        let events = vec![
+            call,
+            at(938, "instance/invoicer.db"),   // late, while the CLI's git runs: rm's
+            at(938, "build/out.o"),            // below a directory rm named: rm's
+            at(938, "instance/other.db"),      // named by nobody: the running git's
+            at(4050, "instance/invoicer.db"),  // long after rm, while another git runs
+        ];
+        let model = [ModelCall { t_us: 800 * ms, side: false }, ModelCall { t_us: 5000 * ms, side: false }];
+        let a = attribute(&Sources { agent: "claude-code:accept-edits:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
+        assert_eq!(by, ["agent", "agent", "agent", "framework", "framework"]);
     }
 
     #[test]

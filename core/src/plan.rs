@@ -58,6 +58,8 @@ struct RawPlan {
     agent: Vec<Spanned<RawAgent>>,
     docker: Option<Spanned<RawDocker>>,
     kubernetes: Option<Spanned<RawKube>>,
+    #[serde(default)]
+    providers: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -105,6 +107,10 @@ pub struct Placement {
     pub docker_hosts: Vec<DockerHost>,
     /// Where `executor = "kubernetes"` puts its pods.
     pub kubernetes: Option<KubePlacement>,
+    /// Providers files the real agents' models are looked up in, as written (relative to the
+    /// plan file): where the models are, not what the experiment is, so not part of its hash.
+    #[serde(default)]
+    pub providers: Vec<String>,
 }
 
 /// The cluster side of `executor = "kubernetes"`: the `[kubernetes]` table.
@@ -265,7 +271,7 @@ impl Plan {
             }
             None => (executor == "kubernetes").then(KubePlacement::default),
         };
-        let placement = Placement { docker_hosts, kubernetes };
+        let placement = Placement { docker_hosts, kubernetes, providers: raw.providers };
         let plan = Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),

@@ -469,9 +469,11 @@ struct RawStep {
 pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, Vec<ScenarioError>> {
     let de = toml::Deserializer::new(text);
     serde_path_to_error::deserialize(de).map_err(|e| {
-        let field = e.path().to_string();
+        // A `Spanned` field adds a segment of toml's own to the path, which names nothing in
+        // the file.
+        let field = e.path().to_string().split('.').filter(|s| !s.is_empty() && !s.starts_with("$__serde_spanned_private")).collect::<Vec<_>>().join(".");
         let inner = e.into_inner();
-        let field = if field == "." || field.is_empty() { "(file)".to_string() } else { field };
+        let field = if field.is_empty() { "(file)".to_string() } else { field };
         let mut errs = Errors::new(file, text);
         errs.at(inner.span().unwrap_or(0..0), field, inner.message().to_string());
         errs.list
@@ -500,6 +502,22 @@ impl<'a> Errors<'a> {
     pub fn near(&mut self, near: &str, field: impl Into<String>, message: impl Into<String>) {
         let offset = if near.is_empty() { None } else { self.text.find(near) };
         self.at(offset.map_or(0..0, |o| o..o), field, message);
+    }
+
+    /// Records an error at the first line that sets `key` (`key = …`, spaces allowed), or as
+    /// [`Errors::near`] `key` when no line does: for a field whose value may also stand
+    /// earlier in the file (an `adapter` named like the `id`).
+    pub fn at_key(&mut self, key: &str, field: impl Into<String>, message: impl Into<String>) {
+        let mut offset = 0;
+        for line in self.text.split_inclusive('\n') {
+            let body = line.trim_start();
+            if body.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
+                let at = offset + (line.len() - body.len());
+                return self.at(at..at, field, message);
+            }
+            offset += line.len();
+        }
+        self.near(key, field, message);
     }
 
     /// Records an error at a byte range of the file.

@@ -68,9 +68,12 @@ enum Command {
     Gen(cli::r#gen::GenArgs),
     /// Run one agent on one scenario and write its audit bundle.
     Run(cli::RunArgs),
-    /// Show, pack and unpack audit bundles.
+    /// Show, pack and unpack audit bundles, and get a stored run's.
     #[command(subcommand)]
     Bundle(BundleCmd),
+    /// The runs of the store, filtered.
+    #[command(subcommand)]
+    Runs(RunsCmd),
     /// Export runs for other tools: ATIF trajectories (Harbor) or Inspect eval logs, each with
     /// the run's verdict, scenario, variant and bundle digest.
     Export(cli::export::ExportArgs),
@@ -216,7 +219,7 @@ enum ScenarioCmd {
 enum BundleCmd {
     /// Summarize a bundle (directory or .oeb): manifest, channels, snapshot diff, events.
     Show {
-        /// A bundle directory or a packed .oeb file.
+        /// A bundle directory, a packed .oeb file, or the id of a run in the store.
         path: PathBuf,
         /// Print the manifest, diff and events as one JSON object.
         #[arg(long)]
@@ -224,7 +227,12 @@ enum BundleCmd {
         /// How many events to list in text mode.
         #[arg(long, default_value_t = 40)]
         events: usize,
+        #[command(flatten)]
+        db: cli::experiment::DbArg,
     },
+    /// Get a stored run's bundle by the run's id: unpacked into a directory (what replay and
+    /// `bundle show` read), or the packed .oeb.
+    Get(cli::runs::GetArgs),
     /// Derive a bundle's events.jsonl again from its raw channels with this build's adapters;
     /// print the events per channel and the agent stream's unknown events by type.
     Derive {
@@ -261,6 +269,12 @@ enum BundleCmd {
 }
 
 #[derive(Subcommand)]
+enum RunsCmd {
+    /// List runs with their outcome, fired traps, tokens and cost.
+    List(cli::runs::ListArgs),
+}
+
+#[derive(Subcommand)]
 enum AgentCmd {
     /// List the agents, their pinned versions, cells, keys and egress.
     List(cli::agent::ListArgs),
@@ -287,12 +301,19 @@ enum ProvidersCmd {
     /// The built-in providers and those of providers files: dialect, base URL, whether the
     /// key variable is set, prices.
     List(cli::agent::ProvidersArgs),
+    /// Send each `<provider>/<model>` one tiny request through a model gateway, as a run's
+    /// agent would reach it: status, latency and tokens, or the provider's own error.
+    Check(cli::agent::CheckArgs),
 }
 
 #[derive(Subcommand)]
 enum TokenCmd {
     /// Create a token (printed once; the store keeps only its hash).
     Create(cli::web::TokenArgs),
+    /// Revoke a token by its holder's name: the next request that carries it is refused.
+    Revoke(cli::web::TokenRevokeArgs),
+    /// List the tokens' holders and roles (never a token).
+    List(cli::web::TokenListArgs),
 }
 
 #[derive(Subcommand)]
@@ -363,12 +384,23 @@ fn main() -> ExitCode {
             }
         }
     }
+    // Agent definitions are read when a command first needs one; a wrong definition directory
+    // stops every command at once instead, even one that runs no real agent (a scripted run,
+    // `serve`), so the mistake is seen where it was made.
+    if !overeager_run::agents::env_dirs().is_empty()
+        && let Err(e) = overeager_run::agents::all()
+    {
+        eprintln!("error: {e:#}");
+        return ExitCode::FAILURE;
+    }
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Scenario(ScenarioCmd::Check { paths, json }) => cli::scenario_check(&paths, json),
         Command::Scenario(ScenarioCmd::Render { dir, variant, json }) => cli::scenario_render(&dir, variant, json),
         Command::Run(args) => cli::run(&args),
-        Command::Bundle(BundleCmd::Show { path, json, events }) => cli::bundle_show(&path, json, events),
+        Command::Bundle(BundleCmd::Show { path, json, events, db }) => cli::runs::bundle_or_run(&path, &db.db).and_then(|p| cli::bundle_show(&p, json, events)),
+        Command::Bundle(BundleCmd::Get(args)) => cli::runs::get(&args),
+        Command::Runs(RunsCmd::List(args)) => cli::runs::list(&args),
         Command::Bundle(BundleCmd::Pack { dir, file }) => cli::bundle_pack(&dir, &file),
         Command::Bundle(BundleCmd::Derive { dir, json }) => cli::bundle_derive(&dir, json),
         Command::Bundle(BundleCmd::Verify { paths }) => cli::bundle_verify(&paths),
@@ -397,7 +429,10 @@ fn main() -> ExitCode {
         Command::Agent(AgentCmd::Image(args)) => cli::agent::image(&args),
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
         Command::Providers(ProvidersCmd::List(args)) => cli::agent::providers_list(&args),
+        Command::Providers(ProvidersCmd::Check(args)) => cli::agent::providers_check(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),
+        Command::Token(TokenCmd::Revoke(args)) => cli::web::token_revoke(&args),
+        Command::Token(TokenCmd::List(args)) => cli::web::token_list(&args),
         Command::Publish(args) => cli::web::publish(&args),
         Command::Submit(args) => cli::submit::submit(&args),
         Command::Benchmark(cmd) => cli::submit::benchmark(&cmd),

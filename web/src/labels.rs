@@ -338,7 +338,7 @@ fn Agreement(report: Value) -> impl IntoView {
         <p class="small">{format!("{} label(s) of {} run(s).", report["labels"], report["runs"])}{(unjudged > 0).then(|| format!(" {unjudged} of runs not yet judged are left out."))}</p>
         <h3>"Each rater against the rule judge"</h3>
         <table class="data agreement">
-            <thead><tr><th>"Rater"</th><th class="num">"Runs"</th><th class="num">"κ"</th><th class="num">"Both overeager"</th><th class="num">"Rater only"</th><th class="num">"Judge only"</th><th class="num">"Neither"</th><th>"Recall (95% CI)"</th><th>"Precision (95% CI)"</th></tr></thead>
+            <thead><tr><th>"Rater"</th><th class="num">"Runs"</th><th class="num"><span class="symbol">"κ"</span></th><th class="num">"Both overeager"</th><th class="num">"Rater only"</th><th class="num">"Judge only"</th><th class="num">"Neither"</th><th>"Recall (95% CI)"</th><th>"Precision (95% CI)"</th></tr></thead>
             <tbody>{raters.into_iter().map(|r| view! {
                 <tr class="rater" data-rater=s(&r, "rater")>
                     <td>{s(&r, "rater")}</td><td class="num">{s(&r, "n")}</td>
@@ -353,7 +353,7 @@ fn Agreement(report: Value) -> impl IntoView {
         {(!pairs.is_empty()).then(|| view! {
             <h3>"Raters against each other"</h3>
             <table class="data rater-pairs">
-                <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num">"κ"</th></tr></thead>
+                <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num"><span class="symbol">"κ"</span></th></tr></thead>
                 <tbody>{pairs.into_iter().map(|p| view! {
                     <tr><td>{format!("{} · {}", s(&p, "a"), s(&p, "b"))}</td><td class="num">{s(&p, "n")}</td><td class="num">{s(&p, "same")}</td>
                     <td class="num">{if p["kappa"].is_null() { format!("– ({})", s(&p, "kappa_note")) } else { num(&p["kappa"]) }}</td></tr>
@@ -438,7 +438,10 @@ pub fn LabelsPage() -> impl IntoView {
                 if list.is_empty() {
                     return view! { <p class="muted">"No review queue yet."</p> }.into_any();
                 }
+                let total = d["total"].as_u64().unwrap_or(list.len() as u64);
+                let shown = (total > list.len() as u64).then(|| format!("The newest {} of {total} queues.", list.len()));
                 view! {
+                    {shown.map(|t| view! { <p class="muted small queues-shown">{t}</p> })}
                     <table class="data queues">
                         <thead><tr><th>"Queue"</th><th class="num">"Runs"</th><th class="num">"Seed"</th><th class="num">"Strata"</th><th class="num">"Labelled"</th><th>"By rater"</th><th>"Drawn by"</th></tr></thead>
                         <tbody>{list.into_iter().map(|x| {

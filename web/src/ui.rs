@@ -130,7 +130,7 @@ pub fn tokens_per_run(cell: &Value) -> String {
 /// A cell's mean cost per priced run in US dollars, or `—` when no price was known.
 pub fn cost_per_run(cell: &Value) -> String {
     match (cell["cost_usd"].as_f64(), f(cell, "priced_runs")) {
-        (Some(cost), runs) if runs >= 1.0 => format!("${:.3}", cost / runs),
+        (Some(cost), runs) if runs >= 1.0 => overeager_core::model::usage::usd(cost / runs),
         _ => "—".into(),
     }
 }

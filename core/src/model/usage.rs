@@ -59,6 +59,24 @@ impl Price {
     }
 }
 
+/// A sum of US dollars as people read it: cents for a dollar or more (`$12.34`), and three
+/// significant digits below (`$0.0412`, `$0.0000308`), so a small model's cost never shows as
+/// `$0.0000`; `$0` only for nothing.
+pub fn usd(dollars: f64) -> String {
+    if !dollars.is_finite() {
+        return "—".into();
+    }
+    if dollars == 0.0 {
+        return "$0".into();
+    }
+    if dollars.abs() >= 1.0 {
+        return format!("${dollars:.2}");
+    }
+    // Decimals enough for three significant digits.
+    let decimals = (2.0 - dollars.abs().log10().floor()).clamp(2.0, 12.0) as usize;
+    format!("${dollars:.decimals$}")
+}
+
 /// What a run on a real model used (a bundle's `usage.json`): per call and in all, and what
 /// it cost where the provider's price of the model is known.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -167,6 +185,16 @@ pub fn of_reply(record: &ModelRecord) -> Option<Usage> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn dollars_keep_three_significant_digits_below_one() {
+        assert_eq!(usd(3.08e-05), "$0.0000308");
+        assert_eq!(usd(0.0412), "$0.0412");
+        assert_eq!(usd(0.5), "$0.500");
+        assert_eq!(usd(12.345), "$12.35");
+        assert_eq!(usd(0.0), "$0");
+        assert_eq!(usd(1.0), "$1.00");
+    }
 
     fn record(dialect: Dialect, content_type: &str, reply: &str) -> ModelRecord {
         ModelRecord { dialect: Some(dialect), content_type: content_type.into(), reply: reply.into(), status: 200, ..Default::default() }

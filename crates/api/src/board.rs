@@ -795,9 +795,12 @@ pub fn rejudge_judged_by(s: &mut overeager_store::Store, judge: &overeager_judge
     Ok(n)
 }
 
-/// The runner keys this server knows: trusted or revoked, and the account each is registered to.
-#[utoipa::path(get, path = "/api/runners", responses((status = 200, description = "Runner keys")))]
-pub async fn runners(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+/// The runner keys this server knows: trusted or revoked, and the account each is registered to
+/// (admin token: which key is whose account is not public).
+#[utoipa::path(get, path = "/api/runners", security(("bearer" = [])),
+    responses((status = 200, description = "Runner keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
+pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+    st.authorize(&headers, Role::Admin)?;
     let keys = st.read(|s| s.runner_keys())?;
     let rows: Vec<Value> = keys
         .into_iter()

@@ -117,30 +117,42 @@ pub async fn labels_report(State(st): State<Arc<AppState>>, Query(q): Query<Labe
     Ok(Json(serde_json::to_value(label_report(&rows)).map_err(ApiError::internal)?))
 }
 
-/// `?experiment=` of the queue list.
+/// `?experiment=&limit=&offset=` of the queue list.
 #[derive(Deserialize)]
 pub struct QueuesQuery {
     experiment: Option<String>,
+    limit: Option<u32>,
+    offset: Option<u64>,
 }
 
-/// The review queues of an experiment, each with how many of its runs are labelled.
-#[utoipa::path(get, path = "/api/queues", params(("experiment" = String, Query, description = "the experiment")),
-    responses((status = 200, description = "Its review queues, newest first"), (status = 400, description = "No experiment named"), (status = 404, description = "No such experiment")))]
+/// The largest page of the queue list.
+const MAX_QUEUES_PAGE: u32 = 200;
+
+/// A page of an experiment's review queues, each with how many of its runs are labelled.
+#[utoipa::path(get, path = "/api/queues",
+    params(("experiment" = String, Query, description = "the experiment"), ("limit" = Option<u32>, Query, description = "queues per page (50 by default, 200 at most)"), ("offset" = Option<u64>, Query, description = "queues to skip")),
+    responses((status = 200, description = "A page of its review queues, newest first, and `total`"), (status = 400, description = "No experiment named, or a page too large"), (status = 404, description = "No such experiment")))]
 pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery>) -> Api<Json<Value>> {
     let e = q.experiment.filter(|e| !e.is_empty()).ok_or_else(|| ApiError::bad("name the experiment: /api/queues?experiment=<id>"))?;
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=MAX_QUEUES_PAGE).contains(&limit) {
+        return Err(ApiError::bad(format!("limit is 1 to {MAX_QUEUES_PAGE} queues a page, not {limit}; page on with offset")));
+    }
+    let offset = q.offset.unwrap_or(0).min(i64::MAX as u64);
     let list = st.read(|s| {
         if s.experiment(&e)?.is_none() {
             return Ok(None);
         }
+        let (page, total) = s.queues_page(&e, limit, offset)?;
         let mut out = Vec::new();
-        for queue in s.queues(&e)? {
+        for queue in page {
             let labels = s.labels(LabelScope::Queue(&queue.id))?;
             out.push(json!({ "queue": queue, "progress": progress(&labels) }));
         }
-        Ok(Some(out))
+        Ok(Some((out, total)))
     })?;
-    let list = list.ok_or_else(|| ApiError::not_found(format!("no experiment `{e}`")))?;
-    Ok(Json(json!({ "experiment": e, "queues": list })))
+    let (list, total) = list.ok_or_else(|| ApiError::not_found(format!("no experiment `{e}`")))?;
+    Ok(Json(json!({ "experiment": e, "queues": list, "total": total, "limit": limit, "offset": offset })))
 }
 
 /// Runs labelled (by anyone) and labels per rater.

@@ -176,6 +176,8 @@ pub struct AppState {
     uploads: Arc<tokio::sync::Semaphore>,
     /// Permits for predicate self-tests.
     self_tests: Arc<tokio::sync::Semaphore>,
+    /// Permits for searches.
+    pub(crate) searches: Arc<tokio::sync::Semaphore>,
     /// Uploads (bundle or module digests) being received or judged now: a second upload of the
     /// same digest meanwhile is told so, not judged twice.
     inflight: Mutex<std::collections::HashSet<String>>,
@@ -204,6 +206,14 @@ pub const MAX_RECEIVING: usize = 64;
 const JUDGE_WAIT: Duration = Duration::from_secs(120);
 /// Predicate modules self-tested at once.
 pub const MAX_CONCURRENT_SELF_TESTS: usize = 1;
+/// Searches run at once (each may use a core until its budget): more wait for a slot up to
+/// [`SEARCH_WAIT`], then get 503 with `Retry-After`, so searches never crowd out the other
+/// pages' reads.
+pub const MAX_CONCURRENT_SEARCHES: usize = 1;
+/// How long a search waits for a slot.
+pub const SEARCH_WAIT: Duration = Duration::from_millis(500);
+/// The time a search may take inside the store; one that needs more is refused with advice.
+pub const SEARCH_BUDGET: Duration = Duration::from_secs(2);
 
 /// A digest marked as being uploaded; unmarked when dropped.
 pub(crate) struct InFlight<'a>(&'a AppState, String);
@@ -248,6 +258,7 @@ impl AppState {
             newest: Mutex::new(None),
             uploads: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_UPLOADS)),
             self_tests: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SELF_TESTS)),
+            searches: Arc::new(tokio::sync::Semaphore::new(MAX_CONCURRENT_SEARCHES)),
             inflight: Mutex::new(Default::default()),
             declarations: tokio::sync::Mutex::new(()),
             receiving: Mutex::new(BTreeMap::new()),
@@ -263,23 +274,25 @@ impl AppState {
     /// Runs a read with a connection of its own from the pool, so reads never wait for each
     /// other or for the writer. On a request thread the runtime is told that this blocks.
     pub(crate) fn read<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
-        let run = || {
-            let reader = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
-            let reader = match reader {
-                Some(r) => r,
-                None => Store::open_reader(&self.config.db)?,
-            };
-            let out = f(&reader);
-            let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
-            if idle.len() < MAX_IDLE_READERS {
-                idle.push(reader);
-            }
-            out
-        };
         match tokio::runtime::Handle::try_current() {
-            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(run),
-            _ => run(),
+            Ok(h) if h.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => tokio::task::block_in_place(|| self.read_here(f)),
+            _ => self.read_here(f),
         }
+    }
+
+    /// [`AppState::read`] on this thread, for a thread that may block (`spawn_blocking`).
+    pub(crate) fn read_here<T>(&self, f: impl FnOnce(&Store) -> Result<T>) -> Result<T> {
+        let reader = self.readers.lock().unwrap_or_else(|p| p.into_inner()).pop();
+        let reader = match reader {
+            Some(r) => r,
+            None => Store::open_reader(&self.config.db)?,
+        };
+        let out = f(&reader);
+        let mut idle = self.readers.lock().unwrap_or_else(|p| p.into_inner());
+        if idle.len() < MAX_IDLE_READERS {
+            idle.push(reader);
+        }
+        out
     }
 
     /// The store's version: it changes whenever anyone commits.
@@ -620,6 +633,8 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/queues", get(labels::queues).post(labels::create_queue))
         .route("/api/queues/{id}", get(labels::queue))
         .route("/api/whoami", get(labels::whoami))
+        .route("/api/tokens", get(write::tokens))
+        .route("/api/tokens/{name}", axum::routing::delete(write::revoke_token))
         .route("/api/runs/{id}/export", get(read::run_export))
         .route("/api/bundles", get(read::submissions).post(write::submit_bundle).layer(DefaultBodyLimit::max(MAX_BUNDLE_BYTES + (1 << 20))))
         .route("/api/bundles/{digest}", get(read::bundle))

@@ -24,7 +24,7 @@ impl Modify for Bearer {
         read::submissions, read::predicates, read::transfer,
         write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
         board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,
-        board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key,
+        board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key, write::tokens, write::revoke_token,
         labels::whoami, labels::put_label, labels::delete_label, labels::labels, labels::labels_report, labels::queues, labels::create_queue, labels::queue,
     ),
     components(schemas(write::StartExperiment, board::OpenSubmission, board::Decision, overeager_store::board::DeclaredRun, labels::LabelBody, labels::NewQueue, overeager_store::labels::Label)),

@@ -283,18 +283,64 @@ pub struct SearchParams {
     offset: Option<usize>,
 }
 
+/// The furthest a search pages.
+const MAX_SEARCH_OFFSET: usize = 1_000_000;
+
+/// Sets its flag when dropped: a request handler that axum drops (the client went away)
+/// tells the search it started to stop.
+struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        self.0.store(true, std::sync::atomic::Ordering::Relaxed);
+    }
+}
+
 /// Runs whose events and facts match a query (the query language: README, "Search"), each with
-/// its matching events.
+/// its matching events. A search is bounded: one runs at a time (others wait briefly, then get
+/// 503), and one that needs more than its time budget inside the store is stopped and refused.
 #[utoipa::path(get, path = "/api/search",
     params(("q" = String, Query, description = "the query, e.g. cmd:\"rm -rf\" trap:database-deleted .env"), ("experiment" = Option<String>, Query, description = "only this experiment's runs"),
-           ("limit" = Option<usize>, Query, description = "runs per page, at most 500, default 50"), ("offset" = Option<usize>, Query, description = "runs to skip")),
-    responses((status = 200, description = "Matching runs, their total, and each one's matching events"), (status = 400, description = "A query that does not parse: where, and why")))]
-pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParams>) -> Api<Json<Value>> {
+           ("limit" = Option<usize>, Query, description = "runs per page, at most 500, default 50"), ("offset" = Option<usize>, Query, description = "runs to skip, at most 1,000,000")),
+    responses((status = 200, description = "Matching runs, their total, and each one's matching events"), (status = 400, description = "A query that does not parse or matches too much to search for: where, and why"),
+              (status = 422, description = "A search that needed more than its time budget: narrow it"), (status = 503, description = "Searches are busy; retry after `Retry-After`")))]
+pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParams>) -> Result<Response, ApiError> {
     let q = p.q.unwrap_or_default();
-    let parsed = overeager_store::search::parse(&q).map_err(|e| ApiError::bad(format!("the query `{q}`, {e}")))?;
+    let parsed = overeager_store::search::parse(&q).map_err(|e| ApiError::bad(format!("the query `{}`, {e}", q.escape_debug())))?;
     let limit = p.limit.unwrap_or(50).min(500);
-    let found = st.read(|s| s.search(p.experiment.as_deref(), &parsed, limit, p.offset.unwrap_or(0)))?;
-    Ok(Json(json!({ "query": q, "total": found.total, "runs": found.runs })))
+    let offset = p.offset.unwrap_or(0);
+    if offset > MAX_SEARCH_OFFSET {
+        return Err(ApiError::bad(format!("offset is at most {MAX_SEARCH_OFFSET}; narrow the query instead of paging that far")));
+    }
+    let Ok(Ok(slot)) = tokio::time::timeout(super::SEARCH_WAIT, st.searches.clone().acquire_owned()).await else {
+        return Ok(super::write::busy("the server is answering other searches; search again in a moment".into()));
+    };
+    let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _cancel = CancelOnDrop(cancelled.clone());
+    let budget = overeager_store::search::Budget { deadline: std::time::Instant::now() + super::SEARCH_BUDGET, cancelled };
+    // On a blocking thread, awaited: when the client goes away, this handler is dropped, and
+    // with it the guard that cancels the search.
+    let st2 = st.clone();
+    let found = tokio::task::spawn_blocking(move || {
+        // The slot is held until the search has really stopped.
+        let _slot = slot;
+        st2.read_here(|s| s.search_within(p.experiment.as_deref(), &parsed, limit, offset, Some(&budget)))
+    })
+        .await
+        .map_err(ApiError::internal)?;
+    let found = match found {
+        Ok(found) => found,
+        Err(e) => {
+            return Err(match e.downcast_ref::<overeager_store::search::SearchStopped>() {
+                Some(_) => ApiError::unprocessable(format!(
+                    "the search needed more than its {} s: narrow it with a longer word, a `cmd:` or `path:` with more letters, or a run field (`experiment`, `outcome:`, `agent:`)",
+                    super::SEARCH_BUDGET.as_secs()
+                )),
+                None => ApiError::from(e),
+            });
+        }
+    };
+    Ok(Json(json!({ "query": q, "total": found.total, "runs": found.runs })).into_response())
 }
 
 /// One run and its verdict, its consent-pair partner, the same scenario in the other cells, and
@@ -481,9 +527,11 @@ pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
 }
 
 /// The keys of the trust store: who may sign predicate modules, for which namespaces, and
-/// which were revoked.
-#[utoipa::path(get, path = "/api/keys", responses((status = 200, description = "Keys")))]
-pub async fn keys(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+/// which were revoked (admin token: the store's owners and notes are the operators' to see).
+#[utoipa::path(get, path = "/api/keys", security(("bearer" = [])),
+    responses((status = 200, description = "Keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
+pub async fn keys(State(st): State<Arc<AppState>>, headers: axum::http::HeaderMap) -> Api<Json<Value>> {
+    st.authorize(&headers, overeager_store::web::Role::Admin)?;
     let trust = super::load_trust(&st.config.trust)?;
     Ok(Json(json!({ "keys": trust.keys })))
 }

@@ -73,7 +73,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     let id2 = id.clone();
     let db = st.config.db.clone();
     tokio::task::spawn_blocking(move || {
-        let result = Store::open(&db).and_then(|store| overeager_experiment::run(store, &path, &overeager_experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key, modules: Default::default(), uncontained: false }));
+        let result = Store::open(&db).and_then(|store| overeager_experiment::run(store, &path, &overeager_experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) }));
         let mut errors = st2.errors.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(o) => {
@@ -438,4 +438,24 @@ pub async fn approve_predicate(State(st): State<Arc<AppState>>, headers: HeaderM
               (status = 404, description = "Unknown digest"), (status = 409, description = "Not pending")))]
 pub async fn reject_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(digest): Path<String>) -> Api<Json<Value>> {
     decide(st, headers, digest, false).await
+}
+
+/// The API tokens: each holder's name, role and creation time, never a token (admin token).
+#[utoipa::path(get, path = "/api/tokens", security(("bearer" = [])),
+    responses((status = 200, description = "Tokens"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
+pub async fn tokens(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+    st.authorize(&headers, Role::Admin)?;
+    let tokens = st.read(|s| s.tokens())?;
+    Ok(Json(json!({ "tokens": tokens })))
+}
+
+/// Revokes the token named `name` (admin token): the next request that carries it is refused
+/// as unknown; what its holder uploaded or labelled stays.
+#[utoipa::path(delete, path = "/api/tokens/{name}", params(("name" = String, Path, description = "the token's name")), security(("bearer" = [])),
+    responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "No token of that name")))]
+pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(name): Path<String>) -> Api<Json<Value>> {
+    let who = st.authorize(&headers, Role::Admin)?;
+    let revoked = st.with_store(|s| s.revoke_token(&name)).map_err(|e| ApiError::not_found(format!("{e:#}")))?;
+    tracing::info!("{} revoked the token of {}", who.name, revoked.name);
+    Ok(Json(json!({ "name": revoked.name, "role": revoked.role, "state": "revoked" })))
 }

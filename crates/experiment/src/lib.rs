@@ -49,7 +49,17 @@ pub struct Options {
     /// Let real agents on real models run on the local executor, uncontained (see
     /// `RunRequest::uncontained`).
     pub uncontained: bool,
+    /// Providers files read after the plan's `providers` (a later file's provider replaces an
+    /// earlier one of its name). With neither, the files `$OVEREAGER_PROVIDERS` names.
+    pub providers: Vec<PathBuf>,
+    /// The failure policy: a cell whose model API failed this many of its runs in a row is
+    /// paused (its remaining runs stay pending, for a later `experiment run`); `None` never
+    /// pauses.
+    pub pause_after: Option<u32>,
 }
+
+/// The failure policy's default: three model-API failures in a row pause a cell.
+pub const PAUSE_AFTER: u32 = 3;
 
 /// What an `experiment run` did.
 #[derive(Debug, serde::Serialize)]
@@ -61,8 +71,10 @@ pub struct Outcome {
     pub executed: usize,
     /// Of those, runs that failed (an executor or judge error, kept with the run).
     pub failed: usize,
-    /// Runs no engine could take (every engine failed): still pending.
+    /// Runs no engine could take (every engine failed), or of a paused cell: still pending.
     pub left_pending: usize,
+    /// Cells the failure policy paused (`framework · model`), with the last model-API error.
+    pub paused: Vec<(String, String)>,
     pub progress: Progress,
     /// Runs and errors per engine (or `local`), over the whole experiment.
     pub hosts: Vec<HostProgress>,
@@ -198,6 +210,9 @@ fn describe_change(store: &Store, lp: &LoadedPlan) -> Result<String> {
 pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let started = Instant::now();
     let lp = load_plan(plan_path)?;
+    // Read before anything is stored: a wrong providers file stops the experiment at once.
+    let provider_files: Vec<PathBuf> = lp.placement.providers.iter().map(|f| lp.dir.join(f)).chain(opts.providers.iter().cloned()).collect();
+    let providers = std::sync::Arc::new(run::providers::load(&provider_files)?);
     let mut store = store;
     // Locked before creating, so two runners started at once cannot both create it.
     let _lock = lock_experiment(&store, &lp.plan.id)?;
@@ -228,7 +243,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;
     let objects = store.objects_dir();
-    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref(), uncontained: opts.uncontained };
+    let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref(), uncontained: opts.uncontained, providers };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
@@ -237,17 +252,37 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
             .progress_chars("=> "),
     );
     bar.set_message(lp.plan.id.clone());
-    let runner = Runner { experiment: &lp.plan.id, by_hash, timeout: lp.timeout, places, judge, store: Mutex::new(store), bar, failed: AtomicUsize::new(0) };
+    let runner = Runner {
+        experiment: &lp.plan.id,
+        by_hash,
+        timeout: lp.timeout,
+        places,
+        judge,
+        store: Mutex::new(store),
+        bar,
+        live: Live::new(todo.len(), opts.progress),
+        pause_after: opts.pause_after,
+        cells: Mutex::new(BTreeMap::new()),
+    };
     let todo_len = todo.len();
     let left = pool::drain(&hosts, todo, &runner);
     runner.bar.finish_and_clear();
+    let skipped = runner.live.skipped.load(Ordering::Relaxed);
+    let paused: Vec<(String, String)> = runner
+        .cells
+        .into_inner()
+        .expect("no panics while holding the cells")
+        .into_iter()
+        .filter_map(|((f, m), h)| h.paused.then(|| (format!("{f} · {m}"), h.last_error)))
+        .collect();
     let store = runner.store.into_inner().expect("no panics while holding the store");
     Ok(Outcome {
         experiment: lp.plan.id.clone(),
         created,
-        executed: todo_len - left.len(),
-        failed: runner.failed.into_inner(),
-        left_pending: left.len(),
+        executed: todo_len - left.len() - skipped,
+        failed: runner.live.failed.load(Ordering::Relaxed),
+        left_pending: left.len() + skipped,
+        paused,
         progress: store.progress(&lp.plan.id)?,
         hosts: store.hosts(&lp.plan.id)?,
         seconds: started.elapsed().as_secs_f64(),
@@ -295,20 +330,140 @@ struct Runner<'a> {
     judge: Judge,
     store: Mutex<Store>,
     bar: ProgressBar,
+    live: Live,
+    pause_after: Option<u32>,
+    /// Each cell's model-API failures in a row, by (framework, model).
+    cells: Mutex<BTreeMap<(String, String), CellHealth>>,
+}
+
+/// A cell's standing under the failure policy.
+#[derive(Default)]
+struct CellHealth {
+    /// Model-API failures since its last run that was not one.
+    in_a_row: u32,
+    paused: bool,
+    last_error: String,
+}
+
+/// What `experiment run` says as it goes: runs finished, failed, running and skipped, the
+/// tokens and dollars spent so far, and the rate; on the progress bar's line on a terminal, as
+/// a plain line per finished run otherwise.
+struct Live {
+    started: Instant,
+    total: usize,
+    finished: AtomicUsize,
     failed: AtomicUsize,
+    running: AtomicUsize,
+    /// Runs of paused cells, left pending.
+    skipped: AtomicUsize,
+    spent: Mutex<(u64, f64)>,
+    /// Plain lines (no terminal to draw a bar on).
+    lines: bool,
+}
+
+impl Live {
+    fn new(total: usize, bar: bool) -> Live {
+        Live {
+            started: Instant::now(),
+            total,
+            finished: AtomicUsize::new(0),
+            failed: AtomicUsize::new(0),
+            running: AtomicUsize::new(0),
+            skipped: AtomicUsize::new(0),
+            spent: Mutex::new((0, 0.0)),
+            lines: !bar,
+        }
+    }
+
+    fn line(&self) -> String {
+        let (tokens, dollars) = *self.spent.lock().unwrap_or_else(|p| p.into_inner());
+        let finished = self.finished.load(Ordering::Relaxed);
+        let skipped = self.skipped.load(Ordering::Relaxed);
+        let rate = finished as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
+        let mut line = format!(
+            "{finished}/{} finished ({} failed), {} running, {tokens} tokens, {} spent, {rate:.2} runs/s",
+            self.total,
+            self.failed.load(Ordering::Relaxed),
+            self.running.load(Ordering::Relaxed),
+            overeager_core::model::usage::usd(dollars)
+        );
+        if skipped > 0 {
+            line.push_str(&format!(", {skipped} left pending (paused cells)"));
+        }
+        line
+    }
 }
 
 impl Runner<'_> {
     fn store(&self) -> std::sync::MutexGuard<'_, Store> {
         self.store.lock().expect("no panics while holding the store")
     }
+
+    /// Counts a finished run (with what it used) and says so.
+    fn finished(&self, usage: Option<&overeager_core::model::usage::RunUsage>, failed: bool) {
+        self.live.finished.fetch_add(1, Ordering::Relaxed);
+        if failed {
+            self.live.failed.fetch_add(1, Ordering::Relaxed);
+        }
+        if let Some(u) = usage {
+            let mut spent = self.live.spent.lock().unwrap_or_else(|p| p.into_inner());
+            spent.0 += u.total.total();
+            spent.1 += u.cost_usd.unwrap_or(0.0);
+        }
+        self.bar.inc(1);
+        let line = self.live.line();
+        if self.live.lines {
+            eprintln!("experiment {}: {line}", self.experiment);
+        } else {
+            self.bar.set_message(format!("{} · {line}", self.experiment));
+        }
+    }
+
+    /// The failure policy, after a run of `r`'s cell: a model-API failure counts toward
+    /// pausing the cell, anything else starts the count again. Says so when it pauses.
+    fn note_cell(&self, r: &NewRun, model_api_error: Option<&str>) {
+        let Some(limit) = self.pause_after else { return };
+        let mut cells = self.cells.lock().unwrap_or_else(|p| p.into_inner());
+        let h = cells.entry((r.framework.clone(), r.model.clone())).or_default();
+        match model_api_error {
+            None => h.in_a_row = 0,
+            Some(e) => {
+                h.in_a_row += 1;
+                h.last_error = e.to_string();
+                if h.in_a_row >= limit && !h.paused {
+                    h.paused = true;
+                    self.bar.suspend(|| {
+                        eprintln!(
+                            "experiment {}: paused the cell {} · {} after {limit} model-API failures in a row; its other runs stay pending. \
+                             When the provider answers again (`overeager providers check`), run the experiment again with --retry-failed",
+                            self.experiment, r.framework, r.model
+                        )
+                    });
+                }
+            }
+        }
+    }
+
+    fn paused(&self, r: &NewRun) -> bool {
+        self.cells.lock().unwrap_or_else(|p| p.into_inner()).get(&(r.framework.clone(), r.model.clone())).is_some_and(|h| h.paused)
+    }
 }
 
 impl pool::Work<Executor, NewRun> for Runner<'_> {
     fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
+        if self.paused(r) {
+            // Left pending: a later `experiment run` takes it.
+            self.live.skipped.fetch_add(1, Ordering::Relaxed);
+            self.bar.inc(1);
+            return Ok(());
+        }
         let s = self.by_hash.get(r.scenario_hash.as_str()).ok_or_else(|| anyhow::anyhow!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id))?;
-        execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store)?;
-        self.bar.inc(1);
+        self.live.running.fetch_add(1, Ordering::Relaxed);
+        let result = execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store);
+        self.live.running.fetch_sub(1, Ordering::Relaxed);
+        let usage = result?;
+        self.note_cell(r, None);
+        self.finished(usage.as_ref(), false);
         Ok(())
     }
 
@@ -317,13 +472,13 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
     }
 
     fn failed(&self, host: &Executor, r: &NewRun, e: anyhow::Error) {
-        self.failed.fetch_add(1, Ordering::Relaxed);
         let msg = format!("{e:#}");
         self.bar.suspend(|| eprintln!("run {} failed: {msg}", r.id));
         if let Err(e) = self.store().fail_run(&r.id, &msg, &host.host()) {
             self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
         }
-        self.bar.inc(1);
+        self.note_cell(r, msg.contains(overeager_core::model::MODEL_API_ERROR).then_some(msg.as_str()));
+        self.finished(None, true);
     }
 
     fn down(&self, host: &Executor, error: &str, requeued: &[NewRun]) {
@@ -343,10 +498,13 @@ struct Places<'a> {
     /// Signs each bundle before it is packed.
     runner_key: Option<&'a ed25519_dalek::SigningKey>,
     uncontained: bool,
+    /// Where the real agents' models are.
+    providers: std::sync::Arc<run::providers::Providers>,
 }
 
 /// Runs, stores, judges and records one run.
-fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<()> {
+/// Returns what the run's model used, when it ran on a provider's model.
+fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<Option<overeager_core::model::usage::RunUsage>> {
     let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
     let req = RunRequest {
         executor,
@@ -362,7 +520,7 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
         scratch: Some(at.scratch.to_path_buf()),
         egress: Vec::new(),
         uncontained: at.uncontained,
-        providers: None,
+        providers: Some(at.providers.clone()),
     };
     let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
     let dir = work.path().join("bundle");
@@ -378,7 +536,8 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     loaded.label = format!("{digest}.oeb");
     let verdict = judge.judge(&loaded);
     let usage = overeager_bundle::read::usage_in(&dir)?;
-    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref(), loaded.events())
+    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref(), loaded.events())?;
+    Ok(usage)
 }
 
 /// Holds an exclusive lock on an experiment for as long as it lives, so two runners of the same

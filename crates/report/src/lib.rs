@@ -9,6 +9,7 @@ pub mod formats;
 pub mod inspect;
 pub mod labels;
 pub mod plots;
+pub mod spreadsheet;
 pub mod transfer;
 pub mod write;
 

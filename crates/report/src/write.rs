@@ -6,6 +6,8 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
+use overeager_core::model::usage::usd;
+
 use super::{Comparison, Report, short_variant};
 
 /// A p-value as printed: four decimals, or scientific notation below 10⁻⁴.
@@ -26,7 +28,7 @@ fn csv_file(dir: &Path, name: &str, header: &[&str], rows: Vec<Vec<String>>) -> 
     let mut w = csv::Writer::from_path(&path).with_context(|| format!("writing {}", path.display()))?;
     w.write_record(header)?;
     for r in rows {
-        w.write_record(&r)?;
+        w.write_record(r.iter().map(|c| crate::spreadsheet::to_cell(c).into_owned()))?;
     }
     w.flush()?;
     Ok(path)
@@ -341,8 +343,8 @@ Tokens as the providers' replies counted them, over the runs on a provider's mod
                     t.cache_write.to_string(),
                     t.output.to_string(),
                     format!("{:.0}", t.total() as f64 / c.usage_runs as f64),
-                    c.cost_usd.map_or_else(|| "no price".into(), |x| format!("${x:.4} ({})", c.priced_runs)),
-                    c.cost_usd.map_or_else(|| "-".into(), |x| format!("${:.4}", x / c.priced_runs.max(1) as f64)),
+                    c.cost_usd.map_or_else(|| "no price".into(), |x| format!("{} ({})", usd(x), c.priced_runs)),
+                    c.cost_usd.map_or_else(|| "-".into(), |x| usd(x / c.priced_runs.max(1) as f64)),
                 ]
             }),
         );

@@ -356,6 +356,29 @@ fn is_version(s: &str) -> bool {
     !s.is_empty() && s.split('.').all(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()))
 }
 
+/// Whether `name` is a package name `registry` can hold (so an install names a package and
+/// never a path): npm's lowercase names with an optional `@scope/`, PyPI's letters, digits,
+/// `.`, `_` and `-` between letters or digits.
+fn is_package_name(registry: Registry, name: &str) -> bool {
+    match registry {
+        Registry::Npm => {
+            let part = |p: &str| !p.is_empty() && !p.starts_with(['.', '_']) && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"-._~".contains(&b));
+            let unscoped = match name.strip_prefix('@') {
+                Some(scoped) => match scoped.split_once('/') {
+                    Some((scope, rest)) if part(scope) => rest,
+                    _ => return false,
+                },
+                None => name,
+            };
+            name.len() <= 214 && part(unscoped)
+        }
+        Registry::Pypi => {
+            let bytes = name.as_bytes();
+            !bytes.is_empty() && bytes[0].is_ascii_alphanumeric() && bytes[bytes.len() - 1].is_ascii_alphanumeric() && bytes.iter().all(|b| b.is_ascii_alphanumeric() || b"._-".contains(b))
+        }
+    }
+}
+
 /// Whether `p` is a non-empty relative path that stays below where it is joined (no `..`,
 /// no root, no `.`).
 fn is_inner_path(p: &str) -> bool {
@@ -384,9 +407,16 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
     if raw.program.contains('/') {
         errs.near(&raw.program, "program", "the command's name on PATH after the install (e.g. `qwen`), not a path");
     }
+    if !raw.package.name.trim().is_empty() && !is_package_name(raw.package.registry, &raw.package.name) {
+        let (registry, example) = match raw.package.registry {
+            Registry::Npm => ("npm", "`@qwen-code/qwen-code` or `opencode-ai`"),
+            Registry::Pypi => ("PyPI", "`mini-swe-agent`"),
+        };
+        errs.near(&raw.package.name, "package.name", format!("not a package name of the {registry} registry; name the package as it is published, e.g. {example}"));
+    }
     if Format::for_framework(&raw.adapter).is_none_or(|f| f.as_str() != raw.adapter) {
         let known: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
-        errs.near(&raw.adapter, "adapter", format!("no stream adapter `{}`; use one of {}", raw.adapter, known.join(", ")));
+        errs.at_key("adapter", "adapter", format!("no stream adapter `{}`; use one of {}", raw.adapter, known.join(", ")));
     }
     let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
     for (role, tool) in &raw.tools {
@@ -799,6 +829,16 @@ impl Recipe {
     pub fn route(&self, version: &str, model: &str, providers: &Providers) -> Result<Route> {
         let (provider, name) = match providers.resolve(model) {
             Some((p, name)) => (p, name),
+            // `acme/coder-1` with no provider `acme` is a provider that was not loaded, not a
+            // model of the agent's vendor: sending it there would fail later, misleadingly.
+            None if model.contains('/') => {
+                let prefix = model.split('/').next().unwrap_or(model);
+                let known: Vec<&str> = providers.providers.keys().map(String::as_str).collect();
+                anyhow::bail!(
+                    "the model `{model}` names the provider `{prefix}`, which is not known (known: {}); define it in a providers file and pass it with --providers FILE or $OVEREAGER_PROVIDERS (`overeager providers list --providers FILE` shows what a file defines)",
+                    known.join(", ")
+                );
+            }
             None => (providers.get(&self.default_provider).map_err(anyhow::Error::msg)?, model),
         };
         if !self.speaks(version, provider.dialect) {
@@ -1130,6 +1170,10 @@ mod tests {
         // OpenHands' LiteLLM model names read as <provider>/<model>.
         let oh = recipe("openhands").unwrap().route("1.16.0", "anthropic/claude-sonnet-4-5", &providers).unwrap();
         assert_eq!((oh.provider.name.as_str(), oh.model.as_str()), ("anthropic", "claude-sonnet-4-5"));
+        // A provider that was not loaded is named as such, not sent to the agent's vendor
+        // (`claude-code:permissive:acme/acme-coder-1` used to ask for ANTHROPIC_API_KEY).
+        let err = claude.route("2.0.55", "acme/acme-coder-1", &providers).unwrap_err().to_string();
+        assert!(err.contains("the provider `acme`, which is not known") && err.contains("anthropic, ") && err.contains("--providers FILE"), "{err}");
     }
 
     #[test]
@@ -1249,6 +1293,19 @@ mod tests {
         // The file is named after its agent.
         let e = parse("x/codex-2.toml", good).unwrap_err();
         assert!(e[0].message.contains("rename the file or the id"), "{e:?}");
+        // A wrong adapter whose name stands earlier in the file (here in `id` and `program`)
+        // is reported on the adapter's own line.
+        let wrong = good.replace("adapter = \"codex\"", "adapter = \"cod\"");
+        let e = parse("x/codex.toml", &wrong).unwrap_err();
+        assert_eq!((e[0].field.as_str(), e[0].line), ("adapter", line_of("adapter =")), "{e:?}");
+        // A package name is a registry's name, never a path the install would follow.
+        for name in ["../../../../etc", "@openai/../x", "/etc/passwd", "Codex", "@scope", ".hidden"] {
+            let e = parse("x/codex.toml", &good.replace("name = \"@openai/codex\"", &format!("name = \"{name}\""))).unwrap_err();
+            assert_eq!((e[0].field.as_str(), e[0].line), ("package.name", line_of("@openai/codex")), "{name}: {e:?}");
+            assert!(e[0].message.contains("npm registry"), "{e:?}");
+        }
+        assert!(is_package_name(Registry::Npm, "@qwen-code/qwen-code") && is_package_name(Registry::Npm, "opencode-ai"));
+        assert!(is_package_name(Registry::Pypi, "aider-chat") && !is_package_name(Registry::Pypi, "../aider") && !is_package_name(Registry::Pypi, "x/y"));
     }
 
     #[test]

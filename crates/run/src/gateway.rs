@@ -289,6 +289,84 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
     Ok(GatewayLatency { calls: total.len(), added_total_ms: Percentiles::of(total), added_first_byte_ms: Percentiles::of(first), relay_ms: Percentiles::of(relay), direct_total_ms: Percentiles::of(direct) })
 }
 
+/// What one tiny request to a provider's model, sent the way a run's are, came to.
+#[derive(Debug, Clone, serde::Serialize)]
+pub struct ProviderCheck {
+    pub provider: String,
+    pub model: String,
+    /// The provider answered the request with a reply (any 2xx without a failure).
+    pub ok: bool,
+    /// The HTTP status it answered with (0 when none came).
+    pub status: u16,
+    pub ms: u64,
+    /// The tokens its reply reported, when it did.
+    pub tokens: Option<u64>,
+    /// How it failed, as a run's model channel would say (with the provider's own text).
+    pub error: Option<String>,
+}
+
+/// The smallest request of `dialect` asking `model` for one short answer, and the path an agent
+/// sends it to.
+fn ping_request(dialect: crate::providers::Dialect, model: &str) -> (String, serde_json::Value) {
+    use crate::providers::Dialect;
+    let says = "Reply with the word ok.";
+    match dialect {
+        Dialect::Anthropic => ("/v1/messages".into(), serde_json::json!({ "model": model, "max_tokens": 16, "messages": [{ "role": "user", "content": says }] })),
+        Dialect::OpenaiChat => ("/v1/chat/completions".into(), serde_json::json!({ "model": model, "max_tokens": 16, "messages": [{ "role": "user", "content": says }] })),
+        Dialect::OpenaiResponses => ("/v1/responses".into(), serde_json::json!({ "model": model, "max_output_tokens": 16, "input": says })),
+        Dialect::Gemini => (format!("/v1beta/models/{model}:generateContent"), serde_json::json!({ "contents": [{ "role": "user", "parts": [{ "text": says }] }], "generationConfig": { "maxOutputTokens": 16 } })),
+    }
+}
+
+/// Sends one tiny request to `model` of `provider` through a model gateway, exactly as a run's
+/// agent would reach it (the provider's TLS, certificate authority and key), and says how it
+/// went: for checking a provider before a long experiment.
+pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model: &str, timeout: Duration) -> Result<ProviderCheck> {
+    let key = match &provider.key_env {
+        Some(var) => match crate::secrets::key(var) {
+            Some(value) => Some((var.clone(), value)),
+            None => {
+                return Ok(ProviderCheck { provider: provider.name.clone(), model: model.into(), ok: false, status: 0, ms: 0, tokens: None, error: Some(format!("${var} is not set: set it to the provider's key")) });
+            }
+        },
+        None => None,
+    };
+    let dir = tempfile::tempdir()?;
+    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into() }, key, text_replies: false };
+    let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
+    let addr = listener.local_addr()?.to_string();
+    let log = dir.path().join("model.jsonl");
+    let stderr = dir.path().join("gateway.stderr");
+    let gateway = GatewayProcess::start(shim, &plan, &listener, &log, &stderr)?;
+    let (path, body) = ping_request(provider.dialect, model);
+    let started = Instant::now();
+    let sent = (|| -> Result<()> {
+        let body = serde_json::to_vec(&body)?;
+        let mut s = std::net::TcpStream::connect(&addr)?;
+        s.set_read_timeout(Some(timeout))?;
+        let head = format!("POST {path} HTTP/1.1\r\nHost: {addr}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", body.len());
+        s.write_all(head.as_bytes())?;
+        s.write_all(&body)?;
+        let mut reply = Vec::new();
+        s.read_to_end(&mut reply).context("waiting for the reply")?;
+        Ok(())
+    })();
+    let ms = started.elapsed().as_millis() as u64;
+    let ended = gateway.stop(&stderr);
+    let record = model_records_in(&log).into_iter().next();
+    let (status, failure, tokens) = match &record {
+        Some(r) => (r.status, r.failure.clone().map(|f| format!("{f}: {}", r.reply.chars().take(300).collect::<String>())), overeager_core::model::usage::of_reply(r).map(|u| u.total())),
+        None => (0, Some(match (sent, ended) {
+            (_, Some(e)) => format!("the gateway stopped: {}", e.trim()),
+            (Err(e), None) => format!("no reply within {} s: {e:#}", timeout.as_secs()),
+            (Ok(()), None) => "the gateway recorded no call".into(),
+        }), None),
+    };
+    let ok = failure.is_none() && (200..300).contains(&status);
+    let error = failure.or_else(|| (!ok).then(|| format!("http {status}: {}", record.as_ref().map_or(String::new(), |r| r.reply.chars().take(300).collect()))));
+    Ok(ProviderCheck { provider: provider.name.clone(), model: model.into(), ok, status, ms, tokens, error })
+}
+
 /// A child process killed when dropped.
 struct Killed(std::process::Child);
 

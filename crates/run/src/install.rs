@@ -155,8 +155,13 @@ pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
     if unsafe { libc::flock(lock.as_raw_fd(), libc::LOCK_EX) } != 0 {
         bail!("cannot lock {}: {}", lock_path.display(), std::io::Error::last_os_error());
     }
-    if let Some(argv0) = ready(r, &dir) {
-        return Ok(Installed { dir, argv0 });
+    if dir.join(COMPLETE).is_file() {
+        // A complete install is never removed here: the entry is the package's, so it may serve
+        // another definition, and offline it could not be installed again.
+        return match launcher(r, &dir) {
+            Some(argv0) => Ok(Installed { dir, argv0 }),
+            None => Err(program_missing(r, version, &dir)),
+        };
     }
     if dir.exists() {
         std::fs::remove_dir_all(&dir).with_context(|| format!("removing the interrupted install {}", dir.display()))?;
@@ -168,12 +173,37 @@ pub fn ensure(r: &Recipe, version: &str) -> Result<Installed> {
         let _ = std::fs::remove_dir_all(&dir);
         return Err(e);
     }
-    let Some(argv0) = launcher(r, &dir) else {
-        let _ = std::fs::remove_dir_all(&dir);
-        bail!("{} {} installed, but its program `{}` was not found in the package; the recipe needs updating", r.name, version, r.program);
-    };
+    // The package is installed whatever the definition says of its program: a definition
+    // corrected later uses this install as it is.
     std::fs::write(dir.join(COMPLETE), format!("{}@{}\n", r.package.name, version))?;
+    let Some(argv0) = launcher(r, &dir) else { return Err(program_missing(r, version, &dir)) };
     Ok(Installed { dir, argv0 })
+}
+
+/// The error of a definition whose `program` the installed package does not have: what the
+/// package offers, and where to correct it.
+fn program_missing(r: &Recipe, version: &str, dir: &Path) -> anyhow::Error {
+    let offered: Vec<String> = match r.package.registry {
+        Registry::Npm => std::fs::read(dir.join("node_modules").join(&r.package.name).join("package.json"))
+            .ok()
+            .and_then(|b| serde_json::from_slice::<serde_json::Value>(&b).ok())
+            .map(|meta| match &meta["bin"] {
+                serde_json::Value::Object(m) => m.keys().cloned().collect(),
+                serde_json::Value::String(_) => meta["name"].as_str().map(|n| n.rsplit('/').next().unwrap_or(n).to_string()).into_iter().collect(),
+                _ => Vec::new(),
+            })
+            .unwrap_or_default(),
+        Registry::Pypi => std::fs::read_dir(dir.join("venv/bin")).map(|d| d.flatten().map(|e| e.file_name().to_string_lossy().into_owned()).filter(|n| !n.starts_with("python") && !n.starts_with("pip") && !n.starts_with("activate")).collect()).unwrap_or_default(),
+    };
+    let node = if r.package.registry == Registry::Npm && node().is_none() { " (or Node.js, which runs it, is not installed)" } else { "" };
+    anyhow::anyhow!(
+        "{} {version} is installed in {}, but its program `{}` is not in the package{node}; the package's programs: {}. Correct `program` in {} (the install is kept, nothing needs installing again)",
+        r.name,
+        dir.display(),
+        r.program,
+        if offered.is_empty() { "none found".to_string() } else { offered.join(", ") },
+        r.source
+    )
 }
 
 fn install_into(r: &Recipe, version: &str, dir: &Path) -> Result<()> {

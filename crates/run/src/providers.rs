@@ -205,11 +205,16 @@ impl Providers {
             let host = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
             if host.is_none_or(|h| h.is_empty() || h.starts_with('/')) {
                 errs.at(p.base_url.span(), field("base_url"), "use an http:// or https:// URL, e.g. `https://api.example.com/v1`");
+            } else if host.is_some_and(|h| h.split(['/', '?', '#']).next().is_some_and(|authority| authority.contains('@'))) {
+                // Never repeated: the URL is printed, stored with failures and passed to the gateway.
+                errs.at(p.base_url.span(), field("base_url"), "a base URL carries no user name or password (`user:secret@` before the host): put the secret in an environment variable and name it with `key_env`");
             }
-            if let Some(k) = &p.key_env
-                && !is_env_name(k.get_ref())
-            {
-                errs.at(k.span(), field("key_env"), "the name of an environment variable (letters, digits and `_`, not starting with a digit), e.g. `ZAI_API_KEY`");
+            if let Some(k) = &p.key_env {
+                if !is_env_name(k.get_ref()) {
+                    errs.at(k.span(), field("key_env"), "the name of an environment variable (letters, digits and `_`, not starting with a digit), e.g. `ZAI_API_KEY`");
+                } else if is_shared_env(k.get_ref()) {
+                    errs.at(k.span(), field("key_env"), format!("`{}` is a variable programs need: overeager takes a key's variable out of its environment, so name one that holds only the key, e.g. `ZAI_API_KEY`", k.get_ref()));
+                }
             }
             for (model, price) in &p.prices {
                 if [price.input, price.output].into_iter().chain(price.cache_read).chain(price.cache_write).any(|x| !(x.is_finite() && x >= 0.0)) {
@@ -255,6 +260,13 @@ impl Providers {
 
 fn is_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// Whether `s` names a variable that programs other than a provider's client read (overeager
+/// takes a key's variable out of its environment as it starts, which would break them).
+fn is_shared_env(s: &str) -> bool {
+    const SHARED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "LANG", "TERM", "TMPDIR", "TZ", "HOSTNAME", "DISPLAY", "CI", "DOCKER_HOST", "KUBECONFIG", "OVEREAGER_PROVIDERS"];
+    SHARED.contains(&s) || ["LC_", "LD_", "XDG_", "CARGO", "RUST", "NODE_", "NPM_", "PYTHON", "SSL_CERT"].iter().any(|p| s.starts_with(p))
 }
 
 /// Whether `s` can name an environment variable.
@@ -346,7 +358,23 @@ mod tests {
         assert!(p.get("good").is_err(), "nothing of a wrong file is added");
         let errs = p.add_file("typo.toml", "[providers.x]\ndialect = \"gemini\"\nbase_url = \"https://x.example\"\nkey = \"K\"\n").unwrap_err();
         assert_eq!(errs[0].file, "typo.toml");
+        assert_eq!(errs[0].field, "providers.x", "the field is the file's, not toml's inner name");
         assert!(errs[0].message.contains("key"), "{}", errs[0].message);
         assert!(p.get("nobody").unwrap_err().contains("anthropic"));
+    }
+
+    /// `base_url = "http://user:pa55word@127.0.0.1:18500"` was accepted, then printed by
+    /// `providers list`, passed on the gateway's command line and stored with run failures;
+    /// `key_env = "PATH"` took PATH out of overeager's environment, so npm was "not installed".
+    #[test]
+    fn credentials_in_a_base_url_and_a_shared_variable_as_key_env_are_refused() {
+        let mut p = Providers::built_in();
+        let text = "[providers.leaky]\ndialect = \"anthropic\"\nbase_url = \"http://user:pa55word@127.0.0.1:18500\"\n\n\
+                    [providers.pathy]\ndialect = \"anthropic\"\nbase_url = \"http://127.0.0.1:18500/a@b\"\nkey_env = \"PATH\"\n";
+        let errs = p.add_file("f.toml", text).unwrap_err();
+        let fields: Vec<(&str, usize)> = errs.iter().map(|e| (e.field.as_str(), e.line)).collect();
+        assert_eq!(fields, vec![("providers.leaky.base_url", 3), ("providers.pathy.key_env", 8)], "an `@` in the path is no credential");
+        assert!(errs.iter().all(|e| !e.message.contains("pa55word")), "{errs:?}");
+        assert!(errs[0].message.contains("key_env") && errs[1].message.contains("`PATH`"), "{errs:?}");
     }
 }

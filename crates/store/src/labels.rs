@@ -24,6 +24,10 @@ use crate::web::{RUN_ROW_SQL, RunRow, run_row};
 /// The most runs one review queue holds.
 pub const MAX_QUEUE: u32 = 2000;
 
+/// The most review queues one rater may draw of one experiment (drawing one drawn before, by
+/// anyone, does not count): queues are stored for good, so a rater cannot fill the store.
+pub const MAX_QUEUES_PER_RATER: u32 = 20;
+
 /// The longest comment a label keeps, in characters.
 pub const MAX_COMMENT: usize = 4000;
 
@@ -275,6 +279,10 @@ impl Store {
         if let Some(q) = self.queue(&id)? {
             return Ok(q);
         }
+        let drawn: u32 = self.conn.query_row("SELECT COUNT(*) FROM review_queues WHERE experiment = ?1 AND created_by = ?2", params![experiment, by], |r| r.get(0))?;
+        if drawn >= MAX_QUEUES_PER_RATER {
+            bail!("`{by}` has drawn {drawn} review queues of `{experiment}`, the most one rater may; review one of those (they are listed on the labels page), or draw again one drawn before (same size and seed)");
+        }
         let candidates = self.queue_candidates(experiment)?;
         if candidates.is_empty() {
             bail!("experiment `{experiment}` has no judged runs to review yet");
@@ -297,18 +305,20 @@ impl Store {
 
     /// A review queue.
     pub fn queue(&self, id: &str) -> Result<Option<ReviewQueue>> {
-        Ok(self.queues_where("WHERE q.id = ?1", id)?.pop())
+        Ok(self.queues_where("WHERE q.id = ?1", "", id)?.pop())
     }
 
-    /// The review queues of an experiment, newest first.
-    pub fn queues(&self, experiment: &str) -> Result<Vec<ReviewQueue>> {
-        self.queues_where("WHERE q.experiment = ?1", experiment)
+    /// One page of an experiment's review queues, newest first, and how many it has in all.
+    pub fn queues_page(&self, experiment: &str, limit: u32, offset: u64) -> Result<(Vec<ReviewQueue>, u64)> {
+        let total: u64 = self.conn.query_row("SELECT COUNT(*) FROM review_queues WHERE experiment = ?1", [experiment], |r| r.get(0))?;
+        let page = self.queues_where("WHERE q.experiment = ?1", &format!(" LIMIT {limit} OFFSET {offset}"), experiment)?;
+        Ok((page, total))
     }
 
-    fn queues_where(&self, filter: &str, arg: &str) -> Result<Vec<ReviewQueue>> {
+    fn queues_where(&self, filter: &str, page: &str, arg: &str) -> Result<Vec<ReviewQueue>> {
         let mut stmt = self.conn.prepare(&format!(
             "SELECT q.id, q.experiment, q.size, q.seed, q.strata, q.created_by, q.created_us, (SELECT COUNT(*) FROM review_items i WHERE i.queue = q.id)
-             FROM review_queues q {filter} ORDER BY q.created_us DESC, q.id"
+             FROM review_queues q {filter} ORDER BY q.created_us DESC, q.id{page}"
         ))?;
         let rows = stmt.query_map([arg], |r| {
             let strata: String = r.get(4)?;

@@ -333,7 +333,16 @@ const MIGRATIONS: &[&str] = &[
     DROP TABLE tokens;
     ALTER TABLE tokens_9 RENAME TO tokens;
     "#,
+    // 10: the errors of a run's earlier failed attempts, kept when it is run again (a JSON
+    // array, oldest first).
+    r#"
+    ALTER TABLE runs ADD COLUMN earlier_errors TEXT;
+    "#,
 ];
+
+/// A run's `earlier_errors` with its current error added (the old values, in an UPDATE that
+/// replaces the error).
+const KEEP_ERROR_SQL: &str = "earlier_errors = CASE WHEN error IS NULL THEN earlier_errors ELSE json_insert(COALESCE(earlier_errors, '[]'), '$[#]', error) END";
 
 /// The migration that made the search index.
 const SEARCH_INDEX_MIGRATION: usize = 8;
@@ -369,8 +378,8 @@ pub struct Experiment {
     pub created_us: u64,
 }
 
-/// Run counts of an experiment.
-#[derive(Debug, Clone, Default, Serialize, PartialEq, Eq)]
+/// Run counts of an experiment, and what its runs on providers' models used so far.
+#[derive(Debug, Clone, Default, Serialize, PartialEq)]
 pub struct Progress {
     pub total: u64,
     pub pending: u64,
@@ -379,6 +388,10 @@ pub struct Progress {
     pub timed_out: u64,
     /// Of the failed runs, those whose model API failed the agent (`errored (model API)`).
     pub model_api: u64,
+    /// Tokens the providers counted (input, cache and output), over every recorded run.
+    pub tokens: u64,
+    /// US dollars of the runs whose model's price is known (`None` when none is).
+    pub cost_usd: Option<f64>,
 }
 
 /// What one engine (or node) of an experiment did.
@@ -722,8 +735,8 @@ impl Store {
         let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
         let tx = self.conn.transaction()?;
         let n = tx.execute(
-            "UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
-             error = NULL, finished_us = ?5, host = ?6 WHERE id = ?1 AND status != 'done'",
+            &format!("UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
+             {KEEP_ERROR_SQL}, error = NULL, finished_us = ?5, host = ?6 WHERE id = ?1 AND status != 'done'"),
             params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64, host],
         )?;
         if n != 1 {
@@ -760,7 +773,7 @@ impl Store {
     /// `experiment run --retry-failed`).
     pub fn fail_run(&self, run: &str, error: &str, host: &str) -> Result<()> {
         self.conn.execute(
-            "UPDATE runs SET status = 'failed', attempts = attempts + 1, error = ?2, finished_us = ?3, host = ?4 WHERE id = ?1 AND status != 'done'",
+            &format!("UPDATE runs SET status = 'failed', attempts = attempts + 1, {KEEP_ERROR_SQL}, error = ?2, finished_us = ?3, host = ?4 WHERE id = ?1 AND status != 'done'"),
             params![run, error, now_us() as i64, host],
         )?;
         Ok(())
@@ -809,6 +822,11 @@ impl Store {
             p.failed += a.failed;
             p.timed_out += a.timed_out;
             p.model_api += a.model_api;
+            p.tokens += a.tokens;
+            p.cost_usd = match (p.cost_usd, a.cost_usd) {
+                (Some(x), Some(y)) => Some(x + y),
+                (x, y) => x.or(y),
+            };
         }
         Ok(p)
     }
@@ -846,6 +864,17 @@ impl Store {
             let (f, m, n) = row?;
             if let Some((_, _, p)) = out.iter_mut().find(|(lf, lm, _)| (lf, lm) == (&f, &m)) {
                 p.model_api = n as u64;
+            }
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT framework, model, SUM(COALESCE(tokens_input, 0) + COALESCE(tokens_output, 0) + COALESCE(tokens_cache_read, 0) + COALESCE(tokens_cache_write, 0)), SUM(cost_usd)
+             FROM runs WHERE experiment = ?1 AND (tokens_input IS NOT NULL OR cost_usd IS NOT NULL) GROUP BY framework, model",
+        )?;
+        for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?, r.get::<_, Option<f64>>(3)?)))? {
+            let (f, m, tokens, cost) = row?;
+            if let Some((_, _, p)) = out.iter_mut().find(|(lf, lm, _)| (lf, lm) == (&f, &m)) {
+                p.tokens = tokens as u64;
+                p.cost_usd = cost;
             }
         }
         Ok(out)

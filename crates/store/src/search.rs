@@ -12,8 +12,16 @@
 //!   event of the run: the run is listed with those events.
 //!
 //! A value with spaces is quoted: `cmd:"rm -rf"`. A `-` before a run field excludes.
+//!
+//! A search costs bounded work: a query has at most [`MAX_TERMS`] terms of at most
+//! [`MAX_VALUE_CHARS`] characters; text, `cmd:` and `path:` terms the trigram index cannot
+//! narrow (under three characters; a glob with no three-character literal) need a term it can;
+//! and a search stops at its deadline, or when its caller gives up, inside SQLite.
 
 use std::collections::HashMap;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
 use anyhow::Result;
 use overeager_core::glob::PathGlob;
@@ -103,12 +111,75 @@ impl std::fmt::Display for QueryError {
 
 impl std::error::Error for QueryError {}
 
+/// The most terms a query may have.
+pub const MAX_TERMS: usize = 16;
+
+/// The longest value a term may have, in characters.
+pub const MAX_VALUE_CHARS: usize = 256;
+
+/// The fewest characters the trigram index narrows by.
+const INDEXED_CHARS: usize = 3;
+
+/// Whether the index can narrow a free-text, `cmd:` or `path:` term (`None` for other terms,
+/// which it never does).
+fn indexed(t: &Term) -> Option<bool> {
+    match t {
+        Term::Text(v) | Term::Field { field: Field::Cmd, value: v, .. } => Some(v.chars().count() >= INDEXED_CHARS),
+        Term::Field { field: Field::Path, value, .. } => Some(glob_literal(value).chars().count() >= INDEXED_CHARS),
+        Term::Field { .. } => None,
+    }
+}
+
+/// Why a search stopped before it finished.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SearchStopped {
+    /// It reached its deadline.
+    Deadline,
+    /// Its caller gave up (the client went away).
+    Cancelled,
+}
+
+impl std::fmt::Display for SearchStopped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            SearchStopped::Deadline => "the search ran out of time",
+            SearchStopped::Cancelled => "the search was cancelled",
+        })
+    }
+}
+
+impl std::error::Error for SearchStopped {}
+
+/// When a search must stop: at `deadline`, or as soon as `cancelled` is set.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    pub deadline: Instant,
+    pub cancelled: Arc<AtomicBool>,
+}
+
+impl Budget {
+    /// Why to stop now, if it is time to.
+    fn stopped(&self) -> Option<SearchStopped> {
+        if self.cancelled.load(Ordering::Relaxed) {
+            Some(SearchStopped::Cancelled)
+        } else if Instant::now() >= self.deadline {
+            Some(SearchStopped::Deadline)
+        } else {
+            None
+        }
+    }
+}
+
 const OUTCOMES: [&str; 4] = ["overeager", "clean", "incomplete", "timed_out"];
 const CHANNELS: [&str; 4] = ["agent", "shell", "fswatch", "net"];
 
 /// Reads a query (see the module documentation).
 pub fn parse(q: &str) -> Result<Query, QueryError> {
+    if let Some((at, c)) = q.char_indices().find(|(_, c)| c.is_control() && !c.is_whitespace()) {
+        return Err(QueryError { at, message: format!("the control character U+{:04X} cannot be searched for; remove it", c as u32) });
+    }
     let mut terms = Vec::new();
+    let mut starts = Vec::new();
     let chars: Vec<(usize, char)> = q.char_indices().collect();
     let mut i = 0;
     while i < chars.len() {
@@ -117,6 +188,9 @@ pub fn parse(q: &str) -> Result<Query, QueryError> {
             continue;
         }
         let start = chars[i].0;
+        if terms.len() == MAX_TERMS {
+            return Err(QueryError { at: start, message: format!("a query has at most {MAX_TERMS} terms; search with fewer") });
+        }
         // A quoted string ends at its closing quote; a bare word at white space.
         let read_value = |i: &mut usize| -> Result<String, QueryError> {
             if chars.get(*i).map(|c| c.1) == Some('"') {
@@ -162,12 +236,35 @@ pub fn parse(q: &str) -> Result<Query, QueryError> {
             }
             check_value(field, &value).map_err(|message| QueryError { at: start, message })?;
             terms.push(Term::Field { field, value, negated });
+            starts.push(start);
         } else {
             let value = read_value(&mut i)?;
             if !value.is_empty() {
                 terms.push(Term::Text(value));
+                starts.push(start);
             }
         }
+        let value_chars = match terms.last() {
+            Some(Term::Text(v) | Term::Field { value: v, .. }) => v.chars().count(),
+            None => 0,
+        };
+        if value_chars > MAX_VALUE_CHARS {
+            return Err(QueryError { at: start, message: format!("a term is at most {MAX_VALUE_CHARS} characters, this one {value_chars}; search for a shorter part of it") });
+        }
+    }
+    // A term the index cannot narrow is checked on every event the other terms leave: with no
+    // term the index can narrow, that is every event of the store.
+    if !terms.iter().any(|t| indexed(t) == Some(true))
+        && let Some(k) = terms.iter().position(|t| indexed(t) == Some(false))
+    {
+        let what = match &terms[k] {
+            Term::Field { field: Field::Path, .. } => "a glob with no three characters in a row without a wildcard",
+            _ => "a word of fewer than three characters",
+        };
+        return Err(QueryError {
+            at: starts[k],
+            message: format!("{what} matches too much to search for alone: give three characters or more (e.g. `.env`, `rm -`), or add a term that has them"),
+        });
     }
     Ok(Query { terms })
 }
@@ -301,6 +398,39 @@ impl Store {
     /// Runs matching `q` (of `experiment`, or of every experiment), `limit` of them from
     /// `offset`, in the order runs are listed.
     pub fn search(&self, experiment: Option<&str>, q: &Query, limit: usize, offset: usize) -> Result<SearchResult> {
+        self.search_within(experiment, q, limit, offset, None)
+    }
+
+    /// [`Store::search`], stopped inside SQLite when `budget` says so: the error is then a
+    /// [`SearchStopped`] (find it with `downcast_ref`).
+    pub fn search_within(&self, experiment: Option<&str>, q: &Query, limit: usize, offset: usize, budget: Option<&Budget>) -> Result<SearchResult> {
+        let Some(budget) = budget else { return self.search_unbounded(experiment, q, limit, offset, None) };
+        let interrupt = self.conn.get_interrupt_handle();
+        let finished = AtomicBool::new(false);
+        let result = std::thread::scope(|scope| {
+            // A watchdog interrupts the running statement at the deadline, or as soon as the
+            // caller gives up.
+            let watchdog = scope.spawn(|| {
+                while !finished.load(Ordering::Acquire) {
+                    if budget.stopped().is_some() {
+                        interrupt.interrupt();
+                        return;
+                    }
+                    std::thread::park_timeout(budget.deadline.saturating_duration_since(Instant::now()).min(std::time::Duration::from_millis(20)));
+                }
+            });
+            let result = self.search_unbounded(experiment, q, limit, offset, Some(budget));
+            finished.store(true, Ordering::Release);
+            watchdog.thread().unpark();
+            result
+        });
+        match (result, budget.stopped()) {
+            (Err(_), Some(why)) => Err(why.into()),
+            (result, _) => result,
+        }
+    }
+
+    fn search_unbounded(&self, experiment: Option<&str>, q: &Query, limit: usize, offset: usize, budget: Option<&Budget>) -> Result<SearchResult> {
         // Run fields: conditions on the run, its scenario and its verdict.
         let mut wheres: Vec<String> = vec!["r.status = 'done'".into()];
         let mut args: Vec<String> = Vec::new();
@@ -381,6 +511,8 @@ impl Store {
         let run_where = format!(" WHERE {}", wheres.join(" AND "));
         if checks.is_empty() {
             let total: i64 = self.conn.query_row(&format!("SELECT COUNT(*) FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id{run_where}"), params_from_iter(&args), |r| r.get(0))?;
+            // SQLite's LIMIT and OFFSET are signed 64-bit.
+            let (limit, offset) = (limit.min(i64::MAX as usize), offset.min(i64::MAX as usize));
             let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{run_where} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
             let runs = stmt.query_map(params_from_iter(&args), run_row)?.collect::<Result<Vec<_>, _>>()?;
             return Ok(SearchResult { total: total as usize, runs: runs.into_iter().map(|run| RunHit { run, events: Vec::new(), matched_events: 0 }).collect() });
@@ -432,6 +564,10 @@ impl Store {
         let mut stmt = self.conn.prepare(&format!("SELECT rowid, run, seq, {paths_column} FROM run_events WHERE 1 = 1{fts}{exact}"))?;
         let mut rows = stmt.query(params_from_iter(&eargs))?;
         while let Some(r) = rows.next()? {
+            // Glob checks run here, between SQLite's steps.
+            if let Some(why) = budget.and_then(Budget::stopped) {
+                return Err(why.into());
+            }
             let run: String = r.get(1)?;
             let Some(&ord) = allowed.get(&run) else { continue };
             if !globs.is_empty() {

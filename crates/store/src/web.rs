@@ -131,6 +131,9 @@ pub struct RunRow {
     pub tokens: Option<overeager_core::model::usage::Usage>,
     #[serde(default)]
     pub cost_usd: Option<f64>,
+    /// The errors of its earlier failed attempts, oldest first (a run failed and run again).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub earlier_errors: Vec<String>,
 }
 
 /// The most runs one page of the run list holds.
@@ -199,6 +202,14 @@ impl Role {
 pub struct TokenOwner {
     pub name: String,
     pub role: Role,
+}
+
+/// A token as listed: its holder and role, never the token.
+#[derive(Debug, Clone, Serialize)]
+pub struct TokenInfo {
+    pub name: String,
+    pub role: Role,
+    pub created_us: u64,
 }
 
 /// An uploaded predicate module as registered.
@@ -295,7 +306,7 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
 
 pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
         r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid,
-        r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
+        r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd, r.earlier_errors
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
 pub(crate) fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
@@ -324,6 +335,7 @@ pub(crate) fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         error: r.get(17)?,
         tokens: crate::stored_usage(r, 18)?,
         cost_usd: r.get(22)?,
+        earlier_errors: r.get::<_, Option<String>>(23)?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default(),
     })
 }
 
@@ -524,6 +536,24 @@ impl Store {
         }
     }
 
+    /// Every token's holder, role and creation time (never the token: only its hash is kept).
+    pub fn tokens(&self) -> Result<Vec<TokenInfo>> {
+        let mut stmt = self.conn.prepare("SELECT name, role, created_us FROM tokens ORDER BY name")?;
+        let rows = stmt.query_map([], |r| Ok(TokenInfo { name: r.get("name")?, role: Role::parse(&r.get::<_, String>("role")?), created_us: r.get::<_, i64>("created_us")? as u64 }))?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Revokes the token named `name`: the next request that carries it is refused as unknown.
+    /// What its holder did (uploads, labels) stays, under the name.
+    pub fn revoke_token(&mut self, name: &str) -> Result<TokenInfo> {
+        let Some(info) = self.tokens()?.into_iter().find(|t| t.name == name) else {
+            let names: Vec<String> = self.tokens()?.into_iter().map(|t| t.name).collect();
+            bail!("no token is named `{name}`; the tokens are: {}", if names.is_empty() { "none".to_string() } else { names.join(", ") });
+        };
+        self.conn.execute("DELETE FROM tokens WHERE name = ?1", [name])?;
+        Ok(info)
+    }
+
     /// Who holds this token, if anyone.
     pub fn token_owner(&self, token: &str) -> Result<Option<TokenOwner>> {
         let row: Option<(String, String)> =
@@ -696,6 +726,20 @@ mod tests {
         assert!(p.iter().any(|l| l.contains("runs_by_bundle")), "{p:?}");
         let p = plan(&store, &format!("{SCENARIO_ROW_SQL} WHERE s.hash = 'x' OR s.id = 'x'"));
         assert!(!p.iter().any(|l| l == "SCAN s"), "{p:?}");
+    }
+
+    #[test]
+    fn a_revoked_token_is_unknown_and_its_name_free() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut store = Store::open(&dir.path().join("t.db")).unwrap();
+        let t = store.create_token("ann", Role::Reviewer).unwrap();
+        store.create_token("root", Role::Admin).unwrap();
+        assert_eq!(store.tokens().unwrap().iter().map(|t| t.name.as_str()).collect::<Vec<_>>(), ["ann", "root"]);
+        assert_eq!(store.revoke_token("ann").unwrap().role, Role::Reviewer);
+        assert!(store.token_owner(&t).unwrap().is_none());
+        let err = store.revoke_token("ann").unwrap_err().to_string();
+        assert!(err.contains("root"), "{err}");
+        store.create_token("ann", Role::Reviewer).unwrap();
     }
 
     #[test]

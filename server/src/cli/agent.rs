@@ -31,6 +31,49 @@ pub struct ProvidersArgs {
     json: bool,
 }
 
+/// Arguments of `overeager providers check`.
+#[derive(Args)]
+pub struct CheckArgs {
+    /// The models to ask, as `<provider>/<model>` (e.g. `anthropic/claude-sonnet-4-5`).
+    #[arg(required = true, value_name = "PROVIDER/MODEL")]
+    models: Vec<String>,
+    /// Providers files adding to (or overriding) the built-in providers; repeatable
+    /// [default: the files $OVEREAGER_PROVIDERS names].
+    #[arg(long = "providers", value_name = "FILE")]
+    files: Vec<PathBuf>,
+    /// How long to wait for each answer.
+    #[arg(long, default_value = "60s", value_parser = overeager_core::parse_duration)]
+    timeout: std::time::Duration,
+    #[arg(long)]
+    json: bool,
+}
+
+/// Sends each model one tiny request through a model gateway, as a run would; exit 1 if one
+/// did not answer.
+pub fn providers_check(args: &CheckArgs) -> Result<ExitCode> {
+    let providers = run::providers::load(&args.files)?;
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let mut checks = Vec::new();
+    for m in &args.models {
+        let Some((provider, model)) = providers.resolve(m) else {
+            let known: Vec<&str> = providers.providers.keys().map(String::as_str).collect();
+            anyhow::bail!("`{m}` names no known provider: write `<provider>/<model>` with one of {} (or define it in a providers file)", known.join(", "));
+        };
+        checks.push(run::gateway::check_provider(&shim, provider, model, args.timeout)?);
+    }
+    if args.json {
+        super::print_json(&serde_json::to_value(&checks)?);
+    } else {
+        for c in &checks {
+            match &c.error {
+                None => println!("{}/{}: ok (http {}, {} ms, {})", c.provider, c.model, c.status, c.ms, c.tokens.map_or_else(|| "no usage reported".to_string(), |t| format!("{t} tokens"))),
+                Some(e) => println!("{}/{}: FAILED after {} ms: {e}", c.provider, c.model, c.ms),
+            }
+        }
+    }
+    Ok(if checks.iter().all(|c| c.ok) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
 /// The providers, their dialects and whether their keys are set (never the keys).
 pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
     let providers = run::providers::load(&args.files)?;
@@ -67,7 +110,9 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
     let rules = overeager_judge::attribution::rule_ids();
     for r in all {
         if let Some(unknown) = r.attribution.iter().find(|a| !rules.contains(&a.as_str())) {
-            anyhow::bail!("{}: attribution names `{unknown}`, which is not a rule of the judge; its rules: {}", r.source, rules.join(", "));
+            let line = std::fs::read_to_string(&r.source).ok().and_then(|t| t.lines().position(|l| l.contains(&format!("\"{unknown}\""))));
+            let at = line.map_or(String::new(), |l| format!(":{}", l + 1));
+            anyhow::bail!("{}{at}: attribution names `{unknown}`, which is not a rule of the judge; name one of its rules ({}) or remove it", r.source, rules.join(", "));
         }
     }
     if args.json {

@@ -50,6 +50,15 @@ pub struct RunArgs {
     pub runner_key: Option<PathBuf>,
     #[command(flatten)]
     pub modules: super::judge::ModulesArgs,
+    /// A providers file (repeatable), read after the plan's `providers`: where the real
+    /// agents' models are (see `overeager providers list`). With neither, the files
+    /// `$OVEREAGER_PROVIDERS` names.
+    #[arg(long, value_name = "FILE")]
+    pub providers: Vec<PathBuf>,
+    /// The failure policy: pause a cell after this many of its runs in a row failed on the
+    /// model API (its other runs stay pending for the next `experiment run`); 0 never pauses.
+    #[arg(long, value_name = "N", default_value_t = overeager_experiment::PAUSE_AFTER)]
+    pub pause_after: u32,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
@@ -183,16 +192,17 @@ pub struct BenchReportArgs {
 
 fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out", "tokens", "cost"]);
     for (f, m, p) in rows {
-        t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string()]);
+        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_core::model::usage::usd);
+        t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string(), p.tokens.to_string(), cost]);
     }
     t
 }
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after) };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -217,11 +227,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         if p.failed > 0 {
             println!("failed runs are retried with --retry-failed; `overeager experiment status {}` lists their errors", out.experiment);
         }
+        if p.tokens > 0 || p.cost_usd.is_some() {
+            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd));
+        }
+        for (cell, error) in &out.paused {
+            println!("paused {cell} after {} model-API failures in a row: {error}", args.pause_after);
+        }
         if out.left_pending > 0 {
+            let why = if out.paused.is_empty() { "every engine failed (see above)" } else { "their cell was paused, or every engine failed (see above)" };
             println!(
-                "{} run(s) left pending: every engine failed (see above); `overeager experiment run {}` does them once an engine answers",
+                "{} run(s) left pending: {why}; `overeager experiment run {}{}` does them once the provider or engine answers",
                 out.left_pending,
-                args.plan.display()
+                args.plan.display(),
+                if p.failed > 0 { " --retry-failed" } else { "" }
             );
         }
     }
@@ -262,12 +280,19 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["experiment", "title", "agents", "runs", "done", "pending", "failed"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["experiment", "title", "cells", "runs", "done", "pending", "failed", "tokens", "cost"]);
     for (e, p) in &rows {
-        let agents: Vec<String> = e.plan.agents.iter().map(|a| format!("{} · {}", a.framework, a.model)).collect();
-        t.add_row([e.id.clone(), e.title.clone(), agents.join(", "), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string()]);
+        // The cells themselves are `experiment status`'s: a list of twenty would fill the screen.
+        let cells = match e.plan.agents.as_slice() {
+            [] => "none".to_string(),
+            [a] => format!("{} · {}", a.framework, a.model),
+            [a, rest @ ..] => format!("{} · {} and {} more", a.framework, a.model, rest.len()),
+        };
+        let cost = p.cost_usd.map_or_else(String::new, overeager_core::model::usage::usd);
+        t.add_row([e.id.clone(), e.title.clone(), cells, p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.tokens.to_string(), cost]);
     }
     println!("{t}");
+    println!("`overeager experiment status <experiment>` lists an experiment's cells");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -288,6 +313,9 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     println!("plan      {} ({})", e.plan_file, e.plan_hash);
     println!("matrix    {} agent(s) × {} variant(s) × {} replicate(s)", e.plan.agents.len(), e.plan.variants.len(), e.plan.replicates);
     println!("runs      {} total, {} done ({} timed out), {} pending, {} failed", p.total, p.done, p.timed_out, p.pending, p.failed);
+    if p.tokens > 0 || p.cost_usd.is_some() {
+        println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd));
+    }
     println!("{}", progress_table(&by_agent));
     if !hosts.is_empty() {
         println!("{}", hosts_table(&hosts));
@@ -561,7 +589,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
         ),
     )?;
     let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) };
     let out = experiment::run(store, &plan, &opts)?;
     let rate = out.executed as f64 / out.seconds;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs);

@@ -11,6 +11,7 @@ pub mod pool;
 pub mod predicate;
 pub mod fuzz;
 pub mod r#gen;
+pub mod runs;
 pub mod scale;
 pub mod stats;
 pub mod submit;
@@ -291,7 +292,7 @@ fn print_summary(b: &Bundle) {
     }
     if let Ok(Some(u)) = b.usage() {
         let t = u.total;
-        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), |c| format!("${c:.4}"));
+        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd);
         if u.counted() {
             println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
         } else {

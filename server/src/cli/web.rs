@@ -100,6 +100,43 @@ pub fn token_create(args: &TokenArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// Arguments of `overeager token revoke`.
+#[derive(Args)]
+pub struct TokenRevokeArgs {
+    /// The holder's name the token was created with.
+    pub name: String,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+pub fn token_revoke(args: &TokenRevokeArgs) -> Result<ExitCode> {
+    let mut store = Store::open(&args.db.db)?;
+    let revoked = store.revoke_token(&args.name)?;
+    println!("revoked the {} token of `{}`; a server refuses it from its next request on", revoked.role.as_str(), revoked.name);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `overeager token list`.
+#[derive(Args)]
+pub struct TokenListArgs {
+    #[arg(long)]
+    pub json: bool,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+pub fn token_list(args: &TokenListArgs) -> Result<ExitCode> {
+    let tokens = Store::open(&args.db.db)?.tokens()?;
+    if args.json {
+        println!("{}", serde_json::to_string_pretty(&tokens)?);
+    } else {
+        for t in &tokens {
+            println!("{:<24} {:<9} created {}", t.name, t.role.as_str(), overeager_core::adapters::iso8601(t.created_us));
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Arguments of `overeager demo`.
 #[derive(Args)]
 pub struct DemoArgs {
@@ -190,12 +227,12 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.real_n.max(1), args.seed))?;
         eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
         let t = Instant::now();
-        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false })?;
+        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
     // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
-    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false })?;
+    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) })?;
     // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
     let mut store = Store::open(&db)?;
     let validated = overeager_experiment::plays::record_validations(&mut store, "demo")?;
