@@ -412,7 +412,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
             Registry::Npm => ("npm", "`@qwen-code/qwen-code` or `opencode-ai`"),
             Registry::Pypi => ("PyPI", "`mini-swe-agent`"),
         };
-        errs.near(&raw.package.name, "package.name", format!("not a package name of the {registry} registry; name the package as it is published, e.g. {example}"));
+        errs.near(&format!("\"{}\"", raw.package.name), "package.name", format!("not a package name of the {registry} registry; name the package as it is published, e.g. {example}"));
     }
     if Format::for_framework(&raw.adapter).is_none_or(|f| f.as_str() != raw.adapter) {
         let known: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();

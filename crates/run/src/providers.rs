@@ -358,7 +358,7 @@ mod tests {
         assert!(p.get("good").is_err(), "nothing of a wrong file is added");
         let errs = p.add_file("typo.toml", "[providers.x]\ndialect = \"gemini\"\nbase_url = \"https://x.example\"\nkey = \"K\"\n").unwrap_err();
         assert_eq!(errs[0].file, "typo.toml");
-        assert_eq!(errs[0].field, "providers.x", "the field is the file's, not toml's inner name");
+        assert_eq!(errs[0].field, "providers.x.key", "the field is the file's, not toml's inner name");
         assert!(errs[0].message.contains("key"), "{}", errs[0].message);
         assert!(p.get("nobody").unwrap_err().contains("anthropic"));
     }

@@ -310,9 +310,9 @@ impl Store {
 
     /// One page of an experiment's review queues, newest first, and how many it has in all.
     pub fn queues_page(&self, experiment: &str, limit: u32, offset: u64) -> Result<(Vec<ReviewQueue>, u64)> {
-        let total: u64 = self.conn.query_row("SELECT COUNT(*) FROM review_queues WHERE experiment = ?1", [experiment], |r| r.get(0))?;
+        let total: i64 = self.conn.query_row("SELECT COUNT(*) FROM review_queues WHERE experiment = ?1", [experiment], |r| r.get(0))?;
         let page = self.queues_where("WHERE q.experiment = ?1", &format!(" LIMIT {limit} OFFSET {offset}"), experiment)?;
-        Ok((page, total))
+        Ok((page, total as u64))
     }
 
     fn queues_where(&self, filter: &str, page: &str, arg: &str) -> Result<Vec<ReviewQueue>> {

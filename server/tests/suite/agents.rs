@@ -676,3 +676,44 @@ fn kilo_code_over_acp_plays_hold() {
 fn copilot_over_acp_plays_hold() {
     acp_plays_hold("copilot-acp", "1.0", Some("execute"), Some("read"));
 }
+
+/// A user's definition reusing Claude Code's package with `program = "claudex"` used to delete
+/// the built-in agent's install from the shared cache (it took a complete install whose
+/// program it could not find for an interrupted one); offline it could not be had again.
+/// Now the install stays, and the error names the package's programs and the file to fix.
+#[test]
+fn a_wrong_program_in_a_definition_leaves_the_shared_install_alone() {
+    if !installed("claude-code") {
+        return;
+    }
+    let work = scratch("agents-wrong-program");
+    let dir = work.join("my-agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = std::fs::read_to_string(repo().join("agents/claude-code.toml")).unwrap();
+    let mine = claude.replace("id = \"claude-code\"", "id = \"claudex\"").replace("program = \"claude\"", "program = \"claudex\"");
+    assert_ne!(mine, claude);
+    std::fs::write(dir.join("claudex.toml"), &mine).unwrap();
+    // `agent install` says where the install is: `claude-code  Claude Code 2.0.55 in <dir>`.
+    let said = ok(&overeager(&["agent", "install", "claude-code"]));
+    let cache = PathBuf::from(said.trim().rsplit_once(" in ").unwrap_or_else(|| panic!("{said}")).1);
+    let marker = cache.join(".overeager-installed");
+    assert!(marker.is_file(), "the built-in install is complete at {}", cache.display());
+    let out = overeager(&["--agents-dir", dir.to_str().unwrap(), "agent", "install", "claudex"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("`claudex` is not in the package") && stderr.contains("claude") && stderr.contains("claudex.toml"), "{stderr}");
+    assert!(marker.is_file(), "the install is still complete: {stderr}");
+    // The built-in agent still runs from it.
+    assert!(installed("claude-code"));
+}
+
+/// `--agents-dir` naming a directory that is not there once stopped nothing but the commands
+/// that read agent definitions; a scripted run and `serve` went on as if it were fine.
+#[test]
+fn a_wrong_agents_directory_stops_every_command() {
+    let work = scratch("agents-wrong-dir");
+    let out = overeager(&["--agents-dir", work.join("nowhere").to_str().unwrap(), "run", "--scenario", seeds().join(SCENARIO).to_str().unwrap(), "--agent", "scripted:cautious", "--out", work.join("b").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("nowhere"), "{stderr}");
+    assert!(!work.join("b").exists(), "nothing was run");
+}

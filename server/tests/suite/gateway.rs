@@ -317,6 +317,14 @@ fn an_experiment_retries_what_the_model_api_failed_and_keeps_tokens_and_cost() {
     let up = Upstream::start(&work, &scenarios.join(SCENARIO), "claude-code", Some((&cert, &key)), None);
     let again = experiment(&up, &["--retry-failed"], true);
     assert_eq!((again["executed"].as_u64(), again["failed"].as_u64(), again["progress"]["done"].as_u64()), (Some(3), Some(0), Some(3)), "{again}");
+    // The retried runs keep what their failed attempts said; what they used is in the status.
+    let runs: Value = serde_json::from_str(&ok(&overeager(&["runs", "list", "--experiment", "through-the-gateway", "--db", db.to_str().unwrap(), "--json"]))).unwrap();
+    for r in runs["runs"].as_array().unwrap() {
+        let earlier = r["earlier_errors"].as_array().unwrap_or_else(|| panic!("{r}"));
+        assert!(earlier.len() == 1 && earlier[0].as_str().unwrap().starts_with("errored (model API)"), "{r}");
+    }
+    let status: Value = serde_json::from_str(&ok(&overeager(&["experiment", "status", "through-the-gateway", "--db", db.to_str().unwrap(), "--json"]))).unwrap();
+    assert!(status["progress"]["tokens"].as_u64().unwrap() > 0 && status["progress"]["cost_usd"].as_f64().unwrap() > 0.0, "{status}");
     let report = work.join("report");
     ok(&overeager(&["report", "through-the-gateway", "--db", db.to_str().unwrap(), "--out", report.to_str().unwrap(), "--no-figures"]));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();

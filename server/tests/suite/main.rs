@@ -28,5 +28,6 @@ mod precision;
 mod providers;
 mod readings;
 mod scenarios;
+mod surfaces;
 mod validate;
 mod web;

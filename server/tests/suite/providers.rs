@@ -49,3 +49,55 @@ fn a_wrong_providers_file_names_its_line_and_field() {
     assert!(!out.status.success(), "a wrong file is an error");
     assert!(stderr.contains("bad.toml:2:") && stderr.contains("providers.local.dialect") && stderr.contains("openai-chat"), "{stderr}");
 }
+
+/// `base_url = "http://user:pa55word@127.0.0.1:18500"` was accepted and printed by `providers
+/// list`, handed to the gateway on its command line and stored with run failures;
+/// `key_env = "PATH"` took PATH away, so npm was "not installed"; an unknown field was named
+/// `$__serde_spanned_private_value`. Each is now refused where it is written, without the
+/// password.
+#[test]
+fn a_password_in_a_base_url_a_shared_key_variable_and_an_unknown_field_are_refused_by_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("bad.toml");
+    std::fs::write(&file, "[providers.leaky]\ndialect = \"anthropic\"\nbase_url = \"http://user:pa55word@127.0.0.1:18500\"\n\n[providers.pathy]\ndialect = \"openai-chat\"\nbase_url = \"http://127.0.0.1:18500/v1\"\nkey_env = \"PATH\"\n").unwrap();
+    let out = providers(&["--providers", file.to_str().unwrap()], &[]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "{stdout}");
+    assert!(stderr.contains("bad.toml:3:") && stderr.contains("providers.leaky.base_url") && stderr.contains("key_env"), "{stderr}");
+    assert!(stderr.contains("bad.toml:8:") && stderr.contains("`PATH` is a variable programs need"), "{stderr}");
+    assert!(!stdout.contains("pa55word") && !stderr.contains("pa55word"), "the password is never repeated: {stdout}{stderr}");
+    std::fs::write(&file, "[providers.x]\ndialect = \"gemini\"\nbase_url = \"https://x.example\"\nkey = \"K\"\n").unwrap();
+    let stderr = String::from_utf8_lossy(&providers(&["--providers", file.to_str().unwrap()], &[]).stderr).into_owned();
+    assert!(stderr.contains("providers.x") && stderr.contains("unknown field `key`") && !stderr.contains("serde_spanned"), "{stderr}");
+}
+
+/// `experiment run plan.toml --providers f` was refused as an unknown argument; now the file is
+/// read (a wrong one stops the experiment before anything is stored), as is the plan's own
+/// `providers` list. And `claude-code:permissive:acme/acme-coder-1` with no provider `acme`
+/// was sent to Anthropic and asked for ANTHROPIC_API_KEY.
+#[test]
+fn an_experiment_reads_its_providers_files_and_an_unknown_provider_is_named() {
+    let dir = tempfile::tempdir().unwrap();
+    let scenarios = dir.path().join("scenarios");
+    common::copy_tree(&common::seeds().join("cleanup-orphaned-envs"), &scenarios.join("cleanup-orphaned-envs"));
+    let plan = dir.path().join("plan.toml");
+    let db = dir.path().join("store.db");
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[providers.acme]\ndialect = \"klingon\"\nbase_url = \"http://127.0.0.1:9/v1\"\n").unwrap();
+    let write_plan = |agent: &str, providers: &str| {
+        std::fs::write(&plan, format!("id = \"p\"\nscenarios = \"scenarios\"\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\n{providers}\n[[agent]]\nagent = \"{agent}\"\n")).unwrap();
+    };
+    let run = |extra: &[&str]| Command::new(env!("CARGO_BIN_EXE_overeager")).args(["experiment", "run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()]).args(extra).env_remove("OVEREAGER_PROVIDERS").env_remove("ANTHROPIC_API_KEY").current_dir(repo()).output().unwrap();
+    write_plan("scripted:cautious", "");
+    for out in [run(&["--providers", bad.to_str().unwrap()]), {
+        write_plan("scripted:cautious", "providers = [\"bad.toml\"]\n");
+        run(&[])
+    }] {
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!out.status.success() && stderr.contains("bad.toml:2:") && stderr.contains("providers.acme.dialect"), "{stderr}");
+        assert!(!db.exists() || !String::from_utf8_lossy(&common::overeager(&["experiment", "list", "--db", db.to_str().unwrap()]).stdout).contains(" p "), "nothing was stored");
+    }
+    let out = common::overeager(&["run", "--scenario", scenarios.join("cleanup-orphaned-envs").to_str().unwrap(), "--agent", "claude-code:permissive:acme/acme-coder-1", "--uncontained", "--out", dir.path().join("b").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("the provider `acme`, which is not known") && !stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
+}
