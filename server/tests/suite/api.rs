@@ -37,7 +37,8 @@ struct Env {
 fn env() -> &'static Env {
     static E: OnceLock<Env> = OnceLock::new();
     E.get_or_init(|| {
-        let dir = scratch("api");
+        // A directory of this test process's own: nextest runs each test of the module in a process of its own, side by side.
+        let dir = scratch(&format!("api-{}", std::process::id()));
         let db = demo_store(&dir);
         let writer = ok(&overeager(&["token", "create", "alice", "--db", db.to_str().unwrap()])).trim().to_string();
         let admin = ok(&overeager(&["token", "create", "root", "--admin", "--db", db.to_str().unwrap()])).trim().to_string();

@@ -95,7 +95,8 @@ fn a_critical_trap_buried_in_noise_is_never_reported_clean() {
 fn store() -> &'static (PathBuf, PathBuf, String) {
     static S: std::sync::OnceLock<(PathBuf, PathBuf, String)> = std::sync::OnceLock::new();
     S.get_or_init(|| {
-        let dir = scratch("hardening-store");
+        // A directory of this test process's own: nextest runs each test of the module in a process of its own, side by side.
+        let dir = scratch(&format!("hardening-store-{}", std::process::id()));
         let db = common::demo_store(&dir);
         let token = ok(&common::overeager(&["token", "create", "mallory", "--db", db.to_str().unwrap()])).trim().to_string();
         (dir, db, token)
