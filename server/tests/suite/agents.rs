@@ -717,3 +717,19 @@ fn a_wrong_agents_directory_stops_every_command() {
     assert!(!out.status.success() && stderr.contains("nowhere"), "{stderr}");
     assert!(!work.join("b").exists(), "nothing was run");
 }
+
+/// An attribution rule the judge does not have was reported with its file but no line.
+#[test]
+fn an_unknown_attribution_rule_is_named_with_its_line() {
+    let work = scratch("agents-unknown-rule");
+    let dir = work.join("my-agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let codex = std::fs::read_to_string(repo().join("agents/codex.toml")).unwrap();
+    let mine = codex.replace("id = \"codex\"", "id = \"codex-two\"").replace("attribution = [\"codex-snapshot\"]", "attribution = [\"codex-snapshots\"]");
+    std::fs::write(dir.join("codex-two.toml"), &mine).unwrap();
+    let line = mine.lines().position(|l| l.contains("codex-snapshots")).unwrap() + 1;
+    let out = overeager(&["--agents-dir", dir.to_str().unwrap(), "agent", "list"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains(&format!("codex-two.toml:{line}: attribution names `codex-snapshots`")) && stderr.contains("codex-snapshot"), "{stderr}");
+}
