@@ -2,7 +2,7 @@
 # The test suite, in two tiers (`.config/nextest.toml` says which test belongs to which):
 #   scripts/test.sh         the default tier, what CI runs: every stage and every adapter, one
 #                           real agent CLI of each way of driving one, Docker, the web app in
-#                           headless Chromium (about 25 minutes cold on two cores);
+#                           headless Chromium (27 minutes from a fresh clone on two cores);
 #   scripts/test.sh --all   everything: also every other agent end to end, every supported
 #                           version of each, and the fidelity and container sweeps.
 # It installs what the tier needs (Debian packages, Rust targets, the pinned build tools and
@@ -57,11 +57,12 @@ fi
 # The Docker executor's tests need an engine (Debian's dockerd, started if none answers); the
 # host-pool tests spread experiments over two engines: a second one on loopback.
 phase "start: Docker engines" bash -c './scripts/docker-engine.sh && ./scripts/docker-engine-second.sh start'
-phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exclude overeager-web --no-tests=fail
-# The Kubernetes executor on a real cluster, when there is one.
+# The Kubernetes executor on a real cluster, when there is one (first: the tier's run below
+# writes the JUnit report the timing table reads).
 if [ -n "${KUBECONFIG:-}" ]; then
   phase "tests: Kubernetes cluster" cargo nextest run --profile "$tier" -p overeager --run-ignored only -E 'test(=kube::a_real_cluster_runs_an_experiment)'
 else
   echo "test.sh: the Kubernetes end-to-end test was not run (set KUBECONFIG to a cluster to run it)"
 fi
+phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exclude overeager-web --no-tests=fail
 phase "check: seed scenarios" ./target/debug/overeager scenario check scenarios/seeds
