@@ -52,7 +52,10 @@ have_tool trunk "0.21.14" || cargo install trunk@0.21.14 --locked
 have_tool wasm-bindgen "$wasm_bindgen" || cargo install wasm-bindgen-cli@"$wasm_bindgen"
 if [ "${1:-}" = "--test" ]; then
   # The test runner: a process per test, per-test time limits, tiers as profiles
-  # (.config/nextest.toml), and the JUnit report the timing table is made from.
-  cargo nextest --version 2>/dev/null | grep -q "0.9.151" \
-    || cargo install cargo-nextest@0.9.151 --locked --no-default-features --features default-no-update
+  # (.config/nextest.toml), and the JUnit report the timing table is made from. A machine's own
+  # cargo-nextest serves from 0.9.91 on (test priorities); older or none: 0.9.151 is built.
+  nextest=$(cargo nextest --version 2>/dev/null | awk '/^cargo-nextest/ { print $2; exit }')
+  if [ -z "$nextest" ] || [ "$(printf '%s\n' 0.9.91 "$nextest" | sort -V | head -n1)" != 0.9.91 ]; then
+    cargo install cargo-nextest@0.9.151 --locked --no-default-features --features default-no-update
+  fi
 fi

@@ -26,7 +26,9 @@ timings=target/test-timings
 rm -rf "$timings" target/test-work/shared
 mkdir -p "$timings"
 # The table is printed however the run ends, so a failed run still says where its time went.
-trap 'python3 scripts/test-timings.py "$timings" "target/nextest/$tier/junit.xml" || true' EXIT
+# A run that stops early still waits for the web app's build, so it leaves no build behind.
+trap '[ -z "${web_build:-}" ] || wait "$web_build" 2>/dev/null
+python3 scripts/test-timings.py "$timings" "target/nextest/$tier/junit.xml" || true' EXIT
 
 # Runs a command as a named phase of the table; a failing phase stops the run.
 phase() {
@@ -35,7 +37,7 @@ phase() {
   echo "test.sh: ── $name"
   local status=0
   "$@" || status=$?
-  printf '%s\t%s\t%s\n' "$name" "$(( ($(date +%s%N) - start) / 1000000 ))" "$status" >>"$timings/phases.tsv"
+  printf '%s\t%s\t%s\t%s\n' "$name" "$(( ($(date +%s%N) - start) / 1000000 ))" "$status" "$(( start / 1000000 ))" >>"$timings/phases.tsv"
   return "$status"
 }
 
@@ -44,8 +46,22 @@ phase "build: static shim (musl)" cargo build --profile shim -p overeager-shim -
 # With the test targets, so dependencies get the features the tests unify (dev-dependencies
 # add some): one build serves the binary and every test. Its timings: target/cargo-timings/.
 phase "build: workspace and tests" cargo build --workspace --exclude overeager-web --bins --tests --timings
-# The web app is the core crate built for wasm32 too (so is std, in the judge's build script).
-phase "build: web app (wasm)" env PATH="$HOME/.cargo/bin:$PATH" trunk build --offline
+# The web app (the core crate built for wasm32 too) builds while the agents install and the
+# tests run, most of which leave a core idle: it holds target/web-build.lock until it is done,
+# and the tests that need dist/ wait on that lock (tests/suite/common: dist()).
+rm -f target/web-build.failed
+exec {web_lock}>target/web-build.lock
+flock -x "$web_lock"
+echo "test.sh: ── build: web app (wasm), in the background (its output: $timings/web-build.log)"
+(
+  if ! phase "build: web app (wasm), beside what follows" env PATH="$HOME/.cargo/bin:$PATH" trunk build --offline \
+      >"$timings/web-build.log" 2>&1; then
+    echo "trunk build failed; its output: $timings/web-build.log" >target/web-build.failed
+    exit 1
+  fi
+) &
+web_build=$!
+exec {web_lock}>&-
 # The real agent CLIs the tier drives, from the npm and PyPI registries into the agent cache
 # (once per machine); the tests install any other they meet on first use.
 if [ "$tier" = all ]; then
@@ -64,5 +80,12 @@ if [ -n "${KUBECONFIG:-}" ]; then
 else
   echo "test.sh: the Kubernetes end-to-end test was not run (set KUBECONFIG to a cluster to run it)"
 fi
-phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exclude overeager-web --no-tests=fail
+tests=0
+phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exclude overeager-web --no-tests=fail || tests=$?
+if ! wait "$web_build"; then
+  echo "test.sh: the web app's build failed:" >&2
+  tail -n 40 "$timings/web-build.log" >&2
+  exit 1
+fi
+[ "$tests" -eq 0 ] || exit "$tests"
 phase "check: seed scenarios" ./target/debug/overeager scenario check scenarios/seeds

@@ -336,14 +336,27 @@ fn timed_actor(e: &Event, src: &Sources, programs: &[Actor], turns: &Turns, name
             .collect()
     };
     let (agent, framework) = (running(Actor::Agent), running(Actor::Framework));
+    let in_git_dir = e.paths.iter().any(|p| p.starts_with(".git/") || p.contains("/.git/"));
     if !agent.is_empty() {
         // Both at once (Codex CLI snapshots the repository while a tool call runs): a
         // repository's own files go to the side whose git is running.
-        let in_git_dir = e.paths.iter().any(|p| p.starts_with(".git/") || p.contains("/.git/"));
         if in_git_dir && framework.contains(&"git") && !agent.contains(&"git") {
             return Actor::Framework;
         }
         return Actor::Agent;
+    }
+    // Reported after the agent's programs ended (the watcher is late on a busy machine): a
+    // repository's own files go to the side whose git ran up to [`WATCH_LATE_US`] before, when
+    // only one side's did and no file tool of the turn named them.
+    if in_git_dir && !named_by_file_tool(e, turns, named) {
+        let git_ran = |who: Actor| {
+            src.shim.iter().zip(programs).any(|(r, a)| {
+                *a == who && r.start_us <= t && t <= r.end_us.max(r.start_us) + WATCH_LATE_US && r.argv.first().is_some_and(|p| p.rsplit('/').next() == Some("git"))
+            })
+        };
+        if git_ran(Actor::Framework) && !git_ran(Actor::Agent) {
+            return Actor::Framework;
+        }
     }
     if !turns.acting(t) {
         return Actor::Framework;
@@ -514,12 +527,13 @@ mod tests {
             at(900, ".bash_history"),       // after the last reply
             at(352, ".git/objects/ef/01"),  // the snapshot's object, while both ran
             at(353, "README.md"),           // the tool call's read, while both ran
+            at(377, ".git/objects/ef/02"),  // the snapshot's, reported after both ended
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
         let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", format: None, shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
-        assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent"]);
+        assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent", "framework"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
     }
 

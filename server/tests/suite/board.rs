@@ -227,7 +227,7 @@ fn an_upload_killed_half_way_resumes_without_sending_again_what_arrived() {
 #[test]
 fn an_approved_cell_is_ranked_with_provenance_rejudged_and_published_and_reviewed_in_the_browser() {
     let Some(driver) = chromedriver() else { return };
-    assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
+    let dist = common::dist();
     let s = setup("board-browser", &["acme"]);
     ok(&overeager(&["runner", "trust", s.runner_pub.to_str().unwrap(), "--account", "acme", "--db", s.server_db.to_str().unwrap()]));
     let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
@@ -318,7 +318,7 @@ fn an_approved_cell_is_ranked_with_provenance_rejudged_and_published_and_reviewe
 
     // `publish` includes the approved submission, its page and its traces.
     let site = s.dir.join("site");
-    let out = ok(&overeager(&["publish", "--db", s.server_db.to_str().unwrap(), "--out", site.to_str().unwrap(), "--dist", repo().join("dist").to_str().unwrap(), "--json"]));
+    let out = ok(&overeager(&["publish", "--db", s.server_db.to_str().unwrap(), "--out", site.to_str().unwrap(), "--dist", dist.to_str().unwrap(), "--json"]));
     let published: Value = serde_json::from_str(&out).unwrap();
     assert!(published["traces"].as_u64().unwrap() >= 12 + 24);
     let list: Value = serde_json::from_slice(&std::fs::read(site.join("api/submissions.json")).unwrap()).unwrap();

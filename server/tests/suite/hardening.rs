@@ -338,7 +338,7 @@ fn a_store_beyond_one_page_is_served_and_published_whole() {
     // one, and every endpoint must answer under load. `overeager bench scale` with its
     // defaults is the 500-scenario, 10,000-run measurement.
     let dir = scratch("hardening-scale");
-    let dist = common::repo().join("dist");
+    let dist = common::dist();
     let out = common::overeager(&[
         "bench", "scale", "--scenarios", "60", "--runs", "5200", "--small-runs", "200", "--seconds", "1", "--connections", "4",
         "--dist", dist.to_str().unwrap(), "--keep", dir.to_str().unwrap(), "--json",

@@ -28,7 +28,7 @@ impl WebDriverCompatibleCommand for BrowserLog {
 /// chromedriver for the web app's tests, which need the app built.
 fn web_driver() -> Option<Driver> {
     let driver = chromedriver()?;
-    assert!(repo().join("dist/index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
+    common::dist();
     Some(driver)
 }
 

@@ -148,6 +148,22 @@ pub fn lock(path: &Path) -> std::fs::File {
     file
 }
 
+/// The built web app (`dist/`). `scripts/test.sh` builds it while the tests run, holding
+/// `target/web-build.lock` until it is done, so a test that needs it waits there; a build that
+/// failed left `target/web-build.failed`, which says where its log is.
+pub fn dist() -> PathBuf {
+    let lock_path = repo().join("target/web-build.lock");
+    if let Ok(file) = std::fs::File::open(&lock_path) {
+        file.lock_shared().unwrap_or_else(|e| panic!("waiting for the web app's build ({}): {e}", lock_path.display()));
+    }
+    if let Ok(why) = std::fs::read_to_string(repo().join("target/web-build.failed")) {
+        panic!("the web app's build failed: {why}");
+    }
+    let dist = repo().join("dist");
+    assert!(dist.join("index.html").is_file(), "the web app is not built: run ./scripts/build.sh (or trunk build) first");
+    dist
+}
+
 /// A directory that `build` fills once per test run and every test of the run then reads: the
 /// first test to ask builds it under a lock while the others wait. A build that panics leaves
 /// no mark, so the next test to ask builds it again. Keyed by the run (nextest's run id, or
