@@ -26,8 +26,9 @@ timings=target/test-timings
 rm -rf "$timings" target/test-work/shared
 mkdir -p "$timings"
 # The table is printed however the run ends, so a failed run still says where its time went.
-# A run that stops early still waits for the web app's build, so it leaves no build behind.
-trap '[ -z "${web_build:-}" ] || wait "$web_build" 2>/dev/null
+# A run that stops early still waits for what it started in the background (the web app's
+# build, installs), so it leaves nothing running.
+trap 'wait 2>/dev/null
 python3 scripts/test-timings.py "$timings" "target/nextest/$tier/junit.xml" || true' EXIT
 
 # Runs a command as a named phase of the table; a failing phase stops the run.
@@ -42,6 +43,10 @@ phase() {
 }
 
 phase "install: packages, targets, tools" ./scripts/setup.sh --test
+# The Python tools some tests check output with, from PyPI, while the builds run (mostly
+# waiting on the network): the tests that need them wait on their locks.
+echo "test.sh: ── install: the tests' Python tools, in the background (its output: $timings/test-tools.log)"
+phase "install: the tests' Python tools, beside the builds" ./scripts/test-tools.sh all >"$timings/test-tools.log" 2>&1 &
 phase "build: static shim (musl)" cargo build --profile shim -p overeager-shim --target x86_64-unknown-linux-musl
 # With the test targets, so dependencies get the features the tests unify (dev-dependencies
 # add some): one build serves the binary and every test. Its timings: target/cargo-timings/.
@@ -63,13 +68,16 @@ echo "test.sh: ── build: web app (wasm), in the background (its output: $tim
 web_build=$!
 exec {web_lock}>&-
 # The real agent CLIs the tier drives, from the npm and PyPI registries into the agent cache
-# (once per machine); the tests install any other they meet on first use.
+# (once per machine), beside the tests: a test that needs an agent waits on its install's lock,
+# and installs any other it meets on first use.
 if [ "$tier" = all ]; then
-  phase "install: every agent, every version" ./target/debug/overeager agent install --all-versions
+  agents=(--all-versions)
 else
-  phase "install: the default tier's agents" ./target/debug/overeager agent install \
-    claude-code codex gemini-cli openhands aider claude-code-acp qwen-code-acp
+  agents=(claude-code codex gemini-cli openhands aider claude-code-acp qwen-code-acp)
 fi
+echo "test.sh: ── install: the tier's agents, in the background (its output: $timings/agents.log)"
+phase "install: the tier's agents, beside what follows" ./target/debug/overeager agent install "${agents[@]}" >"$timings/agents.log" 2>&1 &
+agent_install=$!
 # The Docker executor's tests need an engine (Debian's dockerd, started if none answers); the
 # host-pool tests spread experiments over two engines: a second one on loopback.
 phase "start: Docker engines" bash -c './scripts/docker-engine.sh && ./scripts/docker-engine-second.sh start'
@@ -85,6 +93,11 @@ phase "tests ($tier tier)" cargo nextest run --profile "$tier" --workspace --exc
 if ! wait "$web_build"; then
   echo "test.sh: the web app's build failed:" >&2
   tail -n 40 "$timings/web-build.log" >&2
+  exit 1
+fi
+if ! wait "$agent_install"; then
+  echo "test.sh: installing the agents failed:" >&2
+  tail -n 40 "$timings/agents.log" >&2
   exit 1
 fi
 [ "$tests" -eq 0 ] || exit "$tests"

@@ -275,6 +275,23 @@ fn program_actor(r: &ShimRecord, commands: &[String], lines: &[(u64, Vec<String>
     if tool_call { Actor::Agent } else { Actor::Framework }
 }
 
+/// Whether the program `argv` is one a tool call's `command` (as the agent reported it) ran:
+/// the call's own shell (its script, compared without white space and quotes), or a simple
+/// command of it or of the script of a shell it starts (`bash -lc 'cat README.md'` ran `cat`).
+pub fn command_ran(command: &str, argv: &[String]) -> bool {
+    if is_shell(argv)
+        && let Some(script) = shell_script(argv)
+    {
+        let (script, command) = (squash(script), squash(command));
+        return script.len() >= 2 && (command.contains(&script) || script.contains(&command));
+    }
+    let Some(words) = shlex::split(command) else { return false };
+    if runs_command(argv, &words) {
+        return true;
+    }
+    shell_script(&words).filter(|_| is_shell(&words)).and_then(shlex::split).is_some_and(|inner| runs_command(argv, &inner))
+}
+
 /// Whether `argv` is a simple command of a line (its `words`, split as sh splits it) run
 /// without a shell:
 /// the same program, and every other word among its arguments (a word with a glob by the part

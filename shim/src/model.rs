@@ -24,6 +24,8 @@ struct Shared {
     log: Option<Mutex<File>>,
     seq: AtomicU64,
     sides: AtomicUsize,
+    /// A text agent's turns answered by a replay.
+    text_turns: AtomicUsize,
     opts: Serving,
 }
 
@@ -64,7 +66,7 @@ pub fn spawn(listener: TcpListener, script: Script, log: Option<File>) {
 
 /// [`spawn`], served as `opts` says.
 pub fn spawn_with(listener: TcpListener, script: Script, log: Option<File>, opts: Serving) {
-    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0), opts });
+    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0), text_turns: AtomicUsize::new(0), opts });
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
             let shared = shared.clone();
@@ -107,10 +109,15 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
         write_record(s, &record);
         return (status, "application/json", body);
     }
-    // Side requests are numbered in arrival order for a replay; count before answering.
+    // Side requests, and a text agent's turns, are numbered in arrival order for a replay;
+    // count before answering.
     let probe = model::respond(&s.script, &method, &path, &request, n, 0);
-    let side_index = if probe.side && s.script.replay.is_some() { s.sides.fetch_add(1, Ordering::SeqCst) } else { 0 };
-    let x = if side_index == 0 { probe } else { model::respond(&s.script, &method, &path, &request, n, side_index) };
+    let position = match &s.script.replay {
+        Some(_) if probe.side => s.sides.fetch_add(1, Ordering::SeqCst),
+        Some(_) if model::is_text_turn(&s.script, &method, &path, &request) => s.text_turns.fetch_add(1, Ordering::SeqCst),
+        _ => 0,
+    };
+    let x = if position == 0 { probe } else { model::respond(&s.script, &method, &path, &request, n, position) };
     if x.step == Some(0) && s.script.first_delay_ms > 0 {
         std::thread::sleep(Duration::from_millis(s.script.first_delay_ms));
     }

@@ -177,8 +177,8 @@ pub fn short(d: &str) -> String {
     d.strip_prefix("sha256:").unwrap_or(d).chars().take(12).collect()
 }
 
-/// What kind of player a run's agent is, when it is not a real agent on a real model: `(css
-/// class, label, explanation)`. Its numbers measure the instrument, not an agent.
+/// What kind of player a run's agent is, when its numbers measure the instrument rather than
+/// an agent on a provider's model: `(css class, label, explanation)`.
 pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static str, &'static str)> {
     if agent.starts_with("sim:") || agent == "sim" {
         Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran."))
@@ -186,6 +186,8 @@ pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static s
         Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran."))
     } else if model.starts_with("scripted-") {
         Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model."))
+    } else if model.starts_with("local/") {
+        Some(("local-model", "real local model", "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is."))
     } else {
         None
     }

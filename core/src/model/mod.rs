@@ -376,9 +376,11 @@ pub struct Exchange {
     pub divergence: Option<String>,
 }
 
-/// Answers one request. `side_index` is the number of side requests answered before this one
-/// (a replay answers them in recorded order).
-pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, side_index: usize) -> Exchange {
+/// Answers one request. `position`, for a replay, is the number of requests of this one's kind
+/// answered before it: side requests, or a text agent's turns ([`is_text_turn`]), which a
+/// replay answers in recorded order (the model gateway numbers a real text agent's turns as
+/// they come, whatever the conversation holds).
+pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, position: usize) -> Exchange {
     let route = path.split('?').next().unwrap_or(path);
     if method == "POST" && route.ends_with("/messages/count_tokens") {
         let reply = json_reply(json!({"input_tokens": 1}));
@@ -397,10 +399,10 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     let learned = if script.learn_roots { learned_roots(body) } else { None };
     let roots = learned.as_ref().unwrap_or(&script.roots);
     if let Some(format) = in_text {
-        let (turn, text) = text::reply(format, &script.steps, roots, &script.label, body);
         if let Some(records) = &script.replay {
-            return replay(records, dialect, false, Some(turn), side_index);
+            return replay(records, dialect, false, Some(position), 0);
         }
+        let (turn, text) = text::reply(format, &script.steps, roots, &script.label, body);
         let reply = render_text(dialect, &text, stream, &model_name, n);
         return Exchange { status: 200, dialect: Some(dialect), side: false, step: Some(turn), reply, divergence: None };
     }
@@ -408,7 +410,7 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
     let answered = if side { Vec::new() } else { answered_calls(dialect, body) };
     let step = (!side).then_some(answered.len());
     if let Some(records) = &script.replay {
-        return replay(records, dialect, side, step, side_index);
+        return replay(records, dialect, side, step, if side { position } else { 0 });
     }
     let reply = match step {
         None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
@@ -418,6 +420,14 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
         }
     };
     Exchange { status: 200, dialect: Some(dialect), side, step, reply, divergence: None }
+}
+
+/// Whether a request is a text agent's turn (its main loop asks without tools), which a replay
+/// counts apart from side requests.
+pub fn is_text_turn(script: &Script, method: &str, path: &str, body: &Value) -> bool {
+    script.reply_format.is_some()
+        && body.get("messages").is_some()
+        && Dialect::of_path(path).filter(|_| method == "POST").is_some_and(|(dialect, _)| Vocab::of_request(dialect, body).pinned(&script.tools).tools.is_empty())
 }
 
 /// The recorded answer to the same request: the main-loop reply of the same step, or the

@@ -23,6 +23,25 @@ pub fn real_plan(agents: &[&overeager_run::agents::Recipe], scenarios: usize, se
     plan
 }
 
+/// The agents the demo runs on the real local model by default: one of each way a chat
+/// agent talks (a tool-calling loop, Aider's text dialect, Codex CLI's streamed calls).
+pub const LOCAL_MODEL_AGENTS: [&str; 3] = ["mini-swe-agent:permissive", "aider:default", "codex:permissive"];
+
+/// The demo's "real CLI · real local model" plan: `agents` (`<agent>:<policy>`) on the
+/// model `overeager model local` serves, on the first `scenarios` of the bench, uncontained on
+/// the local executor. Each call takes tens of seconds on two cores, so it is small.
+pub fn local_model_plan(agents: &[String], scenarios: usize, seed: u64) -> String {
+    let model = format!("{}/{}", overeager_run::local_model::PROVIDER, overeager_run::local_model::MODEL);
+    let mut plan = format!(
+        "# Written by `overeager demo --local-model`.\nid = \"demo-local-model\"\ntitle = \"Demo: real agent CLIs on a real local model (SmolLM2-135M)\"\nscenarios = \"bench\"\n\
+         limit = {scenarios}\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"480s\"\nseed = {seed}\n"
+    );
+    for agent in agents {
+        plan.push_str(&format!("\n[[agent]]\nagent = \"{agent}:{model}\"\nframework = \"{agent} (real CLI)\"\nmodel = \"{model} (real local model)\"\n"));
+    }
+    plan
+}
+
 /// Installs the demo's real CLIs (every agent whose definition does not skip it, or exactly
 /// the agents in `only` when it names any; once per machine) and says in one line which it
 /// runs and which it skips, and why. An id in `only` that names no agent is an error that

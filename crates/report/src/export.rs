@@ -252,7 +252,7 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, 
                 };
                 // Calls join the agent turn they follow (a message, or calls of the same
                 // line); otherwise they start a turn of their own.
-                let joins = steps.last().is_some_and(|s| s.source == Source::Agent && !s.is_result && s.unknown.is_none() && (s.calls.is_empty() || s.calls.iter().any(|c| c.observed_by == Channel::Agent && c.seqs.iter().any(|q| events.get(*q as usize).is_some_and(|p| p.raw == e.raw)))));
+                let joins = steps.last().is_some_and(|s| s.source == Source::Agent && !s.is_result && s.unknown.is_none() && (s.calls.is_empty() || s.calls.iter().any(|c| c.observed_by == Channel::Agent && c.seqs.iter().any(|q| events.get(*q as usize).is_some_and(|p| p.channel == Channel::Agent && p.raw == e.raw)))));
                 if !joins {
                     steps.push(step(Source::Agent, e.t_us, String::new()));
                 }
@@ -275,7 +275,13 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, 
                     continue;
                 }
                 // What a call of the model ran (its shell, and the programs below it) is
-                // recorded with that call, the last of the current turn.
+                // recorded with that call: the one whose command it is, however the two were
+                // timed (a stream may report a call before its program starts, or after the
+                // final answer); else the last call of the current turn.
+                if let Some((si, ci)) = call_that_ran(steps, events, &argv) {
+                    steps[si].calls[ci].seqs.push(e.seq);
+                    continue;
+                }
                 let current = steps.last_mut().filter(|s| s.source == Source::Agent && !s.is_result).and_then(|s| s.calls.iter_mut().rev().find(|c| c.observed_by == Channel::Agent && !c.denied));
                 if let Some(c) = current {
                     c.seqs.push(e.seq);
@@ -290,6 +296,19 @@ pub fn timeline(prompt: &str, started_us: u64, events: &[Event], calls: &Calls, 
         }
     }
     t
+}
+
+/// The latest of the model's calls (step, call) whose command ran `argv`.
+fn call_that_ran(steps: &[Step], events: &[Event], argv: &[String]) -> Option<(usize, usize)> {
+    if argv.is_empty() {
+        return None;
+    }
+    steps.iter().enumerate().rev().find_map(|(si, s)| {
+        s.calls.iter().enumerate().rev().find_map(|(ci, c)| {
+            let command = c.seqs.first().and_then(|q| events.get(*q as usize)).and_then(|e| e.command.as_deref())?;
+            (c.observed_by == Channel::Agent && !c.denied && overeager_core::attribution::command_ran(command, argv)).then_some((si, ci))
+        })
+    })
 }
 
 /// A run's turns, and what the framework did outside them.
@@ -461,5 +480,54 @@ mod tests {
         // The final answer once, and the framework's snapshot apart.
         assert!(t.steps[3].is_result && t.steps[3].message == "Done." && t.steps[3].seqs == vec![7, 8]);
         assert_eq!(t.framework.iter().map(|c| c.seqs.clone()).collect::<Vec<_>>(), vec![vec![6]]);
+    }
+
+    /// Claude Code's stream reports a `Bash` call before its program runs, and the shim's
+    /// record of the last one may come after the final answer: the program is still that
+    /// call's, not a call of its own.
+    #[test]
+    fn a_program_recorded_after_the_final_answer_joins_the_call_that_ran_it() {
+        let mut calls = Calls::new();
+        let io = |id: &str, command: &str| overeager_core::transcript::ToolIo { id: id.into(), name: "Bash".into(), arguments: json!({"command": command}), output: None, error: false };
+        calls.insert((1, 0), io("ls", "ls -la"));
+        calls.insert((2, 0), io("rm", "rm -f .env.old build"));
+        let exec = |seq: u64, raw: u64, command: &str| {
+            let mut e = event(seq, Channel::Agent, Op::Exec, raw);
+            e.command = Some(command.into());
+            e
+        };
+        let shell = |seq: u64, argv: &[&str]| {
+            let mut e = event(seq, Channel::Shell, Op::Exec, seq);
+            e.argv = Some(argv.iter().map(|a| a.to_string()).collect());
+            e
+        };
+        let mut result = event(4, Channel::Agent, Op::Result, 3);
+        result.text = Some("Removed it.".into());
+        let events = vec![
+            exec(0, 1, "ls -la"),
+            shell(1, &["/bin/bash", "-c", "-l", "eval 'ls -la' < /dev/null"]),
+            shell(2, &["ls", "-la"]),
+            exec(3, 2, "rm -f .env.old build"),
+            result,
+            shell(5, &["/bin/bash", "-c", "-l", "eval 'rm -f .env.old build' < /dev/null"]),
+            shell(6, &["rm", "-f", ".env.old", "build"]),
+            // A command no call of the model ran: a call of its own.
+            shell(7, &["touch", "stray"]),
+        ];
+        let t = timeline("clean up", 0, &events, &calls, &agent_only(events.len()));
+        let summary: Vec<Vec<(String, Vec<u64>)>> = t.steps.iter().map(|s| s.calls.iter().map(|c| (c.id.clone(), c.seqs.clone())).collect()).collect();
+        assert_eq!(summary, vec![vec![], vec![("ls".to_string(), vec![0, 1, 2])], vec![("rm".to_string(), vec![3, 5, 6])], vec![], vec![("shell-7".to_string(), vec![7])]]);
+    }
+
+    #[test]
+    fn a_call_s_command_names_the_programs_it_ran() {
+        use overeager_core::attribution::command_ran;
+        let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        assert!(command_ran("bash -lc 'cat README.md'", &argv(&["bash", "-lc", "cat README.md"])));
+        assert!(command_ran("bash -lc 'cat README.md'", &argv(&["cat", "README.md"])));
+        assert!(command_ran("rm -f a && ls", &argv(&["ls"])));
+        assert!(command_ran("rm -f a", &argv(&["/bin/bash", "-c", "-l", "eval 'rm -f a' < /dev/null"])));
+        assert!(!command_ran("cat tools.txt", &argv(&["ls"])));
+        assert!(!command_ran("rm -f a", &argv(&["rm", "-f", "b"])));
     }
 }

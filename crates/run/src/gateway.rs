@@ -146,12 +146,17 @@ pub fn model_api_failure(records: &[overeager_core::model::ModelRecord], provide
         Some(last) => last.failure.is_some().then_some(*last),
         None => records.iter().rev().find(|r| r.failure.is_some()),
     }?;
+    let failure = failed.failure.as_deref().unwrap_or("");
+    // A call the run's end caught unanswered: the model, not the agent, was what the run waited on.
+    let why = if failure.starts_with("in flight at the run's end") || failure.starts_with("stream stalled") {
+        "the run ended while the model was still answering, so it is no observation of the agent. Give the run more time (`--timeout`) or the provider fewer runs at once"
+    } else {
+        "the agent did not recover, so the run is no observation of it. Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)"
+    };
     Some(format!(
-        "{}: the provider `{provider}` ({}): {} on call {} of {} ({} {}); the agent did not recover, so the run is no observation of it. \
-         Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)",
+        "{}: the provider `{provider}` ({}): {failure} on call {} of {} ({} {}); {why}",
         overeager_core::model::MODEL_API_ERROR,
         failed.upstream.as_deref().unwrap_or("?"),
-        failed.failure.as_deref().unwrap_or(""),
         failed.seq + 1,
         records.len(),
         failed.method,

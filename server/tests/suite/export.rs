@@ -33,9 +33,6 @@ const REAL: [&str; 7] = [
 /// How long the viewer may take to load and render a log.
 const WAIT_VIEWER: std::time::Duration = std::time::Duration::from_secs(45);
 
-/// The reference readers' pinned versions.
-const READERS: [&str; 2] = ["inspect-ai==0.3.285", "harbor==0.24.0"];
-
 fn real(name: &str) -> PathBuf {
     repo().join("bundles").join(format!("{name}.oeb"))
 }
@@ -309,56 +306,11 @@ fn stored_runs_and_experiments_export_from_the_cli_and_the_api() {
     assert_eq!(status, 404);
 }
 
-/// A virtualenv with the reference readers, made once per machine in its cache (kept across checkouts);
-/// `None` (skip) without a Python ≥ 3.12 when `CI` is unset.
+/// A virtualenv with the reference readers (`scripts/test-tools.sh readers`), made once per
+/// machine; `None` (skip) without a Python ≥ 3.12 when `CI` is unset.
 fn readers() -> Option<&'static PathBuf> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
-    VENV.get_or_init(|| {
-        let venv = common::machine_cache("interop-venv");
-        // Test processes run side by side: one makes the virtualenv, the others wait for it.
-        let _guard = common::lock(&venv.with_extension("lock"));
-        let marker = venv.join("overeager-readers.txt");
-        if std::fs::read_to_string(&marker).is_ok_and(|m| m == READERS.join("\n")) {
-            return Some(venv);
-        }
-        let Some(python) = python312() else {
-            let msg = "the reader tests need Python ≥ 3.12 for Harbor (set OVEREAGER_PYTHON, or install python3.12)";
-            if std::env::var_os("CI").is_some() {
-                panic!("{msg}");
-            }
-            eprintln!("skipping: {msg}");
-            return None;
-        };
-        let _ = std::fs::remove_dir_all(&venv);
-        let st = Command::new(&python).args(["-m", "venv"]).arg(&venv).status().unwrap();
-        assert!(st.success(), "{} -m venv failed", python.display());
-        let st = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "--disable-pip-version-check"]).args(READERS).status().unwrap();
-        assert!(st.success(), "pip install {} failed (PyPI must be reachable)", READERS.join(" "));
-        std::fs::write(&marker, READERS.join("\n")).unwrap();
-        Some(venv)
-    })
-    .as_ref()
-}
-
-/// A Python ≥ 3.12: `$OVEREAGER_PYTHON`, else `python3.13`, `python3.12`, `python3` on the
-/// PATH, else one pyenv installed.
-fn python312() -> Option<PathBuf> {
-    let new_enough = |p: &Path| {
-        Command::new(p).args(["-c", "import sys; sys.exit(0 if sys.version_info >= (3, 12) else 1)"]).output().is_ok_and(|o| o.status.success())
-    };
-    if let Some(p) = std::env::var_os("OVEREAGER_PYTHON") {
-        let p = PathBuf::from(p);
-        assert!(new_enough(&p), "OVEREAGER_PYTHON={} is not a Python ≥ 3.12", p.display());
-        return Some(p);
-    }
-    let mut candidates: Vec<PathBuf> = ["python3.13", "python3.12", "python3"].iter().map(PathBuf::from).collect();
-    let pyenv = std::env::var_os("PYENV_ROOT").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".pyenv")));
-    if let Some(root) = pyenv {
-        let mut found: Vec<PathBuf> = std::fs::read_dir(root.join("versions")).into_iter().flatten().flatten().map(|e| e.path().join("bin/python3")).collect();
-        found.sort();
-        candidates.extend(found.into_iter().rev());
-    }
-    candidates.into_iter().find(|p| new_enough(p))
+    VENV.get_or_init(|| common::test_tool("readers")).as_ref()
 }
 
 /// Harbor's validator accepts every trajectory; `inspect_ai` reads every log in full, header

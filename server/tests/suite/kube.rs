@@ -16,34 +16,11 @@ use std::time::{Duration, Instant};
 use common::{ok, overeager, repo, seeds};
 use serde_json::Value;
 
-/// The PyPI validator, pinned.
-const VALIDATOR: &str = "kubernetes-validate==1.37.0";
-
-/// A virtualenv with the validator in the machine's cache, made once; `None` (skip)
-/// without `python3 -m venv` when `CI` is unset.
+/// A virtualenv with the PyPI validator (`scripts/test-tools.sh validator`), made once per
+/// machine; `None` (skip) without `python3 -m venv` when `CI` is unset.
 fn validator() -> Option<&'static PathBuf> {
     static VENV: OnceLock<Option<PathBuf>> = OnceLock::new();
-    VENV.get_or_init(|| {
-        let venv = common::machine_cache("k8s-validate-venv");
-        // Test processes run side by side: one makes the virtualenv, the others wait for it.
-        let _guard = common::lock(&venv.with_extension("lock"));
-        let marker = venv.join("overeager-validator.txt");
-        if std::fs::read_to_string(&marker).is_ok_and(|m| m == VALIDATOR) {
-            return Some(venv);
-        }
-        let _ = std::fs::remove_dir_all(&venv);
-        let made = Command::new("python3").args(["-m", "venv"]).arg(&venv).stdout(Stdio::null()).status().is_ok_and(|s| s.success());
-        if !made {
-            assert!(std::env::var_os("CI").is_none(), "python3 -m venv failed (scripts/setup.sh --test installs python3-venv)");
-            eprintln!("skipped: python3 -m venv is not available");
-            return None;
-        }
-        let st = Command::new(venv.join("bin/pip")).args(["install", "--quiet", "--disable-pip-version-check", VALIDATOR]).status().unwrap();
-        assert!(st.success(), "pip install {VALIDATOR} failed (PyPI must be reachable)");
-        std::fs::write(&marker, VALIDATOR).unwrap();
-        Some(venv)
-    })
-    .as_ref()
+    VENV.get_or_init(|| common::test_tool("validator")).as_ref()
 }
 
 /// Runs the validator strictly on `files` for Kubernetes `version`; its success and output.

@@ -22,6 +22,7 @@ mod judge;
 mod kube;
 mod layout;
 mod links;
+mod local_model;
 mod pack;
 mod pool;
 mod precision;

@@ -467,10 +467,10 @@ impl DockerExecutor {
             let fetched = self.fetch(&name, p).await?;
             // Into the channels that came back.
             if !run.egress.is_empty() {
-                self.collect_records(&proxy_name, &p.chans.join(overeager_core::bundle::files::NET), "the egress proxy").await?;
+                self.collect_records(&proxy_name, &p.chans.join(overeager_core::bundle::files::NET), "the egress proxy", false).await?;
             }
             if gateway.is_some() {
-                self.collect_records(&gateway_name, &p.chans.join(overeager_core::bundle::files::MODEL), "the model gateway").await?;
+                self.collect_records(&gateway_name, &p.chans.join(overeager_core::bundle::files::MODEL), "the model gateway", true).await?;
             }
             match fetched {
                 Some(r) => Ok(r),
@@ -524,14 +524,20 @@ impl DockerExecutor {
     }
 
     /// Stops a sidecar and writes its records (its standard output) to `dest`.
-    async fn collect_records(&self, name: &str, dest: &Path, what: &str) -> Result<()> {
+    async fn collect_records(&self, name: &str, dest: &Path, what: &str, graceful: bool) -> Result<()> {
         // Every agent process is gone, so every connection is closing: give the sidecar a
-        // moment to write their records, then stop it.
-        // (SIGKILL: the sidecar is PID 1 of its container, which ignores SIGTERM; every record
-        // is written and flushed as a whole line.)
+        // moment to write their records, then stop it. `graceful` (the model gateway): SIGTERM
+        // first, on which it records the calls still in flight and exits; SIGKILL for what is
+        // left (the egress proxy is PID 1 of its container with no handler, which ignores
+        // SIGTERM). Every record is written and flushed as a whole line.
         tokio::time::sleep(Duration::from_millis(200)).await;
-        let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: "KILL".into() })).await;
-        let _ = tokio::time::timeout(Duration::from_secs(10), self.docker.wait_container(name, None::<WaitContainerOptions>).next()).await;
+        let signal = if graceful { "TERM" } else { "KILL" };
+        let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: signal.into() })).await;
+        let stopped = tokio::time::timeout(Duration::from_secs(4), self.docker.wait_container(name, None::<WaitContainerOptions>).next()).await;
+        if stopped.is_err() {
+            let _ = self.docker.kill_container(name, Some(KillContainerOptions { signal: "KILL".into() })).await;
+            let _ = tokio::time::timeout(Duration::from_secs(10), self.docker.wait_container(name, None::<WaitContainerOptions>).next()).await;
+        }
         let opts = LogsOptions { stdout: true, stderr: false, ..Default::default() };
         let mut s = self.docker.logs(name, Some(opts));
         let mut bytes = Vec::new();

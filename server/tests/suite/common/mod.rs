@@ -130,12 +130,18 @@ pub fn demo_store(dir: &Path) -> PathBuf {
     out.join("overeager.db")
 }
 
-/// A directory of this machine's cache for what the tests install from package registries
-/// (virtualenvs of reference readers and validators): kept across clones and target
-/// directories, like the agent cache, so a fresh checkout installs nothing it had already.
-pub fn machine_cache(name: &str) -> PathBuf {
-    let base = std::env::var_os("XDG_CACHE_HOME").map(PathBuf::from).or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache"))).unwrap_or_else(|| repo().join("target"));
-    base.join("overeager/test-tools").join(name)
+/// A Python tool's virtualenv (`scripts/test-tools.sh readers|validator`), made once per machine
+/// in its cache; `None` (skip) when this machine cannot make it and `CI` is unset.
+pub fn test_tool(name: &str) -> Option<PathBuf> {
+    let out = Command::new("bash").arg(repo().join("scripts/test-tools.sh")).arg(name).stderr(std::process::Stdio::inherit()).output().expect("bash runs scripts/test-tools.sh");
+    match out.status.code() {
+        Some(0) => Some(PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())),
+        Some(3) if std::env::var_os("CI").is_none() => {
+            eprintln!("skipping: scripts/test-tools.sh {name} cannot make the tool here (see above)");
+            None
+        }
+        _ => panic!("scripts/test-tools.sh {name} failed ({}); see its message above", out.status),
+    }
 }
 
 /// An exclusive lock on `path` (created if missing), held until the guard is dropped: it
