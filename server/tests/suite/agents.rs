@@ -733,3 +733,31 @@ fn an_unknown_attribution_rule_is_named_with_its_line() {
     assert!(!out.status.success(), "{stderr}");
     assert!(stderr.contains(&format!("codex-two.toml:{line}: attribution names `codex-snapshots`")) && stderr.contains("codex-snapshot"), "{stderr}");
 }
+
+/// Every agent definition, at every version it supports, has a stream that CLI really wrote
+/// (on the scripted model; `scripts/record-agent-streams.py` keeps them after
+/// `scripts/test.sh --all`), and its adapter reads all of it: no line it does not recognize,
+/// and the run's tool calls among the events.
+#[test]
+fn every_agent_and_version_s_recorded_stream_reads_cleanly() {
+    let dir = repo().join("core/tests/fixtures/agents/streams");
+    let index: toml::Table = toml::from_str(&std::fs::read_to_string(dir.join("index.toml")).unwrap()).unwrap();
+    let mut missing = Vec::new();
+    for r in overeager_run::agents::all().unwrap() {
+        let format = overeager_core::adapters::Format::for_framework(&r.adapter).unwrap_or_else(|| panic!("{}: no adapter `{}`", r.id, r.adapter));
+        for version in r.versions() {
+            let key = format!("{}@{version}", r.id);
+            let Some(entry) = index.get(&key) else {
+                missing.push(key);
+                continue;
+            };
+            let text = std::fs::read_to_string(dir.join(entry["file"].as_str().unwrap())).unwrap();
+            let roots = overeager_core::paths::Roots { workspace: entry["workspace"].as_str().unwrap().into(), home: entry["home"].as_str().unwrap().into() };
+            let events = format.normalize(&text, &roots);
+            let unknown: Vec<&str> = events.iter().filter(|e| e.op == Op::Unknown).filter_map(|e| e.text.as_deref()).collect();
+            assert!(unknown.is_empty(), "{key} ({}): lines the adapter does not recognize: {unknown:?}", format.as_str());
+            assert!(events.iter().any(|e| e.channel == Channel::Agent && matches!(e.op, Op::Exec | Op::Write | Op::Create | Op::Delete | Op::Denied | Op::Tool)), "{key} ({}): no tool call read from {} events", format.as_str(), events.len());
+        }
+    }
+    assert!(missing.is_empty(), "no recorded stream for {missing:?}: run scripts/test.sh --all, then scripts/record-agent-streams.py");
+}
