@@ -2,9 +2,10 @@
 # The test suite, in two tiers (`.config/nextest.toml` says which test belongs to which):
 #   scripts/test.sh         the default tier, what CI runs: every stage and every adapter, one
 #                           real agent CLI of each way of driving one, Docker, the web app in
-#                           headless Chromium (27 minutes from a fresh clone on two cores);
+#                           headless Chromium (24 minutes from a fresh clone on two cores);
 #   scripts/test.sh --all   everything: also every other agent end to end, every supported
-#                           version of each, and the fidelity and container sweeps.
+#                           version of each, the fidelity and container sweeps, and the chat
+#                           agents on a real local model.
 # It installs what the tier needs (Debian packages, Rust targets, the pinned build tools and
 # cargo-nextest, the agent CLIs the tier runs), builds each artifact once (the static shim, the
 # workspace with its tests, the web app), runs the tests with cargo-nextest, and ends with a
