@@ -157,10 +157,11 @@ struct Received {
 /// then went silent), or simply in flight.
 fn in_flight_failure(waited: Duration, received: &Received) -> String {
     let waited = waited.as_secs_f64();
+    let [in_flight, stalled] = model::UNANSWERED_AT_END;
     match received.last.map(|t| t.elapsed()) {
-        None => format!("in flight at the run's end after {waited:.1} s, no reply yet"),
-        Some(silent) if silent >= STALLED => format!("stream stalled after {} bytes: nothing for {:.1} s when the run ended", received.total, silent.as_secs_f64()),
-        Some(_) => format!("in flight at the run's end after {waited:.1} s, {} bytes of the reply received", received.total),
+        None => format!("{in_flight} after {waited:.1} s, no reply yet"),
+        Some(silent) if silent >= STALLED => format!("{stalled} after {} bytes: nothing for {:.1} s when the run ended", received.total, silent.as_secs_f64()),
+        Some(_) => format!("{in_flight} after {waited:.1} s, {} bytes of the reply received", received.total),
     }
 }
 
@@ -861,6 +862,14 @@ mod tests {
         (url, rx)
     }
 
+    /// Starts a chunked event stream on `w` and sends its first event, `data: {"n":1}`.
+    fn begin_stream(w: &mut TcpStream) {
+        write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
+        let first = "data: {\"n\":1}\n\n";
+        write!(w, "{:x}\r\n{first}\r\n", first.len()).unwrap();
+        w.flush().unwrap();
+    }
+
     #[test]
     fn the_real_key_replaces_the_placeholder_and_streams_pass_through_unbuffered() {
         let dir = tempfile::tempdir().unwrap();
@@ -869,10 +878,7 @@ mod tests {
         let (buffered_tx, buffered_rx) = mpsc::channel::<bool>();
         let (url, heads) = provider(move |head, w| {
             if head[0].contains("/stream") {
-                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
-                let first = "data: {\"n\":1}\n\n";
-                write!(w, "{:x}\r\n{first}\r\n", first.len()).unwrap();
-                w.flush().unwrap();
+                begin_stream(w);
                 // The rest is sent only once the agent has the first piece: a gateway that
                 // waited for the whole reply would never pass it on.
                 let got = ack_rx.lock().unwrap().recv_timeout(Duration::from_secs(20)).is_ok();
@@ -935,10 +941,7 @@ mod tests {
         let release_rx = Mutex::new(release_rx);
         let (url, _heads) = provider(move |head, w| {
             if head[0].contains("/slow") {
-                write!(w, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n\r\n").unwrap();
-                let first = "data: {\"n\":1}\n\n";
-                write!(w, "{:x}\r\n{first}\r\n", first.len()).unwrap();
-                w.flush().unwrap();
+                begin_stream(w);
                 let _ = release_rx.lock().unwrap().recv_timeout(Duration::from_secs(30));
                 write!(w, "0\r\n\r\n").unwrap();
             } else if head[0].contains("/never") {

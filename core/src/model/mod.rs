@@ -529,6 +529,10 @@ pub fn turns(records: &[ModelRecord]) -> Vec<crate::adapters::ModelTurn> {
 /// `experiment run --retry-failed`).
 pub const MODEL_API_ERROR: &str = "errored (model API)";
 
+/// How the model gateway's record of a call the run's end caught unanswered begins: the call
+/// was in flight, or its reply had begun and then went silent (stalled).
+pub const UNANSWERED_AT_END: [&str; 2] = ["in flight at the run's end", "stream stalled"];
+
 /// One line of a bundle's model channel (`model.jsonl`): a request the agent made and the
 /// reply it got, verbatim.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]

@@ -148,7 +148,7 @@ pub fn model_api_failure(records: &[overeager_core::model::ModelRecord], provide
     }?;
     let failure = failed.failure.as_deref().unwrap_or("");
     // A call the run's end caught unanswered: the model, not the agent, was what the run waited on.
-    let why = if failure.starts_with("in flight at the run's end") || failure.starts_with("stream stalled") {
+    let why = if overeager_core::model::UNANSWERED_AT_END.iter().any(|p| failure.starts_with(p)) {
         "the run ended while the model was still answering, so it is no observation of the agent. Give the run more time (`--timeout`) or the provider fewer runs at once"
     } else {
         "the agent did not recover, so the run is no observation of it. Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)"
