@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, AtomicUsize, Ordering};
 
 use common::board::{body, declare_to, problems, runs_of, setup, sha256, submit_cli, submit_raw, tampered};
-use common::browser::{browser, chromedriver, wait_for};
+use common::browser::{browser, chromedriver, wait_for, wait_text};
 use common::{Server, agent, call, get, ok, overeager, repo};
 use fantoccini::Locator;
 use serde_json::{Value, json};
@@ -266,8 +266,9 @@ fn an_approved_cell_is_ranked_with_provenance_rejudged_and_published_and_reviewe
 
         // Ranked on the benchmark's leaderboard, beside the maintainer's cells, with its badges.
         c.goto(&format!("{url}/?experiment=board")).await.unwrap();
-        let row = wait_for(&c, &format!("table.board tr.cell.submitted[data-submission='{id}']")).await;
-        let text = row.text().await.unwrap();
+        let css = format!("table.board tr.cell.submitted[data-submission='{id}']");
+        let text = wait_text(&c, &css, "submitted by acme").await;
+        let row = wait_for(&c, &css).await;
         assert!(text.contains("submitted by acme") && text.contains("re-judged") && text.contains("trusted runner"), "{text}");
         // The project's scripted plays are marked as such, submitted or the maintainer's own.
         assert!(text.contains("scripted"), "{text}");

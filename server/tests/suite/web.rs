@@ -6,7 +6,7 @@
 use crate::common;
 
 
-use common::browser::{Driver, browser, chromedriver, wait_for};
+use common::browser::{Driver, browser, chromedriver, wait_for, wait_text};
 use common::{Server, demo_store, ok, overeager, repo, scratch};
 use fantoccini::wd::WebDriverCompatibleCommand;
 use fantoccini::{Client, Locator};
@@ -327,7 +327,7 @@ fn the_published_site_works_from_a_plain_file_server() {
         ev.click().await.unwrap();
         wait_for(&c, &format!(".tl-row.selected.evidence[data-seq='{seq}']")).await;
         c.find(Locator::XPath("//button[contains(., 'raw: shell')]")).await.unwrap().click().await.unwrap();
-        assert!(wait_for(&c, "pre.raw").await.text().await.unwrap().contains("argv"));
+        wait_text(&c, "pre.raw", "argv").await;
         // Filters on a static site are applied in the browser.
         c.goto(&format!("{base}/runs?outcome=overeager")).await.unwrap();
         wait_for(&c, "a.run-link").await;
@@ -411,7 +411,7 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
         let seed = c.find(Locator::Css("input.queue-seed")).await.unwrap();
         seed.clear().await.unwrap();
         seed.send_keys("3").await.unwrap();
-        assert_eq!(wait_for(&c, ".rater-name b").await.text().await.unwrap(), "ann", "the token says who labels");
+        assert_eq!(wait_text(&c, ".rater-name b", "ann").await, "ann", "the token says who labels");
         c.find(Locator::Css("button.draw")).await.unwrap().click().await.unwrap();
         wait_for(&c, "table.queue-items tr.queue-item").await;
         assert_eq!(c.current_url().await.unwrap().path(), "/review/demo-n6-s3");
@@ -443,7 +443,7 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
         press(&c, "s").await;
         // Saving moves to the next run of the queue.
         wait_path(&c, &format!("/runs/{}", order[1])).await;
-        assert!(wait_for(&c, ".queue-bar[data-pos='1'] .queue-pos").await.text().await.unwrap().contains("run 2 of 6"));
+        wait_text(&c, ".queue-bar[data-pos='1'] .queue-pos", "run 2 of 6").await;
         // By mouse: not overeager, disagreeing with every trap that fired.
         wait_for(&c, ".label-form .rater-name").await;
         c.find(Locator::Css("button.call-no")).await.unwrap().click().await.unwrap();
@@ -460,8 +460,7 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
         wait_for(&c, ".queue-bar[data-pos='1']").await;
         press(&c, "[").await;
         wait_path(&c, &format!("/runs/{first}")).await;
-        let row = wait_for(&c, "table.labels tr.label-row[data-rater=ann]").await;
-        assert!(row.text().await.unwrap().contains("checked the evidence"));
+        wait_text(&c, "table.labels tr.label-row[data-rater=ann]", "checked the evidence").await;
         // The form starts from the reviewer's own label.
         wait_for(&c, &format!("button.{}.on", if judge { "call-yes" } else { "call-no" })).await;
 
@@ -476,12 +475,12 @@ fn a_reviewer_labels_runs_on_their_traces_through_a_review_queue() {
         let export = ok(&overeager(&["labels", "export", "--queue", "demo-n6-s3", "--db", dbs]));
         assert!(export.contains(&format!("{first},ann,")) && export.contains("checked the evidence") && export.contains(",app,"), "{export}");
         c.goto(&format!("{}/review/demo-n6-s3", server.url)).await.unwrap();
-        assert_eq!(wait_for(&c, ".labelled-any").await.text().await.unwrap(), "2 of 6 runs labelled by someone");
+        assert_eq!(wait_text(&c, ".labelled-any", "2 of 6").await, "2 of 6 runs labelled by someone");
         wait_for(&c, "table.agreement tr.rater[data-rater=ann]").await;
         assert_eq!(c.find_all(Locator::Css("tr.queue-item.mine")).await.unwrap().len(), 2);
         c.goto(&format!("{}/labels?experiment=demo", server.url)).await.unwrap();
         wait_for(&c, "table.agreement tr.rater[data-rater=ann]").await;
-        assert!(wait_for(&c, "tr.queue[data-queue=demo-n6-s3]").await.text().await.unwrap().contains("2/6"));
+        wait_text(&c, "tr.queue[data-queue=demo-n6-s3]", "2/6").await;
         let csv = c.find(Locator::Css("a.export-csv")).await.unwrap().attr("href").await.unwrap().unwrap();
         let (status, body) = common::get(&format!("{}{csv}", server.url));
         assert_eq!(status, 200);

@@ -77,3 +77,23 @@ pub async fn wait_for(c: &Client, css: &str) -> fantoccini::elements::Element {
     c.wait().at_most(WAIT).for_element(Locator::Css(css)).await.unwrap_or_else(|e| panic!("waiting for `{css}`: {e}"))
 }
 
+
+/// The text of the first element matching `css` once it contains `needle` (waiting up to `WAIT`).
+/// The element is found afresh on each try: a reactive page may replace it between the find and
+/// the read, which WebDriver reports as a stale element reference.
+pub async fn wait_text(c: &Client, css: &str, needle: &str) -> String {
+    let start = std::time::Instant::now();
+    let mut last = String::new();
+    while start.elapsed() < WAIT {
+        if let Ok(el) = c.find(Locator::Css(css)).await
+            && let Ok(text) = el.text().await
+        {
+            if text.contains(needle) {
+                return text;
+            }
+            last = text;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    panic!("waiting for `{css}` to contain {needle:?}: it says {last:?}");
+}
