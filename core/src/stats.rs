@@ -117,11 +117,26 @@ pub struct Kappa {
     /// Agreement expected by chance from the raters' marginal label frequencies.
     pub expected: f64,
     pub n: u64,
+    /// Large-sample standard error of κ (Fleiss, Cohen & Everitt 1969, not assuming κ = 0):
+    /// what [`Kappa::interval`] is built on.
+    pub se: f64,
     /// Labels in sorted order; `table[i][j]` counts items rater 1 labelled `labels[i]` and
     /// rater 2 labelled `labels[j]`.
     pub labels: Vec<String>,
     pub table: Vec<Vec<u64>>,
 }
+
+impl Kappa {
+    /// The Wald interval κ ± z·se at `confidence`, within [−1, 1]. It rests on a normal
+    /// approximation: with few items (see [`KAPPA_FEW`]) it is rough.
+    pub fn interval(&self, confidence: f64) -> (f64, f64) {
+        let z = Normal::new(0.0, 1.0).expect("a standard normal").inverse_cdf(0.5 + confidence / 2.0);
+        ((self.kappa - z * self.se).max(-1.0), (self.kappa + z * self.se).min(1.0))
+    }
+}
+
+/// Below this many items κ's normal-approximation interval is rough, and is flagged as such.
+pub const KAPPA_FEW: u64 = 30;
 
 /// Cohen's κ over paired labels (one pair per item).
 pub fn cohen_kappa<S: AsRef<str>>(pairs: &[(S, S)]) -> Result<Kappa, StatsError> {
@@ -153,8 +168,16 @@ pub fn cohen_kappa<S: AsRef<str>>(pairs: &[(S, S)]) -> Result<Kappa, StatsError>
     if (1.0 - expected).abs() < 1e-15 {
         return Err(StatsError::KappaUndefined);
     }
+    let kappa = (observed - expected) / (1.0 - expected);
+    let p = |i: usize, j: usize| table[i][j] as f64 / n;
+    let row = |i: usize| (0..k).map(|j| p(i, j)).sum::<f64>();
+    let col = |j: usize| (0..k).map(|i| p(i, j)).sum::<f64>();
+    let diagonal: f64 = (0..k).map(|i| p(i, i) * (1.0 - (row(i) + col(i)) * (1.0 - kappa)).powi(2)).sum();
+    let off: f64 = (0..k).flat_map(|i| (0..k).filter(move |&j| j != i).map(move |j| (i, j))).map(|(i, j)| p(i, j) * (col(i) + row(j)).powi(2)).sum();
+    let variance = (diagonal + (1.0 - kappa).powi(2) * off - (kappa - expected * (1.0 - kappa)).powi(2)) / (n * (1.0 - expected).powi(2));
     Ok(Kappa {
-        kappa: (observed - expected) / (1.0 - expected),
+        kappa,
+        se: variance.max(0.0).sqrt(),
         observed,
         expected,
         n: pairs.len() as u64,
@@ -316,7 +339,8 @@ mod tests {
     // Reference values (stats_reference.rs) come from SciPy 1.17.1 (`binomtest`, `fisher_exact`,
     // `chi2_contingency(correction=False)`), statsmodels 0.15.0 (`proportion_confint(method=
     // "wilson")`, `confint_proportions_2indep(method="newcomb")`, `multipletests("holm")`) and
-    // scikit-learn 1.9.1 (`cohen_kappa_score`), printed as shortest round-trip decimals.
+    // scikit-learn 1.9.1 (`cohen_kappa_score`), printed as shortest round-trip decimals; κ's
+    // standard error and interval from statsmodels 0.15.0's `cohens_kappa`.
 
     #[test]
     fn wilson_matches_reference() {
@@ -369,6 +393,27 @@ mod tests {
         assert!(chi2_uniform(&[5]).is_err());
         assert!(matches!(chi2_independence(&[vec![1, 2], vec![0, 0]]), Err(StatsError::EmptyMargin { what: "row", index: 2 })));
         assert!(matches!(chi2_independence(&[vec![1, 2], vec![3]]), Err(StatsError::Ragged { row: 2, .. })));
+    }
+
+    #[test]
+    fn kappa_s_standard_error_and_interval_match_reference() {
+        for ((a, b, _), (se, lo, hi)) in KAPPA.iter().zip(KAPPA_SE) {
+            let pairs: Vec<(&str, &str)> = a.iter().copied().zip(b.iter().copied()).collect();
+            let k = cohen_kappa(&pairs).unwrap();
+            close(k.se, *se);
+            let (l, h) = k.interval(0.95);
+            close(l, lo.max(-1.0));
+            close(h, hi.min(1.0));
+        }
+        let (table, kappa, se, lo, hi) = KAPPA_TABLE;
+        let labels = ["a", "b", "c"];
+        let pairs: Vec<(&str, &str)> = (0..3).flat_map(|i| (0..3).flat_map(move |j| std::iter::repeat_n((labels[i], labels[j]), table[i][j] as usize))).collect();
+        let k = cohen_kappa(&pairs).unwrap();
+        close(k.kappa, kappa);
+        close(k.se, se);
+        let (l, h) = k.interval(0.95);
+        close(l, lo);
+        close(h, hi);
     }
 
     #[test]

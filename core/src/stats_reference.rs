@@ -60,6 +60,16 @@ const KAPPA: &[(&[&str], &[&str], f64)] = &[
     (&["safe", "safe", "safe", "overeager", "safe", "safe", "overeager", "safe", "safe", "safe", "safe", "overeager", "overeager", "safe", "safe", "safe", "safe", "safe", "safe", "safe", "overeager", "overeager", "safe", "overeager", "overeager", "safe", "safe", "safe", "safe", "safe", "safe", "overeager", "overeager", "overeager", "safe", "overeager", "safe", "overeager", "safe", "overeager", "overeager", "safe", "safe", "safe", "safe", "safe", "overeager", "safe", "safe", "safe", "safe", "safe", "overeager", "safe", "safe", "overeager", "safe", "safe", "safe", "safe"], &["safe", "safe", "safe", "overeager", "safe", "safe", "overeager", "safe", "overeager", "safe", "safe", "overeager", "safe", "safe", "safe", "safe", "overeager", "overeager", "safe", "safe", "overeager", "safe", "safe", "overeager", "safe", "safe", "safe", "safe", "safe", "safe", "safe", "safe", "overeager", "overeager", "safe", "overeager", "safe", "overeager", "safe", "overeager", "safe", "safe", "safe", "safe", "overeager", "safe", "overeager", "safe", "safe", "safe", "safe", "overeager", "overeager", "overeager", "safe", "overeager", "safe", "safe", "safe", "safe"], 0.5703125),
 ];
 
+// κ's large-sample standard error and 95% interval (statsmodels `cohens_kappa`: `std_kappa`,
+// `kappa_low`, `kappa_upp`; the interval here is clipped to [−1, 1]), for each KAPPA case in
+// order, then for an asymmetric 3 × 3 table given as counts.
+const KAPPA_SE: &[(f64, f64, f64)] = &[
+    (0.2529822128134703, 0.10416397415635087, 1.0958360258436493),
+    (0.20412414523193156, 0.0999240269703906, 0.9000759730296093),
+    (0.11504695894377379, 0.344824603939345, 0.7958003960606548),
+];
+const KAPPA_TABLE: ([[u64; 3]; 3], f64, f64, f64, f64) = ([[20, 5, 2], [3, 15, 6], [1, 4, 9]], 0.5059717698154181, 0.0873882312011, 0.3346939839886027, 0.6772495556422335);
+
 const NEWCOMBE: &[(u64, u64, u64, u64, f64, f64)] = &[
     (56, 70, 48, 80, 0.05243147240236498, 0.33387265403690614),
     (9, 10, 3, 10, 0.1705227239345029, 0.809017973535488),

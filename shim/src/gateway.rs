@@ -26,8 +26,13 @@ use crate::{flag, http, now_us};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a reply may be silent (a model thinking before its first token included).
 const READ_TIMEOUT: Duration = Duration::from_secs(600);
-/// The most of one reply kept in the record (the agent gets all of it).
-const MAX_RECORDED: usize = 64 << 20;
+/// The most of one reply kept in the record (the agent gets all of it); the record says how
+/// long the reply was (`reply_bytes`).
+const MAX_REPLY: usize = 8 << 20;
+/// The most of a run's requests and replies kept in its model record, so that a bundle stays
+/// within what a server takes (48 MiB) and what reading it back costs: past it, a reply keeps
+/// what room is left and a request is noted by its size.
+const MAX_RUN_RECORD: usize = 32 << 20;
 /// How long a reply that had begun may be silent, when the run ends, to be called stalled.
 const STALLED: Duration = Duration::from_secs(10);
 
@@ -135,6 +140,8 @@ struct Gateway {
     text_replies: bool,
     /// Main-loop requests recorded, which number a text agent's turns.
     turns: AtomicU64,
+    /// Bytes of requests and replies recorded so far (at most `MAX_RUN_RECORD`).
+    recorded: Mutex<usize>,
 }
 
 /// A call being relayed: what its record holds so far, should the run end before its reply.
@@ -151,6 +158,14 @@ struct Received {
     kept: Vec<u8>,
     total: usize,
     last: Option<Instant>,
+}
+
+impl Received {
+    /// Puts what was kept into `record`, noting the whole size when that is only a beginning.
+    fn fill(&self, record: &mut ModelRecord) {
+        record.reply = String::from_utf8_lossy(&self.kept).into_owned();
+        record.reply_bytes = (self.total > self.kept.len()).then_some(self.total as u64);
+    }
 }
 
 /// How a call still unanswered when the run ended failed: stalled (its reply had begun and
@@ -201,7 +216,7 @@ impl Gateway {
     fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>, text_replies: bool) -> Arc<Gateway> {
         let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
-        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), pending: Default::default(), text_replies, turns: AtomicU64::new(0) })
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), pending: Default::default(), text_replies, turns: AtomicU64::new(0), recorded: Mutex::new(0) })
     }
 
     /// Serves every connection `listener` accepts, each on a thread of its own.
@@ -284,9 +299,34 @@ impl Gateway {
             None => None,
         };
         record.request = request;
+        self.keep_within_limit(record, body.len());
         if let Some(log) = &self.log {
             crate::append_record(log, record);
         }
+    }
+
+    /// Cuts what `record` keeps to the room left in the run's model record: the request
+    /// (noted by its size when it does not fit), then the reply's beginning (its whole size
+    /// noted).
+    fn keep_within_limit(&self, record: &mut ModelRecord, request_len: usize) {
+        let mut recorded = self.recorded.lock().unwrap_or_else(|e| e.into_inner());
+        if request_len > MAX_RUN_RECORD.saturating_sub(*recorded) {
+            record.request = Value::String(format!("[not recorded: {request_len} bytes, past the run's model record limit of {MAX_RUN_RECORD} bytes]"));
+            record.request_bytes = Some(request_len as u64);
+        } else {
+            *recorded += request_len;
+        }
+        let room = MAX_RUN_RECORD.saturating_sub(*recorded);
+        if record.reply.len() > room {
+            let whole = record.reply_bytes.unwrap_or(record.reply.len() as u64);
+            let mut cut = room;
+            while !record.reply.is_char_boundary(cut) {
+                cut -= 1;
+            }
+            record.reply.truncate(cut);
+            record.reply_bytes = Some(whole);
+        }
+        *recorded += record.reply.len();
     }
 
     /// Serves one agent connection, request after request, until either side closes it.
@@ -335,7 +375,7 @@ impl Gateway {
         for (_, p) in pending {
             let mut record = p.record;
             let received = p.reply.lock().unwrap_or_else(|e| e.into_inner());
-            record.reply = String::from_utf8_lossy(&received.kept).into_owned();
+            received.fill(&mut record);
             record.failure = Some(in_flight_failure(p.started.elapsed(), &received));
             drop(received);
             self.record(&mut record, &p.request);
@@ -416,7 +456,7 @@ impl Gateway {
         let relayed = relay.body(&mut up, reply.framing);
         let agent_ok = relay.agent_ok;
         record.relay_us = Some((sent + head_relay + relay.first.unwrap_or_default()).as_micros() as u64);
-        record.reply = String::from_utf8_lossy(&relay.received.lock().unwrap_or_else(|e| e.into_inner()).kept).into_owned();
+        relay.received.lock().unwrap_or_else(|e| e.into_inner()).fill(&mut record);
         // The provider's own words, where it sent any, follow the class.
         let words = || upstream_error(&record.reply).map(|m| format!(": {m}")).unwrap_or_default();
         record.failure = match relayed {
@@ -426,7 +466,7 @@ impl Gateway {
             // A Chat Completions stream ends with `data: [DONE]`; one that stops before it (a
             // server that failed mid-stream and closed it, having sent only keep-alives) gave
             // the agent no whole answer.
-            Ok(()) if ctype.contains("event-stream") && path.contains("/chat/completions") && !record.reply.lines().any(|l| l.trim() == "data: [DONE]") => {
+            Ok(()) if ctype.contains("event-stream") && path.contains("/chat/completions") && record.reply_bytes.is_none() && !record.reply.lines().any(|l| l.trim() == "data: [DONE]") => {
                 Some(format!("the stream ended before its end (`data: [DONE]`) after {} bytes", record.reply.len()))
             }
             Ok(()) => None,
@@ -503,8 +543,8 @@ impl Relay<'_> {
         }
         self.first.get_or_insert_with(|| arrived.elapsed());
         let mut r = self.received.lock().unwrap_or_else(|e| e.into_inner());
-        if r.kept.len() < MAX_RECORDED {
-            let room = MAX_RECORDED - r.kept.len();
+        if r.kept.len() < MAX_REPLY {
+            let room = MAX_REPLY - r.kept.len();
             r.kept.extend_from_slice(&data[..data.len().min(room)]);
         }
         r.total += data.len();
@@ -781,7 +821,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let provider = format!("https://localhost:{}", l.local_addr().unwrap().port());
         let serving = crate::model::Serving { tls: Some(crate::tls::server(&cert, &key).unwrap()), fail_from: Some((2, 503)) };
-        crate::model::spawn_with(l, script(), None, serving);
+        crate::model::spawn_with(l, crate::model::Plays::Script(script()), None, serving);
         let log = dir.path().join("model.jsonl");
         let gw = gateway(&provider, "anthropic", Some("sk-test-real"), Some(&ca), &log);
         let tools = r#"[{"name": "Bash", "input_schema": {"properties": {"command": {}}}}]"#;
@@ -819,7 +859,7 @@ mod tests {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let provider = format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port());
         let text = Script { reply_format: Some(overeager_core::model::text::ReplyFormat::SearchReplace), ..script() };
-        crate::model::spawn_with(l, text, None, crate::model::Serving { tls: None, fail_from: None });
+        crate::model::spawn_with(l, crate::model::Plays::Script(text), None, crate::model::Serving { tls: None, fail_from: None });
         let body = r#"{"model": "m", "messages": [{"role": "system", "content": "edit blocks"}, {"role": "user", "content": "go"}]}"#;
         for (text_replies, expect) in [(true, [(false, Some(0)), (false, Some(1))]), (false, [(true, None), (true, None)])] {
             let log = dir.path().join(format!("model-{text_replies}.jsonl"));
@@ -1007,6 +1047,39 @@ mod tests {
         // A reply that began and then went silent is called stalled.
         let quiet = Received { kept: Vec::new(), total: 15, last: Instant::now().checked_sub(Duration::from_secs(12)) };
         assert!(in_flight_failure(Duration::from_secs(20), &quiet).starts_with("stream stalled after 15 bytes: nothing for 12"), "{}", in_flight_failure(Duration::from_secs(20), &quiet));
+    }
+
+    /// A provider answering 9 MiB replies (attack: five calls wrote a 336 MB model channel):
+    /// each reply's record keeps its first 8 MiB and says how long it was; past 32 MiB a run's
+    /// record keeps only what room is left; the agent gets every byte either way.
+    #[test]
+    fn a_huge_reply_and_a_run_s_many_are_recorded_up_to_their_limits_and_marked() {
+        const REPLY: usize = 9 << 20;
+        let dir = tempfile::tempdir().unwrap();
+        let (url, _heads) = provider(|_, w| {
+            write!(w, "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {REPLY}\r\n\r\n").unwrap();
+            let mut body = vec![b'x'; REPLY];
+            body[0] = b'"';
+            body[REPLY - 1] = b'"';
+            w.write_all(&body).unwrap();
+            w.flush().unwrap();
+        });
+        let log = dir.path().join("model.jsonl");
+        let gw = gateway(&url, "openai-chat", None, None, &log);
+        for _ in 0..5 {
+            let (status, _, body) = call(&gw, "/v1/chat/completions", "", "{\"messages\":[]}");
+            assert_eq!((status, body.len()), (200, REPLY), "the agent gets the whole reply");
+        }
+        let r = records(&log, 5);
+        assert_eq!(r.len(), 5);
+        let kept: Vec<usize> = r.iter().map(|x| x.reply.len()).collect();
+        assert!(r.iter().all(|x| x.reply_bytes == Some(REPLY as u64)), "every record says how long its reply was");
+        assert_eq!(&kept[..3], &[MAX_REPLY; 3], "a reply is kept up to its limit");
+        let request = "{\"messages\":[]}".len();
+        assert_eq!(kept.iter().sum::<usize>() + request * 4, MAX_RUN_RECORD, "the run's record fills up to its limit and stops: {kept:?}");
+        assert_eq!(r[4].request_bytes, Some(request as u64), "a request past the limit is noted by its size");
+        assert!(r[4].request.as_str().unwrap().starts_with("[not recorded: 15 bytes"), "{:?}", r[4].request);
+        assert!(r.iter().all(|x| x.failure.is_none()), "a reply cut in the record is no failure of the call");
     }
 
     #[test]

@@ -6,6 +6,7 @@
 //!
 //! What to answer is decided in [`overeager_core::model`]; this is only the I/O.
 
+use std::borrow::Cow;
 use std::fs::File;
 use std::io::{BufReader, Read, Write};
 use std::net::TcpListener;
@@ -14,13 +15,22 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use overeager_core::model::catalog::Catalog;
 use overeager_core::model::{self, ModelRecord, Script};
 use serde_json::Value;
 
 use crate::{flag, http, now_us};
 
+/// What the endpoint answers from.
+pub enum Plays {
+    /// One script: a scenario's play for one agent, or a recording.
+    Script(Script),
+    /// A stand-in provider's catalog: each request's own scenario, agent and play.
+    Catalog(Catalog),
+}
+
 struct Shared {
-    script: Script,
+    plays: Plays,
     log: Option<Mutex<File>>,
     seq: AtomicU64,
     sides: AtomicUsize,
@@ -45,6 +55,12 @@ pub fn load(path: &str) -> Result<Script, String> {
     serde_json::from_slice(&bytes).map_err(|e| format!("{path}: not a model script: {e}"))
 }
 
+/// Loads a catalog file (JSON of [`Catalog`]).
+fn load_catalog(path: &str) -> Result<Catalog, String> {
+    let bytes = std::fs::read(path).map_err(|e| format!("reading the stand-in's catalog {path}: {e}"))?;
+    serde_json::from_slice(&bytes).map_err(|e| format!("{path}: not a stand-in catalog: {e}"))
+}
+
 /// A listener from `--fd N` (a socket the executor bound and handed down) or `--listen ADDR`.
 pub fn listener(fd: Option<&str>, listen: Option<&str>) -> Result<TcpListener, String> {
     match (fd, listen) {
@@ -61,12 +77,12 @@ pub fn listener(fd: Option<&str>, listen: Option<&str>) -> Result<TcpListener, S
 /// Serves `script` on `listener` from a background thread until the process ends. Records go
 /// to `log` one line per exchange, each written whole.
 pub fn spawn(listener: TcpListener, script: Script, log: Option<File>) {
-    spawn_with(listener, script, log, Serving::default());
+    spawn_with(listener, Plays::Script(script), log, Serving::default());
 }
 
-/// [`spawn`], served as `opts` says.
-pub fn spawn_with(listener: TcpListener, script: Script, log: Option<File>, opts: Serving) {
-    let shared = Arc::new(Shared { script, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0), text_turns: AtomicUsize::new(0), opts });
+/// [`spawn`], from `plays` and served as `opts` says.
+pub fn spawn_with(listener: TcpListener, plays: Plays, log: Option<File>, opts: Serving) {
+    let shared = Arc::new(Shared { plays, log: log.map(Mutex::new), seq: AtomicU64::new(0), sides: AtomicUsize::new(0), text_turns: AtomicUsize::new(0), opts });
     std::thread::spawn(move || {
         for conn in listener.incoming().flatten() {
             let shared = shared.clone();
@@ -109,17 +125,28 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
         write_record(s, &record);
         return (status, "application/json", body);
     }
+    let script = match &s.plays {
+        Plays::Script(script) => Cow::Borrowed(script),
+        Plays::Catalog(catalog) => match catalog.script_for(&path, &request) {
+            Ok(script) => Cow::Owned(script),
+            Err(why) => {
+                let body = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": format!("the stand-in provider cannot answer: {why}")}}).to_string();
+                write_record(s, &ModelRecord { seq: n, t_us, method, path, request, status: 400, content_type: "application/json".into(), reply: body.clone(), ..Default::default() });
+                return (400, "application/json", body);
+            }
+        },
+    };
     // Side requests, and a text agent's turns, are numbered in arrival order for a replay;
     // count before answering.
-    let probe = model::respond(&s.script, &method, &path, &request, n, 0);
-    let position = match &s.script.replay {
+    let probe = model::respond(&script, &method, &path, &request, n, 0);
+    let position = match &script.replay {
         Some(_) if probe.side => s.sides.fetch_add(1, Ordering::SeqCst),
-        Some(_) if model::is_text_turn(&s.script, &method, &path, &request) => s.text_turns.fetch_add(1, Ordering::SeqCst),
+        Some(_) if model::is_text_turn(&script, &method, &path, &request) => s.text_turns.fetch_add(1, Ordering::SeqCst),
         _ => 0,
     };
-    let x = if position == 0 { probe } else { model::respond(&s.script, &method, &path, &request, n, position) };
-    if x.step == Some(0) && s.script.first_delay_ms > 0 {
-        std::thread::sleep(Duration::from_millis(s.script.first_delay_ms));
+    let x = if position == 0 { probe } else { model::respond(&script, &method, &path, &request, n, position) };
+    if x.step == Some(0) && script.first_delay_ms > 0 {
+        std::thread::sleep(Duration::from_millis(script.first_delay_ms));
     }
     if let Some(d) = &x.divergence {
         eprintln!("overeager scripted model: {d}");
@@ -149,12 +176,16 @@ fn write_record(s: &Shared, record: &ModelRecord) {
     }
 }
 
-/// `overeager-shim model --script <file> (--listen <addr> | --fd <n>) [--log <file>]
+/// `overeager-shim model (--script <file> | --catalog <file>) (--listen <addr> | --fd <n>) [--log <file>]
 /// [--tls-cert <pem> --tls-key <pem>] [--fail-from <n> [--fail-status <code>]]`: serve until
 /// killed.
 pub fn main(args: &[String]) -> i32 {
     let run = || -> Result<(), String> {
-        let script = load(flag(args, "--script").ok_or("--script <file> is required")?)?;
+        let plays = match (flag(args, "--script"), flag(args, "--catalog")) {
+            (Some(path), None) => Plays::Script(load(path)?),
+            (None, Some(path)) => Plays::Catalog(load_catalog(path)?),
+            _ => return Err("one of --script <file> and --catalog <file> is required".into()),
+        };
         let tls = match (flag(args, "--tls-cert"), flag(args, "--tls-key")) {
             (Some(cert), Some(key)) => Some(crate::tls::server(cert, key)?),
             (None, None) => None,
@@ -177,7 +208,7 @@ pub fn main(args: &[String]) -> i32 {
             println!("{}://{a}", if tls.is_some() { "https" } else { "http" });
             let _ = std::io::stdout().flush();
         }
-        spawn_with(l, script, log, Serving { tls, fail_from });
+        spawn_with(l, plays, log, Serving { tls, fail_from });
         loop {
             std::thread::park();
         }

@@ -331,18 +331,26 @@ fn Agreement(report: Value) -> impl IntoView {
     if report["labels"].as_u64().unwrap_or(0) == 0 {
         return view! { <p class="muted">"No labels yet."</p> }.into_any();
     }
-    let num = |v: &Value| v.as_f64().map(|x| format!("{x:.3}")).unwrap_or_else(|| "–".into());
-    let ci = |v: &Value| if v.is_object() { format!(" [{:.2}, {:.2}]", v["lo"].as_f64().unwrap_or(0.0), v["hi"].as_f64().unwrap_or(0.0)) } else { String::new() };
+    // Proportions as percentages, κ to three decimals with its interval: as the CLI and the
+    // report print them.
+    let num = |v: &Value| v.as_f64().map(crate::ui::pct).unwrap_or_else(|| "–".into());
+    let ci = |v: &Value| if v.is_object() { format!(" [{}, {}]", crate::ui::pct(v["lo"].as_f64().unwrap_or(0.0)), crate::ui::pct(v["hi"].as_f64().unwrap_or(0.0))) } else { String::new() };
+    let kappa = |v: &Value| match (v["kappa"].as_f64(), v["kappa_ci"].as_array()) {
+        (Some(k), Some(i)) => format!("{k:.3} [{:.3}, {:.3}]", i[0].as_f64().unwrap_or(f64::NAN), i[1].as_f64().unwrap_or(f64::NAN)),
+        (Some(k), None) => format!("{k:.3}"),
+        _ => format!("– ({})", s(v, "kappa_note")),
+    };
+    let few = |v: &Value| v["kappa"].is_number() && v["kappa_note"].is_string();
     let unjudged = report["unjudged"].as_u64().unwrap_or(0);
     view! {
         <p class="small">{format!("{} label(s) of {} run(s).", report["labels"], report["runs"])}{(unjudged > 0).then(|| format!(" {unjudged} of runs not yet judged are left out."))}</p>
         <h3>"Each rater against the rule judge"</h3>
         <table class="data agreement">
-            <thead><tr><th>"Rater"</th><th class="num">"Runs"</th><th class="num"><span class="symbol">"κ"</span></th><th class="num">"Both overeager"</th><th class="num">"Rater only"</th><th class="num">"Judge only"</th><th class="num">"Neither"</th><th>"Recall (95% CI)"</th><th>"Precision (95% CI)"</th></tr></thead>
+            <thead><tr><th>"Rater"</th><th class="num">"Runs"</th><th class="num"><span class="symbol">"κ"</span>" (95% CI)"</th><th class="num">"Both overeager"</th><th class="num">"Rater only"</th><th class="num">"Judge only"</th><th class="num">"Neither"</th><th>"Recall (95% CI)"</th><th>"Precision (95% CI)"</th></tr></thead>
             <tbody>{raters.into_iter().map(|r| view! {
                 <tr class="rater" data-rater=s(&r, "rater")>
                     <td>{s(&r, "rater")}</td><td class="num">{s(&r, "n")}</td>
-                    <td class="num kappa" title=s(&r, "kappa_note")>{if r["kappa"].is_null() { format!("– ({})", s(&r, "kappa_note")) } else { num(&r["kappa"]) }}</td>
+                    <td class="num kappa" class:few=few(&r) title=s(&r, "kappa_note")>{kappa(&r)}{few(&r).then(|| view! { <span class="few-runs">" few runs"</span> })}</td>
                     <td class="num">{s(&r, "both")}</td><td class="num">{s(&r, "human_only")}</td><td class="num">{s(&r, "judge_only")}</td><td class="num">{s(&r, "neither")}</td>
                     <td>{format!("{}{}", num(&r["recall"]), ci(&r["recall_ci"]))}</td>
                     <td>{format!("{}{}", num(&r["precision"]), ci(&r["precision_ci"]))}</td>
@@ -353,10 +361,10 @@ fn Agreement(report: Value) -> impl IntoView {
         {(!pairs.is_empty()).then(|| view! {
             <h3>"Raters against each other"</h3>
             <table class="data rater-pairs">
-                <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num"><span class="symbol">"κ"</span></th></tr></thead>
+                <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num"><span class="symbol">"κ"</span>" (95% CI)"</th></tr></thead>
                 <tbody>{pairs.into_iter().map(|p| view! {
                     <tr><td>{format!("{} · {}", s(&p, "a"), s(&p, "b"))}</td><td class="num">{s(&p, "n")}</td><td class="num">{s(&p, "same")}</td>
-                    <td class="num">{if p["kappa"].is_null() { format!("– ({})", s(&p, "kappa_note")) } else { num(&p["kappa"]) }}</td></tr>
+                    <td class="num kappa" class:few=few(&p) title=s(&p, "kappa_note")>{kappa(&p)}{few(&p).then(|| view! { <span class="few-runs">" few runs"</span> })}</td></tr>
                 }).collect_view()}</tbody>
             </table>
         })}

@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 use crate::paths::Roots;
 use crate::scenario::Step;
 
+pub mod catalog;
 pub mod history;
 pub mod planner;
 pub mod text;
@@ -182,20 +183,40 @@ fn json_reply(v: Value) -> Reply {
     Reply { content_type: "application/json", body: v.to_string() }
 }
 
-/// Renders a turn as the reply of `dialect`; `n` numbers the ids (the request's sequence
-/// number), `model` is echoed back.
-pub fn render(dialect: Dialect, turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
-    match dialect {
-        Dialect::Anthropic => anthropic(turn, stream, model, n),
-        Dialect::Chat => chat(turn, stream, model, n),
-        Dialect::Responses => responses(turn, model, n),
-        Dialect::Gemini => gemini(turn, stream, model),
+/// The tokens a reply reports: estimated as a real model's would be, about four bytes of text
+/// each, so that usage and cost through a stand-in provider are of a realistic size.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Tokens {
+    pub input: u64,
+    pub output: u64,
+}
+
+impl Tokens {
+    /// The estimate for a request `body` answered with `turn`.
+    pub fn estimate(body: &Value, turn: &Turn) -> Tokens {
+        let count = |bytes: usize| (bytes as u64).div_ceil(4).max(1);
+        let output = match turn {
+            Turn::Call(c) => c.name.len() + c.args.to_string().len(),
+            Turn::Final(t) => t.len(),
+        };
+        Tokens { input: count(body.to_string().len()), output: count(output) }
     }
 }
 
-fn anthropic(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
+/// Renders a turn as the reply of `dialect`; `n` numbers the ids (the request's sequence
+/// number), `model` is echoed back, `tokens` reported as its usage.
+pub fn render(dialect: Dialect, turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply {
+    match dialect {
+        Dialect::Anthropic => anthropic(turn, stream, model, n, tokens),
+        Dialect::Chat => chat(turn, stream, model, n, tokens),
+        Dialect::Responses => responses(turn, model, n, tokens),
+        Dialect::Gemini => gemini(turn, stream, model, tokens),
+    }
+}
+
+fn anthropic(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply {
     let id = format!("msg_scripted_{n}");
-    let usage = json!({"input_tokens": 1, "output_tokens": 1, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
+    let usage = json!({"input_tokens": tokens.input, "output_tokens": tokens.output, "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0});
     let (block, stop) = match turn {
         Turn::Call(c) => (json!({"type": "tool_use", "id": format!("toolu_scripted_{n}"), "name": c.name, "input": c.args}), "tool_use"),
         Turn::Final(t) => (json!({"type": "text", "text": t}), "end_turn"),
@@ -215,14 +236,14 @@ fn anthropic(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
         (Some("content_block_start"), json!({"type": "content_block_start", "index": 0, "content_block": start})),
         (Some("content_block_delta"), json!({"type": "content_block_delta", "index": 0, "delta": delta})),
         (Some("content_block_stop"), json!({"type": "content_block_stop", "index": 0})),
-        (Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 1}})),
+        (Some("message_delta"), json!({"type": "message_delta", "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": tokens.output}})),
         (Some("message_stop"), json!({"type": "message_stop"})),
     ])
 }
 
-fn chat(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
+fn chat(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply {
     let id = format!("chatcmpl-scripted-{n}");
-    let usage = json!({"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2});
+    let usage = json!({"prompt_tokens": tokens.input, "completion_tokens": tokens.output, "total_tokens": tokens.input + tokens.output});
     let (message, finish) = match turn {
         Turn::Call(c) => (
             json!({"role": "assistant", "content": null, "tool_calls": [{"index": 0, "id": format!("call_scripted_{n}"), "type": "function", "function": {"name": c.name, "arguments": c.args.to_string()}}]}),
@@ -242,7 +263,7 @@ fn chat(turn: &Turn, stream: bool, model: &str, n: u64) -> Reply {
     r
 }
 
-fn responses(turn: &Turn, model: &str, n: u64) -> Reply {
+fn responses(turn: &Turn, model: &str, n: u64, tokens: Tokens) -> Reply {
     let rid = format!("resp_scripted_{n}");
     let (added, done) = match turn {
         Turn::Call(c) => {
@@ -256,7 +277,7 @@ fn responses(turn: &Turn, model: &str, n: u64) -> Reply {
     };
     let response = |status: &str, output: Value| {
         json!({"id": rid, "object": "response", "created_at": 0, "status": status, "model": model, "output": output,
-               "usage": {"input_tokens": 1, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": 1, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": 2}})
+               "usage": {"input_tokens": tokens.input, "input_tokens_details": {"cached_tokens": 0}, "output_tokens": tokens.output, "output_tokens_details": {"reasoning_tokens": 0}, "total_tokens": tokens.input + tokens.output}})
     };
     let mut events = vec![
         (Some("response.created"), json!({"type": "response.created", "response": response("in_progress", json!([]))})),
@@ -273,22 +294,23 @@ fn responses(turn: &Turn, model: &str, n: u64) -> Reply {
     sse(&events)
 }
 
-fn gemini(turn: &Turn, stream: bool, model: &str) -> Reply {
+fn gemini(turn: &Turn, stream: bool, model: &str, tokens: Tokens) -> Reply {
     let part = match turn {
         Turn::Call(c) => json!({"functionCall": {"name": c.name, "args": c.args}}),
         Turn::Final(t) => json!({"text": t}),
     };
     let body = json!({
         "candidates": [{"content": {"role": "model", "parts": [part]}, "finishReason": "STOP", "index": 0}],
-        "usageMetadata": {"promptTokenCount": 1, "candidatesTokenCount": 1, "totalTokenCount": 2},
+        "usageMetadata": {"promptTokenCount": tokens.input, "candidatesTokenCount": tokens.output, "totalTokenCount": tokens.input + tokens.output},
         "modelVersion": model,
     });
     if stream { sse(&[(None, body)]) } else { json_reply(body) }
 }
 
-/// A side request's canned text as a reply of `dialect`.
-pub fn render_text(dialect: Dialect, text: &str, stream: bool, model: &str, n: u64) -> Reply {
-    render(dialect, &Turn::Final(text.to_string()), stream, model, n)
+/// A text as a reply of `dialect` to `body`.
+pub fn render_text(dialect: Dialect, text: &str, stream: bool, model: &str, n: u64, body: &Value) -> Reply {
+    let turn = Turn::Final(text.to_string());
+    render(dialect, &turn, stream, model, n, Tokens::estimate(body, &turn))
 }
 
 /// What the endpoint plays: a scenario's play, or the exchanges recorded in a bundle.
@@ -403,7 +425,7 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
             return replay(records, dialect, false, Some(position), 0);
         }
         let (turn, text) = text::reply(format, &script.steps, roots, &script.label, body);
-        let reply = render_text(dialect, &text, stream, &model_name, n);
+        let reply = render_text(dialect, &text, stream, &model_name, n, body);
         return Exchange { status: 200, dialect: Some(dialect), side: false, step: Some(turn), reply, divergence: None };
     }
     let side = !vocab.is_main_loop();
@@ -413,10 +435,11 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
         return replay(records, dialect, side, step, if side { position } else { 0 });
     }
     let reply = match step {
-        None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n),
+        None => render_text(dialect, &side_answer(dialect, body), stream, &model_name, n, body),
         Some(_) => {
             let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label, finish_command: script.finish_command.as_deref() };
-            render(dialect, &planner.turn(&answered), stream, &model_name, n)
+            let turn = planner.turn(&answered);
+            render(dialect, &turn, stream, &model_name, n, Tokens::estimate(body, &turn))
         }
     };
     Exchange { status: 200, dialect: Some(dialect), side, step, reply, divergence: None }
@@ -438,6 +461,17 @@ fn replay(records: &[ModelRecord], dialect: Dialect, side: bool, step: Option<us
         None => records.iter().filter(|r| r.side && r.dialect == Some(dialect)).nth(side_index),
     };
     match found {
+        // Serving a reply's beginning would hand the agent a broken answer and call it the recording.
+        Some(r) if r.reply_bytes.is_some() => {
+            let why = format!(
+                "the replay cannot go on: the recording kept only the first {} of the {} bytes of call {}'s reply (the model record's size limits)",
+                r.reply.len(),
+                r.reply_bytes.unwrap_or_default(),
+                r.seq
+            );
+            let reply = json_reply(json!({"error": {"message": why, "type": "replay_diverged"}}));
+            Exchange { status: 409, dialect: Some(dialect), side, step, reply, divergence: Some(why) }
+        }
         Some(r) => Exchange {
             status: r.status,
             dialect: Some(dialect),
@@ -552,12 +586,22 @@ pub struct ModelRecord {
     /// (main-loop requests).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub step: Option<usize>,
-    /// The request body (JSON when it parses, else the text).
+    /// The request body (JSON when it parses, else the text; a note of its size when the run's
+    /// model record was full, see `request_bytes`).
     pub request: Value,
+    /// The request's size in bytes when it is not recorded: the run's model record had reached
+    /// its limit (the gateway's `MAX_RUN_RECORD`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub request_bytes: Option<u64>,
     pub status: u16,
     pub content_type: String,
-    /// The reply body exactly as sent.
+    /// The reply body exactly as sent, or its beginning when `reply_bytes` is set.
     pub reply: String,
+    /// The reply's whole size in bytes when `reply` holds only its beginning: one reply is
+    /// recorded up to a limit, and a run's model record up to another (the gateway's
+    /// `MAX_REPLY` and `MAX_RUN_RECORD`); the agent received all of it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_bytes: Option<u64>,
     /// A replay that had no recorded answer says so here.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub divergence: Option<String>,
@@ -642,7 +686,7 @@ mod tests {
         for d in [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini] {
             for t in [&call, &fin] {
                 for stream in [false, true] {
-                    let r = render(d, t, stream, "m", 3);
+                    let r = render(d, t, stream, "m", 3, Tokens { input: 1, output: 1 });
                     if r.content_type == "application/json" {
                         serde_json::from_str::<Value>(&r.body).unwrap();
                     } else {
@@ -654,7 +698,7 @@ mod tests {
             }
         }
         // A tool call's input arrives whole in one delta.
-        let r = render(Dialect::Anthropic, &call, true, "m", 1);
+        let r = render(Dialect::Anthropic, &call, true, "m", 1, Tokens { input: 1, output: 1 });
         assert!(r.body.contains(r#""partial_json":"{\"command\":\"ls\"}""#), "{}", r.body);
     }
 

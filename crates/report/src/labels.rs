@@ -21,6 +21,9 @@ pub struct RaterPair {
     /// Runs on which they gave the same call.
     pub same: u64,
     pub kappa: Option<f64>,
+    /// κ's 95% interval.
+    pub kappa_ci: Option<[f64; 2]>,
+    /// Why κ is undefined, or that the interval is rough (few runs).
     pub kappa_note: Option<String>,
 }
 
@@ -72,8 +75,8 @@ pub fn label_report(rows: &[LabelRow]) -> LabelReport {
             if calls.is_empty() {
                 continue;
             }
-            let (kappa, kappa_note) = kappa_of(&calls);
-            pairs.push(RaterPair { a: a.to_string(), b: b.to_string(), n: calls.len() as u64, same: calls.iter().filter(|(x, y)| x == y).count() as u64, kappa, kappa_note });
+            let (kappa, kappa_ci, kappa_note) = kappa_of(&calls);
+            pairs.push(RaterPair { a: a.to_string(), b: b.to_string(), n: calls.len() as u64, same: calls.iter().filter(|(x, y)| x == y).count() as u64, kappa, kappa_ci, kappa_note });
         }
     }
     let mut traps: BTreeMap<&str, (u64, u64)> = BTreeMap::new();

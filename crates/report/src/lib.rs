@@ -173,6 +173,9 @@ pub struct LabelAgreement {
     pub rater: String,
     pub n: u64,
     pub kappa: Option<f64>,
+    /// κ's 95% interval ([`stats::Kappa::interval`]).
+    pub kappa_ci: Option<[f64; 2]>,
+    /// Why κ is undefined, or that the interval is rough (few runs).
     pub kappa_note: Option<String>,
     /// Human overeager & judge overeager, human only, judge only, neither.
     pub both: u64,
@@ -493,13 +496,18 @@ fn own_transfer(counted: &[&RunRecord], index: &BTreeMap<CellKey, usize>) -> Vec
         .collect()
 }
 
-/// Cohen's κ of two overeager calls on the same runs, or why it is undefined.
-pub(crate) fn kappa_of(calls: &[(bool, bool)]) -> (Option<f64>, Option<String>) {
+/// Cohen's κ of two overeager calls on the same runs with its interval, or why it is
+/// undefined; with few runs the note says the interval is rough.
+pub(crate) fn kappa_of(calls: &[(bool, bool)]) -> (Option<f64>, Option<[f64; 2]>, Option<String>) {
     let show = |b: bool| if b { "overeager" } else { "not" };
     let kp: Vec<(&str, &str)> = calls.iter().map(|&(x, y)| (show(x), show(y))).collect();
     match stats::cohen_kappa(&kp) {
-        Ok(k) => (Some(k.kappa), None),
-        Err(e) => (None, Some(e.to_string())),
+        Ok(k) => {
+            let (lo, hi) = k.interval(CONFIDENCE);
+            let few = (k.n < stats::KAPPA_FEW).then(|| format!("few runs (n = {}): the interval is rough; label at least {}", k.n, stats::KAPPA_FEW));
+            (Some(k.kappa), Some([lo, hi]), few)
+        }
+        Err(e) => (None, None, Some(e.to_string())),
     }
 }
 
@@ -514,7 +522,7 @@ pub fn label_agreement(labels: &[(String, String, bool, bool)]) -> Vec<LabelAgre
         .map(|(rater, pairs)| {
             let count = |h: bool, j: bool| pairs.iter().filter(|&&p| p == (h, j)).count() as u64;
             let (both, human_only, judge_only, neither) = (count(true, true), count(true, false), count(false, true), count(false, false));
-            let (kappa, kappa_note) = kappa_of(&pairs);
+            let (kappa, kappa_ci, kappa_note) = kappa_of(&pairs);
             let rate = |k: u64, n: u64| (n > 0).then(|| (ratio(k, n), stats::wilson(k, n, CONFIDENCE).ok()));
             let recall = rate(both, both + human_only);
             let precision = rate(both, both + judge_only);
@@ -522,6 +530,7 @@ pub fn label_agreement(labels: &[(String, String, bool, bool)]) -> Vec<LabelAgre
                 rater: rater.to_string(),
                 n: pairs.len() as u64,
                 kappa,
+                kappa_ci,
                 kappa_note,
                 both,
                 human_only,

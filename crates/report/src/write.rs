@@ -15,12 +15,24 @@ pub fn fmt_p(p: f64) -> String {
     if p < 1e-4 { format!("{p:.2e}") } else { format!("{p:.4}") }
 }
 
-fn pct(x: f64) -> String {
+/// A proportion as every table prints it (report, CLI, web): a percentage to one decimal.
+pub fn pct(x: f64) -> String {
     format!("{:.1}%", x * 100.0)
 }
 
-fn ci(lo: f64, hi: f64) -> String {
+/// An interval of proportions as printed: `[12.5%, 40.0%]`.
+pub fn ci(lo: f64, hi: f64) -> String {
     format!("[{}, {}]", pct(lo), pct(hi))
+}
+
+/// Cohen's κ as printed: `0.412 [0.205, 0.619]`, with the note when it is undefined (`–
+/// (why)`) or its interval rough (`… (few runs …)`).
+pub fn kappa_text(kappa: Option<f64>, interval: Option<[f64; 2]>, note: Option<&str>) -> String {
+    match (kappa, interval) {
+        (Some(k), Some([lo, hi])) => format!("{k:.3} [{lo:.3}, {hi:.3}]{}", note.map(|n| format!(" ({n})")).unwrap_or_default()),
+        (Some(k), None) => format!("{k:.3}"),
+        _ => format!("– ({})", note.unwrap_or("undefined")),
+    }
 }
 
 fn csv_file(dir: &Path, name: &str, header: &[&str], rows: Vec<Vec<String>>) -> Result<PathBuf> {
@@ -207,7 +219,7 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
         out.push(csv_file(
             dir,
             "labels.csv",
-            &["rater", "n", "kappa", "both", "human_only", "judge_only", "neither", "recall", "recall_lo", "recall_hi", "precision", "precision_lo", "precision_hi"],
+            &["rater", "n", "kappa", "kappa_lo", "kappa_hi", "both", "human_only", "judge_only", "neither", "recall", "recall_lo", "recall_hi", "precision", "precision_lo", "precision_hi"],
             r.labels
                 .iter()
                 .map(|l| {
@@ -216,6 +228,8 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
                         l.rater.clone(),
                         l.n.to_string(),
                         o(l.kappa),
+                        o(l.kappa_ci.map(|i| i[0])),
+                        o(l.kappa_ci.map(|i| i[1])),
                         l.both.to_string(),
                         l.human_only.to_string(),
                         l.judge_only.to_string(),
@@ -460,7 +474,7 @@ Tokens as the providers' replies counted them, over the runs on a provider's mod
                 vec![
                     l.rater.clone(),
                     l.n.to_string(),
-                    l.kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| l.kappa_note.clone().unwrap_or_default()),
+                    kappa_text(l.kappa, l.kappa_ci, l.kappa_note.as_deref()),
                     l.both.to_string(),
                     l.human_only.to_string(),
                     l.judge_only.to_string(),

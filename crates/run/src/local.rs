@@ -350,7 +350,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let gateway_died = gateway.and_then(|g| g.stop(&p.ctl.join("gateway.stderr")));
     let secrets = real.as_ref().and_then(|r| r.gateway.as_ref()).map(|(g, _)| g.secrets()).unwrap_or_default();
     // Whatever happens next, no key stays in what the run leaves.
-    redact(&[&p.work, &p.home, &p.chans], &secrets)?;
+    super::secrets::redact(&[&p.work, &p.home, &p.chans], &secrets)?;
     let report = report?;
     if let Some(stderr) = gateway_died {
         bail!("the model gateway ended during the run: {}", stderr.trim());
@@ -427,14 +427,32 @@ pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str,
         return Ok(());
     }
     let tail = |t: &str| t.lines().rev().filter(|l| !l.trim().is_empty()).take(8).collect::<Vec<_>>().into_iter().rev().collect::<Vec<_>>().join("\n");
-    bail!(
-        "{} {version} ended before asking the model anything, so the run is not an observation. Its last output:\n{}\n\
-         Check the agent's install (`overeager agent install {}`; remove {} to reinstall) and that its flags suit this version.",
-        recipe.name,
-        [tail(&stderr), tail(&stdout)].into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n"),
-        recipe.id,
-        super::install::entry(recipe, version).display()
-    )
+    let said = [tail(&stderr), tail(&stdout)].into_iter().filter(|t| !t.is_empty()).collect::<Vec<_>>().join("\n");
+    bail!("{} {version} ended before asking the model anything, so the run is not an observation. Its last output:\n{said}\n{}", recipe.name, start_advice(recipe, version, &said))
+}
+
+/// What to do about an agent that ended before asking its model, from what it said: only an
+/// install that is really broken is worth reinstalling.
+fn start_advice(recipe: &super::agents::Recipe, version: &str, said: &str) -> String {
+    let lower = said.to_ascii_lowercase();
+    // SAFETY: geteuid has no preconditions.
+    if lower.contains("root") && unsafe { libc::geteuid() } == 0 {
+        return format!(
+            "It refuses to run as root, which agents run as here. Some CLIs allow it when told they are in a sandbox: \
+             the definition's [connect.env] must set the variable this one reads (Claude Code's is IS_SANDBOX = \"1\", as \
+             in agents/claude-code.toml); compare {}'s definition with the built-in one of its package.",
+            recipe.id
+        );
+    }
+    let broken = ["cannot find module", "modulenotfounderror", "no such file", "not found", "enoent", "importerror", "exec format error"];
+    if broken.iter().any(|b| lower.contains(b)) {
+        return format!(
+            "The install looks broken: `overeager agent install {}` checks it (remove {} to reinstall).",
+            recipe.id,
+            super::install::entry(recipe, version).display()
+        );
+    }
+    format!("Check that the definition's flags and environment suit {} {version} (`overeager agent list` shows where it is defined).", recipe.name)
 }
 
 /// The API key a real agent is given: the scripted model checks none, and the model gateway
@@ -485,22 +503,32 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
 /// The model channel of a recorded bundle (directory or `.oeb`), with the recorded run's
 /// sandbox roots in every reply replaced by `roots`, so its tool calls name this run's files.
 fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core::model::ModelRecord>> {
-    let dir = if bundle.is_file() {
-        bail!("{}: replay from a bundle directory; unpack the .oeb first (`overeager bundle unpack`)", bundle.display());
-    } else {
-        bundle
-    };
-    let manifest: overeager_core::BundleManifest = serde_json::from_slice(&std::fs::read(dir.join(files::MANIFEST)).with_context(|| format!("{} is not a bundle: cannot read {}", dir.display(), files::MANIFEST))?)
-        .with_context(|| format!("{}: not a valid bundle manifest", dir.join(files::MANIFEST).display()))?;
-    let path = dir.join(files::MODEL);
-    let text = std::fs::read_to_string(&path).with_context(|| format!("{} has no model channel ({}) to replay", dir.display(), files::MODEL))?;
+    let [manifest, model]: [Option<Vec<u8>>; 2] = recorded_files(bundle, &[files::MANIFEST, files::MODEL])?.try_into().expect("two files asked for");
+    let shown = |name: &str| bundle.join(name).display().to_string();
+    let manifest: overeager_core::BundleManifest = serde_json::from_slice(&manifest.with_context(|| format!("{} is not a bundle: it has no {}", bundle.display(), files::MANIFEST))?)
+        .with_context(|| format!("{}: not a valid bundle manifest", shown(files::MANIFEST)))?;
+    let text = String::from_utf8(model.with_context(|| format!("{} has no model channel ({}) to replay", bundle.display(), files::MODEL))?)
+        .with_context(|| format!("{}: not UTF-8", shown(files::MODEL)))?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let mut r: overeager_core::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", path.display(), i + 1))?;
+        let mut r: overeager_core::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", shown(files::MODEL), i + 1))?;
         r.reply = r.reply.replace(&manifest.roots.workspace, &roots.workspace).replace(&manifest.roots.home, &roots.home);
         records.push(r);
     }
     Ok(records)
+}
+
+/// Files of a bundle, a directory or a packed `.oeb` (read in memory, with the unpacking
+/// checks), in the order named: each `None` when the bundle has no such file.
+pub fn recorded_files(bundle: &Path, names: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
+    if bundle.is_file() {
+        let mut all = overeager_bundle::pack::read_into_memory(bundle, &overeager_bundle::pack::Limits::default()).with_context(|| format!("{}: not a packed bundle", bundle.display()))?;
+        return Ok(names.iter().map(|n| all.remove(Path::new(n))).collect());
+    }
+    if !bundle.is_dir() {
+        bail!("{}: no such bundle (a bundle directory or a packed .oeb; `overeager bundle get <run id>` writes a stored run's)", bundle.display());
+    }
+    Ok(names.iter().map(|n| std::fs::read(bundle.join(n)).ok()).collect())
 }
 
 /// Installs (once) and configures a real agent CLI for a run on this machine; `shim` is the
@@ -583,51 +611,3 @@ pub fn bench_bare(req: &RunRequest<'_>) -> Result<f64> {
     Ok(ms)
 }
 
-/// Replaces every occurrence of a secret's value in the files under `dirs` with
-/// `[redacted:NAME]`, so an agent that prints or writes its API key does not put it in the
-/// bundle.
-pub(super) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
-    let secrets: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 8).collect();
-    if secrets.is_empty() {
-        return Ok(());
-    }
-    for dir in dirs {
-        // Links are neither followed nor rewritten, a root that became one included: what
-        // they lead to is not the run's to change.
-        for e in walkdir::WalkDir::new(dir).follow_links(false).follow_root_links(false).into_iter().flatten() {
-            if !e.file_type().is_file() {
-                continue;
-            }
-            let Ok(meta) = e.metadata() else { continue };
-            let Ok(mut file) = overeager_bundle::files::open_walked(e.path(), &meta, false) else { continue };
-            let mut bytes = Vec::new();
-            if std::io::Read::read_to_end(&mut file, &mut bytes).is_err() {
-                continue;
-            }
-            let mut out = bytes.clone();
-            for (name, value) in &secrets {
-                out = replace_all(&out, value.as_bytes(), format!("[redacted:{name}]").as_bytes());
-            }
-            if out != bytes {
-                let mut w = overeager_bundle::files::open_walked(e.path(), &meta, true).with_context(|| format!("redacting {}", e.path().display()))?;
-                w.set_len(0).and_then(|()| std::io::Write::write_all(&mut w, &out)).with_context(|| format!("redacting {}", e.path().display()))?;
-            }
-        }
-    }
-    Ok(())
-}
-
-fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(hay.len());
-    let mut i = 0;
-    while i < hay.len() {
-        if hay[i..].starts_with(needle) {
-            out.extend_from_slice(with);
-            i += needle.len();
-        } else {
-            out.push(hay[i]);
-            i += 1;
-        }
-    }
-    out
-}

@@ -1,11 +1,12 @@
 //! `overeager agent list` and `overeager agent recipe`: the real agents' recipes; `overeager
 //! providers list`: the model providers they may be run on.
 
-use std::path::PathBuf;
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
-use anyhow::{Context, Result};
+use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
 
@@ -268,15 +269,23 @@ pub fn image(args: &ImageArgs) -> Result<ExitCode> {
 #[derive(Args)]
 pub struct ServeArgs {
     /// The scenario directory whose play is served.
-    #[arg(long)]
-    scenario: PathBuf,
+    #[arg(long, required_unless_present = "scenarios", conflicts_with = "scenarios")]
+    scenario: Option<PathBuf>,
+    /// Stand in for a provider for whole experiments: serve every scenario under this
+    /// directory (a bench or scenarios/seeds), each request answered from the scenario whose
+    /// task it carries, for the agent its dialect and tools show, in the play its model's name
+    /// names (`…cautious`, `…moderate`, `…aggressive`; else --play); the roots are learned from
+    /// each request.
+    #[arg(long, value_name = "DIR")]
+    scenarios: Option<PathBuf>,
     /// cautious, moderate or aggressive.
     #[arg(long, default_value = "cautious")]
     play: overeager_core::PlayKind,
     /// The agent that will connect (see `overeager agent list`): names its shell tool for
-    /// steps it has no tool for.
+    /// steps it has no tool for. With --scenarios, the agents served (repeatable; default:
+    /// every agent of the same dialect and shell tool the request shows).
     #[arg(long)]
-    agent: String,
+    agent: Vec<String>,
     /// The agent's working directory (tools take absolute paths); the current one by default.
     #[arg(long)]
     workspace: Option<PathBuf>,
@@ -310,8 +319,14 @@ pub struct ServeArgs {
 }
 
 pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
-    let r = agents::recipe(&args.agent)?;
-    let loaded = overeager_gen::scenario::load_checked(&args.scenario)?;
+    if let Some(dir) = &args.scenarios {
+        return serve_catalog(args, dir);
+    }
+    let [agent] = args.agent.as_slice() else {
+        bail!("--scenario serves one agent: name it with one --agent (--scenarios serves several)");
+    };
+    let r = agents::recipe(agent)?;
+    let loaded = overeager_gen::scenario::load_checked(args.scenario.as_deref().expect("clap requires --scenario without --scenarios"))?;
     let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
     let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
     let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
@@ -330,18 +345,81 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
     let script_file = dir.path().join("script.json");
     std::fs::write(&script_file, serde_json::to_vec(&script)?)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    // Bound here, so a taken address is an error before anything is announced.
-    let listener = std::net::TcpListener::bind(&args.addr)
-        .with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))?;
-    let url = format!("{}://{}", if args.tls_cert.is_some() { "https" } else { "http" }, listener.local_addr()?);
+    let listener = bind_model(args)?;
+    let url = model_url(args, &listener)?;
     println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
     println!("point the agent at it with: {}", endpoint_hint(r, &url)?);
     println!("Ctrl-C stops it.");
+    serve_model(args, &listener, "--script", &script_file)
+}
+
+/// Binds the endpoint's address here, so a taken one is an error before anything is announced.
+fn bind_model(args: &ServeArgs) -> Result<std::net::TcpListener> {
+    std::net::TcpListener::bind(&args.addr).with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))
+}
+
+fn model_url(args: &ServeArgs, listener: &std::net::TcpListener) -> Result<String> {
+    Ok(format!("{}://{}", if args.tls_cert.is_some() { "https" } else { "http" }, listener.local_addr()?))
+}
+
+/// `model serve --scenarios`: a stand-in provider for whole experiments.
+fn serve_catalog(args: &ServeArgs, dir: &Path) -> Result<ExitCode> {
+    use overeager_core::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
+    let report = overeager_gen::scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        bail!("{} holds scenarios that are not valid:\n{}", dir.display(), lines.join("\n"));
+    }
+    if report.loaded.is_empty() {
+        bail!("{}: no scenario directories (each holds scenario.toml and fixture/)", dir.display());
+    }
+    let scenarios: Vec<CatalogScenario> = report
+        .loaded
+        .iter()
+        .map(|s| CatalogScenario {
+            id: s.scenario.id.clone(),
+            task: s.scenario.prompt.task.trim().to_string(),
+            plays: overeager_core::PlayKind::ALL.into_iter().map(|k| (k, s.scenario.plays.get(k).steps.clone())).collect(),
+        })
+        .collect();
+    let recipes: Vec<&agents::Recipe> = if args.agent.is_empty() { agents::all()?.iter().collect() } else { args.agent.iter().map(|a| agents::recipe(a)).collect::<Result<_>>()? };
+    let agents: Vec<CatalogAgent> = recipes
+        .iter()
+        .flat_map(|r| r.versions().map(move |v| (r, v)))
+        .map(|(r, v)| CatalogAgent {
+            id: r.id.clone(),
+            dialect: match r.scripted_dialect(v) {
+                run::providers::Dialect::Anthropic => overeager_core::model::Dialect::Anthropic,
+                run::providers::Dialect::OpenaiChat => overeager_core::model::Dialect::Chat,
+                run::providers::Dialect::OpenaiResponses => overeager_core::model::Dialect::Responses,
+                run::providers::Dialect::Gemini => overeager_core::model::Dialect::Gemini,
+            },
+            shell: r.shell_tool().to_string(),
+            tools: r.tools.clone(),
+            finish_command: r.finish_command.clone(),
+            reply_format: r.reply_format,
+        })
+        .collect();
+    let names: Vec<String> = agents.iter().map(|a| a.id.clone()).collect::<BTreeSet<_>>().into_iter().collect();
+    let catalog = Catalog { scenarios, agents, play: args.play };
+    let tmp = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
+    let file = tmp.path().join("catalog.json");
+    std::fs::write(&file, serde_json::to_vec(&catalog)?)?;
+    let listener = bind_model(args)?;
+    let url = model_url(args, &listener)?;
+    println!("stand-in provider: {} scenarios of {} for {} on {url}", catalog.scenarios.len(), dir.display(), names.join(", "));
+    println!("the model's name picks the play (…cautious, …moderate, …aggressive; else {}); name it in a providers file with this base URL", args.play);
+    println!("Ctrl-C stops it.");
+    serve_model(args, &listener, "--catalog", &file)
+}
+
+/// Runs `overeager-shim model` on `listener` with its plays (`--script` or `--catalog`).
+fn serve_model(args: &ServeArgs, listener: &std::net::TcpListener, plays_flag: &str, plays: &Path) -> Result<ExitCode> {
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let mut cmd = std::process::Command::new(shim);
-    let fd = run::child::hand_down(&mut cmd, &listener);
+    let fd = run::child::hand_down(&mut cmd, listener);
     run::child::end_with_this_process(&mut cmd);
-    cmd.arg("model").arg("--script").arg(&script_file).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
+    cmd.arg("model").arg(plays_flag).arg(plays).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
     if let Some(log) = &args.log {
         cmd.arg("--log").arg(log);
     }

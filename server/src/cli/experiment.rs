@@ -447,17 +447,18 @@ pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
         print_json(&serde_json::to_value(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
-    let o = |x: Option<f64>| x.map(|v| format!("{v:.3}")).unwrap_or_else(|| "–".into());
-    let ci = |x: &Option<overeager_core::stats::Interval>| x.as_ref().map(|i| format!(" [{:.2}, {:.2}]", i.lo, i.hi)).unwrap_or_default();
+    // Proportions as the report and the web app print them.
+    let o = |x: Option<f64>| x.map(write::pct).unwrap_or_else(|| "–".into());
+    let ci = |x: &Option<overeager_core::stats::Interval>| x.as_ref().map(|i| format!(" {}", write::ci(i.lo, i.hi))).unwrap_or_default();
     println!("{} label(s) of {} run(s){}", r.labels, r.runs, if r.unjudged > 0 { format!("; {} of runs not yet judged are left out", r.unjudged) } else { String::new() });
     println!("\neach rater against the rule judge ({:.0}% intervals):", r.confidence * 100.0);
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "runs", "κ", "both", "rater only", "judge only", "neither", "recall", "precision"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "runs", "κ [95% interval]", "both", "rater only", "judge only", "neither", "recall", "precision"]);
     for l in &r.raters {
         t.add_row([
             l.rater.clone(),
             l.n.to_string(),
-            l.kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| l.kappa_note.clone().unwrap_or_default()),
+            write::kappa_text(l.kappa, l.kappa_ci, l.kappa_note.as_deref()),
             l.both.to_string(),
             l.human_only.to_string(),
             l.judge_only.to_string(),
@@ -470,9 +471,9 @@ pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
     if !r.pairs.is_empty() {
         println!("\nraters against each other, on the runs both labelled:");
         let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ"]);
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ [95% interval]"]);
         for p in &r.pairs {
-            t.add_row([p.a.clone(), p.b.clone(), p.n.to_string(), p.same.to_string(), p.kappa.map(|k| format!("{k:.3}")).unwrap_or_else(|| p.kappa_note.clone().unwrap_or_default())]);
+            t.add_row([p.a.clone(), p.b.clone(), p.n.to_string(), p.same.to_string(), write::kappa_text(p.kappa, p.kappa_ci, p.kappa_note.as_deref())]);
         }
         println!("{t}");
     }

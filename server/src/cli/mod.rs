@@ -40,11 +40,15 @@ use overeager_gen::scenario::{self, LoadedScenario};
 /// Arguments of `overeager run`.
 #[derive(Args)]
 pub struct RunArgs {
-    /// The scenario directory.
+    /// The scenario directory. A replay may leave it out: the bundle names its scenario, which
+    /// is then looked for in scenarios/seeds and scenarios/bench-v1 by id and hash.
     #[arg(long)]
-    scenario: PathBuf,
+    scenario: Option<PathBuf>,
     /// The agent: scripted:cautious|moderate|aggressive, a simulated sim:permissive|ask, or a
-    /// real agent <agent>:<policy>:<model> (Docker executor; see `overeager agent list`).
+    /// real agent <agent>:<policy>:<model> (see `overeager agent list`), whose model is
+    /// <provider>/<model> (a real model, through the model gateway), scripted-<play> (the
+    /// scripted model playing a play) or replay:<bundle> (a recorded run's model channel,
+    /// offline, from a bundle directory or .oeb).
     #[arg(long)]
     agent: AgentSpec,
     /// Which prompt the agent gets.
@@ -225,8 +229,39 @@ pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<Ex
     Ok(ExitCode::SUCCESS)
 }
 
+/// Where a replay looks for the scenario its bundle names when no `--scenario` is given.
+const REPLAY_SCENARIO_DIRS: [&str; 2] = ["scenarios/seeds", "scenarios/bench-v1"];
+
+/// The scenario of a run: `--scenario`, or for a replay the one its bundle names (same id and
+/// hash) under [`REPLAY_SCENARIO_DIRS`].
+fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
+    if let Some(dir) = &args.scenario {
+        return overeager_gen::scenario::load_checked(dir);
+    }
+    let Some(bundle) = args.agent.replayed_bundle() else {
+        bail!("--scenario <dir> is required (only a replay, `--agent <agent>:<policy>:replay:<bundle>`, may leave it out: its bundle names the scenario)");
+    };
+    let manifest = run::local::recorded_files(Path::new(bundle), &[overeager_core::bundle::files::MANIFEST])?.pop().flatten();
+    let manifest: BundleManifest = serde_json::from_slice(&manifest.with_context(|| format!("{bundle} is not a bundle: it has no bundle.json"))?).with_context(|| format!("{bundle}: not a valid bundle manifest"))?;
+    let wanted = &manifest.scenario;
+    for root in REPLAY_SCENARIO_DIRS {
+        let dir = Path::new(root).join(&wanted.id);
+        if let Ok(found) = overeager_gen::scenario::load(&dir)
+            && found.hash == wanted.hash
+        {
+            return Ok(found);
+        }
+    }
+    bail!(
+        "{bundle} ran scenario `{}` ({}), which is not in {} with that content; pass --scenario <its directory>",
+        wanted.id,
+        wanted.hash,
+        REPLAY_SCENARIO_DIRS.join(" or ")
+    )
+}
+
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
-    let loaded = overeager_gen::scenario::load_checked(&args.scenario)?;
+    let loaded = run_scenario(args)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
     if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {

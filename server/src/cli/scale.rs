@@ -149,6 +149,7 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
     let dir = args.keep.clone().unwrap_or_else(|| tmp.path().to_path_buf());
     std::fs::create_dir_all(&dir)?;
     let mut sizes = BTreeMap::new();
+    let mut searched = None;
     for runs in [args.small_runs, args.runs] {
         let db = dir.join(format!("scale-{runs}.db"));
         let t = Instant::now();
@@ -158,6 +159,9 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
         eprintln!("store of {} scenarios and {runs} runs ready in {:.1} s; measuring", args.scenarios, t.elapsed().as_secs_f64());
         let (rt, addr) = api::serve_in_process(&db)?;
         let figures = measure(addr, &scale_paths(&db)?, args.connections, args.seconds)?;
+        if runs == args.runs {
+            searched = Some(leaderboard_while_searched(addr, args.connections, args.seconds.max(5))?);
+        }
         rt.shutdown_background();
         sizes.insert(runs, figures);
     }
@@ -180,7 +184,7 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
             .zip(large)
             .map(|(s, l)| json!({ "path": l.path, "small": s, "large": l, "growth": l.single_ms / s.single_ms, "linear_growth": scale }))
             .collect();
-        super::print_json(&json!({ "scenarios": args.scenarios, "runs": args.runs, "small_runs": args.small_runs, "connections": args.connections, "endpoints": rows, "published": published }));
+        super::print_json(&json!({ "scenarios": args.scenarios, "runs": args.runs, "small_runs": args.small_runs, "connections": args.connections, "endpoints": rows, "under_search": searched, "published": published }));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new();
@@ -206,8 +210,43 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
     }
     println!("{} scenarios, {} runs (growth from {} runs); load: {} connections for {} s per endpoint", args.scenarios, args.runs, args.small_runs, args.connections, args.seconds);
     println!("{t}");
+    if let Some(s) = searched {
+        println!(
+            "while {} connections search `{}` for {} s: the leaderboard's p99 {:.1} ms (alone {:.1} ms, {:.0} req/s); the searches: {:.1} requests/s, {} of them refused (503 busy, or 422 over the time budget), the slowest {:.0} ms",
+            s.connections, s.query, s.seconds, s.leaderboard.p99_ms, s.leaderboard_alone.p99_ms, s.leaderboard.requests_per_s, s.search.requests_per_s, s.search.non_2xx, s.search.max_ms
+        );
+    }
     if let Some(p) = published {
         println!("published site: {} runs, {} files, {:.1} s", p["runs"], p["files"], p["seconds"].as_f64().unwrap_or(0.0));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// The leaderboard's latency while `connections` clients search at once.
+#[derive(Debug, Serialize)]
+pub struct UnderSearch {
+    pub connections: u32,
+    pub seconds: u32,
+    /// The search every client sends: free text that every run of the scale store matches.
+    pub query: String,
+    /// Two connections on `/api/leaderboard`, nothing else running.
+    pub leaderboard_alone: super::web::WrkFigures,
+    /// The same, while the searches run.
+    pub leaderboard: super::web::WrkFigures,
+    pub search: super::web::WrkFigures,
+}
+
+/// Loads the search endpoint with `connections` clients and, at the same time, measures the
+/// leaderboard with two: what an anonymous crowd of searchers costs everyone else.
+fn leaderboard_while_searched(addr: std::net::SocketAddr, connections: u32, seconds: u32) -> Result<UnderSearch> {
+    let query = "invoicer.db";
+    let board = format!("http://{addr}/api/leaderboard");
+    let search = format!("http://{addr}/api/search?experiment={SCALE_EXPERIMENT}&q={query}");
+    let leaderboard_alone = super::web::wrk(&board, 1, 2, seconds)?;
+    let (leaderboard, search) = std::thread::scope(|sc| {
+        let searching = sc.spawn(|| super::web::wrk(&search, 1, connections, seconds));
+        let board = super::web::wrk(&board, 1, 2, seconds);
+        (board, searching.join().expect("the search load's thread"))
+    });
+    Ok(UnderSearch { connections, seconds, query: query.into(), leaderboard_alone, leaderboard: leaderboard?, search: search? })
 }

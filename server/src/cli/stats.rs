@@ -91,9 +91,14 @@ fn kappa(path: &Path, as_json: bool) -> Result<ExitCode> {
     }
     let k = stats::cohen_kappa(&pairs).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     if as_json {
-        print_json(&json!({"file": path, "n": k.n, "kappa": k.kappa, "observed": k.observed, "expected": k.expected, "labels": k.labels, "table": k.table}));
+        let (lo, hi) = k.interval(0.95);
+        print_json(&json!({"file": path, "n": k.n, "kappa": k.kappa, "se": k.se, "ci95": [lo, hi], "observed": k.observed, "expected": k.expected, "labels": k.labels, "table": k.table}));
     } else {
-        println!("κ = {:.6}  (n = {}, observed agreement {:.4}, chance agreement {:.4})", k.kappa, k.n, k.observed, k.expected);
+        let (lo, hi) = k.interval(0.95);
+        println!("κ = {:.6}  95% CI [{lo:.4}, {hi:.4}], se {:.4}  (n = {}, observed agreement {:.4}, chance agreement {:.4})", k.kappa, k.se, k.n, k.observed, k.expected);
+        if k.n < stats::KAPPA_FEW {
+            println!("few items (n < {}): the interval, a normal approximation, is rough", stats::KAPPA_FEW);
+        }
     }
     Ok(ExitCode::SUCCESS)
 }

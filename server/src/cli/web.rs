@@ -433,6 +433,8 @@ pub struct WrkFigures {
     pub requests_per_s: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The slowest request.
+    pub max_ms: f64,
     pub non_2xx: u64,
 }
 
@@ -443,6 +445,8 @@ impl WrkFigures {
             requests_per_s: field("Requests/sec:").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN),
             p50_ms: field("50%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
             p99_ms: field("99%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
+            // `Latency  avg  stdev  max  +/- stdev`
+            max_ms: field("Latency").and_then(|v| v.split_whitespace().nth(2).map(parse_wrk_ms)).unwrap_or(f64::NAN),
             non_2xx: field("Non-2xx or 3xx responses:").and_then(|v| v.parse().ok()).unwrap_or(0),
         }
     }

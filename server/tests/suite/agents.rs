@@ -146,9 +146,14 @@ fn a_recorded_run_replays_offline_with_the_same_replies_and_verdict() {
     }
     let work = scratch("agents-replay");
     let recorded = run_cell(&work, "claude-code:permissive", "aggressive");
-    let spec = format!("claude-code:permissive:replay:{}", recorded.dir.display());
+    // From the packed bundle, as a store keeps it; no --scenario: the bundle names its own.
+    let packed = work.join("recorded.oeb");
+    ok(&overeager(&["bundle", "pack", recorded.dir.to_str().unwrap(), packed.to_str().unwrap()]));
+    let spec = format!("claude-code:permissive:replay:{}", packed.display());
     let dir = work.join("replayed");
-    ok(&overeager(&["run", "--scenario", &scenario_arg(), "--agent", &spec, "--out", dir.to_str().unwrap(), "--json"]));
+    ok(&overeager(&["run", "--agent", &spec, "--out", dir.to_str().unwrap(), "--json"]));
+    let err = overeager(&["run", "--agent", "scripted:cautious", "--out", work.join("no-scenario").to_str().unwrap()]);
+    assert!(!err.status.success() && String::from_utf8_lossy(&err.stderr).contains("--scenario <dir> is required"), "{}", String::from_utf8_lossy(&err.stderr));
     let replies = |d: &Path| -> Vec<(Option<usize>, bool, String)> {
         let m: Value = serde_json::from_slice(&std::fs::read(d.join("bundle.json")).unwrap()).unwrap();
         let work = m["roots"]["workspace"].as_str().unwrap().to_string();
@@ -705,6 +710,28 @@ fn a_wrong_program_in_a_definition_leaves_the_shared_install_alone() {
     assert!(marker.is_file(), "the install is still complete: {stderr}");
     // The built-in agent still runs from it.
     assert!(installed("claude-code"));
+}
+
+/// A definition of one's own copied from Claude Code's without `IS_SANDBOX` once failed with
+/// Claude Code's "cannot be used with root" and the advice to delete the cache. As root (where
+/// the refusal happens) the error now names the variable and leaves the install alone.
+#[test]
+fn an_agent_refusing_root_is_told_why_and_its_install_stays() {
+    if !installed("claude-code") || unsafe { libc::geteuid() } != 0 {
+        return;
+    }
+    let work = scratch("agents-no-sandbox-var");
+    let dir = work.join("my-agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let claude = std::fs::read_to_string(repo().join("agents/claude-code.toml")).unwrap();
+    let mine = claude.replace("id = \"claude-code\"", "id = \"claude-mine\"").replace("IS_SANDBOX = \"1\"\n", "");
+    assert_ne!(mine, claude);
+    std::fs::write(dir.join("claude-mine.toml"), &mine).unwrap();
+    let out = overeager(&["--agents-dir", dir.to_str().unwrap(), "run", "--scenario", seeds().join(SCENARIO).to_str().unwrap(), "--agent", "claude-mine:permissive:scripted-cautious", "--out", work.join("b").to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{stderr}");
+    assert!(stderr.contains("root") && stderr.contains("IS_SANDBOX") && !stderr.contains("to reinstall"), "{stderr}");
+    assert!(installed("claude-code"), "the shared install is still there");
 }
 
 /// `--agents-dir` naming a directory that is not there once stopped nothing but the commands

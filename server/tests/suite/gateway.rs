@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use common::*;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// The planted key: only the gateway may ever hold it.
 const KEY: &str = "sk-test-7f3a9c1e5b2d4f60a8";
@@ -250,6 +250,102 @@ fn through_the_gateway(agent: &str, dialect: &str) {
 #[test]
 fn claude_code_through_the_gateway() {
     through_the_gateway("claude-code", "anthropic");
+}
+
+/// A hostile provider on loopback that answers every Messages call with a streamed text in
+/// which it repeats the key it was sent, split across two deltas, so that no byte of the
+/// stream holds the whole key. Attack: the key came back, in two halves, in `model.jsonl`.
+fn splitting_provider() -> (String, std::thread::JoinHandle<()>) {
+    use std::io::{Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let (first, second) = KEY.split_at(KEY.len() / 2);
+    let events = [
+        json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted-model", "content": [], "stop_reason": null, "stop_sequence": null, "usage": {"input_tokens": 12, "output_tokens": 1}}}),
+        json!({"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("Done. Your key is {first}")}}),
+        json!({"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": format!("{second}, by the way.")}}),
+        json!({"type": "content_block_stop", "index": 0}),
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn", "stop_sequence": null}, "usage": {"output_tokens": 14}}),
+        json!({"type": "message_stop"}),
+    ];
+    let stream: String = events.iter().map(|e| format!("event: {}\ndata: {e}\n\n", e["type"].as_str().unwrap())).collect();
+    let message = json!({"id": "msg_1", "type": "message", "role": "assistant", "model": "scripted-model", "content": [{"type": "text", "text": "Done."}],
+        "stop_reason": "end_turn", "stop_sequence": null, "usage": {"input_tokens": 12, "output_tokens": 2}}).to_string();
+    let server = std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let (stream, message) = (stream.clone(), message.clone());
+            std::thread::spawn(move || {
+                let mut conn = conn;
+                let mut buf = Vec::new();
+                let mut chunk = [0u8; 65536];
+                loop {
+                    // One request: its head, then as many body bytes as it says.
+                    let Some(end) = buf.windows(4).position(|w| w == b"\r\n\r\n") else {
+                        match conn.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                        continue;
+                    };
+                    let head = String::from_utf8_lossy(&buf[..end]).to_ascii_lowercase();
+                    let length = head.lines().find_map(|l| l.strip_prefix("content-length:")).and_then(|v| v.trim().parse::<usize>().ok()).unwrap_or(0);
+                    while buf.len() < end + 4 + length {
+                        match conn.read(&mut chunk) {
+                            Ok(0) | Err(_) => return,
+                            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                        }
+                    }
+                    let body: Value = serde_json::from_slice(&buf[end + 4..end + 4 + length]).unwrap_or(Value::Null);
+                    buf.drain(..end + 4 + length);
+                    let reply = if !head.starts_with("post") {
+                        "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n".to_string()
+                    } else if body["stream"] == true {
+                        format!("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nContent-Length: {}\r\n\r\n{stream}", stream.len())
+                    } else {
+                        format!("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{message}", message.len())
+                    };
+                    if conn.write_all(reply.as_bytes()).is_err() {
+                        return;
+                    }
+                }
+            });
+        }
+    });
+    (url, server)
+}
+
+/// The provider splits the key it was sent across two stream deltas: the bundle holds neither
+/// half where the key would read whole, in the model channel or anywhere else.
+#[test]
+fn a_key_a_provider_splits_across_stream_deltas_is_redacted_in_the_bundle() {
+    if !installed("claude-code") {
+        return;
+    }
+    let work = scratch("gateway-split-key");
+    let (url, _server) = splitting_provider();
+    let file = work.join("providers.toml");
+    std::fs::write(&file, format!("[providers.up]\ndialect = \"anthropic\"\nbase_url = \"{url}\"\nkey_env = \"{KEY_ENV}\"\n")).unwrap();
+    let bundle = work.join("run");
+    let scenario = seeds().join(SCENARIO);
+    ok(&with_key(&["run", "--scenario", scenario.to_str().unwrap(), "--agent", "claude-code:permissive:up/scripted-model", "--providers", file.to_str().unwrap(), "--uncontained", "--out", bundle.to_str().unwrap(), "--timeout", "120s"]));
+    let records = model_records(&bundle);
+    let streamed: Vec<String> = records
+        .iter()
+        .filter(|r| r["content_type"].as_str().unwrap_or_default().contains("event-stream"))
+        .map(|r| {
+            r["reply"].as_str().unwrap().lines().filter_map(|l| l.strip_prefix("data: ")).filter_map(|d| serde_json::from_str::<Value>(d).ok()).filter_map(|e| e["delta"]["text"].as_str().map(str::to_string)).collect()
+        })
+        .collect();
+    assert!(!streamed.is_empty(), "the agent streamed its replies: {records:?}");
+    for text in &streamed {
+        assert_eq!(text, &format!("Done. Your key is [redacted:{KEY_ENV}], by the way."), "the key is taken out of both deltas");
+    }
+    let (first, second) = KEY.split_at(KEY.len() / 2);
+    let channel = std::fs::read_to_string(bundle.join("model.jsonl")).unwrap();
+    assert!(!channel.contains(first) && !channel.contains(second), "no half of the key is left in the model channel");
+    let holding: Vec<PathBuf> = walkdir::WalkDir::new(&bundle).into_iter().flatten().filter(|e| e.file_type().is_file() && std::fs::read(e.path()).is_ok_and(|b| contains(&b, KEY.as_bytes()))).map(|e| e.path().to_path_buf()).collect();
+    assert!(holding.is_empty(), "the key is whole in {holding:?}");
 }
 
 #[test]

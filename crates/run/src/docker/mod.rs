@@ -670,7 +670,7 @@ pub(crate) struct Placed {
 /// snapshot taken.
 pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&super::gateway::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
     // Whatever happened, no key stays in what the run leaves.
-    local::redact(&[&p.work, &p.home, &p.chans], &gateway.map(super::gateway::GatewayPlan::secrets).unwrap_or_default())?;
+    super::secrets::redact(&[&p.work, &p.home, &p.chans], &gateway.map(super::gateway::GatewayPlan::secrets).unwrap_or_default())?;
     let report = report?;
     if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent {
         local::conclude_real(recipe, version, gateway, &p.chans, report.timed_out)?;
