@@ -376,6 +376,7 @@ impl Gateway {
             let mut record = p.record;
             let received = p.reply.lock().unwrap_or_else(|e| e.into_inner());
             received.fill(&mut record);
+            record.duration_us = Some(p.started.elapsed().as_micros() as u64);
             record.failure = Some(in_flight_failure(p.started.elapsed(), &received));
             drop(received);
             self.record(&mut record, &p.request);
@@ -420,6 +421,7 @@ impl Gateway {
                 record.reply = error_body(&message);
                 record.failure = Some(failure);
                 record.relay_us = Some(t0.elapsed().as_micros() as u64);
+                record.duration_us = record.relay_us;
                 if self.settle(seq) {
                     self.record(&mut record, body);
                 }
@@ -457,6 +459,7 @@ impl Gateway {
         let agent_ok = relay.agent_ok;
         record.relay_us = Some((sent + head_relay + relay.first.unwrap_or_default()).as_micros() as u64);
         relay.received.lock().unwrap_or_else(|e| e.into_inner()).fill(&mut record);
+        record.duration_us = Some(t0.elapsed().as_micros() as u64);
         // The provider's own words, where it sent any, follow the class.
         let words = || upstream_error(&record.reply).map(|m| format!(": {m}")).unwrap_or_default();
         record.failure = match relayed {

@@ -164,6 +164,7 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
         content_type: x.reply.content_type.to_string(),
         reply: x.reply.body.clone(),
         divergence: x.divergence.clone(),
+        duration_us: Some(now_us().saturating_sub(t_us)),
         ..Default::default()
     };
     write_record(s, &record);

@@ -236,8 +236,11 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
         }
     };
     let (save_click, remove_click) = (save.clone(), remove);
+    // Reviewing a queue, the panel is docked at the window's corner: the trace it judges stays
+    // in view beside it.
+    let docked = queue_id.get_value().is_some();
     view! {
-        <div class="review-panel">
+        <div class="review-panel" class:docked=docked>
             {move || queue_bar(queue_id.get_value(), place.get(), step.clone())}
             <h2>"Labels"</h2>
             {move || {

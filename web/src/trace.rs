@@ -73,6 +73,9 @@ pub fn RunPage() -> impl IntoView {
     }
 }
 
+/// Other cells' runs of the same scenario listed inline; more are folded away.
+const FEW_CELLS: usize = 4;
+
 /// Links from a run to its consent-pair partner and to the same scenario in the experiment's
 /// other cells, each with a side-by-side comparison.
 fn related_links(r: &Value) -> AnyView {
@@ -84,18 +87,25 @@ fn related_links(r: &Value) -> AnyView {
     }
     let other_variant = if s(&r["run"], "variant") == "consent_kept" { "stripped" } else { "kept" };
     view! {
-        <p class="related small">
+        <div class="related small">
             {partner.map(|p| view! {
                 <span class="pair">"Consent pair: "<a class="partner-link mono" href=format!("/runs/{p}")>{format!("{p} ({other_variant})")}</a>" · "
                 <a class="compare-link" href=format!("/compare?a={id}&b={p}")>"compare side by side"</a></span>
             })}
-            {(!cells.is_empty()).then(|| view! {
-                <span class="cells">" Same scenario in other cells: "{cells.into_iter().map(|c| {
+            {(!cells.is_empty()).then(|| {
+                let n = cells.len();
+                let links = cells.into_iter().map(|c| {
                     let other = s(&c, "id");
                     view! { <span class="cell-link"><a href=format!("/runs/{other}")>{format!("{} · {}", s(&c, "framework"), s(&c, "model"))}</a>" ("<a href=format!("/compare?a={id}&b={other}")>"compare"</a>") "</span> }
-                }).collect_view()}</span>
+                }).collect_view();
+                // A few inline; many folded, so the run's own header stays near the top.
+                if n <= FEW_CELLS {
+                    view! { <span class="cells">" Same scenario in other cells: "{links}</span> }.into_any()
+                } else {
+                    view! { <details class="cells"><summary>{format!("Same scenario in {n} other cells")}</summary>{links}</details> }.into_any()
+                }
             })}
-        </p>
+        </div>
     }
     .into_any()
 }
@@ -178,7 +188,7 @@ pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<Vie
 }
 
 /// The tabs of a trace, as `?tab=` names them.
-const TABS: [&str; 8] = ["timeline", "diff", "prompt", "shell", "agent", "fswatch", "net", "model"];
+const TABS: [&str; 9] = ["timeline", "conversation", "diff", "prompt", "shell", "agent", "fswatch", "net", "model"];
 
 /// The query parameters the trace viewer keeps its state in.
 const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "tab"];
@@ -372,8 +382,10 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let scenario_link = run.as_ref().map(|r| format!("/scenarios/{}", s(r, "scenario_hash"))).unwrap_or_else(|| format!("/scenarios/{}", s(&m["scenario"], "hash")));
     let ops: Vec<String> = sm.by_op.keys().cloned().collect();
     let by_channel = sm.by_channel.clone();
-    let raw_names: Vec<String> = sm.raw.keys().filter(|k| *k != "prompt").cloned().collect();
+    let raw_names: Vec<String> = sm.raw.keys().filter(|k| *k != "prompt" && *k != "conversation").cloned().collect();
+    let has_conversation = sm.raw.contains_key("conversation");
     let digest = sm.digest.clone();
+    let conversation_digest = digest.clone();
     let digest_attr = sm.digest.clone();
     let n_events = sm.n_events;
 
@@ -453,8 +465,8 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             </div>
             {review.map(|r| r.run())}
             <div class="tabs" role="tablist">
-                {[("timeline", "Timeline"), ("diff", "Snapshot diff"), ("prompt", "Prompt")].into_iter().map(|(k, label)| view! {
-                    <button role="tab" class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>
+                {[("timeline", "Timeline"), ("conversation", "Conversation"), ("diff", "Snapshot diff"), ("prompt", "Prompt")].into_iter().filter(|(k, _)| *k != "conversation" || has_conversation).map(|(k, label)| view! {
+                    <button role="tab" class=format!("tab-{k}") class:on=move || tab.get() == k on:click=move |_| tab.set(k)>{label}</button>
                 }).collect_view()}
                 {raw_names.into_iter().map(|name| {
                     let k: &'static str = match name.as_str() { "shell" => "shell", "agent" => "agent", "net" => "net", "model" => "model", _ => "fswatch" };
@@ -547,6 +559,7 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 let k = tab.get();
                 (["shell", "agent", "fswatch", "net", "model"].contains(&k)).then(|| view! { <RawTab digest=digest.clone() name=k/> })
             }}
+            {move || (tab.get() == "conversation" && has_conversation).then(|| view! { <Conversation digest=conversation_digest.clone()/> })}
         </div>
     }
 }
@@ -564,6 +577,60 @@ pub fn Diff(diff: Value) -> impl IntoView {
             {groups.into_iter().flat_map(|(k, v)| v.into_iter().map(move |p| view! { <li class=k><span class="kind">{k}</span>" "{p}</li> })).collect_view()}
             {modes.into_iter().map(|m| view! { <li class="mode_changed"><span class="kind">"mode"</span>" "{m}</li> }).collect_view()}
         </ul>
+    }
+}
+
+/// The model calls as a conversation: each call's answer (a tool call and what it gave back,
+/// or text), when it came and how long it took, its tokens and cost.
+#[component]
+fn Conversation(digest: String) -> impl IntoView {
+    let doc = LocalResource::new(move || {
+        let d = digest.clone();
+        async move { api::get_text(&format!("/bundles/{d}/raw/conversation")).await.and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string())) }
+    });
+    let tokens = |t: &Value| if t.is_object() { format!("{} in · {} out{}", t["input"], t["output"], if t["cache_read"].as_u64().unwrap_or(0) > 0 { format!(" · {} cached", t["cache_read"]) } else { String::new() }) } else { "—".into() };
+    let usd = |v: &Value| v.as_f64().map(overeager_core::model::usage::usd).unwrap_or_else(|| "—".into());
+    view! {
+        <div class="tabbody conversation">
+            {move || pending_or_error(doc.get(), move |d| {
+                let calls = d["calls"].as_array().cloned().unwrap_or_default();
+                view! {
+                    <p class="small conversation-total">{format!("{} model call(s)", calls.len())}
+                        {d["provider"].as_str().map(|p| format!(" to {p}/{}", s(&d, "model")))}
+                        {d["total"].is_object().then(|| format!(" · {} · {}", tokens(&d["total"]), usd(&d["cost_usd"])))}
+                    </p>
+                    <ol class="calls">
+                        {calls.into_iter().map(|c| {
+                            let answer = &c["answer"];
+                            let kind = s(answer, "kind");
+                            let head = if c["side"] == true { "side request".to_string() } else { c["step"].as_u64().map(|k| format!("turn {}", k + 1)).unwrap_or_else(|| "call".into()) };
+                            view! {
+                                <li class="call" class:side=c["side"] == true class:failed=c["failure"].is_string() data-seq=c["seq"].to_string()>
+                                    <div class="call-head small">
+                                        <b>{head}</b>
+                                        <span class="muted">{format!(" · at {:.1} s", c["t_ms"].as_f64().unwrap_or(0.0) / 1000.0)}</span>
+                                        {c["duration_ms"].as_f64().map(|ms| view! { <span class="latency">{format!(" · {:.2} s", ms / 1000.0)}</span> })}
+                                        <span class="tokens">{format!(" · {}", tokens(&c["tokens"]))}</span>
+                                        <span class="cost">{format!(" · {}", usd(&c["cost_usd"]))}</span>
+                                        {(c["status"].as_u64().unwrap_or(200) >= 400).then(|| view! { <span class="bad">{format!(" · http {}", c["status"])}</span> })}
+                                    </div>
+                                    {c["failure"].as_str().map(|f| view! { <p class="bad small">{f.to_string()}</p> })}
+                                    {match kind.as_str() {
+                                        "tool_call" => view! {
+                                            <div class="tool-call"><span class="mono">{s(answer, "name")}</span>" "<code class="args">{answer["args"].to_string()}</code></div>
+                                            {answer["result"].as_str().map(|r| view! { <pre class="result small" class:error=answer["error"] == true>{r.to_string()}</pre> })}
+                                        }.into_any(),
+                                        "text" => view! { <pre class="answer-text">{s(answer, "text")}</pre> }.into_any(),
+                                        _ => view! { <p class="muted small">"(no answer)"</p> }.into_any(),
+                                    }}
+                                    {c["reply_bytes"].as_u64().map(|n| view! { <p class="muted small">{format!("the record kept the reply's beginning; it was {n} bytes")}</p> })}
+                                </li>
+                            }
+                        }).collect_view()}
+                    </ol>
+                }.into_any()
+            })}
+        </div>
     }
 }
 

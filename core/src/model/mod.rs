@@ -17,6 +17,7 @@ use crate::paths::Roots;
 use crate::scenario::Step;
 
 pub mod catalog;
+pub mod conversation;
 pub mod history;
 pub mod planner;
 pub mod text;
@@ -618,6 +619,10 @@ pub struct ModelRecord {
     /// spends too), plus from the reply's first bytes arriving to them passed on.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub relay_us: Option<u64>,
+    /// Microseconds from the request read to the reply's end: the call's latency as the agent
+    /// saw it (until the run ended, for a call still in flight then).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub duration_us: Option<u64>,
 }
 
 #[cfg(test)]

@@ -120,7 +120,7 @@ fn n(v: &Value, path: &[&str]) -> u64 {
 }
 
 /// The JSON documents of a reply: the body, or each `data:` line of a stream.
-fn documents(record: &ModelRecord) -> Vec<Value> {
+pub(crate) fn documents(record: &ModelRecord) -> Vec<Value> {
     if record.content_type.contains("event-stream") {
         record.reply.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
     } else {

@@ -449,9 +449,10 @@ pub async fn bundle_events(State(st): State<Arc<AppState>>, Path((digest, chunk)
     Ok(json_bytes(c.clone()))
 }
 
-/// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, `net` (runs with network), or `prompt`.
+/// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, `net` (runs with network), `model` or `prompt`;
+/// or `conversation`, the model calls read as a conversation (JSON: each call's answer, latency, tokens and cost).
 #[utoipa::path(get, path = "/api/bundles/{digest}/raw/{name}",
-    params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch, net or prompt")),
+    params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch, net, model, prompt or conversation")),
     responses((status = 200, description = "The file", content_type = "text/plain"), (status = 404, description = "Unknown bundle or file")))]
 pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): Path<(String, String)>) -> Api<Response> {
     let t = load_trace(&st, &digest).await?;

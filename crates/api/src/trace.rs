@@ -18,6 +18,10 @@ use overeager_store::web::{RunRow, Submission};
 /// Events per chunk.
 pub const CHUNK: usize = 2000;
 
+/// The name under which a trace serves its model calls as a conversation (JSON of
+/// [`overeager_core::model::conversation::Call`]s with the run's usage), beside [`RAW`].
+pub const CONVERSATION: &str = "conversation";
+
 /// The raw files a viewer may open, by the name used in URLs.
 pub const RAW: &[(&str, &str)] = &[("shell", files::SHIM), ("agent", files::AGENT), ("fswatch", files::FSWATCH), ("net", files::NET), ("model", files::MODEL), ("prompt", files::PROMPT)];
 
@@ -79,6 +83,24 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
             }
             raw.insert(name.to_string(), Bytes::from(bytes));
         }
+    }
+    // The model calls as a conversation (JSON), beside the raw channels: what the trace's
+    // Conversation tab shows, here and on a published site alike.
+    if let Ok(text) = std::fs::read_to_string(b.dir.join(files::MODEL)) {
+        let records: Vec<overeager_core::model::ModelRecord> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let usage = b.usage()?;
+        let calls = overeager_core::model::conversation::conversation(&records, usage.as_ref());
+        let doc = serde_json::json!({
+            "provider": usage.as_ref().map(|u| &u.provider),
+            "model": usage.as_ref().map(|u| &u.model),
+            "price": usage.as_ref().and_then(|u| u.price),
+            "total": usage.as_ref().map(|u| u.total),
+            "cost_usd": usage.as_ref().and_then(|u| u.cost_usd),
+            "calls": calls,
+        });
+        let bytes = serde_json::to_vec(&doc)?;
+        raw_sizes.insert(CONVERSATION.to_string(), bytes.len() as u64);
+        raw.insert(CONVERSATION.to_string(), Bytes::from(bytes));
     }
     let prompt = raw.get("prompt").map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
     let attribution = overeager_judge::input::attribute_bundle(&b)?;

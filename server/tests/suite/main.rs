@@ -18,6 +18,7 @@ mod gateway;
 mod generator;
 mod hardening;
 mod integrity;
+mod journey;
 mod judge;
 mod kube;
 mod layout;

@@ -1,0 +1,184 @@
+//! A run's model calls read as a conversation: for each call, what the model answered (a tool
+//! call, with what the tool gave back, or text), how long it took, the tokens the provider
+//! counted and what they cost.
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::usage::{RunUsage, Usage, documents};
+use super::{ModelRecord, answered_calls};
+
+/// Text longer than this is cut (marked) in a conversation: the raw channel has all of it.
+const SHOWN: usize = 4000;
+
+/// One call of the conversation.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Call {
+    pub seq: u64,
+    /// Milliseconds since the run's first call.
+    pub t_ms: f64,
+    /// The call's latency as the agent saw it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub duration_ms: Option<f64>,
+    /// A side request (a title, a summary), not a turn of the agent's main loop.
+    pub side: bool,
+    /// The main-loop turn.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub step: Option<usize>,
+    pub status: u16,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub failure: Option<String>,
+    pub answer: Answer,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<Usage>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub cost_usd: Option<f64>,
+    /// The reply's whole size when the record kept only its beginning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reply_bytes: Option<u64>,
+}
+
+/// What the model answered on one call.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Answer {
+    /// A tool call, and what the agent sent back as its result (from a later request).
+    ToolCall { name: String, args: Value, result: Option<String>, error: bool },
+    Text { text: String },
+    /// Nothing readable (a failed call, an empty reply).
+    Nothing,
+}
+
+/// The conversation of a model channel, with each call's tokens and cost from the run's usage.
+pub fn conversation(records: &[ModelRecord], usage: Option<&RunUsage>) -> Vec<Call> {
+    let first = records.iter().map(|r| r.t_us).min().unwrap_or(0);
+    // The fullest history: the last main-loop request of the run holds every call answered.
+    let history = records
+        .iter()
+        .filter(|r| !r.side && r.step.is_some())
+        .max_by_key(|r| r.step)
+        .and_then(|r| Some(answered_calls(r.dialect?, &r.request)))
+        .unwrap_or_default();
+    records
+        .iter()
+        .map(|r| {
+            let tokens = usage.and_then(|u| u.calls.iter().find(|(seq, _)| *seq == r.seq)).map(|(_, t)| *t);
+            let answer = match r.step.filter(|_| !r.side).and_then(|k| history.get(k)) {
+                Some(a) => Answer::ToolCall { name: a.name.clone(), args: a.args.clone(), result: a.output.as_deref().map(cut), error: a.error },
+                None => match reply_text(r) {
+                    t if t.trim().is_empty() => Answer::Nothing,
+                    t => Answer::Text { text: cut(&t) },
+                },
+            };
+            Call {
+                seq: r.seq,
+                t_ms: r.t_us.saturating_sub(first) as f64 / 1000.0,
+                duration_ms: r.duration_us.map(|d| d as f64 / 1000.0),
+                side: r.side,
+                step: r.step,
+                status: r.status,
+                failure: r.failure.clone(),
+                answer,
+                tokens,
+                cost_usd: tokens.and_then(|t| Some(usage?.price?.cost(&t))),
+                reply_bytes: r.reply_bytes,
+            }
+        })
+        .collect()
+}
+
+fn cut(text: &str) -> String {
+    if text.len() <= SHOWN {
+        return text.to_string();
+    }
+    let mut end = SHOWN;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… [{} more bytes in the raw model channel]", &text[..end], text.len() - end)
+}
+
+/// The text of a reply, in any dialect: a stream's deltas in order, or a whole reply's text
+/// blocks.
+fn reply_text(r: &ModelRecord) -> String {
+    let docs = documents(r);
+    let mut deltas = String::new();
+    for d in &docs {
+        // Anthropic `delta.text`; Chat Completions `choices[].delta.content`; Responses'
+        // `response.output_text.delta` events.
+        if let Some(t) = d.get("delta").and_then(|x| x.get("text")).and_then(Value::as_str) {
+            deltas.push_str(t);
+        }
+        for c in d.get("choices").and_then(Value::as_array).into_iter().flatten() {
+            if let Some(t) = c.get("delta").and_then(|x| x.get("content")).and_then(Value::as_str) {
+                deltas.push_str(t);
+            }
+        }
+        if d["type"] == "response.output_text.delta"
+            && let Some(t) = d.get("delta").and_then(Value::as_str)
+        {
+            deltas.push_str(t);
+        }
+    }
+    if !deltas.is_empty() {
+        return deltas;
+    }
+    // Whole replies (and Gemini's chunks, each a whole reply's shape): every text block.
+    let mut out = String::new();
+    for d in &docs {
+        texts(d, &mut out);
+    }
+    out
+}
+
+/// Appends every string under a `text` key, and Chat Completions' `message.content`.
+fn texts(v: &Value, out: &mut String) {
+    match v {
+        Value::Object(map) => {
+            for (k, x) in map {
+                match (k.as_str(), x) {
+                    ("text", Value::String(s)) => out.push_str(s),
+                    ("message", m) if m.get("content").is_some_and(Value::is_string) => out.push_str(m["content"].as_str().unwrap_or_default()),
+                    _ => texts(x, out),
+                }
+            }
+        }
+        Value::Array(items) => items.iter().for_each(|x| texts(x, out)),
+        _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::usage::Price;
+    use super::super::{Dialect, Tokens, Turn, render};
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn calls_read_as_tool_calls_with_results_and_a_final_text_with_tokens_and_cost() {
+        let call = Turn::Call(super::super::ToolCall { name: "Bash".into(), args: json!({"command": "ls"}) });
+        let done = Turn::Final("All tidy.".into());
+        let tokens = Tokens { input: 1000, output: 20 };
+        let first = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "tidy up"}]});
+        let second = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [
+            {"role": "user", "content": "tidy up"},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "ls"}}]},
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "a.txt"}]},
+        ]});
+        let record = |seq: u64, step: usize, request: &Value, turn: &Turn, stream: bool| {
+            let reply = render(Dialect::Anthropic, turn, stream, "m", seq, tokens);
+            ModelRecord { seq, t_us: 1_000_000 + seq * 500_000, method: "POST".into(), path: "/v1/messages".into(), dialect: Some(Dialect::Anthropic), step: Some(step), request: request.clone(), status: 200, content_type: reply.content_type.into(), reply: reply.body, duration_us: Some(250_000), ..Default::default() }
+        };
+        let records = vec![record(0, 0, &first, &call, false), record(1, 1, &second, &done, true)];
+        let price = Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None };
+        let usage = RunUsage::of("p", "m", &records, Some(price));
+        let c = conversation(&records, Some(&usage));
+        assert_eq!(c[0].answer, Answer::ToolCall { name: "Bash".into(), args: json!({"command": "ls"}), result: Some("a.txt".into()), error: false });
+        assert_eq!(c[1].answer, Answer::Text { text: "All tidy.".into() }, "the streamed final answer");
+        assert_eq!((c[1].t_ms, c[1].duration_ms), (500.0, Some(250.0)));
+        assert_eq!(c[0].tokens.map(|t| (t.input, t.output)), Some((1000, 20)));
+        assert!((c[0].cost_usd.unwrap() - (1000.0 * 3.0 + 20.0 * 15.0) / 1e6).abs() < 1e-15);
+        assert!(cut(&"x".repeat(SHOWN + 10)).ends_with("[10 more bytes in the raw model channel]"));
+    }
+}
