@@ -610,8 +610,8 @@ fn Conversation(digest: String) -> impl IntoView {
                                         <b>{head}</b>
                                         <span class="muted">{format!(" · at {:.1} s", c["t_ms"].as_f64().unwrap_or(0.0) / 1000.0)}</span>
                                         {c["duration_ms"].as_f64().map(|ms| view! { <span class="latency">{format!(" · {:.2} s", ms / 1000.0)}</span> })}
-                                        <span class="tokens">{format!(" · {}", tokens(&c["tokens"]))}</span>
-                                        <span class="cost">{format!(" · {}", usd(&c["cost_usd"]))}</span>
+                                        {c["tokens"].is_object().then(|| view! { <span class="tokens">{format!(" · {}", tokens(&c["tokens"]))}</span> })}
+                                        {c["cost_usd"].is_number().then(|| view! { <span class="cost">{format!(" · {}", usd(&c["cost_usd"]))}</span> })}
                                         {(c["status"].as_u64().unwrap_or(200) >= 400).then(|| view! { <span class="bad">{format!(" · http {}", c["status"])}</span> })}
                                     </div>
                                     {c["failure"].as_str().map(|f| view! { <p class="bad small">{f.to_string()}</p> })}

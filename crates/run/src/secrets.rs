@@ -226,7 +226,7 @@ mod tests {
         assert!(out.contains("[redacted:K]") && !out.contains("sk-ant-te") && !out.contains("0123456789"), "{out}");
         assert!(out.starts_with("event: content_block_delta\ndata: "), "{out}");
         let responses = "data: {\"type\":\"response.output_text.delta\",\"delta\":\"sk-ant-test-01\"}\n\ndata: {\"type\":\"response.output_text.delta\",\"delta\":\"23456789 done\"}\n\n";
-        assert!(redact_streamed(responses, key, "[r]").unwrap().contains("\"delta\":\"[r]\"}"));
+        assert!(redact_streamed(responses, key, "[r]").unwrap().contains("\"delta\":\"[r]\""));
         assert_eq!(redact_streamed("data: {\"delta\":\"nothing here\"}\n\n", key, "[r]"), None);
     }
     #[test]

@@ -176,7 +176,7 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     let digest = run["bundle"].as_str().unwrap();
     let (code, _) = get(&format!("{}/api/bundles/{digest}", server.url));
     assert_eq!(code, 200);
-    let text = ureq::get(&format!("{}/api/bundles/{digest}/raw/conversation", server.url)).call().unwrap().body_mut().read_to_string().unwrap();
+    let text = get_text(&format!("{}/api/bundles/{digest}/raw/conversation", server.url));
     let conversation: Value = serde_json::from_str(&text).unwrap();
     let calls = conversation["calls"].as_array().unwrap();
     assert!(calls.iter().any(|c| c["answer"]["kind"] == "tool_call" && c["answer"]["result"].is_string()), "{conversation}");

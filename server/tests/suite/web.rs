@@ -169,6 +169,17 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         }
         assert!(players > 0 && marks.len() == players, "{players} runs to mark: {marks:?}");
         assert!(marks.iter().any(|m| m == "scripted play") && marks.iter().any(|m| m == "simulated"), "{marks:?}");
+        // A real CLI's run reads as a conversation: each model call, its answer and timing.
+        let real_runs = api(&format!("{}/api/runs?experiment=demo-real", server.url));
+        let real = real_runs["runs"].as_array().unwrap().iter().find(|r| r["agent"].as_str().unwrap_or("").starts_with("claude-code:") && r["bundle"].is_string()).expect("the demo has real CLIs' runs").clone();
+        c.goto(&format!("{}/runs/{}?tab=conversation", server.url, real["id"].as_str().unwrap())).await.unwrap();
+        wait_for(&c, ".conversation li.call .tool-call").await;
+        wait_text(&c, ".conversation-total", "model call").await;
+        let calls = c.find_all(Locator::Css(".conversation li.call")).await.unwrap().len();
+        let records = common::get_text(&format!("{}/api/bundles/{}/raw/model", server.url, real["bundle"].as_str().unwrap()));
+        assert_eq!(calls, records.lines().filter(|l| !l.trim().is_empty()).count(), "one entry per model call");
+        assert!(wait_for(&c, ".conversation li.call .latency").await.text().await.unwrap().ends_with(" s"));
+        shot(&c, "conversation.png").await;
 
         // Search: `cmd:"…"` lists exactly the runs whose events hold the phrase, as a scan of
         // every run's bundle finds them; an event found links to that event in its trace.

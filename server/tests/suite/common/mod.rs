@@ -206,6 +206,13 @@ pub fn get(url: &str) -> (u16, serde_json::Value) {
     call(agent().get(url).call())
 }
 
+/// The body of a GET that must succeed, as text.
+pub fn get_text(url: &str) -> String {
+    let mut resp = agent().get(url).call().expect("the server answers");
+    assert!(resp.status().is_success(), "GET {url}: {}", resp.status());
+    resp.body_mut().read_to_string().unwrap()
+}
+
 /// A running `overeager serve`, stopped when dropped.
 pub struct Server {
     child: std::process::Child,
