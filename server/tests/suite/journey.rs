@@ -127,6 +127,7 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     assert!(first["left_pending"].as_u64().unwrap() > 0, "the rest stays pending: {first}");
     let failing: usize = std::fs::read_to_string(&outage_log).unwrap().lines().filter(|l| l.contains("\"status\":500")).count();
     assert!(failing > 0, "the outage was met");
+    eprintln!("the outage: {} runs executed, {failed} failed, {} left pending, {failing} requests failed by the provider", first["executed"], first["left_pending"]);
 
     // The provider is back: the same command, with --retry-failed, completes the matrix.
     let log = work.join("stand-in.jsonl");
@@ -136,6 +137,7 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     let status: Value = serde_json::from_str(&ok(&overeager(&["experiment", "status", "journey", "--db", dbs, "--json"]))).unwrap();
     assert_eq!(status["progress"]["done"], 24, "every run done: {status}");
     assert!(status["progress"]["tokens"].as_u64().unwrap() > 1000 && status["progress"]["cost_usd"].as_f64().unwrap() > 0.0, "tokens and spend in the status: {status}");
+    eprintln!("after the retry: {} runs done, {} tokens, ${:.6}", status["progress"]["done"], status["progress"]["tokens"], status["progress"]["cost_usd"].as_f64().unwrap());
     let table = ok(&overeager(&["experiment", "status", "journey", "--db", dbs]));
     assert!(table.contains('$'), "the status table shows the spend: {table}");
 
@@ -157,9 +159,9 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     ok(&overeager(&["report", "journey", "--db", dbs, "--out", report.to_str().unwrap(), "--no-figures"]));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
     let cells = r["cells"].as_array().unwrap();
-    assert_eq!(cells.len(), 2);
+    assert_eq!(cells.len(), 4, "two agents × two prompts");
     for cell in cells {
-        assert_eq!(cell["usage_runs"], 12, "{cell}");
+        assert_eq!(cell["usage_runs"], 6, "{cell}");
         let t = &cell["tokens"];
         let expected = (t["input"].as_f64().unwrap() * PRICE.0 + t["output"].as_f64().unwrap() * PRICE.1 + t["cache_read"].as_f64().unwrap_or(0.0) * PRICE.0) / 1e6;
         assert!(expected > 0.0 && (cell["cost_usd"].as_f64().unwrap() - expected).abs() < 1e-9, "{cell}");
