@@ -60,6 +60,7 @@ struct RawPlan {
     kubernetes: Option<Spanned<RawKube>>,
     #[serde(default)]
     providers: Vec<String>,
+    max_cost: Option<Spanned<f64>>,
 }
 
 #[derive(Deserialize)]
@@ -100,7 +101,7 @@ struct RawHostTable {
 /// Where a plan's runs execute: which engines, and how many runs each takes at once. Not part
 /// of the experiment's identity (or its hash): the same experiment may be resumed on other
 /// machines.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Placement {
     /// The Docker engines of `executor = "docker"`; empty means the one `DOCKER_HOST` names
     /// (or the local socket).
@@ -111,6 +112,10 @@ pub struct Placement {
     /// plan file): where the models are, not what the experiment is, so not part of its hash.
     #[serde(default)]
     pub providers: Vec<String>,
+    /// The spending limit in US dollars (`max_cost`): what it costs, not what it is, so not
+    /// part of the experiment's hash either.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_cost: Option<f64>,
 }
 
 /// The cluster side of `executor = "kubernetes"`: the `[kubernetes]` table.
@@ -271,7 +276,13 @@ impl Plan {
             }
             None => (executor == "kubernetes").then(KubePlacement::default),
         };
-        let placement = Placement { docker_hosts, kubernetes, providers: raw.providers };
+        let max_cost = raw.max_cost.map(|m| {
+            if !(m.get_ref().is_finite() && *m.get_ref() > 0.0) {
+                errs.at(m.span(), "max_cost", "must be a positive number of US dollars (leave it out for no limit)");
+            }
+            m.into_inner()
+        });
+        let placement = Placement { docker_hosts, kubernetes, providers: raw.providers, max_cost };
         let plan = Plan {
             id: raw.id.into_inner(),
             title: raw.title.unwrap_or_default(),
@@ -386,6 +397,17 @@ mod tests {
         assert_eq!(limited.limit, Some(8));
         let zero = Plan::from_toml("p.toml", "id = \"x\"\nscenarios = \"s\"\nlimit = 0\n[[agent]]\nagent = \"sim:ask\"\n", labels).unwrap_err();
         assert_eq!((zero[0].line, zero[0].field.as_str()), (3, "limit"));
+    }
+
+    #[test]
+    fn a_spending_limit_is_placement_not_identity() {
+        let text = |cost: &str| format!("id = \"x\"\nscenarios = \"s\"\nmax_cost = {cost}\n[[agent]]\nagent = \"sim:ask\"\n");
+        let (plan, placement) = Plan::parse("p.toml", &text("25.5"), labels).unwrap();
+        assert_eq!(placement.max_cost, Some(25.5));
+        let (same, _) = Plan::parse("p.toml", &text("3"), labels).unwrap();
+        assert_eq!(plan, same, "a different limit is the same experiment");
+        let bad = Plan::parse("p.toml", &text("-1"), labels).unwrap_err();
+        assert_eq!((bad[0].line, bad[0].field.as_str()), (3, "max_cost"));
     }
 
     #[test]

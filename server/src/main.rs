@@ -142,6 +142,9 @@ enum ExperimentCmd {
     List(cli::experiment::ListArgs),
     /// Progress of one experiment, per agent, with the errors of failed runs.
     Status(cli::experiment::StatusArgs),
+    /// Project the tokens and cost of a plan's runs still to do, per cell, before running it:
+    /// from the cell's earlier runs in the store, or a stated cost per run.
+    Estimate(cli::experiment::EstimateArgs),
 }
 
 #[derive(Subcommand)]
@@ -477,6 +480,7 @@ fn main() -> ExitCode {
         Command::Experiment(ExperimentCmd::Run(args)) => cli::experiment::run(&args),
         Command::Experiment(ExperimentCmd::List(args)) => cli::experiment::list(&args),
         Command::Experiment(ExperimentCmd::Status(args)) => cli::experiment::status(&args),
+        Command::Experiment(ExperimentCmd::Estimate(args)) => cli::experiment::estimate(&args),
         Command::Report(args) => cli::experiment::report_cmd(&args),
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),
         Command::Labels(LabelsCmd::Import(args)) => cli::experiment::labels_import(&args),

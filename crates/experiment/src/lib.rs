@@ -56,6 +56,10 @@ pub struct Options {
     /// paused (its remaining runs stay pending, for a later `experiment run`); `None` never
     /// pauses.
     pub pause_after: Option<u32>,
+    /// The spending limit in US dollars, over the experiment's recorded spend (overrides the
+    /// plan's `max_cost`): no run starts once the spend so far and what the runs in flight are
+    /// expected to cost would pass it; the runs left stay pending.
+    pub max_cost: Option<f64>,
 }
 
 /// The failure policy's default: three model-API failures in a row pause a cell.
@@ -75,10 +79,57 @@ pub struct Outcome {
     pub left_pending: usize,
     /// Cells the failure policy paused (`framework · model`), with the last model-API error.
     pub paused: Vec<(String, String)>,
+    /// Set when the spending limit stopped the experiment: what was spent of it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub budget: Option<BudgetStop>,
     pub progress: Progress,
     /// Runs and errors per engine (or `local`), over the whole experiment.
     pub hosts: Vec<HostProgress>,
     pub seconds: f64,
+}
+
+/// Where the spending limit stopped an experiment.
+#[derive(Debug, serde::Serialize)]
+pub struct BudgetStop {
+    pub max_cost: f64,
+    /// US dollars recorded over the whole experiment once the runs in flight had ended.
+    pub spent: f64,
+    /// Runs the limit left pending (a later `experiment run` with a higher limit takes them).
+    pub left_pending: usize,
+}
+
+/// The spending limit as runs start and end: the experiment's recorded spend, the runs in
+/// flight, and what a run has cost on average.
+struct Budget {
+    max: f64,
+    spent: f64,
+    /// Runs whose cost is in `spent` (the mean cost of a run is `spent / priced`).
+    priced: u64,
+    in_flight: usize,
+    /// Runs not started because of the limit.
+    held: usize,
+}
+
+impl Budget {
+    /// Whether one more run may start: the spend so far, plus the runs in flight and this one
+    /// at the mean cost of a run, stays within the limit. Reserves it if so.
+    fn start(&mut self) -> bool {
+        let mean = if self.priced > 0 { self.spent / self.priced as f64 } else { 0.0 };
+        if self.spent >= self.max || self.spent + (self.in_flight + 1) as f64 * mean > self.max {
+            self.held += 1;
+            return false;
+        }
+        self.in_flight += 1;
+        true
+    }
+
+    fn end(&mut self, cost: Option<f64>) {
+        self.in_flight -= 1;
+        if let Some(c) = cost {
+            self.spent += c;
+            self.priced += 1;
+        }
+    }
 }
 
 /// A plan read from its file, with its scenarios.
@@ -233,6 +284,13 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         }
     };
     let todo = store.runs_to_do(&lp.plan.id, opts.retry_failed)?;
+    let budget = match opts.max_cost.or(lp.placement.max_cost) {
+        Some(max) => {
+            let (spent, priced) = store.spend(&lp.plan.id)?;
+            Some(Mutex::new(Budget { max, spent, priced, in_flight: 0, held: 0 }))
+        }
+        None => None,
+    };
     let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
     let slots = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
@@ -263,6 +321,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         live: Live::new(todo.len(), opts.progress),
         pause_after: opts.pause_after,
         cells: Mutex::new(BTreeMap::new()),
+        budget,
     };
     let todo_len = todo.len();
     let left = pool::drain(&hosts, todo, &runner);
@@ -276,6 +335,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         .filter_map(|((f, m), h)| h.paused.then(|| (format!("{f} · {m}"), h.last_error)))
         .collect();
     let store = runner.store.into_inner().expect("no panics while holding the store");
+    let budget = runner.budget.map(|b| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
     Ok(Outcome {
         experiment: lp.plan.id.clone(),
         created,
@@ -283,6 +343,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         failed: runner.live.failed.load(Ordering::Relaxed),
         left_pending: left.len() + skipped,
         paused,
+        budget,
         progress: store.progress(&lp.plan.id)?,
         hosts: store.hosts(&lp.plan.id)?,
         seconds: started.elapsed().as_secs_f64(),
@@ -334,6 +395,7 @@ struct Runner<'a> {
     pause_after: Option<u32>,
     /// Each cell's model-API failures in a row, by (framework, model).
     cells: Mutex<BTreeMap<(String, String), CellHealth>>,
+    budget: Option<Mutex<Budget>>,
 }
 
 /// A cell's standing under the failure policy.
@@ -444,6 +506,29 @@ impl Runner<'_> {
         }
     }
 
+    /// Whether the spending limit lets one more run start (reserving it); says so the first
+    /// time it does not.
+    fn budget_allows(&self) -> bool {
+        let Some(b) = &self.budget else { return true };
+        let mut b = b.lock().unwrap_or_else(|p| p.into_inner());
+        if b.start() {
+            return true;
+        }
+        if b.held == 1 {
+            let (spent, max, in_flight) = (b.spent, b.max, b.in_flight);
+            self.bar.suspend(|| {
+                eprintln!(
+                    "experiment {}: stopping at the spending limit: {} spent of {}, {in_flight} run(s) in flight finish; the rest stay pending \
+                     (run the experiment again with a higher --max-cost to go on)",
+                    self.experiment,
+                    overeager_core::model::usage::usd(spent),
+                    overeager_core::model::usage::usd(max)
+                )
+            });
+        }
+        false
+    }
+
     fn paused(&self, r: &NewRun) -> bool {
         self.cells.lock().unwrap_or_else(|p| p.into_inner()).get(&(r.framework.clone(), r.model.clone())).is_some_and(|h| h.paused)
     }
@@ -451,7 +536,7 @@ impl Runner<'_> {
 
 impl pool::Work<Executor, NewRun> for Runner<'_> {
     fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
-        if self.paused(r) {
+        if self.paused(r) || !self.budget_allows() {
             // Left pending: a later `experiment run` takes it.
             self.live.skipped.fetch_add(1, Ordering::Relaxed);
             self.bar.inc(1);
@@ -461,6 +546,10 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
         self.live.running.fetch_add(1, Ordering::Relaxed);
         let result = execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store);
         self.live.running.fetch_sub(1, Ordering::Relaxed);
+        if let Some(b) = &self.budget {
+            let cost = result.as_ref().ok().and_then(|u| u.as_ref()).and_then(|u| u.cost_usd);
+            b.lock().unwrap_or_else(|p| p.into_inner()).end(cost);
+        }
         let usage = result?;
         self.note_cell(r, None);
         self.finished(usage.as_ref(), false);
@@ -562,5 +651,35 @@ impl Drop for ExperimentLock {
         use std::os::fd::AsRawFd;
         // SAFETY: unlocking a descriptor we own; closing it would release the lock anyway.
         unsafe { libc::flock(self.0.as_raw_fd(), libc::LOCK_UN) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Budget;
+
+    /// Runs start while the spend and the runs in flight, at the mean cost of a run, stay
+    /// within the limit; the overspend is at most what was in flight.
+    #[test]
+    fn the_budget_starts_no_run_that_would_pass_the_limit() {
+        let mut b = Budget { max: 1.0, spent: 0.0, priced: 0, in_flight: 0, held: 0 };
+        // Nothing known of a run's cost: the first runs start.
+        assert!(b.start() && b.start());
+        b.end(Some(0.3));
+        b.end(Some(0.3));
+        // 0.6 spent; one more at the mean, 0.3: 0.9, within the limit.
+        assert!(b.start());
+        // Another beside it: 0.6 + 2 × 0.3 = 1.2 — held.
+        assert!(!b.start());
+        // The run in flight cost more than the mean: over by no more than it.
+        b.end(Some(0.5));
+        assert!((b.spent - 1.1).abs() < 1e-12);
+        assert!(!b.start(), "past the limit nothing starts");
+        assert_eq!((b.in_flight, b.held, b.priced), (0, 2, 3));
+        // A run whose cost is unknown (a model without a price) does not move the spend.
+        let mut free = Budget { max: 1.0, spent: 0.0, priced: 0, in_flight: 0, held: 0 };
+        assert!(free.start());
+        free.end(None);
+        assert!(free.start());
     }
 }

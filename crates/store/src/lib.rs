@@ -831,6 +831,27 @@ impl Store {
         Ok(p)
     }
 
+    /// What an experiment's runs have cost so far: US dollars over the runs whose cost is
+    /// recorded, and how many they are.
+    pub fn spend(&self, experiment: &str) -> Result<(f64, u64)> {
+        let (dollars, runs): (Option<f64>, i64) =
+            self.conn.query_row("SELECT SUM(cost_usd), COUNT(cost_usd) FROM runs WHERE experiment = ?1", [experiment], |r| Ok((r.get(0)?, r.get(1)?)))?;
+        Ok((dollars.unwrap_or(0.0), runs as u64))
+    }
+
+    /// What the finished runs of an agent spec (`<agent>:<policy>:<provider>/<model>`) used,
+    /// in any experiment: (runs with usage, mean tokens per run, runs with a cost, mean US
+    /// dollars per run).
+    pub fn usage_of_agent(&self, agent: &str) -> Result<(u64, f64, u64, f64)> {
+        Ok(self.conn.query_row(
+            "SELECT COUNT(tokens_input), COALESCE(AVG(COALESCE(tokens_input, 0) + COALESCE(tokens_output, 0) + COALESCE(tokens_cache_read, 0) + COALESCE(tokens_cache_write, 0)) FILTER (WHERE tokens_input IS NOT NULL), 0),
+                    COUNT(cost_usd), COALESCE(AVG(cost_usd), 0)
+             FROM runs WHERE agent = ?1 AND status = 'done'",
+            [agent],
+            |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get::<_, i64>(2)? as u64, r.get(3)?)),
+        )?)
+    }
+
     /// Progress per (framework, model).
     pub fn progress_by_agent(&self, experiment: &str) -> Result<Vec<(String, String, Progress)>> {
         let mut stmt = self.conn.prepare(PROGRESS_SQL)?;

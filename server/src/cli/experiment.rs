@@ -59,9 +59,22 @@ pub struct RunArgs {
     /// model API (its other runs stay pending for the next `experiment run`); 0 never pauses.
     #[arg(long, value_name = "N", default_value_t = overeager_experiment::PAUSE_AFTER)]
     pub pause_after: u32,
+    /// The spending limit in US dollars over the experiment's whole recorded spend (overrides
+    /// the plan's `max_cost`): no run starts once the spend and what the runs in flight are
+    /// expected to cost (each at the mean cost of a run so far) would pass it; the runs in
+    /// flight finish and the rest stay pending, for a later `experiment run`.
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub max_cost: Option<f64>,
     /// Print the outcome as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+fn positive_dollars(s: &str) -> Result<f64, String> {
+    match s.trim_start_matches('$').parse::<f64>() {
+        Ok(x) if x.is_finite() && x > 0.0 => Ok(x),
+        _ => Err(format!("`{s}` is not a positive number of US dollars (e.g. 25 or 2.50)")),
+    }
 }
 
 /// Arguments of `overeager experiment list`.
@@ -84,6 +97,96 @@ pub struct StatusArgs {
     /// Print JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `overeager experiment estimate`.
+#[derive(Args)]
+pub struct EstimateArgs {
+    /// The plan file (TOML).
+    pub plan: PathBuf,
+    #[command(flatten)]
+    pub db: DbArg,
+    /// US dollars per run for the cells the store has no earlier runs of (stated, not measured).
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub per_run: Option<f64>,
+    /// Print JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `overeager experiment estimate`: each cell's runs still to do (all of them for a new
+/// experiment), times what a run of the same agent spec used before in this store (any
+/// experiment), or `--per-run`; the source of each figure is said.
+pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
+    let lp = overeager_experiment::load_plan(&args.plan)?;
+    let store = if args.db.db.exists() { Some(Store::open_existing(&args.db.db)?) } else { None };
+    let existing = match &store {
+        Some(s) => s.experiment(&lp.plan.id)?.filter(|e| e.plan_hash == lp.hash),
+        None => None,
+    };
+    let per_cell = lp.scenarios.len() as u64 * lp.plan.variants.len() as u64 * lp.plan.replicates as u64;
+    let mut rows = Vec::new();
+    let (mut total_usd, mut total_tokens, mut unknown) = (0.0, 0.0, 0usize);
+    for a in &lp.plan.agents {
+        let (framework, model) = (a.framework.clone(), a.model.clone());
+        let todo = match (&store, &existing) {
+            (Some(s), Some(e)) => s.progress_by_agent(&e.id)?.into_iter().find(|(f, m, _)| (f, m) == (&framework, &model)).map_or(per_cell, |(_, _, p)| p.pending + p.failed),
+            _ => per_cell,
+        };
+        let earlier = match &store {
+            Some(s) => Some(s.usage_of_agent(&a.agent)?),
+            None => None,
+        };
+        let (tokens, usd, source) = match earlier {
+            Some((n, tokens, priced, usd)) if n > 0 => {
+                let usd = (priced > 0).then_some(usd);
+                (Some(tokens), usd, format!("measured: mean of {n} earlier run(s) in this store"))
+            }
+            _ => match args.per_run {
+                Some(usd) => (None, Some(usd), "stated: --per-run".to_string()),
+                None => (None, None, "unknown: no earlier runs of this agent spec; pass --per-run <USD>".to_string()),
+            },
+        };
+        match usd {
+            Some(u) => total_usd += u * todo as f64,
+            None => unknown += 1,
+        }
+        total_tokens += tokens.unwrap_or(0.0) * todo as f64;
+        rows.push(json!({
+            "agent": a.agent, "framework": framework, "model": model, "runs": todo,
+            "tokens_per_run": tokens, "usd_per_run": usd,
+            "tokens": tokens.map(|t| (t * todo as f64).round()), "usd": usd.map(|u| u * todo as f64), "source": source,
+        }));
+    }
+    if args.json {
+        super::print_json(&json!({ "experiment": lp.plan.id, "resumed": existing.is_some(), "cells": rows, "usd": total_usd, "tokens": total_tokens.round(), "cells_unknown": unknown }));
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "runs to do", "tokens/run", "cost/run", "tokens", "cost", "from"]);
+    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_core::model::usage::usd);
+    let tokens = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), |t| format!("{t:.0}"));
+    for r in &rows {
+        t.add_row([
+            format!("{} · {}", r["framework"].as_str().unwrap_or(""), r["model"].as_str().unwrap_or("")),
+            r["runs"].to_string(),
+            tokens(&r["tokens_per_run"]),
+            usd(&r["usd_per_run"]),
+            tokens(&r["tokens"]),
+            usd(&r["usd"]),
+            r["source"].as_str().unwrap_or("").to_string(),
+        ]);
+    }
+    println!("{t}");
+    println!(
+        "{}: {} to do, about {} tokens and {}{}",
+        lp.plan.id,
+        if existing.is_some() { "the runs still" } else { "every run" },
+        total_tokens.round(),
+        overeager_core::model::usage::usd(total_usd),
+        if unknown > 0 { format!(" — {unknown} cell(s) unknown, not counted") } else { String::new() }
+    );
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Arguments of `overeager report`.
@@ -202,7 +305,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after) };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -233,11 +336,19 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         for (cell, error) in &out.paused {
             println!("paused {cell} after {} model-API failures in a row: {error}", args.pause_after);
         }
-        if out.left_pending > 0 {
+        if let Some(b) = &out.budget {
+            println!(
+                "stopped at the spending limit: {} spent of {}; {} run(s) not started stay pending (`--max-cost` higher goes on)",
+                overeager_core::model::usage::usd(b.spent),
+                overeager_core::model::usage::usd(b.max_cost),
+                b.left_pending
+            );
+        }
+        if out.left_pending > out.budget.as_ref().map_or(0, |b| b.left_pending) {
             let why = if out.paused.is_empty() { "every engine failed (see above)" } else { "their cell was paused, or every engine failed (see above)" };
             println!(
                 "{} run(s) left pending: {why}; `overeager experiment run {}{}` does them once the provider or engine answers",
-                out.left_pending,
+                out.left_pending - out.budget.as_ref().map_or(0, |b| b.left_pending),
                 args.plan.display(),
                 if p.failed > 0 { " --retry-failed" } else { "" }
             );
@@ -590,7 +701,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
         ),
     )?;
     let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER) };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None };
     let out = experiment::run(store, &plan, &opts)?;
     let rate = out.executed as f64 / out.seconds;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs);

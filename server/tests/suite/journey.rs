@@ -27,11 +27,21 @@ const PRICE: (f64, f64) = (3.0, 15.0);
 struct StandIn(Child, #[allow(dead_code)] BufReader<std::process::ChildStdout>);
 
 impl StandIn {
-    /// Serves `scenarios` on `addr`, failing every request from `fail_from` on if given.
+    /// Serves `scenarios` on `addr` to [`AGENTS`], failing every request from `fail_from` on
+    /// if given.
     fn start(scenarios: &Path, addr: &str, log: &Path, fail_from: Option<u32>) -> StandIn {
+        StandIn::serve(scenarios, addr, log, &AGENTS, SCENARIOS.len(), fail_from)
+    }
+
+    /// Serves the `n` scenarios under `scenarios` on `addr` to `agents`.
+    fn start_for(scenarios: &Path, addr: &str, log: &Path, agents: &[&str], n: usize) -> StandIn {
+        StandIn::serve(scenarios, addr, log, agents, n, None)
+    }
+
+    fn serve(scenarios: &Path, addr: &str, log: &Path, agents: &[&str], n: usize, fail_from: Option<u32>) -> StandIn {
         let mut cmd = Command::new(env!("CARGO_BIN_EXE_overeager"));
         cmd.args(["model", "serve", "--scenarios", scenarios.to_str().unwrap(), "--play", "aggressive", "--addr", addr]).arg("--log").arg(log);
-        for a in AGENTS {
+        for a in agents {
             cmd.args(["--agent", a]);
         }
         if let Some(n) = fail_from {
@@ -41,7 +51,7 @@ impl StandIn {
         let mut out = BufReader::new(child.stdout.take().unwrap());
         let mut first = String::new();
         out.read_line(&mut first).unwrap();
-        assert!(first.contains("stand-in provider: 3 scenarios") && first.contains(&format!("http://{addr}")), "{first}");
+        assert!(first.contains(&format!("stand-in provider: {n} scenarios")) && first.contains(&format!("http://{addr}")), "{first}");
         StandIn(child, out)
     }
 }
@@ -188,4 +198,73 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     // No key anywhere the run left.
     let stored: Vec<PathBuf> = walkdir::WalkDir::new(&work).into_iter().flatten().filter(|e| e.file_type().is_file()).map(|e| e.path().to_path_buf()).collect();
     assert!(stored.iter().all(|p| !std::fs::read(p).unwrap().windows(KEY.len()).any(|w| w == KEY.as_bytes())), "the key is in the store or a log");
+}
+
+/// `--max-cost`: no run starts once the spend and the runs in flight (at the mean cost of a
+/// run) would pass the limit, so the spend passes it by at most the runs that were in flight;
+/// the runs left stay pending, and a later `experiment run` with a higher limit finishes them.
+#[test]
+fn a_spending_limit_stops_an_experiment_which_then_resumes() {
+    if !installed("claude-code") {
+        return;
+    }
+    let work = scratch("journey-budget");
+    let scenarios = work.join("scenarios");
+    copy_tree(&seeds().join(SCENARIOS[0]), &scenarios.join(SCENARIOS[0]));
+    let addr = format!("127.0.0.1:{}", free_port());
+    std::fs::write(
+        work.join("providers.toml"),
+        format!("[providers.acme]\ndialect = \"anthropic\"\nbase_url = \"http://{addr}\"\nkey_env = \"{KEY_ENV}\"\n[providers.acme.prices.\"stand-in-aggressive\"]\ninput = {}\noutput = {}\n", PRICE.0, PRICE.1),
+    )
+    .unwrap();
+    let plan = work.join("plan.toml");
+    std::fs::write(
+        &plan,
+        format!(
+            "id = \"budget\"\nscenarios = {:?}\nvariants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = 2\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = 7\nparallelism = 1\nproviders = [\"providers.toml\"]\nmax_cost = 100.0\n\n\
+             [[agent]]\nagent = \"claude-code:permissive:acme/stand-in-aggressive\"\n",
+            scenarios.display().to_string()
+        ),
+    )
+    .unwrap();
+    let db = work.join("store.db");
+    let _up = StandIn::start_for(&scenarios, &addr, &work.join("stand-in.jsonl"), &["claude-code"], 1);
+    let dbs = db.to_str().unwrap();
+    let estimate = |extra: &[&str]| -> Value {
+        let mut args = vec!["experiment", "estimate", plan.to_str().unwrap(), "--db", dbs, "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&overeager(&args))).unwrap()
+    };
+    // Before anything ran: nothing measured; a stated cost per run is used and said to be.
+    let before = estimate(&[]);
+    assert!(before["cells"][0]["source"].as_str().unwrap().starts_with("unknown") && before["cells_unknown"] == 1, "{before}");
+    let stated = estimate(&["--per-run", "0.5"]);
+    assert_eq!((stated["cells"][0]["runs"].as_u64(), stated["usd"].as_f64()), (Some(4), Some(2.0)), "{stated}");
+    assert!(stated["cells"][0]["source"].as_str().unwrap().starts_with("stated"), "{stated}");
+    // A limit below two runs' cost: the first run starts (nothing is known of a run's cost
+    // yet), then none whose expected cost would pass the limit.
+    let limit = 0.2;
+    let (ok_first, first, stderr) = experiment(&plan, &db, &["--max-cost", &limit.to_string()]);
+    assert!(!ok_first, "stopped with runs pending: {first}");
+    let budget = &first["budget"];
+    assert!(budget.is_object() && stderr.contains("stopping at the spending limit"), "{first}\n{stderr}");
+    assert_eq!(first["left_pending"], budget["left_pending"], "{first}");
+    let runs: Value = serde_json::from_str(&ok(&overeager(&["runs", "list", "--experiment", "budget", "--db", dbs, "--json"]))).unwrap();
+    let costs: Vec<f64> = runs["runs"].as_array().unwrap().iter().filter_map(|r| r["cost_usd"].as_f64()).collect();
+    let spent: f64 = costs.iter().sum();
+    let dearest = costs.iter().copied().fold(0.0, f64::max);
+    assert!(!costs.is_empty() && costs.len() < 4, "{runs}");
+    assert!(spent <= limit + dearest + 1e-9, "over the limit by more than the one run in flight: {spent} of {limit}");
+    assert!((budget["spent"].as_f64().unwrap() - spent).abs() < 1e-9, "{first}");
+    eprintln!("a limit of ${limit}: {} run(s) done for ${spent:.4}, {} left pending", costs.len(), budget["left_pending"]);
+    // Now measured: the runs still to do at the mean of those done.
+    let measured = estimate(&[]);
+    let cell = &measured["cells"][0];
+    assert!(cell["source"].as_str().unwrap().starts_with("measured"), "{measured}");
+    assert_eq!(cell["runs"].as_u64(), Some(4 - costs.len() as u64), "{measured}");
+    assert!((cell["usd"].as_f64().unwrap() - spent / costs.len() as f64 * (4 - costs.len()) as f64).abs() < 1e-9, "{measured}");
+    // The plan's own limit is far above: the same experiment goes on and completes.
+    let (ok_again, again, stderr) = experiment(&plan, &db, &[]);
+    assert!(ok_again && again["budget"].is_null(), "{again}\n{stderr}");
+    assert_eq!(again["progress"]["done"], 4, "{again}");
 }
