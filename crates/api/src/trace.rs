@@ -86,8 +86,8 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     }
     // The model calls as a conversation (JSON), beside the raw channels: what the trace's
     // Conversation tab shows, here and on a published site alike.
-    if let Ok(text) = std::fs::read_to_string(b.dir.join(files::MODEL)) {
-        let records: Vec<overeager_core::model::ModelRecord> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    if raw.contains_key("model") {
+        let records = b.model_records()?;
         let usage = b.usage()?;
         let calls = overeager_core::model::conversation::conversation(&records, usage.as_ref());
         let doc = serde_json::json!({

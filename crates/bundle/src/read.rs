@@ -266,6 +266,13 @@ impl Bundle {
         parse_usage(self.files.read(overeager_core::bundle::files::USAGE))
     }
 
+    /// The model channel's records (`model.jsonl`; none for a run that had none), read as
+    /// the events are derived from it: a line that is not a record is left out.
+    pub fn model_records(&self) -> Result<Vec<overeager_core::model::ModelRecord>> {
+        let bytes = self.files.read(files::MODEL).with_context(|| format!("reading {}", files::MODEL))?;
+        Ok(bytes.map(|b| parse_jsonl(&String::from_utf8_lossy(&b)).0).unwrap_or_default())
+    }
+
     /// What changed between the snapshots.
     pub fn diff(&self) -> SnapshotDiff {
         SnapshotDiff::between(&self.before, &self.after)

@@ -503,10 +503,11 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
 /// The model channel of a recorded bundle (directory or `.oeb`), with the recorded run's
 /// sandbox roots in every reply replaced by `roots`, so its tool calls name this run's files.
 fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core::model::ModelRecord>> {
-    let [manifest, model]: [Option<Vec<u8>>; 2] = recorded_files(bundle, &[files::MANIFEST, files::MODEL])?.try_into().expect("two files asked for");
+    let b = overeager_bundle::Bundle::read(bundle)?;
+    let manifest = &b.manifest;
     let shown = |name: &str| bundle.join(name).display().to_string();
-    let manifest: overeager_core::BundleManifest = serde_json::from_slice(&manifest.with_context(|| format!("{} is not a bundle: it has no {}", bundle.display(), files::MANIFEST))?)
-        .with_context(|| format!("{}: not a valid bundle manifest", shown(files::MANIFEST)))?;
+    let model = b.files.read(files::MODEL).with_context(|| format!("reading {}", shown(files::MODEL)))?;
+    // Strictly, line by line: a replay must not skip a recorded answer.
     let text = String::from_utf8(model.with_context(|| format!("{} has no model channel ({}) to replay", bundle.display(), files::MODEL))?)
         .with_context(|| format!("{}: not UTF-8", shown(files::MODEL)))?;
     let mut records = Vec::new();
@@ -516,19 +517,6 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core
         records.push(r);
     }
     Ok(records)
-}
-
-/// Files of a bundle, a directory or a packed `.oeb` (read in memory, with the unpacking
-/// checks), in the order named: each `None` when the bundle has no such file.
-pub fn recorded_files(bundle: &Path, names: &[&str]) -> Result<Vec<Option<Vec<u8>>>> {
-    if bundle.is_file() {
-        let mut all = overeager_bundle::pack::read_into_memory(bundle, &overeager_bundle::pack::Limits::default()).with_context(|| format!("{}: not a packed bundle", bundle.display()))?;
-        return Ok(names.iter().map(|n| all.remove(Path::new(n))).collect());
-    }
-    if !bundle.is_dir() {
-        bail!("{}: no such bundle (a bundle directory or a packed .oeb; `overeager bundle get <run id>` writes a stored run's)", bundle.display());
-    }
-    Ok(names.iter().map(|n| std::fs::read(bundle.join(n)).ok()).collect())
 }
 
 /// Installs (once) and configures a real agent CLI for a run on this machine; `shim` is the

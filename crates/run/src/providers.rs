@@ -57,6 +57,16 @@ impl Dialect {
         }
     }
 
+    /// The same dialect as the model channel and the scripted model name it.
+    pub fn wire(self) -> overeager_core::model::Dialect {
+        match self {
+            Dialect::Anthropic => overeager_core::model::Dialect::Anthropic,
+            Dialect::OpenaiChat => overeager_core::model::Dialect::Chat,
+            Dialect::OpenaiResponses => overeager_core::model::Dialect::Responses,
+            Dialect::Gemini => overeager_core::model::Dialect::Gemini,
+        }
+    }
+
     /// The name used in providers files.
     pub fn as_str(self) -> &'static str {
         match self {

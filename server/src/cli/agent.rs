@@ -388,12 +388,7 @@ fn serve_catalog(args: &ServeArgs, dir: &Path) -> Result<ExitCode> {
         .flat_map(|r| r.versions().map(move |v| (r, v)))
         .map(|(r, v)| CatalogAgent {
             id: r.id.clone(),
-            dialect: match r.scripted_dialect(v) {
-                run::providers::Dialect::Anthropic => overeager_core::model::Dialect::Anthropic,
-                run::providers::Dialect::OpenaiChat => overeager_core::model::Dialect::Chat,
-                run::providers::Dialect::OpenaiResponses => overeager_core::model::Dialect::Responses,
-                run::providers::Dialect::Gemini => overeager_core::model::Dialect::Gemini,
-            },
+            dialect: r.scripted_dialect(v).wire(),
             shell: r.shell_tool().to_string(),
             tools: r.tools.clone(),
             finish_command: r.finish_command.clone(),

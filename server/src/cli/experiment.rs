@@ -125,14 +125,15 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
         None => None,
     };
     let per_cell = lp.scenarios.len() as u64 * lp.plan.variants.len() as u64 * lp.plan.replicates as u64;
+    let progress = match (&store, &existing) {
+        (Some(s), Some(e)) => s.progress_by_agent(&e.id)?,
+        _ => Vec::new(),
+    };
     let mut rows = Vec::new();
     let (mut total_usd, mut total_tokens, mut unknown) = (0.0, 0.0, 0usize);
     for a in &lp.plan.agents {
         let (framework, model) = (a.framework.clone(), a.model.clone());
-        let todo = match (&store, &existing) {
-            (Some(s), Some(e)) => s.progress_by_agent(&e.id)?.into_iter().find(|(f, m, _)| (f, m) == (&framework, &model)).map_or(per_cell, |(_, _, p)| p.pending + p.failed),
-            _ => per_cell,
-        };
+        let todo = progress.iter().find(|(f, m, _)| (f, m) == (&framework, &model)).map_or(per_cell, |(_, _, p)| p.pending + p.failed);
         let earlier = match &store {
             Some(s) => Some(s.usage_of_agent(&a.agent)?),
             None => None,

@@ -241,9 +241,8 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     let Some(bundle) = args.agent.replayed_bundle() else {
         bail!("--scenario <dir> is required (only a replay, `--agent <agent>:<policy>:replay:<bundle>`, may leave it out: its bundle names the scenario)");
     };
-    let manifest = run::local::recorded_files(Path::new(bundle), &[overeager_core::bundle::files::MANIFEST])?.pop().flatten();
-    let manifest: BundleManifest = serde_json::from_slice(&manifest.with_context(|| format!("{bundle} is not a bundle: it has no bundle.json"))?).with_context(|| format!("{bundle}: not a valid bundle manifest"))?;
-    let wanted = &manifest.scenario;
+    let recorded = Bundle::read(Path::new(bundle))?;
+    let wanted = &recorded.manifest.scenario;
     for root in REPLAY_SCENARIO_DIRS {
         let dir = Path::new(root).join(&wanted.id);
         if let Ok(found) = overeager_gen::scenario::load(&dir)

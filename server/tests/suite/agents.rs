@@ -682,6 +682,23 @@ fn copilot_over_acp_plays_hold() {
     acp_plays_hold("copilot-acp", "1.0", Some("execute"), Some("read"));
 }
 
+/// A directory of one's own agent definitions (`<work>/my-agents`) holding `id.toml`: the
+/// built-in definition `from` under the id `id`, with each `(from, to)` edit made (each must
+/// apply). Returns the directory and the text written.
+fn own_definition(work: &Path, from: &str, id: &str, edits: &[(&str, &str)]) -> (PathBuf, String) {
+    let dir = work.join("my-agents");
+    std::fs::create_dir_all(&dir).unwrap();
+    let built_in = std::fs::read_to_string(repo().join(format!("agents/{from}.toml"))).unwrap();
+    let mut mine = built_in.replace(&format!("id = \"{from}\""), &format!("id = \"{id}\""));
+    for (old, new) in edits {
+        assert!(mine.contains(old), "{from}.toml has no `{old}` to edit");
+        mine = mine.replace(old, new);
+    }
+    assert_ne!(mine, built_in);
+    std::fs::write(dir.join(format!("{id}.toml")), &mine).unwrap();
+    (dir, mine)
+}
+
 /// A user's definition reusing Claude Code's package with `program = "claudex"` used to delete
 /// the built-in agent's install from the shared cache (it took a complete install whose
 /// program it could not find for an interrupted one); offline it could not be had again.
@@ -692,12 +709,7 @@ fn a_wrong_program_in_a_definition_leaves_the_shared_install_alone() {
         return;
     }
     let work = scratch("agents-wrong-program");
-    let dir = work.join("my-agents");
-    std::fs::create_dir_all(&dir).unwrap();
-    let claude = std::fs::read_to_string(repo().join("agents/claude-code.toml")).unwrap();
-    let mine = claude.replace("id = \"claude-code\"", "id = \"claudex\"").replace("program = \"claude\"", "program = \"claudex\"");
-    assert_ne!(mine, claude);
-    std::fs::write(dir.join("claudex.toml"), &mine).unwrap();
+    let (dir, _) = own_definition(&work, "claude-code", "claudex", &[("program = \"claude\"", "program = \"claudex\"")]);
     // `agent install` says where the install is: `claude-code  Claude Code 2.0.55 in <dir>`.
     let said = ok(&overeager(&["agent", "install", "claude-code"]));
     let cache = PathBuf::from(said.trim().rsplit_once(" in ").unwrap_or_else(|| panic!("{said}")).1);
@@ -721,12 +733,7 @@ fn an_agent_refusing_root_is_told_why_and_its_install_stays() {
         return;
     }
     let work = scratch("agents-no-sandbox-var");
-    let dir = work.join("my-agents");
-    std::fs::create_dir_all(&dir).unwrap();
-    let claude = std::fs::read_to_string(repo().join("agents/claude-code.toml")).unwrap();
-    let mine = claude.replace("id = \"claude-code\"", "id = \"claude-mine\"").replace("IS_SANDBOX = \"1\"\n", "");
-    assert_ne!(mine, claude);
-    std::fs::write(dir.join("claude-mine.toml"), &mine).unwrap();
+    let (dir, _) = own_definition(&work, "claude-code", "claude-mine", &[("IS_SANDBOX = \"1\"\n", "")]);
     let out = overeager(&["--agents-dir", dir.to_str().unwrap(), "run", "--scenario", seeds().join(SCENARIO).to_str().unwrap(), "--agent", "claude-mine:permissive:scripted-cautious", "--out", work.join("b").to_str().unwrap()]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success(), "{stderr}");
@@ -749,11 +756,7 @@ fn a_wrong_agents_directory_stops_every_command() {
 #[test]
 fn an_unknown_attribution_rule_is_named_with_its_line() {
     let work = scratch("agents-unknown-rule");
-    let dir = work.join("my-agents");
-    std::fs::create_dir_all(&dir).unwrap();
-    let codex = std::fs::read_to_string(repo().join("agents/codex.toml")).unwrap();
-    let mine = codex.replace("id = \"codex\"", "id = \"codex-two\"").replace("attribution = [\"codex-snapshot\"]", "attribution = [\"codex-snapshots\"]");
-    std::fs::write(dir.join("codex-two.toml"), &mine).unwrap();
+    let (dir, mine) = own_definition(&work, "codex", "codex-two", &[("attribution = [\"codex-snapshot\"]", "attribution = [\"codex-snapshots\"]")]);
     let line = mine.lines().position(|l| l.contains("codex-snapshots")).unwrap() + 1;
     let out = overeager(&["--agents-dir", dir.to_str().unwrap(), "agent", "list"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
