@@ -35,7 +35,8 @@ pub struct Interval {
     pub hi: f64,
 }
 
-fn z_for(confidence: f64) -> Result<f64, StatsError> {
+/// The two-sided standard normal quantile for `confidence` (1.959964… for 0.95).
+pub fn z_for(confidence: f64) -> Result<f64, StatsError> {
     if !(confidence > 0.0 && confidence < 1.0) {
         return Err(StatsError::BadConfidence(confidence.to_string()));
     }

@@ -11,6 +11,7 @@
 //! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]) and the synthetic store
 //! the scale benchmarks measure ([`synthetic`]).
 
+pub mod allocate;
 pub mod demo;
 pub mod fidelity;
 pub mod plays;
