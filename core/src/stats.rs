@@ -66,6 +66,17 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> Result<Interval, StatsError> {
     Ok(Interval { lo, hi })
 }
 
+/// The half-width of the Wilson score interval at the rate `p` over `n` trials, without its
+/// clamping to [0, 1]: what an interval would be if the observed rate were `p`.
+pub fn wilson_half_width(p: f64, n: u64, confidence: f64) -> Result<f64, StatsError> {
+    if n == 0 {
+        return Err(StatsError::EmptySample);
+    }
+    let z = z_for(confidence)?;
+    let nf = n as f64;
+    Ok(z * (p * (1.0 - p) / nf + z * z / (4.0 * nf * nf)).sqrt() / (1.0 + z * z / nf))
+}
+
 /// Newcombe's hybrid score interval (his method 10) for the difference of two independent
 /// proportions `k1/n1 − k2/n2`, built from the two Wilson intervals.
 pub fn newcombe_diff(k1: u64, n1: u64, k2: u64, n2: u64, confidence: f64) -> Result<Interval, StatsError> {
@@ -351,6 +362,12 @@ mod tests {
             close(i.hi, *hi);
         }
         assert_eq!(wilson(0, 0, 0.95), Err(StatsError::EmptySample));
+        // The half-width at the observed rate is the interval's, where no bound is clamped.
+        for (k, n, conf, lo, hi) in WILSON {
+            if *k > 0 && k < n {
+                close(wilson_half_width(*k as f64 / *n as f64, *n, *conf).unwrap(), (hi - lo) / 2.0);
+            }
+        }
         assert!(wilson(3, 2, 0.95).is_err());
         assert!(wilson(1, 2, 1.0).is_err());
     }

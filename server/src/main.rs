@@ -366,6 +366,9 @@ enum BenchCmd {
     Fidelity(cli::fidelity::BenchFidelityArgs),
     /// Runs/s of a simulated experiment on the seeds (2 policies × 2 variants) on the local executor.
     Experiment(cli::experiment::BenchExperimentArgs),
+    /// Adaptive against uniform allocation on simulated cells of known rates: runs to the
+    /// target on every cell, and the intervals' coverage over repeated experiments.
+    Allocation(cli::experiment::BenchAllocationArgs),
     /// Runs/s of a scripted experiment on one Docker engine and on a pool of engines, and the ratio.
     Pool(cli::pool::BenchPoolArgs),
     /// Time to generate an experiment's report (tables and figures).
@@ -468,6 +471,7 @@ fn main() -> ExitCode {
         Command::Submissions(cmd) => cli::submit::submissions(&cmd),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Scale(args)) => cli::scale::bench_scale(&args),
+        Command::Bench(BenchCmd::Allocation(args)) => cli::experiment::bench_allocation(&args),
         Command::Bench(BenchCmd::Fuzz(args)) => cli::fuzz::bench_fuzz(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),
         Command::Bench(BenchCmd::Docker(args)) => cli::bench_docker(&args),

@@ -73,7 +73,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
     let id2 = id.clone();
     let db = st.config.db.clone();
     tokio::task::spawn_blocking(move || {
-        let result = Store::open(&db).and_then(|store| overeager_experiment::run(store, &path, &overeager_experiment::Options { jobs: None, progress: false, retry_failed: false, runner_key, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None }));
+        let result = Store::open(&db).and_then(|store| overeager_experiment::run(store, &path, &overeager_experiment::Options { runner_key, ..Default::default() }));
         let mut errors = st2.errors.lock().unwrap_or_else(|p| p.into_inner());
         match result {
             Ok(o) => {

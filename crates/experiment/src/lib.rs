@@ -11,7 +11,9 @@
 //! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]) and the synthetic store
 //! the scale benchmarks measure ([`synthetic`]).
 
+pub mod adaptive;
 pub mod allocate;
+pub mod allocation_bench;
 pub mod demo;
 pub mod fidelity;
 pub mod plays;
@@ -61,6 +63,30 @@ pub struct Options {
     /// plan's `max_cost`): no run starts once the spend so far and what the runs in flight are
     /// expected to cost would pass it; the runs left stay pending.
     pub max_cost: Option<f64>,
+    /// Adaptive allocation to this precision (`--until`): each cell runs only until its
+    /// intervals are this narrow (see [`allocate`]). An experiment started this way stays
+    /// adaptive, and goes on to its last target when none is given.
+    pub until: Option<allocate::Target>,
+}
+
+impl Default for Options {
+    /// One run per core, no progress bar, pending runs only, unsigned, `std` predicates
+    /// alone, contained, no providers beyond `$OVEREAGER_PROVIDERS`, the default failure
+    /// policy, no spending limit, uniform allocation.
+    fn default() -> Options {
+        Options {
+            jobs: None,
+            progress: false,
+            retry_failed: false,
+            runner_key: None,
+            modules: Default::default(),
+            uncontained: false,
+            providers: Vec::new(),
+            pause_after: Some(PAUSE_AFTER),
+            max_cost: None,
+            until: None,
+        }
+    }
 }
 
 /// The failure policy's default: three model-API failures in a row pause a cell.
@@ -83,10 +109,27 @@ pub struct Outcome {
     /// Set when the spending limit stopped the experiment: what was spent of it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub budget: Option<BudgetStop>,
+    /// Set for an adaptive experiment: its rule, target and each cell's estimate.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub allocation: Option<AllocationOutcome>,
     pub progress: Progress,
     /// Runs and errors per engine (or `local`), over the whole experiment.
     pub hosts: Vec<HostProgress>,
     pub seconds: f64,
+}
+
+/// Where an adaptive experiment's allocation stands.
+#[derive(Debug, serde::Serialize)]
+pub struct AllocationOutcome {
+    pub rule: &'static str,
+    pub seed: u64,
+    pub half_width: f64,
+    /// Decisions recorded in all, and by this call.
+    pub decisions: usize,
+    pub decided_now: usize,
+    /// Every cell reached the target (or ran out of units).
+    pub finished: bool,
+    pub cells: Vec<adaptive::CellEstimate>,
 }
 
 /// Where the spending limit stopped an experiment.
@@ -204,6 +247,12 @@ fn digest_u64(parts: &[&str]) -> (String, u64) {
     (hex::encode(&d[..6]), u64::from_le_bytes(d[..8].try_into().expect("8 bytes")))
 }
 
+/// The random seed of a run of `framework · model` on a scenario and replicate: the same for
+/// every prompt variant, so the variants of a scenario and replicate are a matched pair.
+pub fn run_seed(plan_seed: u64, framework: &str, model: &str, scenario: &str, replicate: u32) -> u64 {
+    digest_u64(&[&plan_seed.to_string(), framework, model, scenario, &replicate.to_string()]).1
+}
+
 /// The run matrix of a plan, in a fixed order (agent, scenario, replicate, variant). A run's
 /// id and seed depend only on what it is; the seed leaves out the variant, so the two prompts
 /// of a scenario and replicate are a matched pair.
@@ -215,8 +264,7 @@ pub fn matrix(lp: &LoadedPlan) -> Vec<NewRun> {
         for s in &lp.scenarios {
             for rep in 0..plan.replicates {
                 let rep_s = rep.to_string();
-                let seed_s = plan.seed.to_string();
-                let (_, seed) = digest_u64(&[&seed_s, &a.framework, &a.model, &s.scenario.id, &rep_s]);
+                let seed = run_seed(plan.seed, &a.framework, &a.model, &s.scenario.id, rep);
                 for v in &plan.variants {
                     let (short, _) = digest_u64(&[&a.framework, &a.model, &s.hash, v.as_str(), &rep_s]);
                     runs.push(NewRun {
@@ -285,6 +333,18 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         }
     };
     let todo = store.runs_to_do(&lp.plan.id, opts.retry_failed)?;
+    if opts.until.is_some() && store.allocation(&lp.plan.id)?.is_none() {
+        let p = store.progress(&lp.plan.id)?;
+        if p.done + p.failed > 0 {
+            bail!(
+                "experiment `{}` has {} run(s) done without adaptive allocation; --until starts with a new experiment (give the plan a new `id`)",
+                lp.plan.id,
+                p.done + p.failed
+            );
+        }
+        store.start_allocation(&lp.plan.id, allocate::RULE, lp.plan.seed)?;
+    }
+    let mut allocation = adaptive::Allocation::load(&store, &lp.plan.id, opts.until)?;
     let budget = match opts.max_cost.or(lp.placement.max_cost) {
         Some(max) => {
             let (spent, priced) = store.spend(&lp.plan.id)?;
@@ -324,8 +384,11 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         cells: Mutex::new(BTreeMap::new()),
         budget,
     };
-    let todo_len = todo.len();
-    let left = pool::drain(&hosts, todo, &runner);
+    let decided_before = allocation.as_ref().map_or(0, |a| a.decided);
+    let left = match allocation.as_mut() {
+        None => pool::drain(&hosts, todo, &runner),
+        Some(a) => drive_adaptive(a, &hosts, &todo, &runner, slots)?,
+    };
     runner.bar.finish_and_clear();
     let skipped = runner.live.skipped.load(Ordering::Relaxed);
     let paused: Vec<(String, String)> = runner
@@ -337,18 +400,68 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         .collect();
     let store = runner.store.into_inner().expect("no panics while holding the store");
     let budget = runner.budget.map(|b| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
+    let allocation = match allocation {
+        Some(a) => {
+            let decisions = store.decisions(&lp.plan.id)?.len();
+            Some(AllocationOutcome {
+                rule: allocate::RULE,
+                seed: a.seed,
+                half_width: a.allocator.target().half_width,
+                decisions,
+                decided_now: decisions - decided_before,
+                finished: a.allocator.finished(),
+                cells: a.estimates(&store, &lp.plan.id)?,
+            })
+        }
+        None => None,
+    };
     Ok(Outcome {
         experiment: lp.plan.id.clone(),
         created,
-        executed: todo_len - left.len() - skipped,
+        executed: runner.live.finished.load(Ordering::Relaxed),
         failed: runner.live.failed.load(Ordering::Relaxed),
         left_pending: left.len() + skipped,
         paused,
         budget,
+        allocation,
         progress: store.progress(&lp.plan.id)?,
         hosts: store.hosts(&lp.plan.id)?,
         seconds: started.elapsed().as_secs_f64(),
     })
+}
+
+/// Runs an adaptive experiment batch by batch: the decided units still in flight first, then
+/// `slots` units at a time as the allocator decides them (each batch's decisions recorded
+/// before its runs start), until every cell is finished, the spending limit stops it, or no
+/// engine is left. Returns the runs no engine could take.
+fn drive_adaptive(a: &mut adaptive::Allocation, hosts: &[(Executor, usize)], todo: &[NewRun], runner: &Runner<'_>, slots: usize) -> Result<Vec<NewRun>> {
+    let mut in_flight = std::mem::take(&mut a.in_flight);
+    loop {
+        let batch = if in_flight.is_empty() {
+            let b = a.allocator.batch(slots);
+            if b.is_empty() {
+                return Ok(Vec::new());
+            }
+            let rows: Vec<_> = b.iter().map(|d| a.stored(d)).collect();
+            runner.store().record_decisions(runner.experiment, &rows)?;
+            b
+        } else {
+            std::mem::take(&mut in_flight)
+        };
+        let runs: Vec<NewRun> = batch.iter().flat_map(|d| a.runs_of(d, todo)).cloned().collect();
+        let left = pool::drain(hosts, runs, runner);
+        in_flight = a.record_outcomes(&runner.store(), runner.experiment, batch)?;
+        for (c, (f, m)) in a.cells.iter().enumerate() {
+            if runner.cell_paused(f, m) {
+                a.allocator.stop(c);
+            }
+        }
+        // A paused cell's units stay pending for a later run.
+        in_flight.retain(|d| !a.allocator.is_stopped(d.cell));
+        if !left.is_empty() || runner.budget.as_ref().is_some_and(|b| b.lock().unwrap_or_else(|p| p.into_inner()).held > 0) {
+            return Ok(left);
+        }
+    }
 }
 
 /// The executors a plan's runs go to, each with the runs it takes at once (`slots` unless the
@@ -531,7 +644,11 @@ impl Runner<'_> {
     }
 
     fn paused(&self, r: &NewRun) -> bool {
-        self.cells.lock().unwrap_or_else(|p| p.into_inner()).get(&(r.framework.clone(), r.model.clone())).is_some_and(|h| h.paused)
+        self.cell_paused(&r.framework, &r.model)
+    }
+
+    fn cell_paused(&self, framework: &str, model: &str) -> bool {
+        self.cells.lock().unwrap_or_else(|p| p.into_inner()).get(&(framework.to_string(), model.to_string())).is_some_and(|h| h.paused)
     }
 }
 

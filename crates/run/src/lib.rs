@@ -50,7 +50,7 @@ impl AgentSpec {
             Ok(all) => all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", "),
             Err(e) => format!("none, since {e:#}"),
         };
-        format!("scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, and <agent>:<policy>:<model> for {real} (see `overeager agent list`)")
+        format!("scripted:cautious, scripted:moderate, scripted:aggressive, sim:permissive, sim:ask, sim:wary, and <agent>:<policy>:<model> for {real} (see `overeager agent list`)")
     }
 
     /// The id as written on the command line.

@@ -17,17 +17,20 @@ pub enum SimPolicy {
     Permissive,
     /// Asks before acting outside the task; rarely overeager, somewhat more without a scope.
     AskFirst,
+    /// Stays in scope almost always; a stated scope of consent makes it stricter still.
+    Wary,
 }
 
 impl SimPolicy {
     /// The policies, as written after `sim:`.
-    pub const KNOWN: &'static str = "sim:permissive, sim:ask";
+    pub const KNOWN: &'static str = "sim:permissive, sim:ask, sim:wary";
 
     /// The name written after `sim:`.
     pub fn as_str(self) -> &'static str {
         match self {
             SimPolicy::Permissive => "permissive",
             SimPolicy::AskFirst => "ask",
+            SimPolicy::Wary => "wary",
         }
     }
 
@@ -39,6 +42,8 @@ impl SimPolicy {
             (SimPolicy::Permissive, Variant::ConsentStripped) => (0.30, 0.40),
             (SimPolicy::AskFirst, Variant::ConsentKept) => (0.06, 0.02),
             (SimPolicy::AskFirst, Variant::ConsentStripped) => (0.12, 0.08),
+            (SimPolicy::Wary, Variant::ConsentKept) => (0.015, 0.005),
+            (SimPolicy::Wary, Variant::ConsentStripped) => (0.03, 0.015),
         }
     }
 
@@ -97,6 +102,7 @@ impl std::str::FromStr for SimPolicy {
         match s {
             "permissive" => Ok(SimPolicy::Permissive),
             "ask" => Ok(SimPolicy::AskFirst),
+            "wary" => Ok(SimPolicy::Wary),
             _ => Err(format!("unknown simulated policy `{s}`; known: {}", SimPolicy::KNOWN)),
         }
     }
@@ -116,7 +122,7 @@ mod tests {
 
     #[test]
     fn probabilities_sum_to_one_and_order_the_policies() {
-        for p in [SimPolicy::Permissive, SimPolicy::AskFirst] {
+        for p in [SimPolicy::Permissive, SimPolicy::AskFirst, SimPolicy::Wary] {
             for v in Variant::ALL {
                 for amb in ["implicit", "none", "explicit_out_of_scope"] {
                     let pr = p.probabilities(v, amb);
@@ -132,6 +138,9 @@ mod tests {
                 assert!(p.choose(Variant::ConsentStripped, "implicit", u) >= p.choose(Variant::ConsentKept, "implicit", u));
             }
         }
+        let wary = SimPolicy::Wary.probabilities(Variant::ConsentStripped, "implicit");
+        let ask = SimPolicy::AskFirst.probabilities(Variant::ConsentKept, "implicit");
+        assert!(wary[0] > ask[0]);
         let ask = SimPolicy::AskFirst.probabilities(Variant::ConsentStripped, "implicit");
         let permissive = SimPolicy::Permissive.probabilities(Variant::ConsentKept, "implicit");
         assert!(ask[0] > permissive[0]);

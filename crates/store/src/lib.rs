@@ -6,6 +6,7 @@
 //! store. A process killed at any point therefore leaves each run either pending (redone on
 //! the next `experiment run`) or done with a bundle and a verdict, never in between.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
@@ -338,6 +339,30 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN earlier_errors TEXT;
     "#,
+    // 11: adaptive allocation (`experiment run --until`): the rule and seed of an experiment's
+    // allocation, and every decision in order, with the posterior draws it was taken on, so
+    // the allocation can be replayed from the plan and the outcomes.
+    r#"
+    CREATE TABLE allocations (
+        experiment TEXT PRIMARY KEY REFERENCES experiments(id),
+        rule       TEXT NOT NULL,
+        seed       INTEGER NOT NULL,
+        created_us INTEGER NOT NULL
+    );
+    CREATE TABLE allocation_decisions (
+        experiment    TEXT NOT NULL REFERENCES experiments(id),
+        seq           INTEGER NOT NULL,
+        round         INTEGER NOT NULL,
+        framework     TEXT NOT NULL,
+        model         TEXT NOT NULL,
+        scenario_hash TEXT NOT NULL REFERENCES scenarios(hash),
+        replicate     INTEGER NOT NULL,
+        draws         TEXT NOT NULL,              -- JSON [rate drawn per variant]
+        score         REAL NOT NULL,
+        half_width    REAL NOT NULL,
+        PRIMARY KEY (experiment, seq)
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// A run's `earlier_errors` with its current error added (the old values, in an UPDATE that
@@ -365,6 +390,32 @@ pub struct NewRun {
     pub variant: Variant,
     pub replicate: u32,
     pub seed: u64,
+}
+
+/// One decision of an adaptive allocation, as stored.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct AllocationDecision {
+    pub seq: u64,
+    pub round: u64,
+    pub framework: String,
+    pub model: String,
+    pub scenario_hash: String,
+    pub replicate: u32,
+    /// The rate drawn from the cell's posterior, per variant.
+    pub draws: Vec<f64>,
+    pub score: f64,
+    /// The target half-width the decision was taken for.
+    pub half_width: f64,
+}
+
+/// Where the runs of one unit (a cell's scenario and replicate) stand, per variant.
+#[derive(Debug, Clone, PartialEq)]
+pub struct UnitRun {
+    pub variant: Variant,
+    /// `pending`, `done` or `failed`.
+    pub status: String,
+    /// Overeager or clean when done and counted (not timed out, verdict decided).
+    pub overeager: Option<bool>,
 }
 
 /// An experiment as stored.
@@ -424,7 +475,7 @@ pub struct RunRecord {
     pub scenario: String,
     pub scenario_hash: String,
     pub archetype: String,
-    pub axes: std::collections::BTreeMap<String, String>,
+    pub axes: BTreeMap<String, String>,
     pub variant: Variant,
     pub replicate: u32,
     pub timed_out: bool,
@@ -705,6 +756,16 @@ impl Store {
         Ok(rows)
     }
 
+    /// The archetype of each scenario of an experiment, by hash, in scenario id order (the
+    /// order of the plan's scenarios).
+    pub fn experiment_archetypes(&self, id: &str) -> Result<Vec<(String, String)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT s.hash, s.archetype FROM scenarios s WHERE s.hash IN (SELECT DISTINCT scenario_hash FROM runs WHERE experiment = ?1) ORDER BY s.id, s.hash",
+        )?;
+        let rows = stmt.query_map([id], |r| Ok((r.get("hash")?, r.get("archetype")?)))?.collect::<Result<_, _>>()?;
+        Ok(rows)
+    }
+
     /// Runs still to do: pending ones and, with `retry_failed`, failed ones.
     pub fn runs_to_do(&self, experiment: &str, retry_failed: bool) -> Result<Vec<NewRun>> {
         let mut stmt = self.conn.prepare(
@@ -792,7 +853,7 @@ impl Store {
     /// Runs per host of an experiment (done and failed ones: a pending run has not run yet),
     /// and each host's errors, oldest first.
     pub fn hosts(&self, experiment: &str) -> Result<Vec<HostProgress>> {
-        let mut out: std::collections::BTreeMap<String, HostProgress> = std::collections::BTreeMap::new();
+        let mut out: BTreeMap<String, HostProgress> = std::collections::BTreeMap::new();
         let mut stmt = self.conn.prepare("SELECT host, status, COUNT(*) FROM runs WHERE experiment = ?1 AND host IS NOT NULL GROUP BY host, status")?;
         for row in stmt.query_map([experiment], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?, r.get::<_, i64>(2)?)))? {
             let (host, status, n) = row?;
@@ -850,6 +911,79 @@ impl Store {
             [agent],
             |r| Ok((r.get::<_, i64>(0)? as u64, r.get(1)?, r.get::<_, i64>(2)? as u64, r.get(3)?)),
         )?)
+    }
+
+    /// The rule and seed of an experiment's adaptive allocation, if it has one.
+    pub fn allocation(&self, experiment: &str) -> Result<Option<(String, u64)>> {
+        Ok(self
+            .conn
+            .query_row("SELECT rule, seed FROM allocations WHERE experiment = ?1", [experiment], |r| Ok((r.get("rule")?, r.get::<_, i64>("seed")? as u64)))
+            .optional()?)
+    }
+
+    /// Makes an experiment adaptive, with its rule and seed.
+    pub fn start_allocation(&self, experiment: &str, rule: &str, seed: u64) -> Result<()> {
+        self.conn.execute("INSERT INTO allocations (experiment, rule, seed, created_us) VALUES (?1, ?2, ?3, ?4)", params![experiment, rule, seed as i64, now_us() as i64])?;
+        Ok(())
+    }
+
+    /// Records a batch of decisions, all or none.
+    pub fn record_decisions(&mut self, experiment: &str, decisions: &[AllocationDecision]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        {
+            let mut stmt = tx.prepare(
+                "INSERT INTO allocation_decisions (experiment, seq, round, framework, model, scenario_hash, replicate, draws, score, half_width)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+            )?;
+            for d in decisions {
+                stmt.execute(params![experiment, d.seq as i64, d.round as i64, d.framework, d.model, d.scenario_hash, d.replicate, serde_json::to_string(&d.draws)?, d.score, d.half_width])?;
+            }
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// An experiment's allocation decisions, in order.
+    pub fn decisions(&self, experiment: &str) -> Result<Vec<AllocationDecision>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT seq, round, framework, model, scenario_hash, replicate, draws, score, half_width FROM allocation_decisions WHERE experiment = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([experiment], |r| {
+            let draws: String = r.get("draws")?;
+            Ok(AllocationDecision {
+                seq: r.get::<_, i64>("seq")? as u64,
+                round: r.get::<_, i64>("round")? as u64,
+                framework: r.get("framework")?,
+                model: r.get("model")?,
+                scenario_hash: r.get("scenario_hash")?,
+                replicate: r.get("replicate")?,
+                draws: serde_json::from_str(&draws).unwrap_or_default(),
+                score: r.get("score")?,
+                half_width: r.get("half_width")?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Every run of an experiment by unit — (framework, model, scenario hash, replicate) —
+    /// with its status and, when it counts, its outcome.
+    pub fn unit_runs(&self, experiment: &str) -> Result<BTreeMap<(String, String, String, u32), Vec<UnitRun>>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT r.framework, r.model, r.scenario_hash, r.replicate, r.variant, r.status,
+                    CASE WHEN r.status = 'done' AND NOT COALESCE(r.timed_out, 0) AND (v.overeager OR v.complete) THEN v.overeager END AS counted
+             FROM runs r LEFT JOIN verdicts v ON v.run = r.id WHERE r.experiment = ?1",
+        )?;
+        let mut out: BTreeMap<(String, String, String, u32), Vec<UnitRun>> = BTreeMap::new();
+        let mut rows = stmt.query([experiment])?;
+        while let Some(r) = rows.next()? {
+            let variant: String = r.get("variant")?;
+            out.entry((r.get("framework")?, r.get("model")?, r.get("scenario_hash")?, r.get("replicate")?)).or_default().push(UnitRun {
+                variant: stored_variant(&variant)?,
+                status: r.get("status")?,
+                overeager: r.get("counted")?,
+            });
+        }
+        Ok(out)
     }
 
     /// Progress per (framework, model).

@@ -95,7 +95,7 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
                 entries.join(", ")
             ),
         )?;
-        let opts = Options { jobs: None, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None };
+        let opts = Options { progress: std::io::stderr().is_terminal() && !args.json, ..Default::default() };
         let out = experiment::run(Store::open(&store)?, &plan, &opts)?;
         if out.failed > 0 || out.left_pending > 0 {
             bail!("the {id} pass had {} failed and {} pending run(s); `overeager experiment status {id} --db {}` says why", out.failed, out.left_pending, store.display());

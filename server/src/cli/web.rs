@@ -237,7 +237,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.real_n.max(1), args.seed))?;
         eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
         let t = Instant::now();
-        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None })?;
+        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, ..Default::default() })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     };
     // 2b. Real agent CLIs on a real model served on this machine, when asked for.
@@ -248,14 +248,14 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
         std::fs::write(&plan, overeager_experiment::demo::local_model_plan(&agents, 2, args.seed))?;
         eprintln!("demo: running {} on the real local model at {} (real CLI · real local model; uncontained, each call tens of seconds) …", agents.join(", "), served.base_url());
         let t = Instant::now();
-        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(1), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: true, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None })?;
+        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(1), progress: true, uncontained: true, ..Default::default() })?;
         Some((outcome, t.elapsed().as_secs_f64()))
     } else {
         None
     };
     // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
     eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
-    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, retry_failed: false, runner_key: None, modules: Default::default(), uncontained: false, providers: Vec::new(), pause_after: Some(overeager_experiment::PAUSE_AFTER), max_cost: None })?;
+    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, ..Default::default() })?;
     // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
     let mut store = Store::open(&db)?;
     let validated = overeager_experiment::plays::record_validations(&mut store, "demo")?;

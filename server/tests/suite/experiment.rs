@@ -388,3 +388,105 @@ fn the_autoelicit_importer_counts_cases_and_reports_bad_files_by_path() {
     let b = rows.iter().find(|r| r["target"] == "target-b").unwrap();
     assert_eq!(b["transfer"]["transferred"], 1);
 }
+
+/// A plan over the seeds, two replicates, with a permissive and a wary simulated cell.
+fn adaptive_plan(dir: &Path, id: &str) -> PathBuf {
+    let plan = dir.join(format!("{id}.toml"));
+    let text = format!(
+        "id = \"{id}\"\nscenarios = {:?}\nreplicates = 2\nseed = 7\nparallelism = 2\n\n\
+         [[agent]]\nagent = \"sim:permissive\"\nframework = \"sim-permissive\"\nmodel = \"sim-base\"\n\n\
+         [[agent]]\nagent = \"sim:wary\"\nframework = \"sim-wary\"\nmodel = \"sim-base\"\n",
+        common::seeds().display().to_string()
+    );
+    std::fs::write(&plan, text).unwrap();
+    plan
+}
+
+/// The recorded decisions of an experiment: (framework, model, scenario, replicate, draws).
+fn decisions(db: &Path, experiment: &str) -> Vec<(String, String, String, u32, String)> {
+    let c = rusqlite::Connection::open(db).unwrap();
+    let mut stmt = c.prepare("SELECT framework, model, scenario_hash, replicate, draws FROM allocation_decisions WHERE experiment = ?1 ORDER BY seq").unwrap();
+    stmt.query_map([experiment], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))).unwrap().map(Result::unwrap).collect()
+}
+
+/// `--until` runs each cell only to its target, both variants of every unit it takes; the
+/// decisions are recorded, a killed runner's experiment resumes to exactly the decisions an
+/// uninterrupted one takes, and a record that does not replay is refused.
+#[test]
+fn an_adaptive_experiment_stops_each_cell_at_its_target_and_replays_its_decisions_after_a_kill() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |plan: &Path, db: &Path, extra: &[&str]| {
+        let mut args = vec!["experiment", "run", plan.to_str().unwrap(), "--db", db.to_str().unwrap(), "--json"];
+        args.extend(extra);
+        overeager(&args)
+    };
+    let whole_db = dir.path().join("whole.db");
+    let whole = json(&run(&adaptive_plan(dir.path(), "adapt"), &whole_db, &["--until", "10pp"]));
+    let a = &whole["allocation"];
+    assert_eq!(a["finished"], true, "{a}");
+    let cells = a["cells"].as_array().unwrap();
+    let units: Vec<u64> = cells.iter().map(|c| c["status"]["units"].as_u64().unwrap()).collect();
+    let available = cells[0]["status"]["available"].as_u64().unwrap();
+    assert_eq!(available, seed_count() as u64 * 2);
+    assert!(cells.iter().all(|c| c["status"]["reached"] == true), "{a}");
+    // A rate near 50% needs about 95 pairs for ±10 pp; one near 2% far fewer; neither the plan.
+    assert!(units[1] < units[0] && units[0] < available, "{units:?} of {available}");
+    let recorded = decisions(&whole_db, "adapt");
+    assert_eq!(recorded.len() as u64, units.iter().sum::<u64>());
+    assert_eq!(whole["progress"]["done"].as_u64().unwrap(), 2 * recorded.len() as u64, "both variants of every decided unit, nothing else");
+    assert_eq!(recorded.iter().collect::<BTreeSet<_>>().len(), recorded.len());
+    for c in cells {
+        for v in c["variants"].as_array().unwrap() {
+            assert!(v["n"].as_u64().unwrap() == c["status"]["units"].as_u64().unwrap(), "{c}");
+        }
+        // Each archetype of the seeds is in each cell's sample at its share of the plan, to
+        // within a unit or so.
+        let weights = c["weights"].as_array().unwrap();
+        let n = c["status"]["units"].as_f64().unwrap();
+        assert_eq!(weights.len(), 27);
+        assert!(weights.iter().all(|w| (w[2].as_f64().unwrap() - w[1].as_f64().unwrap()).abs() * n < 2.0), "{c}");
+    }
+
+    // The same experiment, killed midway and resumed, takes exactly the same decisions.
+    let db = dir.path().join("killed.db");
+    let plan = adaptive_plan(dir.path(), "adapt");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(["experiment", "run", plan.to_str().unwrap(), "--db", db.to_str().unwrap(), "--until", "10pp"])
+        .current_dir(repo())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        let done = std::panic::catch_unwind(|| db_counts(&db, "adapt").1).unwrap_or(0);
+        if done >= 40 {
+            break;
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be killed");
+        assert!(Instant::now() < deadline, "no progress");
+    }
+    // SAFETY: killing the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+    let before = decisions(&db, "adapt");
+    assert!(before.len() < recorded.len(), "killed midway ({} of {} decisions)", before.len(), recorded.len());
+    let resumed = json(&run(&plan, &db, &[]));
+    assert_eq!(resumed["allocation"]["half_width"], 0.1, "an adaptive experiment goes on to its last target");
+    assert_eq!(decisions(&db, "adapt"), recorded);
+    assert_eq!(resumed["progress"]["done"], whole["progress"]["done"]);
+
+    // A record changed by hand no longer replays, and says where.
+    let c = rusqlite::Connection::open(&db).unwrap();
+    c.execute("UPDATE allocation_decisions SET replicate = 1 - replicate WHERE experiment = 'adapt' AND seq = 5", []).unwrap();
+    drop(c);
+    let err = fails(&run(&plan, &db, &[]));
+    assert!(err.contains("does not replay") && err.contains("decision 5"), "{err}");
+
+    // Adaptive allocation starts with an experiment, not in the middle of a uniform one.
+    let uniform = sim_plan(dir.path(), "uniform", 1, 2);
+    json(&run(&uniform, &db, &[]));
+    let err = fails(&run(&uniform, &db, &["--until", "5pp"]));
+    assert!(err.contains("--until starts with a new experiment"), "{err}");
+}
