@@ -22,6 +22,7 @@ pub mod sandbox;
 pub mod scenario;
 pub mod snapshot;
 pub mod stats;
+pub mod variance;
 pub mod transcript;
 pub mod verdict;
 pub mod view;
