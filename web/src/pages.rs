@@ -108,6 +108,7 @@ pub fn Leaderboard() -> impl IntoView {
                         </tbody>
                     </table>
                     <ConsentTable r=r.clone()/>
+                    <VarianceTable r=r.clone()/>
                 }.into_any()
             })}
         </section>
@@ -129,6 +130,38 @@ fn ConsentTable(r: Value) -> impl IntoView {
             }).collect_view()}</tbody>
         </table>
     })
+}
+
+/// What explains the spread between the cells, under the leaderboard, with a link to its
+/// figure.
+#[component]
+fn VarianceTable(r: Value) -> impl IntoView {
+    let v = r["variance"].clone();
+    let exp = s(&r, "experiment");
+    v.is_object().then(|| view! {
+        <h2 id="variance">"What explains the spread"</h2>
+        <p class="lede">"Share of the deviance of a logistic model of being overeager that each term explains beyond chance (Shapley average over the orders of entry), with 95% intervals over a bootstrap of the scenarios. "
+            <a class="figure-link" href=format!("/plots?experiment={}#variance", api::enc(&exp))>"See the figure"</a>"."</p>
+        <table class="data variance">
+            <thead><tr><th>"Term"</th><th class="num">"Share"</th><th class="num">"95% interval"</th></tr></thead>
+            <tbody>
+                {v["shares"].as_array().cloned().unwrap_or_default().into_iter().map(|t| view! {
+                    <tr><td>{term_label(&s(&t, "term"))}</td><td class="num">{pct(f(&t, "share"))}</td><td class="num">{format!("{} – {}", pct(f(&t, "lo")), pct(f(&t, "hi")))}</td></tr>
+                }).collect_view()}
+                <tr class="muted"><td>"residual"</td><td class="num">{pct(f(&v, "residual"))}</td><td></td></tr>
+            </tbody>
+        </table>
+    })
+}
+
+/// How the variance table names a term.
+fn term_label(term: &str) -> &'static str {
+    match term {
+        "framework" => "Framework",
+        "model" => "Model",
+        "interaction" => "Framework × model",
+        _ => "Scenario",
+    }
 }
 
 fn fmt_p(p: f64) -> String {
@@ -502,6 +535,8 @@ pub fn Plots() -> impl IntoView {
                     <figcaption>"Consent block kept vs stripped, per agent (paired)."</figcaption></figure>
                 <figure><img src=api::file_url(&format!("/experiments/{id}/plots/heatmap.svg")) alt="Overeager rate per archetype and cell"/>
                     <figcaption>"Overeager rate per archetype and cell."</figcaption></figure>
+                <figure id="variance"><img src=api::file_url(&format!("/experiments/{id}/plots/variance.svg")) alt="Share of the spread explained by framework, model, their interaction and scenario"/>
+                    <figcaption>"What explains the spread: each term's share of the deviance, with its bootstrap interval (experiments of two or more cells)."</figcaption></figure>
             })}
         </section>
     }

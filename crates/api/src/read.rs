@@ -144,11 +144,11 @@ pub async fn report(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> 
 }
 
 /// The names of an experiment's figures.
-pub const PLOTS: &[&str] = &["forest", "heatmap", "dumbbell"];
+pub const PLOTS: &[&str] = &["forest", "heatmap", "dumbbell", "variance"];
 
-/// A figure of the report as SVG: `forest.svg`, `heatmap.svg` or `dumbbell.svg`.
+/// A figure of the report as SVG: `forest.svg`, `heatmap.svg`, `dumbbell.svg` or `variance.svg`.
 #[utoipa::path(get, path = "/api/experiments/{id}/plots/{name}",
-    params(("id" = String, Path, description = "experiment id"), ("name" = String, Path, description = "forest.svg, heatmap.svg or dumbbell.svg")),
+    params(("id" = String, Path, description = "experiment id"), ("name" = String, Path, description = "forest.svg, heatmap.svg, dumbbell.svg or variance.svg")),
     responses((status = 200, description = "SVG", content_type = "image/svg+xml"), (status = 404, description = "No such experiment or figure")))]
 pub async fn plot(State(st): State<Arc<AppState>>, Path((id, name)): Path<(String, String)>) -> Api<Response> {
     let r = cached_report(&st, &id).await?;

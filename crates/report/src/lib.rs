@@ -214,6 +214,10 @@ pub struct Report {
     pub axes: Vec<AxisTest>,
     pub own_transfer: Vec<OwnTransfer>,
     pub labels: Vec<LabelAgreement>,
+    /// How much of the spread of overeager over runs the framework, the model, their
+    /// interaction and the scenario explain (with two or more cells).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub variance: Option<overeager_core::variance::Decomposition>,
     /// Approved public submissions to benchmarks published from this experiment: each cell
     /// computed from the server's own verdicts on the submitted bundles, with its provenance.
     /// They stand beside `cells` and take part in none of the experiment's comparisons.
@@ -281,9 +285,38 @@ pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(St
         axes: axis_tests(&counted),
         own_transfer: own_transfer(&counted, &index),
         labels: label_agreement(labels),
+        variance: variance(&counted),
         submitted: Vec::new(),
         cells,
     }
+}
+
+/// Bootstrap resamples of the variance decomposition's intervals, and their seed (fixed: a
+/// report is a function of its runs).
+pub const VARIANCE_RESAMPLES: usize = 200;
+const VARIANCE_SEED: u64 = 20261129;
+
+/// The variance decomposition of the counted runs, when they span two or more cells.
+fn variance(counted: &[&RunRecord]) -> Option<overeager_core::variance::Decomposition> {
+    use overeager_core::variance::{Group, decompose};
+    fn index<'a>(m: &mut BTreeMap<&'a str, usize>, k: &'a str) -> usize {
+        let n = m.len();
+        *m.entry(k).or_insert(n)
+    }
+    let (mut fw, mut md, mut sc) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+    let mut groups: BTreeMap<(usize, usize, usize, usize), (f64, f64)> = BTreeMap::new();
+    for r in counted {
+        let key = (index(&mut fw, &r.framework), index(&mut md, &r.model), index(&mut sc, &r.scenario_hash), usize::from(r.variant == Variant::ConsentStripped));
+        let g = groups.entry(key).or_default();
+        g.0 += f64::from(u8::from(r.overeager));
+        g.1 += 1.0;
+    }
+    let cells: BTreeSet<(usize, usize)> = groups.keys().map(|k| (k.0, k.1)).collect();
+    if cells.len() < 2 {
+        return None;
+    }
+    let groups: Vec<Group> = groups.into_iter().map(|((framework, model, scenario, variant), (k, n))| Group { framework, model, scenario, variant, k, n }).collect();
+    decompose(&groups, VARIANCE_RESAMPLES, CONFIDENCE, VARIANCE_SEED)
 }
 
 /// A run the rates are over: not timed out, and its verdict decided.

@@ -297,8 +297,32 @@ macro_rules! render {
     }};
 }
 
-/// Draws the three figures into `dir` (SVG and PNG each) and returns the files written.
-/// Figures with nothing to show (no consent pairs) are left out.
+/// The variance decomposition: each term's share of the deviance with its bootstrap interval.
+fn variance<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> DrawResult<DB> {
+    root.fill(&WHITE)?;
+    let Some(v) = &r.variance else { return Ok(()) };
+    let labels: Vec<String> = v.shares.iter().map(|s| s.term.label().to_string()).collect();
+    let n = labels.len().max(1);
+    let label_w = label_width(labels.iter().map(|l| l.chars().count()));
+    let top = v.shares.iter().map(|s| s.hi).fold(0.05, f64::max).min(1.0) * 1.15;
+    let caption = format!("What explains the spread: share of the deviance, {}% bootstrap CI{}", (v.confidence * 100.0).round(), suffix(r));
+    let mut chart = rate_rows(root, caption, &labels, label_w, top, &format!("share of the variant-only model's deviance (residual {:.1}%)", v.residual * 100.0))?;
+    for (i, s) in v.shares.iter().enumerate() {
+        let y = || row(n, i);
+        let col = PALETTE[i % PALETTE.len()];
+        chart.draw_series(std::iter::once(PathElement::new(vec![(s.lo.max(0.0), y()), (s.hi.max(0.0), y())], col.stroke_width(2))))?;
+        chart.draw_series(std::iter::once(Circle::new((s.share.max(0.0), y()), 6, col.filled())))?;
+        chart.draw_series(std::iter::once(Text::new(
+            format!("{:.1}%", s.share * 100.0),
+            (s.hi.max(0.0) + top * 0.015, y()),
+            ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
+        )))?;
+    }
+    Ok(())
+}
+
+/// Draws the figures into `dir` (SVG and PNG each) and returns the files written.
+/// Figures with nothing to show (no consent pairs, one cell) are left out.
 pub fn draw_all(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
     register_font()?;
     let mut out = Vec::new();
@@ -313,6 +337,9 @@ pub fn draw_all(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
     if !r.consent.is_empty() {
         let h = (120 + 44 * r.consent.len() as u32).max(300);
         out.extend(render!(dir, "dumbbell", (width, h), dumbbell, r));
+    }
+    if let Some(v) = &r.variance {
+        out.extend(render!(dir, "variance", (width, 150 + 40 * v.shares.len() as u32), variance, r));
     }
     Ok(out)
 }

@@ -286,6 +286,32 @@ fn comparison_table(md: &mut String, shared: &str, v: &[Comparison]) {
 }
 
 /// The Markdown report, linking the figures in `figures`.
+/// The variance decomposition: each term's share with its interval, the residual, and how
+/// they were computed.
+fn variance_section(md: &mut String, r: &Report, figure: Option<String>) {
+    md.push_str("## What explains the spread (variance decomposition)\n\n");
+    let Some(v) = &r.variance else {
+        md.push_str("One cell, or no run overeager and none clean: nothing to decompose.\n\n");
+        return;
+    };
+    if let Some(f) = figure {
+        md.push_str(&f);
+    }
+    md.push_str(&format!("| term | share of the deviance | {:.0}% interval |\n|---|---:|---|\n", v.confidence * 100.0));
+    for s in &v.shares {
+        md.push_str(&format!("| {} | {} | {} |\n", s.term.label(), pct(s.share), ci(s.lo, s.hi)));
+    }
+    md.push_str(&format!("| residual (runs of one scenario and cell differ) | {} | |\n\n", pct(v.residual)));
+    md.push_str(&format!(
+        "Logistic regressions of being overeager (the prompt variant a covariate in each) on every hierarchical \
+         subset of the terms; a term's share is the deviance it removes less its degrees of freedom (what a term \
+         with no effect removes by chance), averaged over every order of entry with the interaction after both \
+         main effects, as a part of the variant-only model's deviance ({:.1} over {} runs). Intervals: percentiles \
+         over {} bootstrap resamples of the {} scenarios. A share near zero can fall below it.\n\n",
+        v.null_deviance, v.runs, v.resamples, v.scenarios
+    ));
+}
+
 pub fn markdown(r: &Report, figures: &[PathBuf]) -> String {
     let mut md = String::new();
     let title = if r.title.is_empty() { r.experiment.clone() } else { format!("{} ({})", r.title, r.experiment) };
@@ -405,6 +431,8 @@ Tokens as the providers' replies counted them, over the runs on a provider's mod
     } else {
         comparison_table(&mut md, "framework", &r.model_gaps);
     }
+
+    variance_section(&mut md, r, fig("variance").map(|f| format!("![What explains the spread]({})\n\n", f.file_name().unwrap_or_default().to_string_lossy())));
 
     md.push_str("## Archetypes × cells\n\n");
     if let Some(f) = fig("heatmap") {
