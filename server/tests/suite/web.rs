@@ -86,6 +86,13 @@ fn the_app_shows_the_leaderboard_a_run_its_evidence_and_the_consent_block() {
         assert_eq!(shown, expected, "the leaderboard shows the API's cells in its order");
         let sim = c.find_all(Locator::Css("tr.cell .badge.sim")).await.unwrap().len();
         assert_eq!(sim, 2, "the two simulated policies are labelled");
+        // What explains the spread, under the table, from the report, linked to its figure.
+        let terms = wait_text(&c, "table.variance tbody", "Framework").await;
+        assert!(terms.contains("Scenario") && terms.contains("residual"), "{terms}");
+        let link = c.find(Locator::Css("a.figure-link")).await.unwrap().attr("href").await.unwrap().unwrap();
+        assert_eq!(link, "/plots?experiment=demo#variance");
+        let svg = common::get_text(&format!("{}/api/experiments/demo/plots/variance.svg", server.url));
+        assert!(svg.contains("What explains the spread"), "the figure it links to is served");
         shot(&c, "leaderboard.png").await;
         c.find(Locator::XPath("//button[contains(., 'stripped')]")).await.unwrap().click().await.unwrap();
         wait_for(&c, "table.board[data-variant=consent_stripped] tr.cell").await;
