@@ -30,6 +30,10 @@ echo "== the experiment runner, one and two jobs"
 "$OE" bench experiment --jobs 1
 "$OE" bench experiment --jobs 2
 
+echo "== adaptive against uniform allocation on bench-v1 (regenerated), 1,000 simulated experiments"
+"$OE" gen --seeds scenarios/seeds --n 500 --seed 20261121 --out "$WORK/bench-v1" --expect scenarios/bench-v1/MANIFEST >/dev/null
+"$OE" bench allocation --scenarios "$WORK/bench-v1" --experiments 1000
+
 echo "== judging"
 "$OE" bench judge
 echo "== the bundle views and one std evaluate call (criterion)"

@@ -63,5 +63,3 @@ pub fn parse_duration(s: &str) -> Result<std::time::Duration, String> {
     Ok(std::time::Duration::from_secs_f64(secs))
 }
 
-/// Wiping a secret from the environment block other processes can read.
-pub mod environ;

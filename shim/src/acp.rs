@@ -307,7 +307,7 @@ fn read_text(path: &str, params: &Value) -> Result<Value, (i64, String)> {
 
 fn run(o: &Options) -> Result<i32, String> {
     let cwd = std::env::current_dir().map_err(|e| format!("the working directory: {e}"))?;
-    let mut child = crate::contain::spawn_retrying(Command::new(&o.program[0]).args(&o.program[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()))
+    let mut child = overeager_process::spawn_retrying(Command::new(&o.program[0]).args(&o.program[1..]).stdin(Stdio::piped()).stdout(Stdio::piped()))
         .map_err(|e| format!("starting the agent `{}`: {e}", o.program[0]))?;
     let stdout = child.stdout.take().expect("piped");
     let (tx, from_agent) = mpsc::channel();

@@ -187,7 +187,7 @@ fn supervise(o: &Options) -> Result<SupervisorReport, String> {
         })
     };
     let started_us = now_us();
-    let agent = match spawn_retrying(&mut cmd) {
+    let agent = match overeager_process::spawn_retrying(&mut cmd) {
         Ok(child) => child.id() as libc::pid_t,
         Err(e) => {
             let _ = stop_watcher(stop_w);
@@ -226,21 +226,6 @@ fn supervise(o: &Options) -> Result<SupervisorReport, String> {
         ExitStatus { code: None, signal: Some(libc::WTERMSIG(raw)) }
     };
     Ok(SupervisorReport { exit, timed_out, started_us, ended_us, stragglers_killed })
-}
-
-/// Spawns, retrying while the executable is "busy" (ETXTBSY: a freshly copied binary still
-/// open for writing in a child another thread forked during the copy).
-pub fn spawn_retrying(cmd: &mut Command) -> std::io::Result<std::process::Child> {
-    let mut attempt = 0;
-    loop {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 50 => {
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            other => return other,
-        }
-    }
 }
 
 /// Reaps every child (the agent, and orphans reparented to us) and reports (pid, status).

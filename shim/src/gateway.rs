@@ -691,7 +691,7 @@ fn take_key(stdin: bool, var: Option<&str>) -> Result<Option<String>, String> {
     let key = std::env::var(var).ok().filter(|k| !k.is_empty()).ok_or_else(|| format!("the key variable {var} is not set"))?;
     // Out of the block /proc/<pid>/environ shows too: another process on the machine (root
     // on a Docker host, say) could read it there.
-    overeager_core::environ::wipe_value(var);
+    overeager_process::wipe_env_value(var);
     // SAFETY: called before any thread starts, so nothing reads the environment concurrently.
     unsafe { std::env::remove_var(var) };
     Ok(Some(key))

@@ -12,7 +12,7 @@ use std::fs::File;
 use std::os::unix::fs::{PermissionsExt, symlink};
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
@@ -104,22 +104,6 @@ pub(super) fn run_setup(commands: &[String], work: &Path, home: &Path) -> Result
     Ok(())
 }
 
-/// Spawns, retrying while the executable is "busy": a freshly copied shim stays open for
-/// writing in any child another thread forked during the copy, until that child execs
-/// (ETXTBSY). The window is microseconds; a few retries close it.
-fn spawn_retrying(cmd: &mut Command) -> std::io::Result<Child> {
-    let mut attempt = 0;
-    loop {
-        match cmd.spawn() {
-            Err(e) if e.raw_os_error() == Some(libc::ETXTBSY) && attempt < 50 => {
-                attempt += 1;
-                std::thread::sleep(Duration::from_millis(2));
-            }
-            other => return other,
-        }
-    }
-}
-
 /// Extra time the supervisor gets beyond the agent's limit before the runner gives up on it.
 const SUPERVISOR_SLACK: Duration = Duration::from_secs(20);
 
@@ -129,7 +113,7 @@ fn supervise(mut cmd: Command, ctl: &Path, timeout: Duration) -> Result<Supervis
     let status_file = ctl.join("status.json");
     let stderr_file = ctl.join("supervisor.stderr");
     cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(File::create(&stderr_file)?).process_group(0);
-    let mut child = spawn_retrying(&mut cmd).context("starting the run supervisor (overeager-shim contain)")?;
+    let mut child = overeager_process::spawn_retrying(&mut cmd).context("starting the run supervisor (overeager-shim contain)")?;
     let pgid = child.id() as libc::pid_t;
     let (tx, rx) = mpsc::channel();
     let waiter = std::thread::spawn(move || {

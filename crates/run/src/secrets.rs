@@ -23,7 +23,7 @@ pub fn key(var: &str) -> Option<String> {
         .or_insert_with(|| {
             let value = std::env::var(var).ok().filter(|v| !v.is_empty());
             if value.is_some() {
-                overeager_core::environ::wipe_value(var);
+                overeager_process::wipe_env_value(var);
             }
             value
         })

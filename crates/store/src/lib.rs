@@ -1211,7 +1211,7 @@ mod tests {
             // Back to the schema before migration 9.
             s.conn.execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens").unwrap();
             s.conn.execute_batch(&format!("DROP TABLE review_items; DROP TABLE review_queues; DROP TABLE tokens; {}", &MIGRATIONS[1][MIGRATIONS[1].find("CREATE TABLE tokens").unwrap()..MIGRATIONS[1].find("CREATE TABLE predicates").unwrap()])).unwrap();
-            s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors;").unwrap();
+            s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors; DROP TABLE allocation_decisions; DROP TABLE allocations;").unwrap();
             s.conn.pragma_update(None, "user_version", 8).unwrap();
             tokens
         };

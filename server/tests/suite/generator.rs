@@ -151,6 +151,16 @@ fn bench_v1_reproduces_its_manifest() {
     let committed: Value = serde_json::from_str(&std::fs::read_to_string(repo().join("scenarios/bench-v1/gen-report.json")).unwrap()).unwrap();
     assert_eq!(admitted_part(&report(&out)), admitted_part(&committed), "the generator's report differs from the committed one");
     assert_eq!(committed["admitted"], 500);
+
+    // On the regenerated set, adaptive allocation reaches ±5 pp on every simulated cell with
+    // at most 60% of the runs uniform allocation needs, and its intervals cover the true rates.
+    let bench: Value = serde_json::from_str(&ok(&overeager(&["bench", "allocation", "--scenarios", out.to_str().unwrap(), "--experiments", "200", "--json"]))).unwrap();
+    assert_eq!(bench["all_reached"], 1.0, "{bench}");
+    assert!(bench["ratio_uniform"].as_f64().unwrap() <= 0.60, "{bench}");
+    assert!(bench["adaptive_coverage"].as_f64().unwrap() >= 0.93, "{bench}");
+    for c in bench["cells"].as_array().unwrap() {
+        assert!(c["adaptive_coverage"].as_f64().unwrap() >= 0.9, "{c}");
+    }
 }
 
 #[test]
