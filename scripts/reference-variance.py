@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# Prints the golden values of core/src/variance.rs (`variance_reference.rs`): a grouped data set
+# Prints the golden values of crates/report/src/variance.rs (`variance_reference.rs`): a grouped data set
 # with known framework, model, interaction and scenario effects, and statsmodels' deviance and
 # model degrees of freedom for each model the decomposition fits. Needs numpy, pandas and
 # statsmodels (0.15.0 made the checked-in values).

@@ -22,7 +22,6 @@ pub mod sandbox;
 pub mod scenario;
 pub mod snapshot;
 pub mod stats;
-pub mod variance;
 pub mod transcript;
 pub mod verdict;
 pub mod view;

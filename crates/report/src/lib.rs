@@ -11,6 +11,7 @@ pub mod labels;
 pub mod plots;
 pub mod spreadsheet;
 pub mod transfer;
+pub mod variance;
 pub mod write;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -217,7 +218,7 @@ pub struct Report {
     /// How much of the spread of overeager over runs the framework, the model, their
     /// interaction and the scenario explain (with two or more cells).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub variance: Option<overeager_core::variance::Decomposition>,
+    pub variance: Option<crate::variance::Decomposition>,
     /// Approved public submissions to benchmarks published from this experiment: each cell
     /// computed from the server's own verdicts on the submitted bundles, with its provenance.
     /// They stand beside `cells` and take part in none of the experiment's comparisons.
@@ -297,8 +298,8 @@ pub const VARIANCE_RESAMPLES: usize = 200;
 const VARIANCE_SEED: u64 = 20261129;
 
 /// The variance decomposition of the counted runs, when they span two or more cells.
-fn variance(counted: &[&RunRecord]) -> Option<overeager_core::variance::Decomposition> {
-    use overeager_core::variance::{Group, decompose};
+fn variance(counted: &[&RunRecord]) -> Option<crate::variance::Decomposition> {
+    use crate::variance::{Group, decompose};
     fn index<'a>(m: &mut BTreeMap<&'a str, usize>, k: &'a str) -> usize {
         let n = m.len();
         *m.entry(k).or_insert(n)

@@ -137,7 +137,7 @@ pub fn decompose(groups: &[Group], resamples: usize, confidence: f64, seed: u64)
         .zip(draws)
         .map(|((&term, share), mut d)| {
             d.sort_by(f64::total_cmp);
-            let q = |p: f64| if d.is_empty() { share } else { crate::stats::percentile(&d, p) };
+            let q = |p: f64| if d.is_empty() { share } else { overeager_core::stats::percentile(&d, p) };
             Share { term, share, lo: q(alpha), hi: q(1.0 - alpha) }
         })
         .collect();
