@@ -643,7 +643,7 @@ mod tests {
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Fswatch, Op::Write, 40_000, 0)];
         let model = [ModelCall { t_us: 30_000, side: false }];
         let by = |format| attribute(&Sources { agent: "aider:default:scripted-cautious", format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
-        assert_eq!(by(Some(crate::adapters::Format::Aider))[1], Actor::Agent);
+        assert_eq!(by(Some(crate::adapters::Format::named("aider").unwrap()))[1], Actor::Agent);
         assert_eq!(by(None)[1], Actor::Framework);
     }
 

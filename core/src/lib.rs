@@ -8,7 +8,6 @@
 pub mod adapters;
 pub mod attribution;
 pub mod bundle;
-pub mod claude;
 pub mod event;
 pub mod glob;
 pub mod links;

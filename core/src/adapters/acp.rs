@@ -23,8 +23,14 @@ use super::parse::{json_lines, str_field, tool_call_by_shape, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Versions of the agents this adapter was written against.
 pub const TARGET_VERSIONS: &str = "ACP protocol version 1: claude-agent-acp 0.23, codex-acp 0.16, Gemini CLI 0.61 --acp, Qwen Code 0.24 --acp, OpenCode 1.18 acp";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "acp", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// How the client answers the agent's `session/request_permission`: the same policy for every
 /// ACP agent, which no agent's own flags give.
@@ -413,6 +419,30 @@ fn see_call(items: &mut Vec<Item>, calls: &mut HashMap<String, Call>, u: &Value,
     });
     call.merge(u);
 }
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        // A call is first named by a `tool_call` (or, for a gated call of some agents,
+        // a permission request); its input and output come in later updates.
+        let msg = v.get("msg").cloned().unwrap_or(Value::Null);
+        let call = match str_field(&msg, "method") {
+            Some("session/update") => msg.pointer("/params/update").filter(|u| str_field(u, "sessionUpdate").is_some_and(|k| k.starts_with("tool_call"))),
+            Some("session/request_permission") => msg.pointer("/params/toolCall"),
+            _ => None,
+        };
+        let Some(u) = call else { return };
+        let Some(id) = str_field(u, "toolCallId") else { return };
+        if !c.knows(id) {
+            let name = meta_tool(u).or_else(|| id_tool(id)).or_else(|| str_field(u, "kind")).unwrap_or("?");
+            c.put(raw, Some(id.to_string()), name, Value::Null);
+        }
+        if let (Some(input), Some(io)) = (real_input(u), c.get_mut(id)) {
+            io.arguments = input.clone();
+        }
+        let text: Vec<&str> = u.get("content").and_then(Value::as_array).into_iter().flatten().filter_map(|x| x.pointer("/content/text").and_then(Value::as_str)).collect();
+        let output = u.get("rawOutput").filter(|o| !o.is_null()).map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string)).or_else(|| (!text.is_empty()).then(|| text.join("\n")));
+        c.set_output(id, output, str_field(u, "status") == Some("failed"));
+    }
 
 #[cfg(test)]
 mod tests {

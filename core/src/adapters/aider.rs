@@ -31,8 +31,15 @@ use super::parse::{deny, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Calls, Collector};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Aider 0.86 chat history (diff edit format)";
+
+/// The stream format this module reads. Aider acts on a whole reply (edits, then commands)
+/// and exits without asking again, so the model's actions run on after its last request.
+pub const FORMAT: StreamFormat = StreamFormat { name: "aider", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls, acts_after_last_request: true };
 
 /// The languages of a fenced block Aider runs as shell commands.
 const SHELL_FENCES: &[&str] = &["bash", "sh", "shell", "zsh"];
@@ -269,6 +276,21 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
 /// Aider's questions that decide nothing about the agent's actions, or whose outcome shows in
 /// the lines that follow (`Applied edit to`, `Skipping edits to`).
 const KNOWN_QUESTIONS: &[&str] = &["Would you like to see what's new", "Add command output to the chat?", "Create new file?", "Allow edits to file that has not been added to the chat?", "Add file to the chat?", "Add URL to the chat?", "Attempt to fix lint errors?", "Attempt to fix test errors?", "Open documentation url", "Open URL for more info"];
+
+/// The tool calls of the history (not JSON): the shell commands Aider ran and the edit blocks
+/// it applied, each on the line of the history its event comes from.
+fn tool_calls(transcript: &str) -> Calls {
+    let mut c = Collector::default();
+    for (raw, line) in transcript.lines().enumerate() {
+        let Some(q) = line.strip_prefix("> ").map(str::trim_end) else { continue };
+        if let Some(command) = q.strip_prefix("Running ") {
+            c.put(raw as u64, None, "shell-block", serde_json::json!({"command": command}));
+        } else if let Some(path) = q.strip_prefix("Applied edit to ") {
+            c.put(raw as u64, None, "edit-block", serde_json::json!({"path": path}));
+        }
+    }
+    c.calls
+}
 
 #[cfg(test)]
 mod tests {

@@ -18,8 +18,14 @@ use super::parse::{deny, iso_us, json_lines, path_event, str_field, tool_call_by
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Cline CLI 3.0 `--json`";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "cline", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// Words of a tool error saying the call was not approved.
 const REFUSED: &[&str] = &["requires approval", "was denied", "rejected"];
@@ -166,6 +172,27 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     }
     out
 }
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        let ev = v.get("event").cloned().unwrap_or(Value::Null);
+        if str_field(&ev, "contentType") != Some("tool") {
+            return;
+        }
+        let id = str_field(&ev, "toolCallId").map(str::to_string);
+        match str_field(&ev, "type") {
+            Some("content_start") => c.put(raw, id, str_field(&ev, "toolName").unwrap_or("?"), ev.get("input").cloned().unwrap_or(Value::Null)),
+            Some("content_end") => {
+                if let Some(id) = id {
+                    let error = ev.get("error").filter(|e| !e.is_null());
+                    let output = ev.get("output").filter(|o| !o.is_null()).map(|o| o.as_str().map_or_else(|| o.to_string(), str::to_string));
+                    let failed = error.is_some() || ev.get("output").and_then(Value::as_array).is_some_and(|a| a.iter().any(|o| o.get("success").and_then(Value::as_bool) == Some(false)));
+                    c.set_output(&id, output.or_else(|| error.map(Value::to_string)), failed);
+                }
+            }
+            _ => {}
+        }
+    }
 
 #[cfg(test)]
 mod tests {

@@ -16,8 +16,14 @@ use super::parse::{json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Codex CLI 0.4x–0.169 `exec --json` (thread/turn/item events; 0.1xx runs commands as `/bin/bash -lc` and reports its own rejections only to the model)";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "codex", aliases: &["codex-cli"], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// Turns a Codex `exec --json` transcript into agent-channel events.
 pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
@@ -143,6 +149,41 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     }
     out
 }
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        let Some(item) = v.get("item") else { return };
+        let Some(id) = str_field(item, "id") else { return };
+        let kind = str_field(item, "type").unwrap_or("");
+        let known = c.knows(id);
+        let arguments = match kind {
+            "command_execution" => serde_json::json!({"command": item.get("command").cloned().unwrap_or(Value::Null)}),
+            "file_change" => serde_json::json!({"changes": item.get("changes").cloned().unwrap_or(Value::Null)}),
+            "mcp_tool_call" => item.get("arguments").cloned().unwrap_or(Value::Null),
+            "web_search" => serde_json::json!({"query": item.get("query").cloned().unwrap_or(Value::Null)}),
+            _ => return,
+        };
+        let name = match kind {
+            "mcp_tool_call" => format!("{}/{}", str_field(item, "server").unwrap_or("?"), str_field(item, "tool").unwrap_or("?")),
+            other => other.to_string(),
+        };
+        // Codex opens a command on `item.started` and closes it on `item.completed`:
+        // the call is the first line that names it.
+        if !known {
+            c.put(raw, Some(id.to_string()), &name, arguments);
+        }
+        if str_field(v, "type") == Some("item.completed") {
+            let output = match kind {
+                "command_execution" => str_field(item, "aggregated_output").map(str::to_string),
+                "mcp_tool_call" => item.get("result").filter(|r| !r.is_null()).map(|r| r.as_str().map_or_else(|| r.to_string(), str::to_string)),
+                _ => None,
+            };
+            let failed = str_field(item, "status").is_some_and(|s| s == "failed" || s == "declined")
+                || item.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c != 0)
+                || item.get("error").is_some_and(|e| !e.is_null());
+            c.set_output(id, output, failed);
+        }
+    }
 
 #[cfg(test)]
 mod tests {

@@ -15,8 +15,14 @@ use super::parse::{deny, json_lines, path_event, str_field, tool_call_by_shape, 
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Continue CLI 1.5 sessions";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "continue-cli", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// Words of a tool's answer saying Continue refused the call for a rule of its own (it will not
 /// read or edit files it deems sensitive, such as `~/.kube/config`).
@@ -105,6 +111,17 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     }
     out
 }
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        for (pos, st) in v.get("toolCallStates").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let output: Vec<&str> = st.get("output").and_then(Value::as_array).into_iter().flatten().filter_map(|o| str_field(o, "content")).collect();
+            let name = st.pointer("/toolCall/function/name").and_then(Value::as_str).unwrap_or("?");
+            let id = str_field(st, "toolCallId").map_or_else(|| format!("call-{raw}-{pos}"), str::to_string);
+            c.put(raw, Some(id.clone()), name, st.get("parsedArgs").cloned().unwrap_or(Value::Null));
+            c.set_output(&id, (!output.is_empty()).then(|| output.join("\n")), str_field(st, "status") != Some("done"));
+        }
+    }
 
 #[cfg(test)]
 mod tests {

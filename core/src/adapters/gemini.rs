@@ -16,8 +16,14 @@ use super::parse::{exit_code_after, iso_us, json_lines, path_event, str_field, u
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Gemini CLI 0.9–0.61 `--output-format stream-json`";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "gemini-cli", aliases: &["gemini_cli", "gemini"], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// Turns a Gemini CLI stream-json transcript into agent-channel events.
 pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
@@ -133,6 +139,21 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
         }
     }
     out
+}
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+    match str_field(v, "type").unwrap_or("") {
+        "tool_use" => c.put(raw, str_field(v, "tool_id").map(str::to_string), str_field(v, "tool_name").unwrap_or("?"), v.get("parameters").cloned().unwrap_or(Value::Null)),
+        "tool_result" => {
+            if let Some(id) = str_field(v, "tool_id") {
+                let error = str_field(v, "status") != Some("success");
+                let output = str_field(v, "output").map(str::to_string).or_else(|| v.pointer("/error/message").and_then(Value::as_str).map(str::to_string));
+                c.set_output(id, output, error);
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

@@ -16,8 +16,14 @@ use super::parse::{deny, json_lines, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "mini-swe-agent 2.4 trajectories (mini-swe-agent-1.1)";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "mini-swe-agent", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// What mini-swe-agent's tool answer says of an action it did not run.
 const NOT_EXECUTED: &str = "action was not executed";
@@ -91,6 +97,24 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
         e.text = None;
     }
     out
+}
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+    match str_field(v, "role") {
+        Some("assistant") => {
+            for a in v.pointer("/extra/actions").and_then(Value::as_array).into_iter().flatten() {
+                c.put(raw, str_field(a, "tool_call_id").map(str::to_string), "bash", serde_json::json!({"command": a.get("command").cloned().unwrap_or(Value::Null)}));
+            }
+        }
+        Some("tool") => {
+            if let Some(id) = str_field(v, "tool_call_id") {
+                let code = v.pointer("/extra/returncode").and_then(Value::as_i64);
+                c.set_output(id, str_field(v, "content").map(str::to_string), code.is_some_and(|c| c != 0));
+            }
+        }
+        _ => {}
+    }
 }
 
 #[cfg(test)]

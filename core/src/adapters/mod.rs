@@ -1,14 +1,17 @@
 //! Agent-channel adapters: each turns one real agent's native event stream into normalized
-//! agent-channel [`Event`]s. The raw stream stays in the bundle (`agent.jsonl`), so an improved
-//! adapter can re-derive the events; anything an adapter does not recognize becomes an
-//! `unknown` event, never an error.
+//! agent-channel [`Event`]s, and finds the tool calls in it ([`calls`]). The raw stream stays
+//! in the bundle (`agent.jsonl`), so an improved adapter can re-derive the events; anything an
+//! adapter does not recognize becomes an `unknown` event, never an error.
 //!
-//! Claude Code's adapter lives in [`crate::claude`] (the scripted agent writes that format);
-//! Codex CLI, Gemini CLI, OpenHands, OpenCode, Cline, mini-swe-agent, Continue CLI and Aider are here, and the Agent Client Protocol's,
-//! which reads any agent overeager drives over ACP.
+//! Everything that knows a format is in its module, which ends in a [`StreamFormat`] named
+//! `FORMAT`; [`FORMATS`] lists them. A new format is a module and a line in that table (see
+//! `agents/FORMAT.md`). Claude Code's module also writes the format (the scripted agent
+//! does); the Agent Client Protocol's reads any agent overeager drives over ACP.
 
 pub mod acp;
 pub mod aider;
+pub mod calls;
+pub mod claude;
 pub mod cline;
 pub mod codex;
 pub mod continue_cli;
@@ -23,61 +26,77 @@ pub use parse::{iso8601, iso_us};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
-/// The event formats overeager reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    ClaudeCode,
-    Codex,
-    GeminiCli,
-    OpenHands,
-    /// OpenCode's `run --format json`, which Kilo Code writes too.
-    OpenCode,
-    /// The Agent Client Protocol, as `overeager-shim acp` records it.
-    Acp,
-    /// Cline CLI's `--json`.
-    Cline,
-    /// mini-swe-agent's trajectory, one message per line.
-    MiniSweAgent,
-    /// Continue CLI's session, one history item per line.
-    ContinueCli,
-    /// Aider's chat history (Markdown).
-    Aider,
+/// What a stream format is, as its module defines it.
+pub struct StreamFormat {
+    /// The name agents' definitions and cells use (`codex`).
+    pub name: &'static str,
+    /// Other framework names that write it (`codex-cli`).
+    pub aliases: &'static [&'static str],
+    /// The agent versions the adapter was written against.
+    pub target_versions: &'static str,
+    /// The stream as normalized agent-channel events.
+    pub normalize: fn(&str, &Roots) -> Vec<Event>,
+    /// The stream's tool calls with their ids, arguments and outputs.
+    pub tool_calls: fn(&str) -> calls::Calls,
+    /// The agent carries out the model's last reply after its last request (see
+    /// [`Format::acts_after_last_request`]).
+    pub acts_after_last_request: bool,
+}
+
+/// The formats overeager reads, in a fixed order. A new format: its module, and a line here.
+pub const FORMATS: &[StreamFormat] = &[
+    claude::FORMAT,
+    codex::FORMAT,
+    gemini::FORMAT,
+    openhands::FORMAT,
+    opencode::FORMAT,
+    acp::FORMAT,
+    cline::FORMAT,
+    mini::FORMAT,
+    continue_cli::FORMAT,
+    aider::FORMAT,
+];
+
+/// One of the [`FORMATS`].
+#[derive(Clone, Copy)]
+pub struct Format(&'static StreamFormat);
+
+impl PartialEq for Format {
+    fn eq(&self, other: &Format) -> bool {
+        self.0.name == other.0.name
+    }
+}
+
+impl Eq for Format {}
+
+impl std::fmt::Debug for Format {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.0.name)
+    }
 }
 
 impl Format {
-    /// Every format, in a fixed order.
-    pub const ALL: [Format; 10] = [Format::ClaudeCode, Format::Codex, Format::GeminiCli, Format::OpenHands, Format::OpenCode, Format::Acp, Format::Cline, Format::MiniSweAgent, Format::ContinueCli, Format::Aider];
+    /// Claude Code's stream-json, which the scripted agent writes.
+    pub const CLAUDE_CODE: Format = Format(&FORMATS[0]);
+
+    /// Every format, in [`FORMATS`] order.
+    pub fn all() -> impl Iterator<Item = Format> {
+        FORMATS.iter().map(Format)
+    }
+
+    /// The format of this name (not an alias).
+    pub fn named(name: &str) -> Option<Format> {
+        Format::all().find(|f| f.as_str() == name)
+    }
 
     /// The format's name as agents and cells use it.
     pub fn as_str(self) -> &'static str {
-        match self {
-            Format::ClaudeCode => "claude-code",
-            Format::Codex => "codex",
-            Format::GeminiCli => "gemini-cli",
-            Format::OpenHands => "openhands",
-            Format::OpenCode => "opencode",
-            Format::Acp => "acp",
-            Format::Cline => "cline",
-            Format::MiniSweAgent => "mini-swe-agent",
-            Format::ContinueCli => "continue-cli",
-            Format::Aider => "aider",
-        }
+        self.0.name
     }
 
     /// The agent versions the adapter was written against.
     pub fn target_versions(self) -> &'static str {
-        match self {
-            Format::ClaudeCode => crate::claude::TARGET_VERSIONS,
-            Format::Codex => codex::TARGET_VERSIONS,
-            Format::GeminiCli => gemini::TARGET_VERSIONS,
-            Format::OpenHands => openhands::TARGET_VERSIONS,
-            Format::OpenCode => opencode::TARGET_VERSIONS,
-            Format::Acp => acp::TARGET_VERSIONS,
-            Format::Cline => cline::TARGET_VERSIONS,
-            Format::MiniSweAgent => mini::TARGET_VERSIONS,
-            Format::ContinueCli => continue_cli::TARGET_VERSIONS,
-            Format::Aider => aider::TARGET_VERSIONS,
-        }
+        self.0.target_versions
     }
 
     /// The format of the stream agent `id` writes (`scripted:cautious`, `sim:ask`,
@@ -86,47 +105,31 @@ impl Format {
     pub fn for_agent(id: &str) -> Option<Format> {
         let name = id.split(':').next().unwrap_or(id);
         let name = name.split('@').next().unwrap_or(name);
-        if name == "sim" { Some(Format::ClaudeCode) } else { Format::for_framework(name) }
+        if name == "sim" { Some(Format::CLAUDE_CODE) } else { Format::for_framework(name) }
     }
 
-    /// The format of a framework name (`scripted` agents write Claude Code's format).
+    /// The format of a framework name: its own or an alias (`scripted` agents write Claude
+    /// Code's format).
     pub fn for_framework(framework: &str) -> Option<Format> {
-        match framework {
-            "claude-code" | "claude_code" | "scripted" => Some(Format::ClaudeCode),
-            "codex" | "codex-cli" => Some(Format::Codex),
-            "gemini-cli" | "gemini_cli" | "gemini" => Some(Format::GeminiCli),
-            "openhands" => Some(Format::OpenHands),
-            "opencode" => Some(Format::OpenCode),
-            "acp" => Some(Format::Acp),
-            "cline" => Some(Format::Cline),
-            "mini-swe-agent" => Some(Format::MiniSweAgent),
-            "continue-cli" => Some(Format::ContinueCli),
-            "aider" => Some(Format::Aider),
-            _ => None,
-        }
+        Format::all().find(|f| f.0.name == framework || f.0.aliases.contains(&framework))
     }
 
     /// Whether an agent of this format carries out the model's last reply after its last
     /// request: Aider acts on a whole reply (edits, then commands) and exits without asking
     /// again, so the model's actions run on after the last request rather than before it.
     pub fn acts_after_last_request(self) -> bool {
-        self == Format::Aider
+        self.0.acts_after_last_request
     }
 
     /// Normalizes a transcript of this format.
     pub fn normalize(self, transcript: &str, roots: &Roots) -> Vec<Event> {
-        match self {
-            Format::ClaudeCode => crate::claude::normalize(transcript, roots),
-            Format::Codex => codex::normalize(transcript, roots),
-            Format::GeminiCli => gemini::normalize(transcript, roots),
-            Format::OpenHands => openhands::normalize(transcript, roots),
-            Format::OpenCode => opencode::normalize(transcript, roots),
-            Format::Acp => acp::normalize(transcript, roots),
-            Format::Cline => cline::normalize(transcript, roots),
-            Format::MiniSweAgent => mini::normalize(transcript, roots),
-            Format::ContinueCli => continue_cli::normalize(transcript, roots),
-            Format::Aider => aider::normalize(transcript, roots),
-        }
+        (self.0.normalize)(transcript, roots)
+    }
+
+    /// The tool calls of a transcript of this format. Lines it does not understand are passed
+    /// over: the normalized events remain the record of what happened.
+    pub fn tool_calls(self, transcript: &str) -> calls::Calls {
+        (self.0.tool_calls)(transcript)
     }
 }
 
@@ -270,11 +273,19 @@ mod tests {
 
     #[test]
     fn frameworks_name_their_format() {
-        for f in Format::ALL {
+        let names: std::collections::BTreeSet<&str> = Format::all().map(Format::as_str).collect();
+        assert_eq!(names.len(), FORMATS.len(), "every format has a name of its own");
+        for f in Format::all() {
             assert_eq!(Format::for_framework(f.as_str()), Some(f));
+            assert_eq!(Format::named(f.as_str()), Some(f));
             assert!(!f.target_versions().is_empty());
+            for a in f.0.aliases {
+                assert_eq!(Format::for_framework(a), Some(f));
+                assert!(!names.contains(a), "{a}: an alias is no other format's name");
+            }
         }
-        assert_eq!(Format::for_framework("scripted"), Some(Format::ClaudeCode));
+        assert_eq!(Format::for_framework("scripted"), Some(Format::CLAUDE_CODE));
         assert_eq!(Format::for_framework("sim-ask"), None);
+        assert_eq!(Format::all().filter(|f| f.acts_after_last_request()).map(Format::as_str).collect::<Vec<_>>(), ["aider"]);
     }
 }

@@ -16,8 +16,14 @@ use super::parse::{deny, json_lines, str_field, tool_call_by_shape, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "OpenCode 1.18 and Kilo Code CLI 7.7 `run --format json`";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "opencode", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// Words of a tool error saying the permission gate refused the call.
 const REFUSED: &[&str] = &["rejected permission", "permission denied by", "was denied"];
@@ -106,6 +112,23 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
     }
     out
 }
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        // Each call is one line, with its output.
+        if str_field(v, "type") == Some("tool_use")
+            && let Some(part) = v.get("part")
+        {
+            let state = part.get("state").cloned().unwrap_or(Value::Null);
+            let id = str_field(part, "callID").map(str::to_string);
+            c.put(raw, id.clone(), str_field(part, "tool").unwrap_or("?"), state.get("input").cloned().unwrap_or(Value::Null));
+            if let Some(id) = id {
+                let output = str_field(&state, "output").or(str_field(&state, "error")).map(str::to_string);
+                let error = str_field(&state, "status") == Some("error") || state.pointer("/metadata/exit").and_then(Value::as_i64).is_some_and(|x| x != 0);
+                c.set_output(&id, output, error);
+            }
+        }
+    }
 
 #[cfg(test)]
 mod tests {

@@ -17,8 +17,14 @@ use super::parse::{iso_us, json_lines, path_event, str_field, unknown};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "OpenHands 0.5x–0.6x (V0 serialized events) and the V1 SDK's events (CLI 1.16 `--headless --json`)";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "openhands", aliases: &[], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 fn editor_op(command: &str) -> Op {
     match command {
@@ -179,6 +185,42 @@ pub fn normalize(transcript: &str, roots: &Roots) -> Vec<Event> {
         }
     }
     out
+}
+
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+        if let Some(action) = str_field(v, "action") {
+            // V0 action: an id, the action's name and its arguments.
+            let skip = matches!(action, "message" | "think" | "system" | "recall" | "change_agent_state" | "null" | "finish");
+            if !skip {
+                c.put(raw, v.get("id").map(|i| i.to_string()), action, v.get("args").cloned().unwrap_or(Value::Null));
+            }
+        } else if let Some(obs) = str_field(v, "observation") {
+            if let Some(cause) = v.get("cause").map(|c| c.to_string()) {
+                let exit = v.pointer("/extras/metadata/exit_code").and_then(Value::as_i64);
+                let error = obs == "error" || v.get("success").and_then(Value::as_bool) == Some(false) || exit.is_some_and(|c| c > 0);
+                c.set_output(&cause, str_field(v, "content").map(str::to_string), error);
+            }
+        } else if let (Some(call), Some(action)) = (str_field(v, "tool_call_id"), v.get("action")) {
+            // V1 ActionEvent / ObservationEvent.
+            let tool = str_field(v, "tool_name").unwrap_or("?");
+            if tool != "finish" && !c.knows(call) {
+                c.put(raw, Some(call.to_string()), tool, action.clone());
+            }
+        } else if let (Some(call), Some(observation)) = (str_field(v, "tool_call_id"), v.get("observation")) {
+            let output = observation_text(observation);
+            let error = observation.get("exit_code").and_then(Value::as_i64).is_some_and(|c| c > 0) || observation.get("is_error").and_then(Value::as_bool) == Some(true);
+            c.set_output(call, output, error);
+        }
+    }
+
+/// The text of an OpenHands V1 observation (`content` as a string or a list of text parts).
+fn observation_text(observation: &Value) -> Option<String> {
+    match observation.get("content")? {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(parts.iter().filter_map(|p| p.get("text").and_then(Value::as_str)).collect::<Vec<_>>().join("\n")),
+        _ => None,
+    }
 }
 
 #[cfg(test)]

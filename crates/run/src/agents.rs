@@ -415,7 +415,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         errs.near(&format!("\"{}\"", raw.package.name), "package.name", format!("not a package name of the {registry} registry; name the package as it is published, e.g. {example}"));
     }
     if Format::for_framework(&raw.adapter).is_none_or(|f| f.as_str() != raw.adapter) {
-        let known: Vec<&str> = Format::ALL.iter().map(|f| f.as_str()).collect();
+        let known: Vec<&str> = Format::all().map(|f| f.as_str()).collect();
         errs.at_key("adapter", "adapter", format!("no stream adapter `{}`; use one of {}", raw.adapter, known.join(", ")));
     }
     let roles: Vec<&str> = Role::ALL.iter().map(|r| r.as_str()).collect();
@@ -489,7 +489,7 @@ pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
         }
         versions.insert(v, VersionSettings { dialects: settings.dialects.map(|_| own), first_request_delay_ms: settings.first_request_delay_ms });
     }
-    let acp = raw.adapter == Format::Acp.as_str();
+    let acp = raw.adapter == "acp";
     let mut policies = Vec::new();
     for (i, p) in raw.policies.into_iter().enumerate() {
         let acp_policy = match (&p.permissions, acp) {
@@ -1108,7 +1108,7 @@ mod tests {
                     assert!(own.iter().any(|a| a == f), "{}:{} launch has {f}", r.id, p.id);
                 }
                 assert!(argv.iter().any(|a| a == "do the task"), "{}: the prompt reaches it as given", r.id);
-                assert_eq!(p.acp.is_some(), r.format() == Format::Acp, "{}:{}: an ACP agent's cells, and only those, are answered by the client", r.id, p.id);
+                assert_eq!(p.acp.is_some(), r.format() == Format::named("acp").unwrap(), "{}:{}: an ACP agent's cells, and only those, are answered by the client", r.id, p.id);
             }
         }
     }
@@ -1129,10 +1129,10 @@ mod tests {
         use crate::AgentSpec;
         let a: AgentSpec = "claude-code:permissive:claude-sonnet-4-5".parse().unwrap();
         assert_eq!((a.framework(), a.model(), a.id()), ("claude-code:permissive".into(), "claude-sonnet-4-5".into(), "claude-code:permissive:claude-sonnet-4-5".into()));
-        assert_eq!(a.event_format(), Format::ClaudeCode);
+        assert_eq!(a.event_format(), Format::CLAUDE_CODE);
         assert!(!a.simulated());
         let g: AgentSpec = "gemini-cli:ask:gemini-2.5-pro".parse().unwrap();
-        assert_eq!(g.event_format(), Format::GeminiCli);
+        assert_eq!(g.event_format(), Format::named("gemini-cli").unwrap());
         let no_model = "claude-code:permissive".parse::<AgentSpec>().unwrap_err();
         assert!(no_model.contains("<agent>:<policy>:<model>"), "{no_model}");
         let bad_policy = "codex:yolo:gpt-5".parse::<AgentSpec>().unwrap_err();

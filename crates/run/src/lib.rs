@@ -77,7 +77,7 @@ impl AgentSpec {
     pub fn event_format(&self) -> overeager_core::adapters::Format {
         match self {
             AgentSpec::Agent { recipe, .. } => recipe.format(),
-            _ => overeager_core::adapters::Format::ClaudeCode,
+            _ => overeager_core::adapters::Format::CLAUDE_CODE,
         }
     }
 

@@ -14,8 +14,14 @@ use serde_json::{Value, json};
 use crate::event::{Channel, Event, Op};
 use crate::paths::Roots;
 
+use super::StreamFormat;
+use super::calls::{Collector, json_calls};
+
 /// Agent versions this adapter was written against.
 pub const TARGET_VERSIONS: &str = "Claude Code 2.0–2.1 stream-json (2.1 adds `system/permission_denied` events)";
+
+/// The stream format this module reads.
+pub const FORMAT: StreamFormat = StreamFormat { name: "claude-code", aliases: &["claude_code", "scripted"], target_versions: TARGET_VERSIONS, normalize, tool_calls: |t| json_calls(t, tool_call_line), acts_after_last_request: false };
 
 /// The `system/init` line.
 pub fn init_line(session: &str, cwd: &str, tools: &[&str], model: &str, version: &str, ts_us: u64) -> Value {
@@ -254,6 +260,30 @@ fn is_permission_refusal(text: &str) -> bool {
     SIGNS.iter().any(|s| lower.contains(s))
 }
 
+/// The tool calls of one line of the stream (see [`super::calls`]).
+fn tool_call_line(c: &mut Collector, raw: u64, v: &Value) {
+    match str_field(v, "type").unwrap_or("") {
+        "assistant" => {
+            for item in v.pointer("/message/content").and_then(Value::as_array).into_iter().flatten() {
+                if str_field(item, "type") == Some("tool_use") {
+                    c.put(raw, str_field(item, "id").map(str::to_string), str_field(item, "name").unwrap_or("?"), item.get("input").cloned().unwrap_or(Value::Null));
+                }
+            }
+        }
+        "user" => {
+            for item in v.pointer("/message/content").and_then(Value::as_array).into_iter().flatten() {
+                if str_field(item, "type") == Some("tool_result")
+                    && let Some(id) = str_field(item, "tool_use_id")
+                {
+                    let error = item.get("is_error").and_then(Value::as_bool).unwrap_or(false);
+                    c.set_output(id, Some(result_text(item.get("content").unwrap_or(&Value::Null))), error);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,7 +291,7 @@ mod tests {
     #[test]
     fn the_fixture_transcript_normalizes_to_the_expected_events() {
         let roots = Roots { workspace: "/work".into(), home: "/home/agent".into() };
-        let ev = normalize(include_str!("../tests/fixtures/agents/claude-code.jsonl"), &roots);
+        let ev = normalize(include_str!("../../tests/fixtures/agents/claude-code.jsonl"), &roots);
         let ops: Vec<Op> = ev.iter().map(|e| e.op).collect();
         // The partial-message `stream_event` adds nothing: its content arrives whole after it.
         assert_eq!(ops, [Op::Start, Op::Message, Op::Exec, Op::Read, Op::Write, Op::Exec, Op::Result]);
