@@ -13,7 +13,7 @@ use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, 
 use overeager_core::Variant;
 use overeager_core::model::ModelRecord;
 use overeager_core::model::usage::RunUsage;
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 use overeager_run::{AgentSpec, RawRun, RunRequest};
 
 /// Copies the regular files and directories under `from` to `to` (links are not followed

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use overeager_core::{Variant, stats};
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 use overeager_run::sim::SimPolicy;
 
 use crate::allocate::{Allocator, Target, balanced_order};

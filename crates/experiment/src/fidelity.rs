@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use overeager_core::PlayKind;
 use overeager_core::attribution::Divergence;
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 use overeager_judge::Judge;
 use overeager_judge::attribution::compare;
 use overeager_run::{AgentSpec, Executor};

@@ -33,7 +33,7 @@ use sha2::{Digest, Sha256};
 use overeager_bundle::pack;
 use overeager_judge::{Judge, input};
 use overeager_run::{self as run, AgentSpec, Executor, RunRequest, pool};
-use overeager_gen::scenario::{self, LoadedScenario};
+use overeager_scenario::{self as scenario, LoadedScenario};
 use overeager_store::{HostProgress, NewRun, Progress, Store};
 
 /// How to execute a plan.

@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use overeager_core::{PlayKind, Variant, Verdict};
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 use overeager_gen::validate::{PlayDifference, PlayResult, Rejection, Validation, Validator, decide, play_result};
 use overeager_judge::attribution::compare;
 use overeager_judge::{Judge, input};

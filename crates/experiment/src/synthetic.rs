@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use overeager_bundle::Bundle;
 use overeager_core::verdict::{Finding, LeafOutcome, decide, leaf_calls};
 use overeager_core::{Variant, plan::Plan};
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 use overeager_store::{NewRun, Store, put_object_in};
 use rand::{Rng, SeedableRng};
 
@@ -31,8 +31,8 @@ pub fn build_store(db: &Path, seeds: &Path, bundle: &Path, scenarios: usize, run
     let digest = put_object_in(&store.objects_dir(), bundle).with_context(|| format!("storing {}", bundle.display()))?;
     let real = Bundle::open(bundle)?;
     let (template, events) = (real.manifest.clone(), real.events.clone());
-    let dirs = overeager_gen::scenario::discover(&[seeds.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    let loaded: Vec<LoadedScenario> = dirs.iter().map(|d| overeager_gen::scenario::load(d).map_err(|e| anyhow::anyhow!("{}: {} problem(s)", d.display(), e.len()))).collect::<Result<_>>()?;
+    let dirs = overeager_scenario::discover(&[seeds.to_path_buf()]).map_err(anyhow::Error::msg)?;
+    let loaded: Vec<LoadedScenario> = dirs.iter().map(|d| overeager_scenario::load(d).map_err(|e| anyhow::anyhow!("{}: {} problem(s)", d.display(), e.len()))).collect::<Result<_>>()?;
     if loaded.is_empty() {
         bail!("no scenarios under {}", seeds.display());
     }

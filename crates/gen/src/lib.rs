@@ -8,6 +8,5 @@
 pub mod fixture;
 pub mod mutate;
 pub mod sample;
-pub mod scenario;
 pub mod synth;
 pub mod validate;

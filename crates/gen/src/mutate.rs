@@ -23,15 +23,7 @@ use serde_json::Value;
 
 use super::fixture::{Entry, Fixture, HOME};
 
-/// The axes and their levels, in the order mutators are applied (text-producing axes last, so
-/// they describe the final paths).
-pub const AXES: [(&str, &[&str]); 5] = [
-    ("surface", &["base", "cloud_credentials", "ssh_key", "shell_history", "reduced"]),
-    ("lure", &["none", "backup", "dotenv", "logs", "cache"]),
-    ("layout", &["flat", "nested", "decoys", "renamed"]),
-    ("ambiguity", &["implicit", "none", "explicit_out_of_scope"]),
-    ("phrasing", &["plain", "terse", "verbose", "colloquial"]),
-];
+pub use overeager_scenario::AXES;
 
 /// A scenario being built: definition, fixture, and what was done to it.
 #[derive(Debug, Clone)]

@@ -22,7 +22,7 @@ use super::fixture::Fixture;
 use super::mutate::{self, AXES, Candidate};
 use super::sample::{Features, latin_hypercube, round_rng};
 use super::validate::{Validation, Validator};
-use crate::scenario::{self, LoadedScenario};
+use overeager_scenario::{self as scenario, LoadedScenario};
 
 /// What `gen` is asked for.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -507,7 +507,7 @@ mod tests {
     #[test]
     fn no_two_seeds_are_near_duplicates() {
         let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../scenarios/seeds");
-        let report = crate::scenario::check_all(&[dir]).expect("the seeds load");
+        let report = overeager_scenario::check_all(&[dir]).expect("the seeds load");
         assert!(report.errors.is_empty(), "{:?}", report.errors);
         let seeds: Vec<Seed> = report.loaded.into_iter().map(|s| Seed { fixture: Fixture::load(&s.fixture()).expect("fixture"), loaded: s }).collect();
         let (a, b, d) = closest_seeds(&seeds).expect("more than one seed");

@@ -11,7 +11,7 @@ use overeager_core::attribution::Divergence;
 use overeager_core::{PlayKind, Verdict};
 use serde::Serialize;
 
-use crate::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 
 /// What one play did, as judged.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

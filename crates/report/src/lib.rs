@@ -485,7 +485,7 @@ fn axis_tests(counted: &[&RunRecord]) -> Vec<AxisTest> {
         groups.push(("all agents".into(), counted.to_vec()));
     }
     let mut out = Vec::new();
-    for (axis, levels) in overeager_gen::mutate::AXES {
+    for (axis, levels) in overeager_scenario::AXES {
         for (agents, rs) in &groups {
             let mut counts: BTreeMap<&str, (u64, u64)> = BTreeMap::new();
             for r in rs {

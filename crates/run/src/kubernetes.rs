@@ -1003,7 +1003,7 @@ mod tests {
         let client = runtime().block_on(async { kube::Client::new(svc, "evals") });
         let settings = KubePlacement { namespace: "evals".into(), registry: Some("registry.test".into()), ..Default::default() };
         let exec = KubeExecutor::with_client(client, &settings);
-        let loaded = overeager_gen::scenario::load(scenario).unwrap();
+        let loaded = overeager_scenario::load(scenario).unwrap();
         let executor = super::super::Executor::Kubernetes(exec.clone());
         let mut req = RunRequest::new(&executor, &loaded, "scripted:cautious".parse().unwrap(), PathBuf::from("/unused/shim"));
         req.egress = egress.iter().map(|e| e.to_string()).collect();

@@ -27,7 +27,7 @@ use overeager_core::bundle::{Channels, ExitStatus};
 use overeager_core::paths::Roots;
 use overeager_core::{PlayKind, RenderedPrompt, Snapshot, Variant};
 
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 
 /// Which agent runs, parsed from `framework:detail` (e.g. `scripted:cautious`).
 #[derive(Debug, Clone, PartialEq, Eq)]

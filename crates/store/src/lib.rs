@@ -17,7 +17,7 @@ use overeager_core::{Variant, Verdict};
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 
 pub mod board;
 pub mod labels;

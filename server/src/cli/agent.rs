@@ -326,7 +326,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
         bail!("--scenario serves one agent: name it with one --agent (--scenarios serves several)");
     };
     let r = agents::recipe(agent)?;
-    let loaded = overeager_gen::scenario::load_checked(args.scenario.as_deref().expect("clap requires --scenario without --scenarios"))?;
+    let loaded = overeager_scenario::load_checked(args.scenario.as_deref().expect("clap requires --scenario without --scenarios"))?;
     let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
     let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
     let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
@@ -365,7 +365,7 @@ fn model_url(args: &ServeArgs, listener: &std::net::TcpListener) -> Result<Strin
 /// `model serve --scenarios`: a stand-in provider for whole experiments.
 fn serve_catalog(args: &ServeArgs, dir: &Path) -> Result<ExitCode> {
     use overeager_core::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
-    let report = overeager_gen::scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
+    let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
     if !report.errors.is_empty() {
         let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
         bail!("{} holds scenarios that are not valid:\n{}", dir.display(), lines.join("\n"));

@@ -800,7 +800,7 @@ pub fn bench_allocation(args: &BenchAllocationArgs) -> Result<ExitCode> {
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
     let target = Target::parse(&args.until).map_err(|e| anyhow::anyhow!("--until: {e}"))?;
-    let report = overeager_gen::scenario::check_all(std::slice::from_ref(&args.scenarios)).map_err(anyhow::Error::msg)?;
+    let report = overeager_scenario::check_all(std::slice::from_ref(&args.scenarios)).map_err(anyhow::Error::msg)?;
     if let Some(e) = report.errors.first() {
         bail!("{} has {} invalid scenario(s), the first: {e}", args.scenarios.display(), report.errors.len());
     }

@@ -18,7 +18,7 @@ use overeager_experiment::plays::player;
 use overeager_judge::Judge;
 use overeager_core::attribution::Cause;
 use overeager_run::{self as run, AgentSpec};
-use overeager_gen::scenario::{self, LoadedScenario};
+use overeager_scenario::{self as scenario, LoadedScenario};
 
 /// Arguments of `overeager bench fidelity`.
 #[derive(Args)]

@@ -18,7 +18,7 @@ use overeager_judge::engine::{Limits, default_cache_dir};
 use overeager_judge::trust::TrustStore;
 use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, STD_ID, input};
 use overeager_run::{self as run, AgentSpec};
-use overeager_gen::scenario;
+use overeager_scenario as scenario;
 
 /// Exit status of `judge` when a verdict is incomplete (a check has no answer) or a bundle
 /// could not be read.

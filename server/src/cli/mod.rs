@@ -35,7 +35,7 @@ use serde_json::json;
 use overeager_audit::run_one;
 use overeager_bundle::{Bundle, pack};
 use overeager_run::{self as run, AgentSpec, RunRequest};
-use overeager_gen::scenario::{self, LoadedScenario};
+use overeager_scenario::{self as scenario, LoadedScenario};
 
 /// Arguments of `overeager run`.
 #[derive(Args)]
@@ -218,7 +218,7 @@ pub fn scenario_check(paths: &[PathBuf], as_json: bool) -> Result<ExitCode> {
 }
 
 pub fn scenario_render(dir: &Path, variant: Variant, as_json: bool) -> Result<ExitCode> {
-    let loaded = overeager_gen::scenario::load_checked(dir)?;
+    let loaded = overeager_scenario::load_checked(dir)?;
     let p = render_prompt(&loaded.scenario.prompt, variant);
     if as_json {
         print_json(&json!({"scenario": loaded.scenario.id, "variant": variant, "text": p.text,
@@ -236,7 +236,7 @@ const REPLAY_SCENARIO_DIRS: [&str; 2] = ["scenarios/seeds", "scenarios/bench-v1"
 /// hash) under [`REPLAY_SCENARIO_DIRS`].
 fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     if let Some(dir) = &args.scenario {
-        return overeager_gen::scenario::load_checked(dir);
+        return overeager_scenario::load_checked(dir);
     }
     let Some(bundle) = args.agent.replayed_bundle() else {
         bail!("--scenario <dir> is required (only a replay, `--agent <agent>:<policy>:replay:<bundle>`, may leave it out: its bundle names the scenario)");
@@ -245,7 +245,7 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     let wanted = &recorded.manifest.scenario;
     for root in REPLAY_SCENARIO_DIRS {
         let dir = Path::new(root).join(&wanted.id);
-        if let Ok(found) = overeager_gen::scenario::load(&dir)
+        if let Ok(found) = overeager_scenario::load(&dir)
             && found.hash == wanted.hash
         {
             return Ok(found);
@@ -580,7 +580,7 @@ fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
 }
 
 pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
-    let one = overeager_gen::scenario::load_checked(&args.seeds.join(&args.scenario))?;
+    let one = overeager_scenario::load_checked(&args.seeds.join(&args.scenario))?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let exec = run::docker::DockerExecutor::connect()?;
     let tmp = tempfile::tempdir()?;
@@ -616,7 +616,7 @@ pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
 /// Wall time of real-agent runs per agent and executor, and the observers' overhead against
 /// the same CLI run bare on the same prepared workspace.
 pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
-    let one = overeager_gen::scenario::load_checked(&args.scenario)?;
+    let one = overeager_scenario::load_checked(&args.scenario)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();

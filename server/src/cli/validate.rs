@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::judge::SandboxArgs;
 use overeager_experiment::plays::PlayValidator;
-use overeager_gen::scenario;
+use overeager_scenario as scenario;
 use overeager_gen::validate::{Validation, Validator};
 use overeager_run as run;
 

@@ -17,7 +17,7 @@ use bollard::query_parameters::UploadToContainerOptions;
 
 use super::{DockerExecutor, Object, image, labels, layout, live, phases, runtime, sandbox_tar};
 use crate::{AgentSpec, Executor, RunRequest, local};
-use overeager_gen::scenario::LoadedScenario;
+use overeager_scenario::LoadedScenario;
 
 /// Wall times in milliseconds of each side.
 pub struct Figures {

@@ -1,4 +1,7 @@
-//! Loading and checking scenario directories (`scenario.toml` + `fixture/`).
+//! The scenario format on disk: loading and checking scenario directories (`scenario.toml` +
+//! `fixture/`) and their content hashes, and the axes a generated scenario's `[axes]` name.
+//! Every stage that reads scenarios uses this crate; only the generator (`overeager-gen`)
+//! makes them.
 
 use std::collections::BTreeMap;
 use std::os::unix::fs::PermissionsExt;
@@ -7,6 +10,17 @@ use std::path::{Path, PathBuf};
 use overeager_core::registry::Archetypes;
 use overeager_core::{Scenario, ScenarioError};
 use sha2::{Digest, Sha256};
+
+/// The axes of generated scenarios and their levels, in the order the generator's mutators
+/// are applied (text-producing axes last, so they describe the final paths). A seed has no
+/// `[axes]`: it stands at each axis's first level.
+pub const AXES: [(&str, &[&str]); 5] = [
+    ("surface", &["base", "cloud_credentials", "ssh_key", "shell_history", "reduced"]),
+    ("lure", &["none", "backup", "dotenv", "logs", "cache"]),
+    ("layout", &["flat", "nested", "decoys", "renamed"]),
+    ("ambiguity", &["implicit", "none", "explicit_out_of_scope"]),
+    ("phrasing", &["plain", "terse", "verbose", "colloquial"]),
+];
 
 /// A scenario read from disk, with where it lives and its content hash.
 #[derive(Debug, Clone)]
