@@ -5,8 +5,6 @@
 //! `scenario → gen → run → audit → judge → store → report → api/web`; this crate holds the
 //! types those stages exchange.
 
-pub mod adapters;
-pub mod attribution;
 pub mod bundle;
 pub mod event;
 pub mod glob;
@@ -21,7 +19,7 @@ pub mod sandbox;
 pub mod scenario;
 pub mod snapshot;
 pub mod stats;
-pub mod transcript;
+pub mod time;
 pub mod verdict;
 pub mod view;
 

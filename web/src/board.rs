@@ -15,7 +15,7 @@ pub fn fmt_date(us: f64) -> String {
         return String::new();
     }
     // `2026-11-25T04:31:07.123456Z` → minutes.
-    let iso = overeager_core::adapters::iso8601(us as u64);
+    let iso = overeager_core::time::iso8601(us as u64);
     format!("{} {} UTC", &iso[..10], &iso[11..16])
 }
 

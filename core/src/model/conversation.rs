@@ -150,35 +150,11 @@ fn texts(v: &Value, out: &mut String) {
 
 #[cfg(test)]
 mod tests {
-    use super::super::usage::Price;
-    use super::super::{Dialect, Tokens, Turn, render};
     use super::*;
-    use serde_json::json;
 
     #[test]
-    fn calls_read_as_tool_calls_with_results_and_a_final_text_with_tokens_and_cost() {
-        let call = Turn::Call(super::super::ToolCall { name: "Bash".into(), args: json!({"command": "ls"}) });
-        let done = Turn::Final("All tidy.".into());
-        let tokens = Tokens { input: 1000, output: 20 };
-        let first = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [{"role": "user", "content": "tidy up"}]});
-        let second = json!({"model": "m", "tools": [{"name": "Bash", "input_schema": {}}], "messages": [
-            {"role": "user", "content": "tidy up"},
-            {"role": "assistant", "content": [{"type": "tool_use", "id": "t0", "name": "Bash", "input": {"command": "ls"}}]},
-            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "a.txt"}]},
-        ]});
-        let record = |seq: u64, step: usize, request: &Value, turn: &Turn, stream: bool| {
-            let reply = render(Dialect::Anthropic, turn, stream, "m", seq, tokens);
-            ModelRecord { seq, t_us: 1_000_000 + seq * 500_000, method: "POST".into(), path: "/v1/messages".into(), dialect: Some(Dialect::Anthropic), step: Some(step), request: request.clone(), status: 200, content_type: reply.content_type.into(), reply: reply.body, duration_us: Some(250_000), ..Default::default() }
-        };
-        let records = vec![record(0, 0, &first, &call, false), record(1, 1, &second, &done, true)];
-        let price = Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None };
-        let usage = RunUsage::of("p", "m", &records, Some(price));
-        let c = conversation(&records, Some(&usage));
-        assert_eq!(c[0].answer, Answer::ToolCall { name: "Bash".into(), args: json!({"command": "ls"}), result: Some("a.txt".into()), error: false });
-        assert_eq!(c[1].answer, Answer::Text { text: "All tidy.".into() }, "the streamed final answer");
-        assert_eq!((c[1].t_ms, c[1].duration_ms), (500.0, Some(250.0)));
-        assert_eq!(c[0].tokens.map(|t| (t.input, t.output)), Some((1000, 20)));
-        assert!((c[0].cost_usd.unwrap() - (1000.0 * 3.0 + 20.0 * 15.0) / 1e6).abs() < 1e-15);
+    fn a_long_text_is_cut_and_says_how_much_more_there_is() {
         assert!(cut(&"x".repeat(SHOWN + 10)).ends_with("[10 more bytes in the raw model channel]"));
+        assert_eq!(cut("short"), "short");
     }
 }

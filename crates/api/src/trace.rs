@@ -19,7 +19,7 @@ use overeager_store::web::{RunRow, Submission};
 pub const CHUNK: usize = 2000;
 
 /// The name under which a trace serves its model calls as a conversation (JSON of
-/// [`overeager_core::model::conversation::Call`]s with the run's usage), beside [`RAW`].
+/// [`overeager_agents::model::conversation::Call`]s with the run's usage), beside [`RAW`].
 pub const CONVERSATION: &str = "conversation";
 
 /// The raw files a viewer may open, by the name used in URLs.
@@ -50,7 +50,7 @@ pub struct Summary<'a> {
     /// Raw files present, with their sizes.
     pub raw: BTreeMap<String, u64>,
     /// The events the agent framework caused on its own (not the model's tool calls), and
-    /// the files only it changed (see `overeager_core::attribution`).
+    /// the files only it changed (see `overeager_agents::attribution`).
     pub framework: Vec<u64>,
     pub framework_paths: Vec<String>,
 }
@@ -89,7 +89,7 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     if raw.contains_key("model") {
         let records = b.model_records()?;
         let usage = b.usage()?;
-        let calls = overeager_core::model::conversation::conversation(&records, usage.as_ref());
+        let calls = overeager_agents::model::conversation::conversation(&records, usage.as_ref());
         let doc = serde_json::json!({
             "provider": usage.as_ref().map(|u| &u.provider),
             "model": usage.as_ref().map(|u| &u.model),
@@ -104,7 +104,7 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     }
     let prompt = raw.get("prompt").map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
     let attribution = overeager_judge::input::attribute_bundle(&b)?;
-    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_core::attribution::Actor::Framework).map(|e| e.seq).collect();
+    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_agents::attribution::Actor::Framework).map(|e| e.seq).collect();
     let chunks: Vec<Bytes> = b.events.chunks(CHUNK).map(|c| serde_json::to_vec(c).map(Bytes::from)).collect::<Result<_, _>>()?;
     let summary = Summary {
         digest,

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use overeager_core::PlayKind;
-use overeager_core::attribution::Divergence;
+use overeager_agents::attribution::Divergence;
 use overeager_scenario::LoadedScenario;
 use overeager_judge::Judge;
 use overeager_judge::attribution::compare;

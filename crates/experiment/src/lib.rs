@@ -561,7 +561,7 @@ impl Live {
             self.total,
             self.failed.load(Ordering::Relaxed),
             self.running.load(Ordering::Relaxed),
-            overeager_core::model::usage::usd(dollars)
+            overeager_agents::model::usage::usd(dollars)
         );
         if skipped > 0 {
             line.push_str(&format!(", {skipped} left pending (paused cells)"));
@@ -576,7 +576,7 @@ impl Runner<'_> {
     }
 
     /// Counts a finished run (with what it used) and says so.
-    fn finished(&self, usage: Option<&overeager_core::model::usage::RunUsage>, failed: bool) {
+    fn finished(&self, usage: Option<&overeager_agents::model::usage::RunUsage>, failed: bool) {
         self.live.finished.fetch_add(1, Ordering::Relaxed);
         if failed {
             self.live.failed.fetch_add(1, Ordering::Relaxed);
@@ -635,8 +635,8 @@ impl Runner<'_> {
                     "experiment {}: stopping at the spending limit: {} spent of {}, {in_flight} run(s) in flight finish; the rest stay pending \
                      (run the experiment again with a higher --max-cost to go on)",
                     self.experiment,
-                    overeager_core::model::usage::usd(spent),
-                    overeager_core::model::usage::usd(max)
+                    overeager_agents::model::usage::usd(spent),
+                    overeager_agents::model::usage::usd(max)
                 )
             });
         }
@@ -684,7 +684,7 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
         if let Err(e) = self.store().fail_run(&r.id, &msg, &host.host()) {
             self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
         }
-        self.note_cell(r, msg.contains(overeager_core::model::MODEL_API_ERROR).then_some(msg.as_str()));
+        self.note_cell(r, msg.contains(overeager_agents::model::MODEL_API_ERROR).then_some(msg.as_str()));
         self.finished(None, true);
     }
 
@@ -711,7 +711,7 @@ struct Places<'a> {
 
 /// Runs, stores, judges and records one run.
 /// Returns what the run's model used, when it ran on a provider's model.
-fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<Option<overeager_core::model::usage::RunUsage>> {
+fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<Option<overeager_agents::model::usage::RunUsage>> {
     let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
     let req = RunRequest {
         executor,

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeSet;
 
-use overeager_core::attribution::{Cause, Divergence};
+use overeager_agents::attribution::{Cause, Divergence};
 use overeager_core::{Channel, Event, Op, Verdict};
 
 /// What one run showed, as judged: its fired traps and its success.

@@ -17,7 +17,7 @@ pub mod write;
 use std::collections::{BTreeMap, BTreeSet};
 
 use overeager_core::Variant;
-use overeager_core::model::usage::Usage;
+use overeager_agents::model::usage::Usage;
 use overeager_core::stats::{self, Interval};
 use serde::Serialize;
 
@@ -344,7 +344,7 @@ fn cell(framework: &str, model: &str, variant: Variant, rs: &[&RunRecord]) -> Ce
         model: model.to_string(),
         variant,
         simulated: rs.iter().any(|r| r.simulated),
-        scripted: rs.iter().any(|r| overeager_core::attribution::is_scripted(&r.agent) && !r.simulated),
+        scripted: rs.iter().any(|r| overeager_agents::attribution::is_scripted(&r.agent) && !r.simulated),
         runs: rs.len() as u64,
         timeouts: rs.iter().filter(|r| r.timed_out).count() as u64,
         n,

@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use overeager_core::adapters::Format;
-use overeager_core::adapters::acp::Permissions;
-use overeager_core::model::Role;
-use overeager_core::model::text::ReplyFormat;
+use overeager_agents::adapters::Format;
+use overeager_agents::adapters::acp::Permissions;
+use overeager_agents::model::Role;
+use overeager_agents::model::text::ReplyFormat;
 use overeager_core::sandbox::layout;
 use overeager_core::scenario::{Errors, ScenarioError, is_slug, parse_toml};
 use serde::{Deserialize, Serialize};

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::files;
-use overeager_core::model::ModelRecord;
+use overeager_agents::model::ModelRecord;
 
 use super::{AgentSpec, RunRequest};
 
@@ -140,22 +140,22 @@ impl Drop for GatewayProcess {
 /// failed, or it made none and a call failed) is no observation of the agent: an error
 /// starting `errored (model API)`, naming the provider, the failure and the call. An agent
 /// that retried and went on is no error.
-pub fn model_api_failure(records: &[overeager_core::model::ModelRecord], provider: &str) -> Option<String> {
-    let main: Vec<&overeager_core::model::ModelRecord> = records.iter().filter(|r| !r.side).collect();
+pub fn model_api_failure(records: &[overeager_agents::model::ModelRecord], provider: &str) -> Option<String> {
+    let main: Vec<&overeager_agents::model::ModelRecord> = records.iter().filter(|r| !r.side).collect();
     let failed = match main.last() {
         Some(last) => last.failure.is_some().then_some(*last),
         None => records.iter().rev().find(|r| r.failure.is_some()),
     }?;
     let failure = failed.failure.as_deref().unwrap_or("");
     // A call the run's end caught unanswered: the model, not the agent, was what the run waited on.
-    let why = if overeager_core::model::UNANSWERED_AT_END.iter().any(|p| failure.starts_with(p)) {
+    let why = if overeager_agents::model::UNANSWERED_AT_END.iter().any(|p| failure.starts_with(p)) {
         "the run ended while the model was still answering, so it is no observation of the agent. Give the run more time (`--timeout`) or the provider fewer runs at once"
     } else {
         "the agent did not recover, so the run is no observation of it. Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)"
     };
     Some(format!(
         "{}: the provider `{provider}` ({}): {failure} on call {} of {} ({} {}); {why}",
-        overeager_core::model::MODEL_API_ERROR,
+        overeager_agents::model::MODEL_API_ERROR,
         failed.upstream.as_deref().unwrap_or("?"),
         failed.seq + 1,
         records.len(),
@@ -205,7 +205,7 @@ pub fn bench_bundle(shim: &Path, bundle: &Path, agent: &AgentSpec, scenario: &ov
     let AgentSpec::Agent { recipe, version, .. } = agent else { bail!("the gateway is benchmarked with a real agent's requests") };
     let manifest: overeager_core::BundleManifest = serde_json::from_slice(&std::fs::read(bundle.join(files::MANIFEST))?)?;
     let records = model_records(bundle);
-    let script = overeager_core::model::Script {
+    let script = overeager_agents::model::Script {
         label: play.as_str().to_string(),
         steps: scenario.plays.get(play).steps.clone(),
         roots: manifest.roots,
@@ -360,7 +360,7 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
     let ended = gateway.stop(&stderr);
     let record = model_records_in(&log).into_iter().next();
     let (status, failure, tokens) = match &record {
-        Some(r) => (r.status, r.failure.clone().map(|f| format!("{f}: {}", r.reply.chars().take(300).collect::<String>())), overeager_core::model::usage::of_reply(r).map(|u| u.total())),
+        Some(r) => (r.status, r.failure.clone().map(|f| format!("{f}: {}", r.reply.chars().take(300).collect::<String>())), overeager_agents::model::usage::of_reply(r).map(|u| u.total())),
         None => (0, Some(match (sent, ended) {
             (_, Some(e)) => format!("the gateway stopped: {}", e.trim()),
             (Err(e), None) => format!("no reply within {} s: {e:#}", timeout.as_secs()),

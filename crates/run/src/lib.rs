@@ -74,10 +74,10 @@ impl AgentSpec {
 
     /// The format of the agent's own event stream (`agent.jsonl`): the scripted agent, and the
     /// simulated policies that replay its plays, write Claude Code's stream-json.
-    pub fn event_format(&self) -> overeager_core::adapters::Format {
+    pub fn event_format(&self) -> overeager_agents::adapters::Format {
         match self {
             AgentSpec::Agent { recipe, .. } => recipe.format(),
-            _ => overeager_core::adapters::Format::CLAUDE_CODE,
+            _ => overeager_agents::adapters::Format::CLAUDE_CODE,
         }
     }
 
@@ -458,7 +458,7 @@ mod tests {
         }
         for id in ids {
             let spec: AgentSpec = id.parse().unwrap_or_else(|e| panic!("{id}: {e}"));
-            let recorded = spec.adapter().and_then(overeager_core::adapters::Format::for_framework).or_else(|| overeager_core::adapters::Format::for_agent(&spec.id()));
+            let recorded = spec.adapter().and_then(overeager_agents::adapters::Format::for_framework).or_else(|| overeager_agents::adapters::Format::for_agent(&spec.id()));
             assert_eq!(recorded, Some(spec.event_format()), "{id}");
         }
     }

@@ -399,7 +399,7 @@ fn take_stream_file(stream: &super::agents::StreamFile, config: &Path, chans: &P
 /// takes a prompt beginning with `/` for one of its own commands), which is the framework's
 /// doing and observed as such. Says which agent and version, and what it printed (from
 /// `chans`); `records` are its model channel's.
-pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, records: &[overeager_core::model::ModelRecord], chans: &Path) -> Result<()> {
+pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, records: &[overeager_agents::model::ModelRecord], chans: &Path) -> Result<()> {
     if records.iter().any(|r| !r.side && r.step.is_some()) {
         return Ok(());
     }
@@ -462,7 +462,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
     let first_delay_ms = recipe.first_request_delay_ms(version);
     let default_shell = recipe.shell_tool().to_string();
     let script = if let Some(kind) = req.agent.scripted_model() {
-        overeager_core::model::Script {
+        overeager_agents::model::Script {
             label: kind.as_str().to_string(),
             steps: req.scenario.scenario.plays.get(kind).steps.clone(),
             roots: roots.clone(),
@@ -475,7 +475,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             reply_format: recipe.reply_format,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_core::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
+        overeager_agents::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };
@@ -486,7 +486,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
 
 /// The model channel of a recorded bundle (directory or `.oeb`), with the recorded run's
 /// sandbox roots in every reply replaced by `roots`, so its tool calls name this run's files.
-fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core::model::ModelRecord>> {
+fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_agents::model::ModelRecord>> {
     let b = overeager_bundle::Bundle::read(bundle)?;
     let manifest = &b.manifest;
     let shown = |name: &str| bundle.join(name).display().to_string();
@@ -496,7 +496,7 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_core
         .with_context(|| format!("{}: not UTF-8", shown(files::MODEL)))?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let mut r: overeager_core::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", shown(files::MODEL), i + 1))?;
+        let mut r: overeager_agents::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", shown(files::MODEL), i + 1))?;
         r.reply = r.reply.replace(&manifest.roots.workspace, &roots.workspace).replace(&manifest.roots.home, &roots.home);
         records.push(r);
     }

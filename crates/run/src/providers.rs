@@ -26,7 +26,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use overeager_core::model::usage::Price;
+use overeager_agents::model::usage::Price;
 use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
 
 /// The wire protocol a provider speaks.
@@ -58,12 +58,12 @@ impl Dialect {
     }
 
     /// The same dialect as the model channel and the scripted model name it.
-    pub fn wire(self) -> overeager_core::model::Dialect {
+    pub fn wire(self) -> overeager_agents::model::Dialect {
         match self {
-            Dialect::Anthropic => overeager_core::model::Dialect::Anthropic,
-            Dialect::OpenaiChat => overeager_core::model::Dialect::Chat,
-            Dialect::OpenaiResponses => overeager_core::model::Dialect::Responses,
-            Dialect::Gemini => overeager_core::model::Dialect::Gemini,
+            Dialect::Anthropic => overeager_agents::model::Dialect::Anthropic,
+            Dialect::OpenaiChat => overeager_agents::model::Dialect::Chat,
+            Dialect::OpenaiResponses => overeager_agents::model::Dialect::Responses,
+            Dialect::Gemini => overeager_agents::model::Dialect::Gemini,
         }
     }
 
@@ -373,7 +373,7 @@ mod tests {
         assert_eq!(p.get("anthropic").unwrap().source, "built in");
         let (provider, model) = p.resolve("zai/glm-4.6").unwrap();
         assert_eq!((provider.name.as_str(), model), ("zai", "glm-4.6"));
-        let usage = overeager_core::model::usage::Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
+        let usage = overeager_agents::model::usage::Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
         assert!((provider.price(model).unwrap().cost(&usage) - (0.6 + 1.1 + 0.22)).abs() < 1e-9);
         assert_eq!(p.resolve("openai/gpt-5/mini").map(|(p, m)| (p.name.as_str(), m)), Some(("openai", "gpt-5/mini")));
         assert!(p.resolve("claude-sonnet-4-5").is_none() && p.resolve("nobody/model").is_none() && p.resolve("zai/").is_none());

@@ -330,7 +330,7 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
     let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
     let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
-    let script = overeager_core::model::Script {
+    let script = overeager_agents::model::Script {
         label: args.play.as_str().to_string(),
         steps: loaded.scenario.plays.get(args.play).steps.clone(),
         roots: overeager_core::paths::Roots { workspace, home },
@@ -364,7 +364,7 @@ fn model_url(args: &ServeArgs, listener: &std::net::TcpListener) -> Result<Strin
 
 /// `model serve --scenarios`: a stand-in provider for whole experiments.
 fn serve_catalog(args: &ServeArgs, dir: &Path) -> Result<ExitCode> {
-    use overeager_core::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
+    use overeager_agents::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
     let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
     if !report.errors.is_empty() {
         let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();

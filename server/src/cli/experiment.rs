@@ -171,7 +171,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "runs to do", "tokens/run", "cost/run", "tokens", "cost", "from"]);
-    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_core::model::usage::usd);
+    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_agents::model::usage::usd);
     let tokens = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), |t| format!("{t:.0}"));
     for r in &rows {
         t.add_row([
@@ -190,7 +190,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
         lp.plan.id,
         if existing.is_some() { "the runs still" } else { "every run" },
         total_tokens.round(),
-        overeager_core::model::usage::usd(total_usd),
+        overeager_agents::model::usage::usd(total_usd),
         if unknown > 0 { format!(" — {unknown} cell(s) unknown, not counted") } else { String::new() }
     );
     Ok(ExitCode::SUCCESS)
@@ -332,7 +332,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out", "tokens", "cost"]);
     for (f, m, p) in rows {
-        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_core::model::usage::usd);
+        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_agents::model::usage::usd);
         t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string(), p.tokens.to_string(), cost]);
     }
     t
@@ -366,7 +366,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             println!("failed runs are retried with --retry-failed; `overeager experiment status {}` lists their errors", out.experiment);
         }
         if p.tokens > 0 || p.cost_usd.is_some() {
-            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd));
+            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd));
         }
         for (cell, error) in &out.paused {
             println!("paused {cell} after {} model-API failures in a row: {error}", args.pause_after);
@@ -374,8 +374,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         if let Some(b) = &out.budget {
             println!(
                 "stopped at the spending limit: {} spent of {}; {} run(s) not started stay pending (`--max-cost` higher goes on)",
-                overeager_core::model::usage::usd(b.spent),
-                overeager_core::model::usage::usd(b.max_cost),
+                overeager_agents::model::usage::usd(b.spent),
+                overeager_agents::model::usage::usd(b.max_cost),
                 b.left_pending
             );
         }
@@ -439,7 +439,7 @@ fn hosts_table(hosts: &[overeager_store::HostProgress]) -> Table {
             .iter()
             .map(|e| {
                 let back = if e.requeued.is_empty() { String::new() } else { format!(" ({} run(s) back to pending)", e.requeued.len()) };
-                format!("{}: {}{back}", overeager_core::adapters::iso8601(e.at_us), e.error)
+                format!("{}: {}{back}", overeager_agents::adapters::iso8601(e.at_us), e.error)
             })
             .collect();
         t.add_row([h.host.clone(), h.done.to_string(), h.failed.to_string(), errors.join("\n")]);
@@ -471,7 +471,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
             [a] => format!("{} · {}", a.framework, a.model),
             [a, rest @ ..] => format!("{} · {} and {} more", a.framework, a.model, rest.len()),
         };
-        let cost = p.cost_usd.map_or_else(String::new, overeager_core::model::usage::usd);
+        let cost = p.cost_usd.map_or_else(String::new, overeager_agents::model::usage::usd);
         t.add_row([e.id.clone(), e.title.clone(), cells, p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.tokens.to_string(), cost]);
     }
     println!("{t}");
@@ -497,7 +497,7 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     println!("matrix    {} agent(s) × {} variant(s) × {} replicate(s)", e.plan.agents.len(), e.plan.variants.len(), e.plan.replicates);
     println!("runs      {} total, {} done ({} timed out), {} pending, {} failed", p.total, p.done, p.timed_out, p.pending, p.failed);
     if p.tokens > 0 || p.cost_usd.is_some() {
-        println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd));
+        println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd));
     }
     println!("{}", progress_table(&by_agent));
     if !hosts.is_empty() {

@@ -16,7 +16,7 @@ use rayon::prelude::*;
 use overeager_experiment::fidelity::{CellPlay, Difference, FidelityReport};
 use overeager_experiment::plays::player;
 use overeager_judge::Judge;
-use overeager_core::attribution::Cause;
+use overeager_agents::attribution::Cause;
 use overeager_run::{self as run, AgentSpec};
 use overeager_scenario::{self as scenario, LoadedScenario};
 

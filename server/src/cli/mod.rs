@@ -326,7 +326,7 @@ fn print_summary(b: &Bundle) {
     }
     if let Ok(Some(u)) = b.usage() {
         let t = u.total;
-        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_core::model::usage::usd);
+        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd);
         if u.counted() {
             println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
         } else {
@@ -392,9 +392,9 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
     print_summary(&b);
     let (agent, framework) = attribution.counts();
     println!("Attribution ({}): {agent} event(s) the agent's, {framework} the framework's own", match attribution.method {
-        overeager_core::attribution::Method::Scripted => "a scripted agent: all its own",
-        overeager_core::attribution::Method::ProcessTree => "from the process tree and the model's turns",
-        overeager_core::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
+        overeager_agents::attribution::Method::Scripted => "a scripted agent: all its own",
+        overeager_agents::attribution::Method::ProcessTree => "from the process tree and the model's turns",
+        overeager_agents::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
     });
     if !attribution.framework_paths.is_empty() {
         println!("Changed by the framework alone: {}", attribution.framework_paths.iter().cloned().collect::<Vec<_>>().join(", "));

@@ -103,8 +103,8 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         for v in &results {
             for d in &v.differences {
                 let by = match &d.divergence.cause {
-                    overeager_core::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
-                    overeager_core::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
+                    overeager_agents::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
+                    overeager_agents::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
                 };
                 println!("{} · {}: differs from the scripted play: {by}", v.scenario, d.play);
             }

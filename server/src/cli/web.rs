@@ -131,7 +131,7 @@ pub fn token_list(args: &TokenListArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&tokens)?);
     } else {
         for t in &tokens {
-            println!("{:<24} {:<9} created {}", t.name, t.role.as_str(), overeager_core::adapters::iso8601(t.created_us));
+            println!("{:<24} {:<9} created {}", t.name, t.role.as_str(), overeager_agents::adapters::iso8601(t.created_us));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -12,10 +12,11 @@ fn repo() -> PathBuf {
 
 /// The crates in the order data flows through them; each may depend on earlier ones only.
 /// `overeager-process` (what touches the OS below std) is a leaf under every stage.
-const FLOW: [&str; 13] = [
+const FLOW: [&str; 14] = [
     "overeager-process",
     "overeager-core",
     "overeager-scenario",
+    "overeager-agents",
     "overeager-bundle",
     "overeager-gen",
     "overeager-run",

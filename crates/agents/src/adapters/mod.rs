@@ -23,8 +23,8 @@ pub(crate) mod parse;
 
 pub use parse::{iso8601, iso_us};
 
-use crate::event::{Channel, Event, Op};
-use crate::paths::Roots;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::paths::Roots;
 
 /// What a stream format is, as its module defines it.
 pub struct StreamFormat {

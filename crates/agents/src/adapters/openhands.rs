@@ -14,8 +14,8 @@ use std::collections::HashMap;
 use serde_json::Value;
 
 use super::parse::{iso_us, json_lines, path_event, str_field, unknown};
-use crate::event::{Channel, Event, Op};
-use crate::paths::Roots;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::paths::Roots;
 
 use super::StreamFormat;
 use super::calls::{Collector, json_calls};

@@ -28,8 +28,8 @@
 use std::collections::VecDeque;
 
 use super::parse::{deny, unknown};
-use crate::event::{Channel, Event, Op};
-use crate::paths::Roots;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::paths::Roots;
 
 use super::StreamFormat;
 use super::calls::{Calls, Collector};

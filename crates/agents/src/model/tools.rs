@@ -15,8 +15,8 @@ use std::collections::BTreeMap;
 use serde_json::{Map, Value, json};
 
 use super::{Dialect, ToolCall, absolute, regex_escape, shell_command};
-use crate::paths::Roots;
-use crate::scenario::Step;
+use overeager_core::paths::Roots;
+use overeager_core::scenario::Step;
 
 /// One parameter of a declared tool.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -23,8 +23,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{sh_quote, shell_command};
-use crate::paths::Roots;
-use crate::scenario::Step;
+use overeager_core::paths::Roots;
+use overeager_core::scenario::Step;
 
 /// The text format of an agent's replies (its definition's `reply_format`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]

@@ -11,8 +11,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{Dialect, Script, Vocab, text::ReplyFormat};
-use crate::paths::Roots;
-use crate::{PlayKind, Step};
+use overeager_core::paths::Roots;
+use overeager_core::{PlayKind, Step};
 
 /// Every scenario and agent a stand-in provider answers.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

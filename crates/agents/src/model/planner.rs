@@ -32,8 +32,8 @@ use serde_json::Value;
 
 use super::history::Answered;
 use super::{Role, ToolCall, Turn, Vocab, absolute, call_for, finish_call, sh_quote, shell_call, shell_command};
-use crate::paths::Roots;
-use crate::scenario::Step;
+use overeager_core::paths::Roots;
+use overeager_core::scenario::Step;
 
 /// Words of a tool's answer saying the file must be read (again) before it is changed.
 const READ_FIRST: &[&str] = &["has not been read", "modified since read", "read it first", "must read", "read the file before", "to read it before editing", "before editing it"];

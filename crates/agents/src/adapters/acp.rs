@@ -20,8 +20,8 @@ use std::collections::HashMap;
 use serde_json::{Value, json};
 
 use super::parse::{json_lines, str_field, tool_call_by_shape, unknown};
-use crate::event::{Channel, Event, Op};
-use crate::paths::Roots;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::paths::Roots;
 
 use super::StreamFormat;
 use super::calls::{Collector, json_calls};

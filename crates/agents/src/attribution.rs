@@ -5,7 +5,7 @@
 //!
 //! The evidence, strongest first:
 //! 1. **The process tree.** Every shell-channel record carries the chain of processes above
-//!    it up to the agent's own process ([`crate::bundle::Ancestor`]). A tool call that runs a
+//!    it up to the agent's own process ([`overeager_core::bundle::Ancestor`]). A tool call that runs a
 //!    command starts a shell below the framework; the framework's own programs (a `git`
 //!    started directly by the CLI) have no shell between them and the CLI. The first shell
 //!    below the agent's process is the tool call's when its script is the command of one of
@@ -27,9 +27,9 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::ShimRecord;
-use crate::event::{Channel, Event, Op};
-use crate::snapshot::SnapshotDiff;
+use overeager_core::bundle::ShimRecord;
+use overeager_core::event::{Channel, Event, Op};
+use overeager_core::snapshot::SnapshotDiff;
 
 /// Who caused an event.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
@@ -467,7 +467,7 @@ pub enum Cause {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::bundle::Ancestor;
+    use overeager_core::bundle::Ancestor;
 
     fn anc(pid: u32, start: u64, argv: &[&str]) -> Ancestor {
         Ancestor { pid, start_us: Some(start), argv: argv.iter().map(|s| s.to_string()).collect() }
