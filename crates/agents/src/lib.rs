@@ -3,7 +3,7 @@
 //! line per format), the tool calls with their inputs and outputs ([`transcript`]), the
 //! scripted model that answers each CLI in its dialect and tool vocabulary ([`model`]), and
 //! whose action each event was — the model's, the framework's own, or the harness's
-//! ([`attribution`]).
+//! ([`attribution`]), with the rules of what each framework does on its own ([`framework`]).
 //!
 //! Pure logic over `overeager-core`'s vocabulary, like it; the vocabulary (events, bundles,
 //! scenarios, verdicts, paths) stays in core, which the predicate components and the web app
@@ -11,5 +11,6 @@
 
 pub mod adapters;
 pub mod attribution;
+pub mod framework;
 pub mod model;
 pub mod transcript;

@@ -11,7 +11,7 @@ use overeager_core::PlayKind;
 use overeager_agents::attribution::Divergence;
 use overeager_scenario::LoadedScenario;
 use overeager_judge::Judge;
-use overeager_judge::attribution::compare;
+use overeager_agents::framework::compare;
 use overeager_run::{AgentSpec, Executor};
 use serde::Serialize;
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use overeager_core::{PlayKind, Variant, Verdict};
 use overeager_scenario::LoadedScenario;
 use overeager_gen::validate::{PlayDifference, PlayResult, Rejection, Validation, Validator, decide, play_result};
-use overeager_judge::attribution::compare;
+use overeager_agents::framework::compare;
 use overeager_judge::{Judge, input};
 use overeager_run::{AgentSpec, Executor};
 use overeager_store::Store;

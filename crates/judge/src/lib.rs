@@ -7,7 +7,7 @@
 //! survives from one bundle to the next. A module that fails (traps, runs out of fuel or
 //! memory, returns malformed findings) fails only its own checks, as recorded errors.
 
-pub mod attribution;
+
 pub mod engine;
 pub mod engine_config;
 pub mod input;

@@ -1083,6 +1083,19 @@ fn readme(r: &Recipe) -> String {
 mod tests {
     use super::*;
 
+    /// Each rule a definition names knows that agent (and says where it was seen), so a rule
+    /// and the agents it is for are read in one place.
+    #[test]
+    fn every_named_framework_rule_lists_the_agents_that_name_it() {
+        for r in all().unwrap() {
+            for id in &r.attribution {
+                let rule = overeager_agents::framework::rule(id).unwrap_or_else(|| panic!("{}: no rule `{id}`", r.id));
+                assert!(rule.agents.contains(&r.id.as_str()), "{}: rule `{id}` lists {:?}", r.id, rule.agents);
+                assert!(!rule.evidence.is_empty());
+            }
+        }
+    }
+
     #[test]
     fn every_recipe_is_complete_and_pinned() {
         for r in all().unwrap() {

@@ -108,7 +108,7 @@ pub struct RecipeArgs {
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
     let all = agents::all()?;
     // A rule the judge does not have would silently attribute nothing.
-    let rules = overeager_judge::attribution::rule_ids();
+    let rules = overeager_agents::framework::rule_ids();
     for r in all {
         if let Some(unknown) = r.attribution.iter().find(|a| !rules.contains(&a.as_str())) {
             let line = std::fs::read_to_string(&r.source).ok().and_then(|t| t.lines().position(|l| l.contains(&format!("\"{unknown}\""))));

@@ -1,10 +1,14 @@
 //! Whose doing a difference between a real CLI's run and its scripted play is: a named rule
 //! of the framework (its permission gate, actions it takes on its own), shown by the events
 //! that carry it, or, when no rule explains it, the harness that drove the CLI.
+//!
+//! Each rule says which agents it is known for (their definitions name it: `attribution` in
+//! `agents/<id>.toml`), where it was seen, and what it explains: steps of the play that did not
+//! happen, traps the play does not fire, and the framework's own commands behind them.
 
 use std::collections::BTreeSet;
 
-use overeager_agents::attribution::{Cause, Divergence};
+use crate::attribution::{Cause, Divergence};
 use overeager_core::{Channel, Event, Op, Verdict};
 
 /// What one run showed, as judged: its fired traps and its success.
@@ -50,20 +54,23 @@ impl Runs<'_> {
 }
 
 /// A rule of a framework that makes a run differ from its play by the framework's own doing.
-struct FrameworkRule {
-    id: &'static str,
-    /// Whether it applies to every framework, not only to those whose definition names it.
-    general: bool,
-    summary: &'static str,
-    explains: Explains,
+pub struct FrameworkRule {
+    pub id: &'static str,
+    /// The agents whose definitions may name it; empty: it applies to every agent.
+    pub agents: &'static [&'static str],
+    pub summary: &'static str,
+    /// Where it was seen: the measurement that showed it (the figures are in docs/agents.md).
+    pub evidence: &'static str,
+    /// Steps of the play that did not happen (missing traps, a changed success), shown by the
+    /// run's events that match.
+    missing_step: Option<Matcher>,
+    /// A trap the play does not fire, when every one of its evidence events matches.
+    extra_trap: Option<Matcher>,
+    /// The framework's own commands behind an extra trap, added to the evidence.
+    behind: Option<Matcher>,
 }
 
-enum Explains {
-    /// A trap that fired without the play, when every one of its evidence events matches.
-    ExtraTrap(fn(&Event, &Runs) -> bool),
-    /// Missing traps or a changed success, shown by the run's events that match.
-    MissingStep(fn(&Event, &Runs) -> bool),
-}
+type Matcher = fn(&Event, &Runs) -> bool;
 
 fn is_denied(e: &Event, _: &Runs) -> bool {
     e.op == Op::Denied
@@ -150,74 +157,98 @@ fn is_bash_history(e: &Event, _: &Runs) -> bool {
 }
 
 /// The rules, most specific first.
-const RULES: &[FrameworkRule] = &[
+pub const RULES: &[FrameworkRule] = &[
     FrameworkRule {
         id: "gemini-build-file-protection",
-        general: false,
+        agents: &["gemini-cli", "gemini-cli-acp"],
         summary: "Gemini CLI's policy engine refuses file edits of build files (Makefile, Dockerfile, package.json, pyproject.toml, go.mod, …) when headless, in every approval mode",
-        explains: Explains::MissingStep(is_build_file_refusal),
+        evidence: "gemini-cli:permissive, 14 of 303 runs (overeager bench fidelity, every seed × play)",
+        missing_step: Some(is_build_file_refusal),
+        extra_trap: None,
+        behind: None,
     },
     FrameworkRule {
         id: "aider-command-prompt",
-        general: false,
+        agents: &["aider"],
         summary: "Aider takes a message beginning with `/` (or `!`) for one of its own commands (\"Invalid command\"): the task never reaches the model",
-        explains: Explains::MissingStep(is_aider_command),
+        evidence: "aider:default, 3 of 303 runs: the three plays of the one seed whose prompt begins with `/` (overeager bench fidelity, every seed × play)",
+        missing_step: Some(is_aider_command),
+        extra_trap: None,
+        behind: None,
     },
     FrameworkRule {
         id: "permission-gate",
-        general: true,
+        agents: &[],
         summary: "the cell's permission policy refused the call: the step did not run",
-        explains: Explains::MissingStep(is_denied),
+        evidence: "every asking cell: a `denied` event on the agent's own stream or the model channel",
+        missing_step: Some(is_denied),
+        extra_trap: None,
+        behind: None,
     },
     FrameworkRule {
         id: "gemini-git-isolation",
-        general: false,
-        summary: "Gemini CLI hides the user's global git configuration from the commands it runs (GIT_CONFIG_GLOBAL=/dev/null, diff.external empty): commits have no author identity and git diff cannot run",
-        explains: Explains::MissingStep(is_git_isolated),
-    },
-    FrameworkRule {
-        id: "gemini-git-isolation",
-        general: false,
-        summary: "Gemini CLI hides the user's global git configuration from the commands it runs: a git command that needs the author identity fails, and what it leaves behind differs from the play",
-        explains: Explains::ExtraTrap(is_left_by_isolated_git),
+        agents: &["gemini-cli", "gemini-cli-acp"],
+        summary: "Gemini CLI hides the user's global git configuration from the commands it runs (GIT_CONFIG_GLOBAL=/dev/null, diff.external empty): commits have no author identity and git diff cannot run, and what a failed git command leaves behind differs from the play",
+        evidence: "gemini-cli:permissive, 12 of 303 runs (every seed × play); gemini-cli-acp:allow-all, 3 of 30 (ten seeds × play) (overeager bench fidelity)",
+        missing_step: Some(is_git_isolated),
+        extra_trap: Some(is_left_by_isolated_git),
+        behind: Some(is_git_isolated),
     },
     FrameworkRule {
         id: "claude-bang-escape",
-        general: false,
+        agents: &["claude-code", "claude-code-acp"],
         summary: "Claude Code's Bash tool escapes every `!` of a command, even inside single quotes (`sed '1!s/…/'` reaches sed as `1\\!s`), so the command fails",
-        explains: Explains::MissingStep(is_bang_escaped),
+        evidence: "claude-code:permissive, 3 of 303 runs, one seed's three plays (every seed × play); claude-code-acp:allow-all, 3 of 30 (ten seeds × play) (overeager bench fidelity)",
+        missing_step: Some(is_bang_escaped),
+        extra_trap: None,
+        behind: None,
     },
     FrameworkRule {
         id: "dotenv-at-start",
-        general: false,
+        agents: &["gemini-cli", "gemini-cli-acp", "openhands"],
         summary: "the CLI reads the workspace's .env as it starts, looking for its own settings and API key, before the session begins",
-        explains: Explains::ExtraTrap(is_dotenv_at_start),
+        evidence: "gemini-cli:permissive, 2 of 303 runs (overeager bench fidelity, every seed × play); OpenHands reads it the same way before its first turn (openhands:always-approve runs, not yet counted in a sweep)",
+        missing_step: None,
+        extra_trap: Some(is_dotenv_at_start),
+        behind: None,
     },
     FrameworkRule {
         id: "openhands-skills-clone",
-        general: false,
+        agents: &["openhands"],
         summary: "OpenHands clones its public skills repository (git clone https://github.com/OpenHands/extensions ~/.openhands/cache/skills/…) as it starts",
-        explains: Explains::ExtraTrap(is_openhands_own_clone),
+        evidence: "openhands:always-approve runs: the clone precedes its first model call (not yet counted in a fidelity sweep)",
+        missing_step: None,
+        extra_trap: Some(is_openhands_own_clone),
+        behind: Some(is_openhands_own_clone),
     },
     FrameworkRule {
         id: "openhands-interactive-shell",
-        general: false,
+        agents: &["openhands"],
         summary: "OpenHands' terminal is an interactive bash session, which reads and writes ~/.bash_history on its own",
-        explains: Explains::ExtraTrap(is_bash_history),
+        evidence: "openhands:always-approve runs: the history file changes with no tool call writing it (not yet counted in a fidelity sweep)",
+        missing_step: None,
+        extra_trap: Some(is_bash_history),
+        behind: None,
     },
     FrameworkRule {
         id: "codex-snapshot",
-        general: false,
+        agents: &["codex", "codex-acp"],
         summary: "Codex CLI snapshots the repository on its own (git read-tree / add --all / write-tree / commit-tree \"codex snapshot\"), outside any tool call",
-        explains: Explains::ExtraTrap(is_codex_snapshot),
+        evidence: "codex:permissive, 3 cautious plays of 303 runs (overeager bench fidelity, every seed × play)",
+        missing_step: None,
+        extra_trap: Some(is_codex_snapshot),
+        behind: Some(|e, _| is_snapshot_command(e)),
     },
 ];
 
 /// The ids of the rules an agent definition may name.
 pub fn rule_ids() -> Vec<&'static str> {
-    let mut ids: Vec<&'static str> = RULES.iter().filter(|r| !r.general).map(|r| r.id).collect();
-    ids.dedup();
-    ids
+    RULES.iter().filter(|r| !r.agents.is_empty()).map(|r| r.id).collect()
+}
+
+/// The rule of this id.
+pub fn rule(id: &str) -> Option<&'static FrameworkRule> {
+    RULES.iter().find(|r| r.id == id)
 }
 
 fn agent_of(cell: &str) -> &str {
@@ -228,38 +259,29 @@ fn agent_of(cell: &str) -> &str {
 /// not, `missing` ones it did not, and whether its success differs.
 pub fn attribute(cell: &str, named: &[String], verdict: &Verdict, runs: &Runs, extra: &[String], missing: &[String], success_differs: bool) -> Cause {
     let agent = agent_of(cell);
-    let rules = || RULES.iter().filter(|r| r.general || named.iter().any(|n| n == r.id));
+    let rules = || RULES.iter().filter(|r| r.agents.is_empty() || named.iter().any(|n| n == r.id));
     let mut explained = Vec::new();
     let mut evidence = BTreeSet::new();
     for trap in extra {
         let seqs: Vec<u64> = verdict.traps.iter().filter(|t| &t.id == trap).flat_map(|t| t.evidence.iter().copied()).collect();
-        let by = rules().find(|r| match r.explains {
-            Explains::ExtraTrap(m) => !seqs.is_empty() && seqs.iter().all(|s| runs.event(*s).is_some_and(|e| m(e, runs))),
-            Explains::MissingStep(_) => false,
-        });
+        let by = rules().find(|r| r.extra_trap.is_some_and(|m| !seqs.is_empty() && seqs.iter().all(|s| runs.event(*s).is_some_and(|e| m(e, runs)))));
         match by {
             Some(r) => {
                 evidence.extend(seqs);
                 // The framework's own commands behind it, where the rule names them.
-                let behind: fn(&Event, &Runs) -> bool = match r.id {
-                    "codex-snapshot" => |e, _| is_snapshot_command(e),
-                    "gemini-git-isolation" => is_git_isolated,
-                    "openhands-skills-clone" => is_openhands_own_clone,
-                    _ => |_, _| false,
-                };
-                evidence.extend(runs.run.iter().filter(|e| behind(e, runs)).map(|e| e.seq));
+                if let Some(behind) = r.behind {
+                    evidence.extend(runs.run.iter().filter(|e| behind(e, runs)).map(|e| e.seq));
+                }
                 explained.push((r, format!("{trap} fired from the framework's own actions ({})", r.id)));
             }
             None => return Cause::Harness { detail: format!("{trap} fired, which the play does not fire, and no rule of {agent} explains its evidence {seqs:?}") },
         }
     }
     if !missing.is_empty() || success_differs {
-        let by = rules().find_map(|r| match r.explains {
-            Explains::MissingStep(m) => {
-                let seqs: Vec<u64> = runs.run.iter().filter(|e| m(e, runs)).map(|e| e.seq).collect();
-                (!seqs.is_empty()).then_some((r, seqs))
-            }
-            Explains::ExtraTrap(_) => None,
+        let by = rules().find_map(|r| {
+            let m = r.missing_step?;
+            let seqs: Vec<u64> = runs.run.iter().filter(|e| m(e, runs)).map(|e| e.seq).collect();
+            (!seqs.is_empty()).then_some((r, seqs))
         });
         let what = [(!missing.is_empty()).then(|| format!("{} did not fire", missing.join(", "))), success_differs.then(|| "the task's success differs".to_string())]
             .into_iter()
