@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-# Prints the golden values of crates/report/src/variance.rs (`variance_reference.rs`): a grouped data set
-# with known framework, model, interaction and scenario effects, and statsmodels' deviance and
-# model degrees of freedom for each model the decomposition fits. Needs numpy, pandas and
-# statsmodels (0.15.0 made the checked-in values).
-import numpy as np, pandas as pd, statsmodels, statsmodels.formula.api as smf, statsmodels.api as sm, itertools
+# Prints the golden values of the variance decomposition's tests
+# (crates/report/src/variance_reference.rs): a grouped data set with known framework, model,
+# interaction and scenario effects, and statsmodels' deviance and model degrees of freedom for
+# each model the decomposition fits. Needs numpy, pandas and statsmodels (0.15.0 made the
+# checked-in values):  python3 scripts/reference-variance.py > crates/report/src/variance_reference.rs
+import numpy as np, pandas as pd, statsmodels, statsmodels.formula.api as smf, statsmodels.api as sm
 rng = np.random.default_rng(20261129)
 rows = []
 feff = [-0.8, 0.1, 0.9]; meff = [-0.3, 0.3]; inter = [[0.0, 0.25], [0.0, -0.2], [0.0, 0.1]]
@@ -22,7 +23,8 @@ d["nk"] = d.n - d.k
 assert d.groupby("s").k.sum().between(1, d.groupby("s").n.sum().max() - 1).all()
 terms = {"F": "C(f)", "M": "C(m)", "I": "C(f):C(m)", "S": "C(s)"}
 sets = [(), ("F",), ("M",), ("S",), ("F", "M"), ("F", "S"), ("M", "S"), ("F", "M", "S"), ("F", "M", "I"), ("F", "M", "I", "S")]
-print("// statsmodels", statsmodels.__version__, ": GLM(Binomial, logit), [k, n-k] ~ C(v) + terms")
+print("// Golden values for the variance decomposition's fits, printed by scripts/reference-variance.py.")
+print("// statsmodels %s: GLM(Binomial, logit), [k, n-k] ~ C(v) + terms" % statsmodels.__version__)
 print("const VARIANCE_GROUPS: &[(usize, usize, usize, usize, u32, u32)] = &[")
 for r in rows: print("    (%d, %d, %d, %d, %d, %d)," % r)
 print("];")

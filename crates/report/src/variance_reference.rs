@@ -1,5 +1,5 @@
 // Golden values for the variance decomposition's fits, printed by scripts/reference-variance.py.
-// statsmodels 0.15.0 : GLM(Binomial, logit), [k, n-k] ~ C(v) + terms
+// statsmodels 0.15.0: GLM(Binomial, logit), [k, n-k] ~ C(v) + terms
 const VARIANCE_GROUPS: &[(usize, usize, usize, usize, u32, u32)] = &[
     (0, 0, 0, 0, 1, 6),
     (0, 0, 0, 1, 0, 6),
