@@ -418,6 +418,23 @@ pub struct UnitRun {
     pub overeager: Option<bool>,
 }
 
+impl NewRun {
+    /// A row of `runs` with the columns of this record, by name.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<NewRun> {
+        Ok(NewRun {
+            id: r.get("id")?,
+            agent: r.get("agent")?,
+            framework: r.get("framework")?,
+            model: r.get("model")?,
+            simulated: r.get("simulated")?,
+            scenario_hash: r.get("scenario_hash")?,
+            variant: stored_variant(&r.get::<_, String>("variant")?)?,
+            replicate: r.get("replicate")?,
+            seed: r.get::<_, i64>("seed")? as u64,
+        })
+    }
+}
+
 /// An experiment as stored.
 #[derive(Debug, Clone, Serialize)]
 pub struct Experiment {
@@ -427,6 +444,22 @@ pub struct Experiment {
     pub plan_hash: String,
     pub plan_file: String,
     pub created_us: u64,
+}
+
+impl Experiment {
+    /// A row of `experiments`, by column name; a plan that no longer parses is a conversion
+    /// error naming the column.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Experiment> {
+        let plan: String = r.get("plan")?;
+        Ok(Experiment {
+            id: r.get("id")?,
+            title: r.get("title")?,
+            plan: serde_json::from_str(&plan).map_err(|e| rusqlite::Error::FromSqlConversionFailure(2, rusqlite::types::Type::Text, Box::new(e)))?,
+            plan_hash: r.get("plan_hash")?,
+            plan_file: r.get("plan_file")?,
+            created_us: r.get::<_, i64>("created_us")? as u64,
+        })
+    }
 }
 
 /// Run counts of an experiment, and what its runs on providers' models used so far.
@@ -496,6 +529,36 @@ pub struct RunRecord {
 }
 
 impl RunRecord {
+    /// A judged run as `Store::records` selects it, by column name.
+    fn from_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRecord> {
+        let axes: String = r.get("axes")?;
+        let traps: String = r.get("traps")?;
+        Ok(RunRecord {
+            run: r.get("run")?,
+            agent: r.get("agent")?,
+            framework: r.get("framework")?,
+            model: r.get("model")?,
+            simulated: r.get("simulated")?,
+            scenario: r.get("scenario")?,
+            scenario_hash: r.get("scenario_hash")?,
+            archetype: r.get("archetype")?,
+            axes: serde_json::from_str(&axes).unwrap_or_default(),
+            variant: stored_variant(&r.get::<_, String>("variant")?)?,
+            replicate: r.get("replicate")?,
+            timed_out: r.get::<_, Option<bool>>("timed_out")?.unwrap_or(false),
+            overeager: r.get("overeager")?,
+            success: r.get("success")?,
+            conditional_success: r.get("conditional_success")?,
+            severity_total: r.get("severity_total")?,
+            critical: r.get("critical")?,
+            traps: serde_json::from_str(&traps).unwrap_or_default(),
+            complete: r.get("complete")?,
+            bundle: r.get::<_, Option<String>>("bundle")?.unwrap_or_default(),
+            tokens: stored_usage(r)?,
+            cost_usd: r.get("cost_usd")?,
+        })
+    }
+
     /// Overeager, clean, or incomplete (fail-closed: see [`overeager_core::Outcome`]).
     pub fn outcome(&self) -> overeager_core::Outcome {
         overeager_core::Outcome::of(self.overeager, self.complete)
@@ -550,9 +613,11 @@ pub fn put_object_in(objects: &Path, packed: &Path) -> Result<String> {
 
 /// The token counts in columns `first`.. (input, output, cache read, cache write) of a row;
 /// `None` where the run recorded none.
-pub(crate) fn stored_usage(r: &rusqlite::Row<'_>, first: usize) -> rusqlite::Result<Option<Usage>> {
-    let n = |i: usize| r.get::<_, Option<i64>>(first + i).map(|v| v.map(|v| v.max(0) as u64));
-    Ok(match (n(0)?, n(1)?, n(2)?, n(3)?) {
+/// A run's usage from its `tokens_input`, `tokens_output`, `tokens_cache_read` and
+/// `tokens_cache_write` columns (`None` for a run on no provider's model).
+pub(crate) fn stored_usage(r: &rusqlite::Row<'_>) -> rusqlite::Result<Option<Usage>> {
+    let n = |c: &str| r.get::<_, Option<i64>>(c).map(|v| v.map(|v| v.max(0) as u64));
+    Ok(match (n("tokens_input")?, n("tokens_output")?, n("tokens_cache_read")?, n("tokens_cache_write")?) {
         (Some(input), Some(output), cache_read, cache_write) => Some(Usage { input, output, cache_read: cache_read.unwrap_or(0), cache_write: cache_write.unwrap_or(0) }),
         _ => None,
     })
@@ -716,16 +781,8 @@ impl Store {
 
     /// The experiment with this id.
     pub fn experiment(&self, id: &str) -> Result<Option<Experiment>> {
-        let row = self
-            .conn
-            .query_row("SELECT id, title, plan, plan_hash, plan_file, created_us FROM experiments WHERE id = ?1", [id], |r| {
-                Ok((r.get::<_, String>(0)?, r.get(1)?, r.get::<_, String>(2)?, r.get(3)?, r.get(4)?, r.get::<_, i64>(5)?))
-            })
-            .optional()?;
-        row.map(|(id, title, plan, plan_hash, plan_file, created)| {
-            Ok(Experiment { id, title, plan: serde_json::from_str(&plan)?, plan_hash, plan_file, created_us: created as u64 })
-        })
-        .transpose()
+        let row = self.conn.query_row("SELECT id, title, plan, plan_hash, plan_file, created_us FROM experiments WHERE id = ?1", [id], Experiment::from_row).optional()?;
+        Ok(row)
     }
 
     /// The experiment, or an error listing the ones that exist.
@@ -772,20 +829,7 @@ impl Store {
             "SELECT id, agent, framework, model, simulated, scenario_hash, variant, replicate, seed FROM runs
              WHERE experiment = ?1 AND (status = 'pending' OR (?2 AND status = 'failed')) ORDER BY rowid",
         )?;
-        let rows = stmt.query_map(params![experiment, retry_failed], |r| {
-            let variant: String = r.get(6)?;
-            Ok(NewRun {
-                id: r.get(0)?,
-                agent: r.get(1)?,
-                framework: r.get(2)?,
-                model: r.get(3)?,
-                simulated: r.get(4)?,
-                scenario_hash: r.get(5)?,
-                variant: stored_variant(&variant)?,
-                replicate: r.get(7)?,
-                seed: r.get::<_, i64>(8)? as u64,
-            })
-        })?;
+        let rows = stmt.query_map(params![experiment, retry_failed], NewRun::from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -1045,41 +1089,13 @@ impl Store {
     /// Every judged run of an experiment, in matrix order.
     pub fn records(&self, experiment: &str) -> Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
-            "SELECT r.id, r.agent, r.framework, r.model, r.simulated, s.id, s.hash, s.archetype, s.axes, r.variant, r.replicate,
-                    r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical, v.traps, v.complete, r.bundle,
-                    r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
+            "SELECT r.id AS run, r.agent, r.framework, r.model, r.simulated, s.id AS scenario, s.hash AS scenario_hash, s.archetype, s.axes,
+                    r.variant, r.replicate, r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical,
+                    v.traps, v.complete, r.bundle, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
              FROM runs r JOIN verdicts v ON v.run = r.id JOIN scenarios s ON s.hash = r.scenario_hash
              WHERE r.experiment = ?1 AND r.status = 'done' ORDER BY r.rowid",
         )?;
-        let rows = stmt.query_map([experiment], |r| {
-            let axes: String = r.get(8)?;
-            let variant: String = r.get(9)?;
-            let traps: String = r.get(17)?;
-            Ok(RunRecord {
-                run: r.get(0)?,
-                agent: r.get(1)?,
-                framework: r.get(2)?,
-                model: r.get(3)?,
-                simulated: r.get(4)?,
-                scenario: r.get(5)?,
-                scenario_hash: r.get(6)?,
-                archetype: r.get(7)?,
-                axes: serde_json::from_str(&axes).unwrap_or_default(),
-                variant: stored_variant(&variant)?,
-                replicate: r.get(10)?,
-                timed_out: r.get::<_, Option<bool>>(11)?.unwrap_or(false),
-                overeager: r.get(12)?,
-                success: r.get(13)?,
-                conditional_success: r.get(14)?,
-                severity_total: r.get(15)?,
-                critical: r.get(16)?,
-                traps: serde_json::from_str(&traps).unwrap_or_default(),
-                complete: r.get(18)?,
-                bundle: r.get::<_, Option<String>>(19)?.unwrap_or_default(),
-                tokens: stored_usage(r, 20)?,
-                cost_usd: r.get(24)?,
-            })
-        })?;
+        let rows = stmt.query_map([experiment], RunRecord::from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -1127,14 +1143,14 @@ impl Store {
         )?;
         let rows = stmt.query_map([], |r| {
             Ok(TransferCase {
-                id: r.get(0)?,
-                source_agent: r.get(1)?,
-                execution_agent: r.get(2)?,
-                domain: r.get(3)?,
-                severity: r.get(4)?,
-                strategy: r.get(5)?,
-                score: r.get(6)?,
-                instruction: r.get(7)?,
+                id: r.get("id")?,
+                source_agent: r.get("source_agent")?,
+                execution_agent: r.get("execution_agent")?,
+                domain: r.get("domain")?,
+                severity: r.get("severity")?,
+                strategy: r.get("strategy")?,
+                score: r.get("score")?,
+                instruction: r.get("instruction")?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -1144,7 +1160,7 @@ impl Store {
     pub fn transfer_runs(&self) -> Result<Vec<TransferRun>> {
         let mut stmt = self.conn.prepare("SELECT case_id, target_agent, run, unsafe, risk_severity FROM transfer_runs ORDER BY case_id, target_agent, run")?;
         let rows = stmt.query_map([], |r| {
-            Ok(TransferRun { case_id: r.get(0)?, target_agent: r.get(1)?, run: r.get(2)?, unsafe_: r.get(3)?, risk_severity: r.get(4)? })
+            Ok(TransferRun { case_id: r.get("case_id")?, target_agent: r.get("target_agent")?, run: r.get("run")?, unsafe_: r.get("unsafe")?, risk_severity: r.get("risk_severity")? })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }

@@ -304,38 +304,39 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
      FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
      LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
-pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id, r.scenario_hash, r.variant,
+pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id AS scenario, r.scenario_hash, r.variant,
         r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid,
         r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd, r.earlier_errors
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
 
+/// A row of [`RUN_ROW_SQL`], by column name.
 pub(crate) fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
-    let variant: String = r.get(8)?;
-    let traps: Option<String> = r.get(14)?;
+    let traps: Option<String> = r.get("traps")?;
+    let overeager: Option<bool> = r.get("overeager")?;
     Ok(RunRow {
-        id: r.get(0)?,
-        experiment: r.get(1)?,
-        agent: r.get(2)?,
-        framework: r.get(3)?,
-        model: r.get(4)?,
-        simulated: r.get(5)?,
-        scenario: r.get(6)?,
-        scenario_hash: r.get(7)?,
-        variant: stored_variant(&variant)?,
-        replicate: r.get(9)?,
-        status: r.get(10)?,
-        bundle: r.get(11)?,
-        overeager: r.get(12)?,
-        timed_out: r.get::<_, Option<bool>>(13)?.unwrap_or(false),
+        id: r.get("id")?,
+        experiment: r.get("experiment")?,
+        agent: r.get("agent")?,
+        framework: r.get("framework")?,
+        model: r.get("model")?,
+        simulated: r.get("simulated")?,
+        scenario: r.get("scenario")?,
+        scenario_hash: r.get("scenario_hash")?,
+        variant: stored_variant(&r.get::<_, String>("variant")?)?,
+        replicate: r.get("replicate")?,
+        status: r.get("status")?,
+        bundle: r.get("bundle")?,
+        overeager,
+        timed_out: r.get::<_, Option<bool>>("timed_out")?.unwrap_or(false),
         traps: traps.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default(),
-        outcome: match (r.get::<_, Option<bool>>(12)?, r.get::<_, Option<bool>>(15)?) {
+        outcome: match (overeager, r.get::<_, Option<bool>>("complete")?) {
             (Some(o), Some(c)) => Some(overeager_core::Outcome::of(o, c)),
             _ => None,
         },
-        error: r.get(17)?,
-        tokens: crate::stored_usage(r, 18)?,
-        cost_usd: r.get(22)?,
-        earlier_errors: r.get::<_, Option<String>>(23)?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default(),
+        error: r.get("error")?,
+        tokens: crate::stored_usage(r)?,
+        cost_usd: r.get("cost_usd")?,
+        earlier_errors: r.get::<_, Option<String>>("earlier_errors")?.and_then(|e| serde_json::from_str(&e).ok()).unwrap_or_default(),
     })
 }
 
