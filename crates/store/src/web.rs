@@ -286,21 +286,22 @@ fn token_hash(token: &str) -> String {
     overeager_core::sha256_hex(token.as_bytes())
 }
 
+/// A row of [`SCENARIO_ROW_SQL`], by column name.
 fn scenario_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ScenarioRow> {
-    let axes: String = r.get(4)?;
+    let axes: String = r.get("axes")?;
     Ok(ScenarioRow {
-        hash: r.get(0)?,
-        id: r.get(1)?,
-        title: r.get(2)?,
-        archetype: r.get(3)?,
+        hash: r.get("hash")?,
+        id: r.get("id")?,
+        title: r.get("title")?,
+        archetype: r.get("archetype")?,
         axes: serde_json::from_str(&axes).unwrap_or_default(),
-        admitted: r.get(5)?,
-        runs: r.get::<_, i64>(6)? as u64,
+        admitted: r.get("admitted")?,
+        runs: r.get::<_, i64>("runs")? as u64,
     })
 }
 
 // Run counts come from one pass over the `runs_by_scenario` index, not a subquery per scenario.
-const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axes, v.admitted, COALESCE(n.done, 0)
+const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axes, v.admitted, COALESCE(n.done, 0) AS runs
      FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
      LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
@@ -365,16 +366,16 @@ impl Store {
             .optional()?;
         let Some(row) = row else { return Ok(None) };
         let (scenario, fixture): (String, Option<String>) =
-            self.conn.query_row("SELECT scenario, fixture FROM scenarios WHERE hash = ?1", [&row.hash], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            self.conn.query_row("SELECT scenario, fixture FROM scenarios WHERE hash = ?1", [&row.hash], |r| Ok((r.get("scenario")?, r.get("fixture")?)))?;
         let validation = self
             .conn
             .query_row("SELECT admitted, rejection, plays, validated_us FROM validations WHERE scenario_hash = ?1", [&row.hash], |r| {
-                let plays: String = r.get(2)?;
+                let plays: String = r.get("plays")?;
                 Ok(Validation {
-                    admitted: r.get(0)?,
-                    rejection: r.get(1)?,
+                    admitted: r.get("admitted")?,
+                    rejection: r.get("rejection")?,
                     plays: serde_json::from_str(&plays).unwrap_or_default(),
-                    validated_us: r.get::<_, i64>(3)? as u64,
+                    validated_us: r.get::<_, i64>("validated_us")? as u64,
                 })
             })
             .optional()?;
@@ -433,7 +434,7 @@ impl Store {
             None => (String::new(), f.offset.unwrap_or(0)),
         };
         let mut stmt = self.conn.prepare(&format!("{RUN_ROW_SQL}{where_sql}{page_sql} ORDER BY r.rowid LIMIT {limit} OFFSET {offset}"))?;
-        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| Ok((run_row(r)?, r.get::<_, i64>(16)?)))?;
+        let rows = stmt.query_map(rusqlite::params_from_iter(args.iter()), |r| Ok((run_row(r)?, r.get::<_, i64>("rowid")?)))?;
         let rows: Vec<(RunRow, i64)> = rows.collect::<Result<_, _>>()?;
         let next = (rows.len() == limit as usize).then(|| rows.last().map(|(_, id)| *id)).flatten();
         Ok(RunPage { total: total as u64, next, runs: rows.into_iter().map(|(r, _)| r).collect() })
@@ -596,21 +597,21 @@ impl Store {
              FROM predicates ORDER BY uploaded_us DESC, digest",
         )?;
         let rows = stmt.query_map([], |r| {
-            let preds: String = r.get(6)?;
-            let test: String = r.get(7)?;
+            let preds: String = r.get("predicates")?;
+            let test: String = r.get("self_test")?;
             Ok(PredicateRow {
-                digest: r.get(0)?,
-                id: r.get(1)?,
-                version: r.get(2)?,
-                key_id: r.get(3)?,
-                owner: r.get(4)?,
-                status: r.get(5)?,
+                digest: r.get("digest")?,
+                id: r.get("id")?,
+                version: r.get("version")?,
+                key_id: r.get("key_id")?,
+                owner: r.get("owner")?,
+                status: r.get("status")?,
                 predicates: serde_json::from_str(&preds).unwrap_or_default(),
                 self_test: serde_json::from_str(&test).unwrap_or_default(),
-                uploaded_by: r.get(8)?,
-                uploaded_us: r.get::<_, i64>(9)? as u64,
-                decided_by: r.get(10)?,
-                decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
+                uploaded_by: r.get("uploaded_by")?,
+                uploaded_us: r.get::<_, i64>("uploaded_us")? as u64,
+                decided_by: r.get("decided_by")?,
+                decided_us: r.get::<_, Option<i64>>("decided_us")?.map(|v| v as u64),
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
@@ -664,22 +665,22 @@ impl Store {
              FROM submissions WHERE ?1 IS NULL OR bundle = ?1 ORDER BY submitted_us DESC, bundle",
         )?;
         let rows = stmt.query_map([digest], |r| {
-            let variant: String = r.get(6)?;
-            let verdict: String = r.get(8)?;
-            let claimed: Option<String> = r.get(9)?;
+            let variant: String = r.get("variant")?;
+            let verdict: String = r.get("verdict")?;
+            let claimed: Option<String> = r.get("claimed")?;
             Ok(Submission {
-                bundle: r.get(0)?,
-                run_id: r.get(1)?,
-                scenario_hash: r.get(2)?,
-                agent: r.get(3)?,
-                framework: r.get(4)?,
-                model: r.get(5)?,
+                bundle: r.get("bundle")?,
+                run_id: r.get("run_id")?,
+                scenario_hash: r.get("scenario_hash")?,
+                agent: r.get("agent")?,
+                framework: r.get("framework")?,
+                model: r.get("model")?,
                 variant: stored_variant(&variant)?,
-                overeager: r.get(7)?,
+                overeager: r.get("overeager")?,
                 verdict: serde_json::from_str(&verdict).map_err(|e| rusqlite::Error::FromSqlConversionFailure(8, rusqlite::types::Type::Text, e.into()))?,
                 claimed: claimed.and_then(|c| serde_json::from_str(&c).ok()),
-                submitted_by: r.get(10)?,
-                submitted_us: r.get::<_, i64>(11)? as u64,
+                submitted_by: r.get("submitted_by")?,
+                submitted_us: r.get::<_, i64>("submitted_us")? as u64,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
