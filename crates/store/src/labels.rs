@@ -156,30 +156,31 @@ pub fn queue_id(experiment: &str, size: u32, seed: u64) -> String {
     format!("{experiment}-n{size}-s{seed}")
 }
 
-const LABEL_ROW_SQL: &str = "SELECT l.run, l.rater, l.label, l.traps, l.comment, l.labelled_us, l.source,
-        r.experiment, r.framework, r.model, s.id, r.variant, v.overeager, v.traps
+const LABEL_ROW_SQL: &str = "SELECT l.run, l.rater, l.label, l.traps AS agreed, l.comment, l.labelled_us, l.source,
+        r.experiment, r.framework, r.model, s.id AS scenario, r.variant, v.overeager AS judge, v.traps AS fired
      FROM labels l JOIN runs r ON r.id = l.run JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = l.run";
 
+/// A row of [`LABEL_ROW_SQL`], by column name.
 fn label_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<LabelRow> {
-    let traps: BTreeMap<String, bool> = r.get::<_, Option<String>>(3)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let fired: Vec<(String, String)> = r.get::<_, Option<String>>(13)?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
-    let variant: String = r.get(11)?;
+    let traps: BTreeMap<String, bool> = r.get::<_, Option<String>>("agreed")?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let fired: Vec<(String, String)> = r.get::<_, Option<String>>("fired")?.and_then(|t| serde_json::from_str(&t).ok()).unwrap_or_default();
+    let variant: String = r.get("variant")?;
     Ok(LabelRow {
         label: Label {
-            run: r.get(0)?,
-            rater: r.get(1)?,
-            overeager: r.get(2)?,
+            run: r.get("run")?,
+            rater: r.get("rater")?,
+            overeager: r.get("label")?,
             traps,
-            comment: r.get(4)?,
-            labelled_us: r.get::<_, Option<i64>>(5)?.map(|t| t as u64),
-            source: r.get(6)?,
+            comment: r.get("comment")?,
+            labelled_us: r.get::<_, Option<i64>>("labelled_us")?.map(|t| t as u64),
+            source: r.get("source")?,
         },
-        experiment: r.get(7)?,
-        framework: r.get(8)?,
-        model: r.get(9)?,
-        scenario: r.get(10)?,
+        experiment: r.get("experiment")?,
+        framework: r.get("framework")?,
+        model: r.get("model")?,
+        scenario: r.get("scenario")?,
         variant: crate::stored_variant(&variant)?,
-        judge: r.get(12)?,
+        judge: r.get("judge")?,
         fired: fired.into_iter().map(|(id, _)| id).collect(),
     })
 }
@@ -263,7 +264,7 @@ impl Store {
              WHERE r.experiment = ?1 AND r.status = 'done' ORDER BY r.rowid",
         )?;
         let rows = stmt.query_map([experiment], |r| {
-            Ok(Candidate { run: r.get(0)?, framework: r.get(1)?, model: r.get(2)?, outcome: Outcome::of(r.get(3)?, r.get(4)?) })
+            Ok(Candidate { run: r.get("id")?, framework: r.get("framework")?, model: r.get("model")?, outcome: Outcome::of(r.get("overeager")?, r.get("complete")?) })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -317,20 +318,20 @@ impl Store {
 
     fn queues_where(&self, filter: &str, page: &str, arg: &str) -> Result<Vec<ReviewQueue>> {
         let mut stmt = self.conn.prepare(&format!(
-            "SELECT q.id, q.experiment, q.size, q.seed, q.strata, q.created_by, q.created_us, (SELECT COUNT(*) FROM review_items i WHERE i.queue = q.id)
+            "SELECT q.id, q.experiment, q.size, q.seed, q.strata, q.created_by, q.created_us, (SELECT COUNT(*) FROM review_items i WHERE i.queue = q.id) AS items
              FROM review_queues q {filter} ORDER BY q.created_us DESC, q.id{page}"
         ))?;
         let rows = stmt.query_map([arg], |r| {
-            let strata: String = r.get(4)?;
+            let strata: String = r.get("strata")?;
             Ok(ReviewQueue {
-                id: r.get(0)?,
-                experiment: r.get(1)?,
-                size: r.get(2)?,
-                seed: r.get::<_, i64>(3)? as u64,
+                id: r.get("id")?,
+                experiment: r.get("experiment")?,
+                size: r.get("size")?,
+                seed: r.get::<_, i64>("seed")? as u64,
                 strata: serde_json::from_str(&strata).map_err(|e| rusqlite::Error::FromSqlConversionFailure(4, rusqlite::types::Type::Text, e.into()))?,
-                created_by: r.get(5)?,
-                created_us: r.get::<_, i64>(6)? as u64,
-                items: r.get(7)?,
+                created_by: r.get("created_by")?,
+                created_us: r.get::<_, i64>("created_us")? as u64,
+                items: r.get("items")?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
