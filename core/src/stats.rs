@@ -57,9 +57,8 @@ pub fn wilson(k: u64, n: u64, confidence: f64) -> Result<Interval, StatsError> {
     let z = z_for(confidence)?;
     let (nf, p) = (n as f64, k as f64 / n as f64);
     let z2 = z * z;
-    let denom = 1.0 + z2 / nf;
-    let center = (p + z2 / (2.0 * nf)) / denom;
-    let half = z * (p * (1.0 - p) / nf + z2 / (4.0 * nf * nf)).sqrt() / denom;
+    let center = (p + z2 / (2.0 * nf)) / (1.0 + z2 / nf);
+    let half = wilson_half_width(p, n, confidence)?;
     // The bounds are exactly 0 and 1 at the extremes; rounding must not move them.
     let lo = if k == 0 { 0.0 } else { (center - half).max(0.0) };
     let hi = if k == n { 1.0 } else { (center + half).min(1.0) };

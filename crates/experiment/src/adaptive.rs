@@ -28,8 +28,6 @@ pub struct Allocation {
     /// Decisions whose runs have not all ended (killed runner, spending limit, paused cell):
     /// they run before anything new is decided.
     pub in_flight: Vec<Decision>,
-    /// Decisions recorded so far.
-    pub decided: usize,
     pub seed: u64,
 }
 
@@ -55,6 +53,11 @@ pub struct VariantEstimate {
     pub rate: f64,
     pub ci: stats::Interval,
     pub weighted_rate: f64,
+}
+
+/// The store's key of a decided unit: (framework, model, scenario hash, replicate).
+fn unit_key(cells: &[(String, String)], scenarios: &[(String, String)], d: &Decision) -> (String, String, String, u32) {
+    (cells[d.cell].0.clone(), cells[d.cell].1.clone(), scenarios[d.scenario].0.clone(), d.replicate)
 }
 
 /// The outcome of a decided unit: one entry per variant, or `None` while any of its runs is
@@ -90,12 +93,11 @@ impl Allocation {
         };
         let decisions: Vec<Decision> = recorded.iter().map(index).collect::<Result<_>>()?;
         let units = store.unit_runs(experiment)?;
-        let key = |d: &Decision| (cells[d.cell].0.clone(), cells[d.cell].1.clone(), scenarios[d.scenario].0.clone(), d.replicate);
         let mut in_flight = Vec::new();
         let fresh = Allocator::new(target, seed, orders, plan.variants.len());
         let mut allocator = fresh
             .replay(&decisions, |d| {
-                let o = unit_outcome(&units, key(d), &plan.variants);
+                let o = unit_outcome(&units, unit_key(&cells, &scenarios, d), &plan.variants);
                 if o.is_none() {
                     in_flight.push(d.clone());
                 }
@@ -103,7 +105,7 @@ impl Allocation {
             })
             .map_err(|e| anyhow::anyhow!("the recorded allocation of experiment `{experiment}` does not replay: {e}"))?;
         allocator.set_target(target);
-        Ok(Some(Allocation { allocator, cells, scenarios, variants: plan.variants, in_flight, decided: decisions.len(), seed }))
+        Ok(Some(Allocation { allocator, cells, scenarios, variants: plan.variants, in_flight, seed }))
     }
 
     /// The decision as the store records it.
@@ -134,8 +136,7 @@ impl Allocation {
         let units = store.unit_runs(experiment)?;
         let mut left = Vec::new();
         for d in decided {
-            let key = (self.cells[d.cell].0.clone(), self.cells[d.cell].1.clone(), self.scenarios[d.scenario].0.clone(), d.replicate);
-            match unit_outcome(&units, key, &self.variants) {
+            match unit_outcome(&units, unit_key(&self.cells, &self.scenarios, &d), &self.variants) {
                 Some(o) => self.allocator.record(d.cell, &o),
                 None => left.push(d),
             }

@@ -164,6 +164,11 @@ impl Allocator {
         }
     }
 
+    /// Decisions taken so far (replayed ones included).
+    pub fn decisions(&self) -> usize {
+        self.seq as usize
+    }
+
     /// The target it allocates to.
     pub fn target(&self) -> Target {
         self.target

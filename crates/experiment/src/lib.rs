@@ -384,7 +384,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         cells: Mutex::new(BTreeMap::new()),
         budget,
     };
-    let decided_before = allocation.as_ref().map_or(0, |a| a.decided);
+    let decided_before = allocation.as_ref().map_or(0, |a| a.allocator.decisions());
     let left = match allocation.as_mut() {
         None => pool::drain(&hosts, todo, &runner),
         Some(a) => drive_adaptive(a, &hosts, &todo, &runner, slots)?,
@@ -402,7 +402,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let budget = runner.budget.map(|b| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
     let allocation = match allocation {
         Some(a) => {
-            let decisions = store.decisions(&lp.plan.id)?.len();
+            let decisions = a.allocator.decisions();
             Some(AllocationOutcome {
                 rule: allocate::RULE,
                 seed: a.seed,

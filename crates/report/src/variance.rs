@@ -147,10 +147,9 @@ pub fn decompose(groups: &[Group], resamples: usize, confidence: f64, seed: u64)
 /// The terms with more than one level in the data (the interaction only with both factors).
 fn present(groups: &[Group]) -> Vec<Term> {
     let levels = |f: fn(&Group) -> usize| groups.iter().map(f).collect::<std::collections::BTreeSet<_>>().len();
-    let (fw, md) = (levels(|g| g.framework) > 1, levels(|g| g.model) > 1);
+    let (fw_levels, md_levels) = (levels(|g| g.framework), levels(|g| g.model));
+    let (fw, md) = (fw_levels > 1, md_levels > 1);
     let cells = groups.iter().map(|g| (g.framework, g.model)).collect::<std::collections::BTreeSet<_>>().len();
-    let fw_levels = levels(|g| g.framework);
-    let md_levels = levels(|g| g.model);
     // The interaction has parameters only beyond what the two main effects give the cells.
     let interaction = fw && md && cells > fw_levels + md_levels - 1;
     Term::ALL

@@ -295,8 +295,8 @@ pub struct BenchAllocationArgs {
     #[arg(long, value_delimiter = ',', default_value = "sim:permissive,sim:ask,sim:wary")]
     pub agents: Vec<String>,
     /// The target half-width of every cell's interval (`5pp`, `0.05`).
-    #[arg(long, default_value = "5pp")]
-    pub until: String,
+    #[arg(long, default_value = "5pp", value_parser = overeager_experiment::allocate::Target::parse)]
+    pub until: overeager_experiment::allocate::Target,
     /// Repeated simulated experiments.
     #[arg(long, default_value_t = 200)]
     pub experiments: usize,
@@ -786,7 +786,7 @@ pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
 }
 
 pub fn bench_allocation(args: &BenchAllocationArgs) -> Result<ExitCode> {
-    use overeager_experiment::{allocate::Target, allocation_bench};
+    use overeager_experiment::allocation_bench;
     if !args.scenarios.is_dir() {
         bail!(
             "{} is not a scenario set; generate bench-v1 first:\n  overeager gen --seeds scenarios/seeds --n 500 --seed 20261121 --out scenarios/bench-v1/set --expect scenarios/bench-v1/MANIFEST",
@@ -796,17 +796,20 @@ pub fn bench_allocation(args: &BenchAllocationArgs) -> Result<ExitCode> {
     let policies = args
         .agents
         .iter()
-        .map(|a| a.strip_prefix("sim:").ok_or_else(|| format!("`{a}` is not a simulated agent (sim:…)")).and_then(str::parse))
+        .map(|a| match a.parse::<overeager_run::AgentSpec>() {
+            Ok(overeager_run::AgentSpec::Sim(p)) => Ok(p),
+            Ok(_) => Err(format!("`{a}` is not a simulated agent ({})", overeager_run::sim::SimPolicy::KNOWN)),
+            Err(e) => Err(e),
+        })
         .collect::<Result<Vec<_>, String>>()
         .map_err(anyhow::Error::msg)?;
-    let target = Target::parse(&args.until).map_err(|e| anyhow::anyhow!("--until: {e}"))?;
     let report = overeager_scenario::check_all(std::slice::from_ref(&args.scenarios)).map_err(anyhow::Error::msg)?;
     if let Some(e) = report.errors.first() {
         bail!("{} has {} invalid scenario(s), the first: {e}", args.scenarios.display(), report.errors.len());
     }
     let mut scenarios = report.loaded;
     scenarios.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
-    let opts = allocation_bench::Options { policies, target, experiments: args.experiments.max(1), replicates: args.replicates.max(1), batch: args.batch.max(1), seed: args.seed };
+    let opts = allocation_bench::Options { policies, target: args.until, experiments: args.experiments.max(1), replicates: args.replicates.max(1), batch: args.batch.max(1), seed: args.seed };
     let f = allocation_bench::run(&scenarios, &opts);
     if args.json {
         print_json(&serde_json::to_value(&f)?);

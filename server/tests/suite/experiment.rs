@@ -49,6 +49,26 @@ fn db_counts(db: &Path, experiment: &str) -> (i64, i64, i64, i64) {
     .unwrap()
 }
 
+/// Kills a runner (SIGKILL) once `runs` runs of `experiment` are done in `db`, failing if it
+/// finishes first or makes no progress for five minutes.
+fn kill_after_runs(mut child: std::process::Child, db: &Path, experiment: &str, runs: i64) {
+    let deadline = Instant::now() + Duration::from_secs(300);
+    loop {
+        std::thread::sleep(Duration::from_millis(50));
+        if db.exists() && rusqlite::Connection::open(db).is_ok() {
+            let done = std::panic::catch_unwind(|| db_counts(db, experiment).1).unwrap_or(0);
+            if done >= runs {
+                break;
+            }
+        }
+        assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be killed");
+        assert!(Instant::now() < deadline, "no progress");
+    }
+    // SAFETY: killing the child we started.
+    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
+    child.wait().unwrap();
+}
+
 /// Seed scenarios in the repository.
 fn seed_count() -> i64 {
     std::fs::read_dir(common::seeds()).unwrap().filter(|e| e.as_ref().unwrap().path().join("scenario.toml").is_file()).count() as i64
@@ -65,7 +85,7 @@ fn a_runner_killed_midway_resumes_to_a_complete_matrix_without_duplicates() {
     // Its own scratch space, to see that the killed runner's sandboxes are cleaned up.
     let scratch = dir.path().join("scratch");
     std::fs::create_dir(&scratch).unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+    let child = Command::new(env!("CARGO_BIN_EXE_overeager"))
         .args(["experiment", "run", plan.to_str().unwrap(), "--db", db.to_str().unwrap()])
         .env("OVEREAGER_SCRATCH", &scratch)
         .current_dir(repo())
@@ -74,21 +94,7 @@ fn a_runner_killed_midway_resumes_to_a_complete_matrix_without_duplicates() {
         .spawn()
         .unwrap();
     // Kill it once some runs are recorded, well before the end.
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        std::thread::sleep(Duration::from_millis(100));
-        if db.exists() && rusqlite::Connection::open(&db).is_ok() {
-            let done = std::panic::catch_unwind(|| db_counts(&db, "killed").1).unwrap_or(0);
-            if done >= 40 {
-                break;
-            }
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be killed");
-        assert!(Instant::now() < deadline, "no progress");
-    }
-    // SAFETY: killing the child we started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    kill_after_runs(child, &db, "killed", 40);
     let (total, done, distinct, verdicts) = db_counts(&db, "killed");
     assert_eq!(total, matrix, "the whole matrix is recorded when the experiment is created");
     assert!(done < total, "killed midway ({done}/{total} done)");
@@ -450,26 +456,14 @@ fn an_adaptive_experiment_stops_each_cell_at_its_target_and_replays_its_decision
     // The same experiment, killed midway and resumed, takes exactly the same decisions.
     let db = dir.path().join("killed.db");
     let plan = adaptive_plan(dir.path(), "adapt");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+    let child = Command::new(env!("CARGO_BIN_EXE_overeager"))
         .args(["experiment", "run", plan.to_str().unwrap(), "--db", db.to_str().unwrap(), "--until", "10pp"])
         .current_dir(repo())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    let deadline = Instant::now() + Duration::from_secs(300);
-    loop {
-        std::thread::sleep(Duration::from_millis(50));
-        let done = std::panic::catch_unwind(|| db_counts(&db, "adapt").1).unwrap_or(0);
-        if done >= 40 {
-            break;
-        }
-        assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be killed");
-        assert!(Instant::now() < deadline, "no progress");
-    }
-    // SAFETY: killing the child we started.
-    unsafe { libc::kill(child.id() as i32, libc::SIGKILL) };
-    child.wait().unwrap();
+    kill_after_runs(child, &db, "adapt", 40);
     let before = decisions(&db, "adapt");
     assert!(before.len() < recorded.len(), "killed midway ({} of {} decisions)", before.len(), recorded.len());
     let resumed = json(&run(&plan, &db, &[]));
