@@ -7,7 +7,7 @@
 //! `cargo bench -p overeager --bench judge` (the whole judge, with throughput on thousands of
 //! bundles, is `overeager bench judge`).
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/suite/common/mod.rs"]
 #[allow(dead_code)]
 mod common;
 

@@ -8,7 +8,7 @@
 //!
 //! `cargo bench -p overeager --bench trace_viewer` (needs chromium, chromedriver and dist/).
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../tests/suite/common/mod.rs"]
 mod common;
 
 use std::io::Write as _;

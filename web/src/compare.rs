@@ -5,30 +5,38 @@
 
 use leptos::prelude::*;
 use overeager_core::{Channel, Event, Op};
-use serde_json::Value;
+use overeager_wire::report::short_variant;
+use overeager_wire::run::{RunDoc, RunRow};
+use overeager_wire::trace::TraceSummary;
 
 use crate::api;
 use crate::trace::Diff;
-use crate::ui::{PlayerMark, pending_or_error, query, s};
+use crate::ui::{PlayerMark, pending_or_error, query};
 
 /// One side: its run row, its bundle's summary and its events.
 #[derive(Clone)]
 struct Side {
-    run: Value,
-    summary: Value,
+    run: RunRow,
+    summary: TraceSummary,
     events: Vec<Event>,
 }
 
 async fn load(id: String) -> Result<Side, String> {
-    let r = api::get::<Value>(&format!("/runs/{id}")).await?;
-    let run = r["run"].clone();
-    let digest = run["bundle"].as_str().ok_or_else(|| format!("run {id} has no bundle yet"))?.to_string();
-    let summary = api::get::<Value>(&format!("/bundles/{digest}")).await?;
+    let run = api::get::<RunDoc>(&format!("/runs/{id}")).await?.run;
+    let digest = run
+        .bundle
+        .clone()
+        .ok_or_else(|| format!("run {id} has no bundle yet"))?;
+    let summary = api::get::<TraceSummary>(&format!("/bundles/{digest}")).await?;
     let mut events = Vec::new();
-    for k in 0..summary["chunks"].as_u64().unwrap_or(0) {
+    for k in 0..summary.chunks {
         events.extend(api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await?);
     }
-    Ok(Side { run, summary, events })
+    Ok(Side {
+        run,
+        summary,
+        events,
+    })
 }
 
 /// A step of the agent: one of its tool calls, and what it is compared by.
@@ -42,8 +50,8 @@ struct Step {
 /// The agent's tool calls, each with its command or paths, the run's own sandbox paths written
 /// as `.` and `~` (two runs have different sandboxes) and a leading `cd .;` dropped.
 fn steps(side: &Side) -> Vec<Step> {
-    let roots = &side.summary["manifest"]["roots"];
-    let (work, home) = (s(roots, "workspace"), s(roots, "home"));
+    let roots = &side.summary.manifest.roots;
+    let (work, home) = (roots.workspace.clone(), roots.home.clone());
     let local = |t: &str| {
         let mut t = t.to_string();
         if !work.is_empty() {
@@ -61,10 +69,22 @@ fn steps(side: &Side) -> Vec<Step> {
     };
     side.events
         .iter()
-        .filter(|e| e.channel == Channel::Agent && !matches!(e.op, Op::Start | Op::Message | Op::Result | Op::Unknown))
+        .filter(|e| {
+            e.channel == Channel::Agent
+                && !matches!(e.op, Op::Start | Op::Message | Op::Result | Op::Unknown)
+        })
         .map(|e| {
-            let what = e.command.clone().or_else(|| (!e.paths.is_empty()).then(|| e.paths.join(" → "))).or_else(|| e.tool.clone()).unwrap_or_default();
-            Step { seq: e.seq, op: e.op.as_str().to_string(), text: local(&what) }
+            let what = e
+                .command
+                .clone()
+                .or_else(|| (!e.paths.is_empty()).then(|| e.paths.join(" → ")))
+                .or_else(|| e.tool.clone())
+                .unwrap_or_default();
+            Step {
+                seq: e.seq,
+                op: e.op.as_str().to_string(),
+                text: local(&what),
+            }
         })
         .collect()
 }
@@ -77,7 +97,11 @@ fn align(a: &[Step], b: &[Step]) -> Vec<(Option<Step>, Option<Step>)> {
     let mut l = vec![vec![0u32; m + 1]; n + 1];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            l[i][j] = if key(&a[i]) == key(&b[j]) { l[i + 1][j + 1] + 1 } else { l[i + 1][j].max(l[i][j + 1]) };
+            l[i][j] = if key(&a[i]) == key(&b[j]) {
+                l[i + 1][j + 1] + 1
+            } else {
+                l[i + 1][j].max(l[i][j + 1])
+            };
         }
     }
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
@@ -98,19 +122,27 @@ fn align(a: &[Step], b: &[Step]) -> Vec<(Option<Step>, Option<Step>)> {
 }
 
 fn trap_ids(side: &Side) -> Vec<String> {
-    side.summary["verdict"]["traps"].as_array().map(|a| a.iter().map(|t| s(t, "id")).collect()).unwrap_or_default()
+    side.summary
+        .verdict
+        .as_ref()
+        .map(|v| v.traps.iter().map(|t| t.id.clone()).collect())
+        .unwrap_or_default()
 }
 
 fn head(side: &Side, other: &[String]) -> AnyView {
     let r = &side.run;
-    let id = s(r, "id");
+    let id = r.id.clone();
     let traps = trap_ids(side);
-    let verdict = if side.summary["verdict"]["overeager"] == true { "OVEREAGER" } else { "no trap fired" };
+    let verdict = if side.summary.verdict.as_ref().is_some_and(|v| v.overeager) {
+        "OVEREAGER"
+    } else {
+        "no trap fired"
+    };
     view! {
         <div class="compare-head">
             <h2><a class="mono" href=format!("/runs/{id}")>{id.clone()}</a></h2>
-            <p>{format!("{} · {}", s(r, "framework"), s(r, "model"))}" "<PlayerMark agent=s(r, "agent") model=s(r, "model")/></p>
-            <p class="muted small">{format!("{} · {} · replicate {}", s(r, "scenario"), s(r, "variant").replace("consent_", ""), r["replicate"].as_u64().unwrap_or(0))}</p>
+            <p>{format!("{} · {}", r.framework, r.model)}" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/></p>
+            <p class="muted small">{format!("{} · {} · replicate {}", r.scenario, short_variant(r.variant), r.replicate)}</p>
             <p><span class=if verdict == "OVEREAGER" { "verdict overeager" } else { "verdict clean" }>{verdict}</span></p>
             <ul class="trap-list small">{traps.into_iter().map(|t| {
                 let only = !other.contains(&t);
@@ -135,7 +167,9 @@ pub fn Compare() -> impl IntoView {
     let both = LocalResource::new(move || {
         let (a, b) = (qa.get(), qb.get());
         async move {
-            let (Some(a), Some(b)) = (a, b) else { return Err("Name two runs: /compare?a=<run>&b=<run> (a trace links its consent pair and the other cells).".to_string()) };
+            let (Some(a), Some(b)) = (a, b) else {
+                return Err("Name two runs: /compare?a=<run>&b=<run> (a trace links its consent pair and the other cells).".to_string());
+            };
             Ok((load(a).await?, load(b).await?))
         }
     });
@@ -144,7 +178,7 @@ pub fn Compare() -> impl IntoView {
             <h1>"Compare runs"</h1>
             {move || pending_or_error(both.get(), |(a, b)| {
                 let rows = align(&steps(&a), &steps(&b));
-                let (ida, idb) = (s(&a.run, "id"), s(&b.run, "id"));
+                let (ida, idb) = (a.run.id.clone(), b.run.id.clone());
                 let only = rows.iter().filter(|(x, y)| x.is_none() || y.is_none()).count();
                 let (ta, tb) = (trap_ids(&a), trap_ids(&b));
                 view! {
@@ -159,7 +193,7 @@ pub fn Compare() -> impl IntoView {
                         }).collect_view()}</tbody>
                     </table>
                     <h2>"Snapshot diffs"</h2>
-                    <div class="two"><div><Diff diff=a.summary["diff"].clone()/></div><div><Diff diff=b.summary["diff"].clone()/></div></div>
+                    <div class="two"><div><Diff diff=a.summary.diff.clone()/></div><div><Diff diff=b.summary.diff.clone()/></div></div>
                 }.into_any()
             })}
         </section>

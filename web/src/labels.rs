@@ -6,15 +6,23 @@ use std::collections::BTreeMap;
 
 use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_params_map};
-use serde_json::{Value, json};
+use overeager_core::stats::Interval;
+use overeager_wire::labels::{
+    Label, LabelBody, LabelDeleted, NewQueue, QueueDoc, QueueDrawn, QueueItem, QueueList, Whoami,
+};
+use overeager_wire::report::LabelReport;
 
 use crate::api;
 use crate::board::{fmt_date, store_token, stored_token};
-use crate::ui::{ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or_error, s};
+use crate::ui::{ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or_error};
 
 /// `overeager` or `not overeager`.
 fn call_text(overeager: bool) -> &'static str {
-    if overeager { "overeager" } else { "not overeager" }
+    if overeager {
+        "overeager"
+    } else {
+        "not overeager"
+    }
 }
 
 /// Whether a key press belongs to something else on the page: a form field, or the trace's
@@ -24,8 +32,14 @@ fn key_is_elsewhere(ev: &web_sys::KeyboardEvent) -> bool {
     if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
         return true;
     }
-    let Some(el) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return false };
-    matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT") || el.closest(".timeline").ok().flatten().is_some()
+    let Some(el) = ev
+        .target()
+        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
+    else {
+        return false;
+    };
+    matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT")
+        || el.closest(".timeline").ok().flatten().is_some()
 }
 
 /// The token holder's name, once the server has said whose the token is.
@@ -36,14 +50,17 @@ fn whoami(token: RwSignal<String>) -> LocalResource<Option<Result<String, String
             if t.trim().is_empty() {
                 return None;
             }
-            Some(api::get_as::<Value>("/whoami", &t).await.map(|v| s(&v, "name")))
+            Some(api::get_as::<Whoami>("/whoami", &t).await.map(|w| w.name))
         }
     })
 }
 
 /// The token field shared by the review pages (kept for the browser tab).
 #[component]
-fn TokenField(token: RwSignal<String>, me: LocalResource<Option<Result<String, String>>>) -> impl IntoView {
+fn TokenField(
+    token: RwSignal<String>,
+    me: LocalResource<Option<Result<String, String>>>,
+) -> impl IntoView {
     view! {
         <p class="token-line">
             <label>"Reviewer token "<input type="password" class="reviewer-token" autocomplete="off" prop:value=move || token.get()
@@ -61,7 +78,12 @@ fn TokenField(token: RwSignal<String>, me: LocalResource<Option<Result<String, S
 /// that review queue: where the run is in it, the neighbours, and saving moves to the next run
 /// the reviewer has not labelled.
 #[component]
-pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Option<String>) -> impl IntoView {
+pub fn LabelPanel(
+    run: String,
+    fired: Vec<String>,
+    labels: Vec<Label>,
+    queue: Option<String>,
+) -> impl IntoView {
     if api::is_static() {
         return ().into_any();
     }
@@ -69,26 +91,33 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
     let overall = RwSignal::new(None::<bool>);
-    let calls = RwSignal::new(fired.iter().map(|t| (t.clone(), None::<bool>)).collect::<BTreeMap<String, Option<bool>>>());
+    let calls = RwSignal::new(
+        fired
+            .iter()
+            .map(|t| (t.clone(), None::<bool>))
+            .collect::<BTreeMap<String, Option<bool>>>(),
+    );
     let comment = RwSignal::new(String::new());
     let message = RwSignal::new(None::<Result<String, String>>);
     let fired = StoredValue::new(fired);
     // The form starts from the reviewer's own label, once it is known whose the token is.
     let prefilled = RwSignal::new(false);
     Effect::new(move |_| {
-        let Some(Some(Ok(name))) = me.get() else { return };
+        let Some(Some(Ok(name))) = me.get() else {
+            return;
+        };
         if prefilled.get_untracked() {
             return;
         }
         prefilled.set(true);
-        if let Some(l) = labels.get_untracked().into_iter().find(|l| s(l, "rater") == name) {
-            overall.set(l["overeager"].as_bool());
+        if let Some(l) = labels.get_untracked().into_iter().find(|l| l.rater == name) {
+            overall.set(Some(l.overeager));
             calls.update(|c| {
                 for (t, v) in c.iter_mut() {
-                    *v = l["traps"][t.as_str()].as_bool();
+                    *v = l.traps.get(t).copied();
                 }
             });
-            comment.set(s(&l, "comment"));
+            comment.set(l.comment.unwrap_or_default());
         }
     });
     let queue_data = LocalResource::new({
@@ -97,7 +126,9 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
             let queue = queue.clone();
             async move {
                 match queue {
-                    Some(q) => Some(api::get::<Value>(&format!("/queues/{}", api::enc(&q))).await),
+                    Some(q) => {
+                        Some(api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&q))).await)
+                    }
                     None => None,
                 }
             }
@@ -110,9 +141,12 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
     let place = Memo::new(move |_| {
         let d = queue_data.get().flatten()?.ok()?;
         let name = me.get().flatten().and_then(|r| r.ok()).unwrap_or_default();
-        let items = d["items"].as_array().cloned().unwrap_or_default();
-        let ids: Vec<String> = items.iter().map(|i| s(&i["run"], "id")).collect();
-        let mine: Vec<bool> = items.iter().map(|i| i["labels"].as_array().is_some_and(|l| l.iter().any(|x| s(x, "rater") == name))).collect();
+        let ids: Vec<String> = d.items.iter().map(|i| i.run.id.clone()).collect();
+        let mine: Vec<bool> = d
+            .items
+            .iter()
+            .map(|i| i.labels.iter().any(|x| x.rater == name))
+            .collect();
         let pos = ids.iter().position(|i| *i == run_id.get_value())?;
         Some((pos, ids, mine))
     });
@@ -120,7 +154,10 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
         let navigate = navigate.clone();
         move |id: String| {
             if let Some(q) = queue_id.get_value() {
-                navigate(&format!("/runs/{id}?queue={}", api::enc(&q)), Default::default());
+                navigate(
+                    &format!("/runs/{id}?queue={}", api::enc(&q)),
+                    Default::default(),
+                );
             }
         }
     };
@@ -128,7 +165,11 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
         let go = go.clone();
         move |forward: bool| {
             if let Some((pos, ids, _)) = place.get_untracked() {
-                let next = if forward { ids.get(pos + 1) } else { pos.checked_sub(1).and_then(|p| ids.get(p)) };
+                let next = if forward {
+                    ids.get(pos + 1)
+                } else {
+                    pos.checked_sub(1).and_then(|p| ids.get(p))
+                };
                 if let Some(id) = next {
                     go(id.clone());
                 }
@@ -139,13 +180,25 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
         let go = go.clone();
         move || {
             let Some(o) = overall.get_untracked() else {
-                message.set(Some(Err("Say whether the run is overeager first (y or n).".into())));
+                message.set(Some(Err(
+                    "Say whether the run is overeager first (y or n).".into(),
+                )));
                 return;
             };
             let c = calls.get_untracked();
-            let open: Vec<&String> = c.iter().filter(|(_, v)| v.is_none()).map(|(t, _)| t).collect();
+            let open: Vec<&String> = c
+                .iter()
+                .filter(|(_, v)| v.is_none())
+                .map(|(t, _)| t)
+                .collect();
             if !open.is_empty() {
-                message.set(Some(Err(format!("Agree or disagree with each fired trap first: {} open (a agrees with all).", open.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")))));
+                message.set(Some(Err(format!(
+                    "Agree or disagree with each fired trap first: {} open (a agrees with all).",
+                    open.iter()
+                        .map(|t| t.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ))));
                 return;
             }
             let t = token.get_untracked();
@@ -153,16 +206,25 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
                 message.set(Some(Err("Enter your reviewer token first.".into())));
                 return;
             }
-            let traps: BTreeMap<String, bool> = c.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
-            let body = json!({ "overeager": o, "traps": traps, "comment": comment.get_untracked() });
+            let traps: BTreeMap<String, bool> = c
+                .into_iter()
+                .filter_map(|(k, v)| v.map(|v| (k, v)))
+                .collect();
+            let body = LabelBody {
+                overeager: o,
+                traps,
+                comment: Some(comment.get_untracked()),
+            };
             let id = run_id.get_value();
             let go = go.clone();
             leptos::task::spawn_local(async move {
-                match api::send("PUT", &format!("/runs/{id}/label"), &t, Some(&body)).await {
+                match api::send::<_, Label>("PUT", &format!("/runs/{id}/label"), &t, Some(&body))
+                    .await
+                {
                     Ok(stored) => {
-                        let rater = s(&stored, "rater");
+                        let rater = stored.rater.clone();
                         labels.update(|ls| {
-                            ls.retain(|l| s(l, "rater") != rater);
+                            ls.retain(|l| l.rater != rater);
                             ls.push(stored);
                         });
                         message.set(Some(Ok(format!("Saved as {rater}."))));
@@ -184,14 +246,20 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
         let t = token.get_untracked();
         let id = run_id.get_value();
         leptos::task::spawn_local(async move {
-            match api::send("DELETE", &format!("/runs/{id}/label"), &t, None).await {
+            match api::send::<(), LabelDeleted>("DELETE", &format!("/runs/{id}/label"), &t, None)
+                .await
+            {
                 Ok(v) => {
-                    let rater = s(&v, "rater");
-                    labels.update(|ls| ls.retain(|l| s(l, "rater") != rater));
+                    let rater = v.rater.clone();
+                    labels.update(|ls| ls.retain(|l| l.rater != rater));
                     overall.set(None);
                     calls.update(|c| c.values_mut().for_each(|v| *v = None));
                     comment.set(String::new());
-                    message.set(Some(Ok(if v["deleted"].as_bool() == Some(true) { "Your label is removed.".into() } else { "You had no label of this run.".into() })));
+                    message.set(Some(Ok(if v.deleted {
+                        "Your label is removed.".into()
+                    } else {
+                        "You had no label of this run.".into()
+                    })));
                 }
                 Err(e) => message.set(Some(Err(e))),
             }
@@ -199,7 +267,9 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
     };
     let set_all = move |v: bool| calls.update(|c| c.values_mut().for_each(|x| *x = Some(v)));
     let flip = move |i: usize| {
-        let Some(t) = fired.with_value(|f| f.get(i).cloned()) else { return };
+        let Some(t) = fired.with_value(|f| f.get(i).cloned()) else {
+            return;
+        };
         calls.update(|c| {
             if let Some(x) = c.get_mut(&t) {
                 *x = Some(!x.unwrap_or(false));
@@ -221,7 +291,9 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
                 "s" => save(),
                 "]" => step(true),
                 "[" => step(false),
-                k if k.len() == 1 && ("1"..="9").contains(&k) => flip(k.parse::<usize>().unwrap_or(1) - 1),
+                k if k.len() == 1 && ("1"..="9").contains(&k) => {
+                    flip(k.parse::<usize>().unwrap_or(1) - 1)
+                }
                 _ => return,
             }
             ev.prevent_default();
@@ -252,15 +324,15 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
                     <table class="data labels">
                         <thead><tr><th>"Rater"</th><th>"Call"</th><th>"Fired traps"</th><th>"Comment"</th><th>"When"</th></tr></thead>
                         <tbody>{ls.into_iter().map(|l| {
-                            let o = l["overeager"].as_bool().unwrap_or(false);
-                            let traps = l["traps"].as_object().map(|m| m.iter().map(|(t, a)| format!("{t}: {}", if a.as_bool() == Some(true) { "agree" } else { "disagree" })).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+                            let o = l.overeager;
+                            let traps = l.traps.iter().map(|(t, a)| format!("{t}: {}", if *a { "agree" } else { "disagree" })).collect::<Vec<_>>().join(", ");
                             view! {
-                                <tr class="label-row" data-rater=s(&l, "rater")>
-                                    <td>{s(&l, "rater")}</td>
+                                <tr class="label-row" data-rater=l.rater.clone()>
+                                    <td>{l.rater.clone()}</td>
                                     <td><span class=if o { "verdict overeager" } else { "verdict clean" }>{call_text(o)}</span></td>
                                     <td class="small">{traps}</td>
-                                    <td class="comment">{s(&l, "comment")}</td>
-                                    <td class="small">{l["labelled_us"].as_f64().map(fmt_date).unwrap_or_else(|| s(&l, "source"))}</td>
+                                    <td class="comment">{l.comment.clone()}</td>
+                                    <td class="small">{l.labelled_us.map(fmt_date).unwrap_or_else(|| l.source.clone().unwrap_or_default())}</td>
                                 </tr>
                             }
                         }).collect_view()}</tbody>
@@ -302,7 +374,11 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Value>, queue: Op
 }
 
 /// Where a run is in its review queue, with links to its neighbours.
-fn queue_bar(queue: Option<String>, place: Option<(usize, Vec<String>, Vec<bool>)>, step: impl Fn(bool) + Clone + Send + Sync + 'static) -> Option<AnyView> {
+fn queue_bar(
+    queue: Option<String>,
+    place: Option<(usize, Vec<String>, Vec<bool>)>,
+    step: impl Fn(bool) + Clone + Send + Sync + 'static,
+) -> Option<AnyView> {
     let q = queue?;
     let Some((pos, ids, mine)) = place else {
         return Some(view! { <p class="queue-bar muted">{format!("Review queue {q}: this run is not in it, or it is loading.")}</p> }.into_any());
@@ -327,48 +403,51 @@ fn queue_bar(queue: Option<String>, place: Option<(usize, Vec<String>, Vec<bool>
 /// Agreement tables of a labels report: each rater against the rule judge, raters against each
 /// other, and each trap's firings as called.
 #[component]
-fn Agreement(report: Value) -> impl IntoView {
-    let raters = report["raters"].as_array().cloned().unwrap_or_default();
-    let pairs = report["pairs"].as_array().cloned().unwrap_or_default();
-    let traps = report["traps"].as_array().cloned().unwrap_or_default();
-    if report["labels"].as_u64().unwrap_or(0) == 0 {
+fn Agreement(report: LabelReport) -> impl IntoView {
+    if report.labels == 0 {
         return view! { <p class="muted">"No labels yet."</p> }.into_any();
     }
     // Proportions as percentages, κ to three decimals with its interval: as the CLI and the
     // report print them.
-    let num = |v: &Value| v.as_f64().map(crate::ui::pct).unwrap_or_else(|| "–".into());
-    let ci = |v: &Value| if v.is_object() { format!(" [{}, {}]", crate::ui::pct(v["lo"].as_f64().unwrap_or(0.0)), crate::ui::pct(v["hi"].as_f64().unwrap_or(0.0))) } else { String::new() };
-    let kappa = |v: &Value| match (v["kappa"].as_f64(), v["kappa_ci"].as_array()) {
-        (Some(k), Some(i)) => format!("{k:.3} [{:.3}, {:.3}]", i[0].as_f64().unwrap_or(f64::NAN), i[1].as_f64().unwrap_or(f64::NAN)),
-        (Some(k), None) => format!("{k:.3}"),
-        _ => format!("– ({})", s(v, "kappa_note")),
+    let num = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
+    let ci = |v: Option<Interval>| {
+        v.map(|i| format!(" [{}, {}]", pct(i.lo), pct(i.hi)))
+            .unwrap_or_default()
     };
-    let few = |v: &Value| v["kappa"].is_number() && v["kappa_note"].is_string();
-    let unjudged = report["unjudged"].as_u64().unwrap_or(0);
+    let kappa =
+        |k: Option<f64>, interval: Option<[f64; 2]>, note: &Option<String>| match (k, interval) {
+            (Some(k), Some([lo, hi])) => format!("{k:.3} [{lo:.3}, {hi:.3}]"),
+            (Some(k), None) => format!("{k:.3}"),
+            _ => format!("– ({})", note.as_deref().unwrap_or("")),
+        };
+    // κ with a note: defined, but over few runs.
+    let few = |k: Option<f64>, note: &Option<String>| k.is_some() && note.is_some();
+    let unjudged = report.unjudged;
+    let (raters, pairs, traps) = (report.raters, report.pairs, report.traps);
     view! {
-        <p class="small">{format!("{} label(s) of {} run(s).", report["labels"], report["runs"])}{(unjudged > 0).then(|| format!(" {unjudged} of runs not yet judged are left out."))}</p>
+        <p class="small">{format!("{} label(s) of {} run(s).", report.labels, report.runs)}{(unjudged > 0).then(|| format!(" {unjudged} of runs not yet judged are left out."))}</p>
         <h3>"Each rater against the rule judge"</h3>
         <table class="data agreement">
             <thead><tr><th>"Rater"</th><th class="num">"Runs"</th><th class="num"><span class="symbol">"κ"</span>" (95% CI)"</th><th class="num">"Both overeager"</th><th class="num">"Rater only"</th><th class="num">"Judge only"</th><th class="num">"Neither"</th><th>"Recall (95% CI)"</th><th>"Precision (95% CI)"</th></tr></thead>
-            <tbody>{raters.into_iter().map(|r| view! {
-                <tr class="rater" data-rater=s(&r, "rater")>
-                    <td>{s(&r, "rater")}</td><td class="num">{s(&r, "n")}</td>
-                    <td class="num kappa" class:few=few(&r) title=s(&r, "kappa_note")>{kappa(&r)}{few(&r).then(|| view! { <span class="few-runs">" few runs"</span> })}</td>
-                    <td class="num">{s(&r, "both")}</td><td class="num">{s(&r, "human_only")}</td><td class="num">{s(&r, "judge_only")}</td><td class="num">{s(&r, "neither")}</td>
-                    <td>{format!("{}{}", num(&r["recall"]), ci(&r["recall_ci"]))}</td>
-                    <td>{format!("{}{}", num(&r["precision"]), ci(&r["precision_ci"]))}</td>
+            <tbody>{raters.into_iter().map(|r| { let few_runs = few(r.kappa, &r.kappa_note); view! {
+                <tr class="rater" data-rater=r.rater.clone()>
+                    <td>{r.rater.clone()}</td><td class="num">{r.n}</td>
+                    <td class="num kappa" class:few=few_runs title=r.kappa_note.clone().unwrap_or_default()>{kappa(r.kappa, r.kappa_ci, &r.kappa_note)}{few_runs.then(|| view! { <span class="few-runs">" few runs"</span> })}</td>
+                    <td class="num">{r.both}</td><td class="num">{r.human_only}</td><td class="num">{r.judge_only}</td><td class="num">{r.neither}</td>
+                    <td>{format!("{}{}", num(r.recall), ci(r.recall_ci))}</td>
+                    <td>{format!("{}{}", num(r.precision), ci(r.precision_ci))}</td>
                 </tr>
-            }).collect_view()}</tbody>
+            }}).collect_view()}</tbody>
         </table>
         <p class="muted small">"Recall: of the runs the rater calls overeager, the share the judge flags. Precision: of the runs the judge flags, the share the rater calls overeager. Over the runs labelled: a review queue oversamples rare outcomes, so these are the sample's figures."</p>
         {(!pairs.is_empty()).then(|| view! {
             <h3>"Raters against each other"</h3>
             <table class="data rater-pairs">
                 <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num"><span class="symbol">"κ"</span>" (95% CI)"</th></tr></thead>
-                <tbody>{pairs.into_iter().map(|p| view! {
-                    <tr><td>{format!("{} · {}", s(&p, "a"), s(&p, "b"))}</td><td class="num">{s(&p, "n")}</td><td class="num">{s(&p, "same")}</td>
-                    <td class="num kappa" class:few=few(&p) title=s(&p, "kappa_note")>{kappa(&p)}{few(&p).then(|| view! { <span class="few-runs">" few runs"</span> })}</td></tr>
-                }).collect_view()}</tbody>
+                <tbody>{pairs.into_iter().map(|p| { let few_runs = few(p.kappa, &p.kappa_note); view! {
+                    <tr><td>{format!("{} · {}", p.a, p.b)}</td><td class="num">{p.n}</td><td class="num">{p.same}</td>
+                    <td class="num kappa" class:few=few_runs title=p.kappa_note.clone().unwrap_or_default()>{kappa(p.kappa, p.kappa_ci, &p.kappa_note)}{few_runs.then(|| view! { <span class="few-runs">" few runs"</span> })}</td></tr>
+                }}).collect_view()}</tbody>
             </table>
         })}
         {(!traps.is_empty()).then(|| view! {
@@ -376,13 +455,29 @@ fn Agreement(report: Value) -> impl IntoView {
             <table class="data trap-agreement">
                 <thead><tr><th>"Trap"</th><th class="num">"Calls"</th><th class="num">"Agree"</th><th class="num">"Disagree"</th><th>"Share agreeing (95% CI)"</th></tr></thead>
                 <tbody>{traps.into_iter().map(|t| view! {
-                    <tr><td class="mono">{s(&t, "trap")}</td><td class="num">{s(&t, "calls")}</td><td class="num">{s(&t, "agree")}</td><td class="num">{s(&t, "disagree")}</td>
-                    <td>{format!("{}{}", pct(t["share"].as_f64().unwrap_or(0.0)), ci(&t["share_ci"]))}</td></tr>
+                    <tr><td class="mono">{t.trap.clone()}</td><td class="num">{t.calls}</td><td class="num">{t.agree}</td><td class="num">{t.disagree}</td>
+                    <td>{format!("{}{}", pct(t.share), ci(t.share_ci))}</td></tr>
                 }).collect_view()}</tbody>
             </table>
         })}
     }
     .into_any()
+}
+
+/// A document of the experiment chosen (`path?experiment=…`).
+fn of_chosen<T: serde::de::DeserializeOwned + Clone + 'static>(
+    chosen: Signal<Option<String>>,
+    path: &'static str,
+) -> LocalResource<Result<T, String>> {
+    LocalResource::new(move || {
+        let e = chosen.get();
+        async move {
+            match e {
+                Some(e) => api::get::<T>(&format!("{path}?experiment={}", api::enc(&e))).await,
+                None => Err("no experiment yet".into()),
+            }
+        }
+    })
 }
 
 /// `/labels`: how the labels of an experiment agree with the rule judge and with each other,
@@ -394,20 +489,8 @@ pub fn LabelsPage() -> impl IntoView {
     }
     let choice = experiment_choice();
     let chosen = choice.chosen;
-    // A document of the experiment chosen.
-    let of_chosen = move |path: &'static str| {
-        LocalResource::new(move || {
-            let e = chosen.get();
-            async move {
-                match e {
-                    Some(e) => api::get::<Value>(&format!("{path}?experiment={}", api::enc(&e))).await,
-                    None => Err("no experiment yet".into()),
-                }
-            }
-        })
-    };
-    let report = of_chosen("/labels/report");
-    let queues = of_chosen("/queues");
+    let report = of_chosen::<LabelReport>(chosen, "/labels/report");
+    let queues = of_chosen::<QueueList>(chosen, "/queues");
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
     let size = RwSignal::new("50".to_string());
@@ -415,16 +498,31 @@ pub fn LabelsPage() -> impl IntoView {
     let message = RwSignal::new(None::<String>);
     let navigate = use_navigate();
     let draw = move |_| {
-        let Some(e) = chosen.get_untracked() else { return };
-        let (Ok(n), Ok(sd)) = (size.get_untracked().trim().parse::<u32>(), seed.get_untracked().trim().parse::<u64>()) else {
+        let Some(e) = chosen.get_untracked() else {
+            return;
+        };
+        let (Ok(n), Ok(sd)) = (
+            size.get_untracked().trim().parse::<u32>(),
+            seed.get_untracked().trim().parse::<u64>(),
+        ) else {
             message.set(Some("The size and the seed are whole numbers.".into()));
             return;
         };
         let t = token.get_untracked();
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            match api::post("/queues", &t, &json!({ "experiment": e, "size": n, "seed": sd })).await {
-                Ok(v) => navigate(&format!("/review/{}", s(&v["queue"], "id")), Default::default()),
+            match api::post::<_, QueueDrawn>(
+                "/queues",
+                &t,
+                &NewQueue {
+                    experiment: e,
+                    size: n,
+                    seed: sd,
+                },
+            )
+            .await
+            {
+                Ok(v) => navigate(&format!("/review/{}", v.queue.id), Default::default()),
                 Err(e) => message.set(Some(e)),
             }
         });
@@ -445,27 +543,27 @@ pub fn LabelsPage() -> impl IntoView {
             <h2>"Review queues"</h2>
             <p class="muted small">"A queue is a stratified sample of the experiment's judged runs: the strata are cell × the judge's outcome, each gets an equal share (a small stratum gives what it lacks to the others), and the draw is fixed by its seed."</p>
             {move || pending_or_error(queues.get(), |d| {
-                let list = d["queues"].as_array().cloned().unwrap_or_default();
+                let list = d.queues;
                 if list.is_empty() {
                     return view! { <p class="muted">"No review queue yet."</p> }.into_any();
                 }
-                let total = d["total"].as_u64().unwrap_or(list.len() as u64);
+                let total = d.total;
                 let shown = (total > list.len() as u64).then(|| format!("The newest {} of {total} queues.", list.len()));
                 view! {
                     {shown.map(|t| view! { <p class="muted small queues-shown">{t}</p> })}
                     <table class="data queues">
                         <thead><tr><th>"Queue"</th><th class="num">"Runs"</th><th class="num">"Seed"</th><th class="num">"Strata"</th><th class="num">"Labelled"</th><th>"By rater"</th><th>"Drawn by"</th></tr></thead>
                         <tbody>{list.into_iter().map(|x| {
-                            let q = &x["queue"];
-                            let raters = x["progress"]["by_rater"].as_object().map(|m| m.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ")).unwrap_or_default();
+                            let q = &x.queue;
+                            let raters = x.progress.by_rater.iter().map(|(k, v)| format!("{k} {v}")).collect::<Vec<_>>().join(", ");
                             view! {
-                                <tr class="queue" data-queue=s(q, "id")>
-                                    <td><a class="mono" href=format!("/review/{}", s(q, "id"))>{s(q, "id")}</a></td>
-                                    <td class="num">{s(q, "items")}</td><td class="num">{s(q, "seed")}</td>
-                                    <td class="num">{q["strata"].as_array().map_or(0, Vec::len)}</td>
-                                    <td class="num">{format!("{}/{}", s(&x["progress"], "labelled"), s(q, "items"))}</td>
+                                <tr class="queue" data-queue=q.id.clone()>
+                                    <td><a class="mono" href=format!("/review/{}", q.id)>{q.id.clone()}</a></td>
+                                    <td class="num">{q.items}</td><td class="num">{q.seed}</td>
+                                    <td class="num">{q.strata.len()}</td>
+                                    <td class="num">{format!("{}/{}", x.progress.labelled, q.items)}</td>
                                     <td class="small">{raters}</td>
-                                    <td class="small">{format!("{} · {}", s(q, "created_by"), fmt_date(q["created_us"].as_f64().unwrap_or(0.0)))}</td>
+                                    <td class="small">{format!("{} · {}", q.created_by, fmt_date(q.created_us))}</td>
                                 </tr>
                             }
                         }).collect_view()}</tbody>
@@ -492,7 +590,7 @@ pub fn ReviewPage() -> impl IntoView {
     let params = use_params_map();
     let data = LocalResource::new(move || {
         let id = params.with(|p| p.get("id")).unwrap_or_default();
-        async move { api::get::<Value>(&format!("/queues/{}", api::enc(&id))).await }
+        async move { api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&id))).await }
     });
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
@@ -502,14 +600,13 @@ pub fn ReviewPage() -> impl IntoView {
             {move || {
                 let navigate = navigate.clone();
                 pending_or_error(data.get(), move |d| {
-                    let q = d["queue"].clone();
-                    let id = s(&q, "id");
-                    let items = d["items"].as_array().cloned().unwrap_or_default();
-                    let strata = q["strata"].as_array().cloned().unwrap_or_default();
+                    let q = d.queue;
+                    let id = q.id.clone();
+                    let items = d.items;
                     let name = me.get().flatten().and_then(|r| r.ok());
-                    let mine = |i: &Value, name: &Option<String>| name.as_ref().is_some_and(|n| i["labels"].as_array().is_some_and(|l| l.iter().any(|x| s(x, "rater") == *n)));
+                    let mine = |i: &QueueItem, name: &Option<String>| name.as_ref().is_some_and(|n| i.labels.iter().any(|x| x.rater == *n));
                     let done = items.iter().filter(|i| mine(i, &name)).count();
-                    let first_open = items.iter().find(|i| !mine(i, &name)).or(items.first()).map(|i| s(&i["run"], "id"));
+                    let first_open = items.iter().find(|i| !mine(i, &name)).or(items.first()).map(|i| i.run.id.clone());
                     let start = {
                         let id = id.clone();
                         move |_| {
@@ -518,13 +615,13 @@ pub fn ReviewPage() -> impl IntoView {
                             }
                         }
                     };
-                    let labelled = d["progress"]["labelled"].as_u64().unwrap_or(0);
+                    let labelled = d.progress.labelled;
                     view! {
                         <h1 class="mono">{format!("Review queue {id}")}</h1>
                         <p class="facts">
-                            <span>"Experiment "<a href=format!("/labels?experiment={}", s(&q, "experiment"))>{s(&q, "experiment")}</a></span>
-                            <span>{format!("{} runs (asked for {}) · seed {}", items.len(), s(&q, "size"), s(&q, "seed"))}</span>
-                            <span class="small">{format!("drawn by {} · {}", s(&q, "created_by"), fmt_date(q["created_us"].as_f64().unwrap_or(0.0)))}</span>
+                            <span>"Experiment "<a href=format!("/labels?experiment={}", q.experiment)>{q.experiment.clone()}</a></span>
+                            <span>{format!("{} runs (asked for {}) · seed {}", items.len(), q.size, q.seed)}</span>
+                            <span class="small">{format!("drawn by {} · {}", q.created_by, fmt_date(q.created_us))}</span>
                         </p>
                         <TokenField token=token me=me/>
                         <p class="progress">
@@ -534,28 +631,28 @@ pub fn ReviewPage() -> impl IntoView {
                         </p>
                         <p class="muted small">"Each run opens on its trace with the label form; s saves and moves to the next run you have not labelled, ] and [ step through the queue."</p>
                         <h2>"Agreement so far"</h2>
-                        <Agreement report=d["report"].clone()/>
+                        <Agreement report=d.report/>
                         <h2>"Strata"</h2>
                         <table class="data strata">
                             <thead><tr><th>"Cell"</th><th>"Judge's outcome"</th><th class="num">"Runs"</th><th class="num">"Drawn"</th></tr></thead>
-                            <tbody>{strata.into_iter().map(|x| view! {
-                                <tr><td>{format!("{} · {}", s(&x, "framework"), s(&x, "model"))}</td><td>{s(&x, "outcome")}</td><td class="num">{s(&x, "runs")}</td><td class="num">{s(&x, "drawn")}</td></tr>
+                            <tbody>{q.strata.into_iter().map(|x| view! {
+                                <tr><td>{format!("{} · {}", x.framework, x.model)}</td><td>{x.outcome.as_str()}</td><td class="num">{x.runs}</td><td class="num">{x.drawn}</td></tr>
                             }).collect_view()}</tbody>
                         </table>
                         <h2>"Runs"</h2>
                         <table class="data queue-items">
                             <thead><tr><th class="num">"#"</th><th>"Run"</th><th>"Cell"</th><th>"Variant"</th><th>"Judge"</th><th>"Labels"</th></tr></thead>
                             <tbody>{items.into_iter().map(|i| {
-                                let r = i["run"].clone();
-                                let labels = i["labels"].as_array().map(|l| l.iter().map(|x| format!("{}: {}", s(x, "rater"), call_text(x["overeager"].as_bool().unwrap_or(false)))).collect::<Vec<_>>().join(", ")).unwrap_or_default();
                                 let is_mine = mine(&i, &name);
+                                let r = i.run;
+                                let labels = i.labels.iter().map(|x| format!("{}: {}", x.rater, call_text(x.overeager))).collect::<Vec<_>>().join(", ");
                                 view! {
-                                    <tr class="queue-item" class:mine=is_mine data-run=s(&r, "id")>
-                                        <td class="num">{i["pos"].as_u64().unwrap_or(0) + 1}</td>
-                                        <td><a class="mono" href=format!("/runs/{}?queue={}", s(&r, "id"), api::enc(&id))>{s(&r, "id")}</a>" "<PlayerMark agent=s(&r, "agent") model=s(&r, "model")/></td>
-                                        <td>{format!("{} · {}", s(&r, "framework"), s(&r, "model"))}</td>
-                                        <td>{s(&r, "variant")}</td>
-                                        <td>{s(&r, "outcome")}</td>
+                                    <tr class="queue-item" class:mine=is_mine data-run=r.id.clone()>
+                                        <td class="num">{i.pos + 1}</td>
+                                        <td><a class="mono" href=format!("/runs/{}?queue={}", r.id, api::enc(&id))>{r.id.clone()}</a>" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/></td>
+                                        <td>{format!("{} · {}", r.framework, r.model)}</td>
+                                        <td>{r.variant.as_str()}</td>
+                                        <td>{r.outcome.map(|o| o.as_str())}</td>
                                         <td class="small">{labels}</td>
                                     </tr>
                                 }

@@ -2,26 +2,45 @@
 //! run found is listed with its matching events, each a link to that event in the trace.
 
 use leptos::prelude::*;
-use serde_json::Value;
+use overeager_wire::report::short_variant;
+use overeager_wire::run::SearchAnswer;
 
 use crate::api;
-use crate::ui::{PlayerMark, f, pending_or_error, query, query_setter, s};
+use crate::ui::{PlayerMark, pending_or_error, query, query_setter};
 
 /// The fields of the query language, with what each selects (the page's help).
 const FIELDS: [(&str, &str); 13] = [
     ("trap:", "a trap that fired, by id (trap:database-deleted)"),
-    ("severity:", "a fired trap of this severity: low, medium, high, critical"),
-    ("agent:", "the agent spec (agent:sim:ask, agent:claude-code:permissive:claude-sonnet-4-5)"),
+    (
+        "severity:",
+        "a fired trap of this severity: low, medium, high, critical",
+    ),
+    (
+        "agent:",
+        "the agent spec (agent:sim:ask, agent:claude-code:permissive:claude-sonnet-4-5)",
+    ),
     ("framework:", "the agent framework (framework:codex)"),
     ("model:", "the model label (model:scripted-aggressive)"),
     ("scenario:", "a scenario id or hash"),
     ("archetype:", "the scenario's archetype"),
     ("variant:", "kept or stripped (the consent block)"),
     ("outcome:", "overeager, clean, incomplete or timed_out"),
-    ("channel:", "an event of this channel: agent, shell, fswatch, net"),
-    ("op:", "an event of this operation: exec, read, write, delete, …"),
-    ("path:", "an event touching a path matching this glob; without a / it matches file names (path:*.env*)"),
-    ("cmd:", "an event whose command line holds this phrase, case-sensitive (cmd:\"rm -rf\")"),
+    (
+        "channel:",
+        "an event of this channel: agent, shell, fswatch, net",
+    ),
+    (
+        "op:",
+        "an event of this operation: exec, read, write, delete, …",
+    ),
+    (
+        "path:",
+        "an event touching a path matching this glob; without a / it matches file names (path:*.env*)",
+    ),
+    (
+        "cmd:",
+        "an event whose command line holds this phrase, case-sensitive (cmd:\"rm -rf\")",
+    ),
 ];
 
 /// The words of a query that are looked for in event text (free text and `cmd:` phrases),
@@ -54,7 +73,11 @@ fn highlighted(text: &str, words: &[String]) -> AnyView {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     if lower.len() == text.len() {
         for w in words {
-            ranges.extend(lower.match_indices(w.as_str()).map(|(i, m)| (i, i + m.len())));
+            ranges.extend(
+                lower
+                    .match_indices(w.as_str())
+                    .map(|(i, m)| (i, i + m.len())),
+            );
         }
     }
     ranges.sort();
@@ -82,8 +105,15 @@ pub fn Search() -> impl IntoView {
         async move {
             match q {
                 None => Ok(None),
-                Some(_) if api::is_static() => Err("Search runs on the live server: a published snapshot has no index.".to_string()),
-                Some(q) => api::get::<Value>(&format!("/search?limit=100&q={}", api::enc(&q))).await.map(Some),
+                Some(_) if api::is_static() => Err(
+                    "Search runs on the live server: a published snapshot has no index."
+                        .to_string(),
+                ),
+                Some(q) => {
+                    api::get::<SearchAnswer>(&format!("/search?limit=100&q={}", api::enc(&q)))
+                        .await
+                        .map(Some)
+                }
             }
         }
     });
@@ -110,31 +140,31 @@ pub fn Search() -> impl IntoView {
                 pending_or_error(results.get(), move |r| match r {
                     None => view! { <p class="muted">"Type a query: each run found is listed with its matching events."</p> }.into_any(),
                     Some(d) => {
-                        let runs = d["runs"].as_array().cloned().unwrap_or_default();
+                        let runs = d.runs;
                         view! {
-                            <p class="muted search-total">{format!("{} runs match; showing {}", f(&d, "total"), runs.len())}</p>
+                            <p class="muted search-total">{format!("{} runs match; showing {}", d.total, runs.len())}</p>
                             <ul class="search-results">{runs.into_iter().map(|hit| {
-                                let r = hit["run"].clone();
-                                let id = s(&r, "id");
-                                let traps = r["traps"].as_array().map(|a| a.iter().filter_map(|t| t[0].as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default();
-                                let outcome = if r["timed_out"] == true { "timed out".to_string() } else { r["outcome"].as_str().unwrap_or("").to_string() };
-                                let events = hit["events"].as_array().cloned().unwrap_or_default();
-                                let more = f(&hit, "matched_events") as usize - events.len().min(f(&hit, "matched_events") as usize);
+                                let r = hit.run;
+                                let id = r.id.clone();
+                                let traps = r.traps.iter().map(|(t, _)| t.as_str()).collect::<Vec<_>>().join(", ");
+                                let outcome = if r.timed_out { "timed out".to_string() } else { r.outcome.map(|o| o.as_str()).unwrap_or("").to_string() };
+                                let events = hit.events;
+                                let more = hit.matched_events.saturating_sub(events.len());
                                 let words = words.clone();
                                 view! {
                                     <li class="search-hit" data-run=id.clone()>
                                         <div><a class="mono run-link" href=format!("/runs/{id}")>{id.clone()}</a>" "
-                                            <span>{format!("{} · {}", s(&r, "framework"), s(&r, "model"))}</span>" "<PlayerMark agent=s(&r, "agent") model=s(&r, "model")/>
-                                            <span class="muted small">{format!(" {} · {} · ", s(&r, "scenario"), s(&r, "variant").replace("consent_", ""))}</span>
+                                            <span>{format!("{} · {}", r.framework, r.model)}</span>" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/>
+                                            <span class="muted small">{format!(" {} · {} · ", r.scenario, short_variant(r.variant))}</span>
                                             <span class=format!("outcome {}", outcome.replace(' ', "_"))>{outcome.clone()}</span>
                                             {(!traps.is_empty()).then(|| view! { <span class="mono small">{format!(" · {traps}")}</span> })}
                                         </div>
                                         {(!events.is_empty()).then(|| view! {
                                             <ul class="search-events">{events.into_iter().map(|e| {
-                                                let seq = e["seq"].as_u64().unwrap_or(0);
+                                                let seq = e.seq;
                                                 view! { <li><a class="event-link mono" href=format!("/runs/{id}?event={seq}") data-seq=seq>{format!("#{seq}")}</a>" "
-                                                    <span class=format!("ch {}", s(&e, "channel"))>{s(&e, "channel")}</span>" "<span class="op">{s(&e, "op")}</span>" "
-                                                    <span class="mono small">{highlighted(&s(&e, "text"), &words)}</span></li> }
+                                                    <span class=format!("ch {}", e.channel)>{e.channel.clone()}</span>" "<span class="op">{e.op.clone()}</span>" "
+                                                    <span class="mono small">{highlighted(&e.text, &words)}</span></li> }
                                             }).collect_view()}
                                             {(more > 0).then(|| view! { <li class="muted small">{format!("and {more} more")}</li> })}</ul>
                                         })}

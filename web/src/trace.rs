@@ -9,39 +9,21 @@ use leptos::html;
 use leptos::prelude::*;
 use leptos_router::NavigateOptions;
 use leptos_router::hooks::{use_location, use_navigate, use_params_map, use_query_map};
-use overeager_core::{Event, Verdict};
-use serde::Deserialize;
-use serde_json::Value;
+use overeager_core::Event;
+use overeager_core::model::conversation::Answer;
+use overeager_core::model::usage::Usage;
+use overeager_core::snapshot::SnapshotDiff;
+use overeager_wire::run::RunDoc;
+use overeager_wire::trace::{Conversation, TraceSummary};
 
 use crate::api;
 use crate::labels::LabelPanel;
-use crate::ui::{PlayerMark, pending_or_error, s, short};
+use crate::ui::{PlayerMark, pending_or_error, short};
 
 /// Height of one timeline row, in pixels (must match `.tl-row` in the CSS).
 const ROW: f64 = 24.0;
 /// Height of the timeline viewport, in pixels (must match `.timeline`).
 const VIEW: f64 = 576.0;
-
-#[derive(Debug, Clone, Deserialize)]
-struct Summary {
-    digest: String,
-    manifest: Value,
-    prompt: String,
-    run: Option<Value>,
-    submission: Option<Value>,
-    verdict: Option<Verdict>,
-    n_events: usize,
-    chunks: usize,
-    by_channel: BTreeMap<String, u64>,
-    by_op: BTreeMap<String, u64>,
-    diff: Value,
-    raw: BTreeMap<String, u64>,
-    /// Events the agent framework caused on its own, and files only it changed.
-    #[serde(default)]
-    framework: Vec<u64>,
-    #[serde(default)]
-    framework_paths: Vec<String>,
-}
 
 /// `/runs/:id`: the run's facts, then its trace.
 #[component]
@@ -50,23 +32,23 @@ pub fn RunPage() -> impl IntoView {
     let query = use_query_map();
     let run = LocalResource::new(move || {
         let id = params.with(|p| p.get("id")).unwrap_or_default();
-        async move { api::get::<Value>(&format!("/runs/{id}")).await }
+        async move { api::get::<RunDoc>(&format!("/runs/{id}")).await }
     });
     view! {
         <section>
             {move || pending_or_error(run.get(), |r| {
-                let row = r["run"].clone();
                 let related = related_links(&r);
                 // Untracked: the trace rewrites the query as its state changes.
                 let queue = query.with_untracked(|q| q.get("queue")).filter(|q| !q.is_empty());
-                let fired: Vec<String> = r["verdict"]["traps"].as_array().map(|a| a.iter().map(|t| s(t, "id")).collect()).unwrap_or_default();
-                let labels = r["labels"].as_array().cloned().unwrap_or_default();
-                let id = s(&row, "id");
+                let fired: Vec<String> = r.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect()).unwrap_or_default();
+                let labels = r.labels;
+                let row = r.run;
+                let id = row.id.clone();
                 // Labels are of judged runs.
-                let review = (!r["verdict"].is_null()).then(|| ViewFn::from(move || view! { <LabelPanel run=id.clone() fired=fired.clone() labels=labels.clone() queue=queue.clone()/> }));
-                match row["bundle"].as_str() {
-                    Some(d) => view! { {related}<TraceViewer digest=d.to_string() review=review/> }.into_any(),
-                    None => view! { <h1 class="mono">{s(&row, "id")}</h1><p class="muted">{format!("This run is {}: it has no bundle yet.", s(&row, "status"))}</p> }.into_any(),
+                let review = r.verdict.is_some().then(|| ViewFn::from(move || view! { <LabelPanel run=id.clone() fired=fired.clone() labels=labels.clone() queue=queue.clone()/> }));
+                match row.bundle {
+                    Some(d) => view! { {related}<TraceViewer digest=d review=review/> }.into_any(),
+                    None => view! { <h1 class="mono">{row.id.clone()}</h1><p class="muted">{format!("This run is {}: it has no bundle yet.", row.status)}</p> }.into_any(),
                 }
             })}
         </section>
@@ -78,14 +60,18 @@ const FEW_CELLS: usize = 4;
 
 /// Links from a run to its consent-pair partner and to the same scenario in the experiment's
 /// other cells, each with a side-by-side comparison.
-fn related_links(r: &Value) -> AnyView {
-    let id = s(&r["run"], "id");
-    let partner = r["partner"].as_str().map(str::to_string);
-    let cells = r["other_cells"].as_array().cloned().unwrap_or_default();
+fn related_links(r: &RunDoc) -> AnyView {
+    let id = r.run.id.clone();
+    let partner = r.partner.clone();
+    let cells = r.other_cells.clone();
     if partner.is_none() && cells.is_empty() {
         return ().into_any();
     }
-    let other_variant = if s(&r["run"], "variant") == "consent_kept" { "stripped" } else { "kept" };
+    let other_variant = if r.run.variant == overeager_core::Variant::ConsentKept {
+        "stripped"
+    } else {
+        "kept"
+    };
     view! {
         <div class="related small">
             {partner.map(|p| view! {
@@ -95,8 +81,8 @@ fn related_links(r: &Value) -> AnyView {
             {(!cells.is_empty()).then(|| {
                 let n = cells.len();
                 let links = cells.into_iter().map(|c| {
-                    let other = s(&c, "id");
-                    view! { <span class="cell-link"><a href=format!("/runs/{other}")>{format!("{} · {}", s(&c, "framework"), s(&c, "model"))}</a>" ("<a href=format!("/compare?a={id}&b={other}")>"compare"</a>") "</span> }
+                    let other = c.id.clone();
+                    view! { <span class="cell-link"><a href=format!("/runs/{other}")>{format!("{} · {}", c.framework, c.model)}</a>" ("<a href=format!("/compare?a={id}&b={other}")>"compare"</a>") "</span> }
                 }).collect_view();
                 // A few inline; many folded, so the run's own header stays near the top.
                 if n <= FEW_CELLS {
@@ -147,11 +133,14 @@ fn summary_text(e: &Event) -> String {
 
 /// The viewer of one bundle; `review` (the label panel of a run) is shown below the fired traps.
 #[component]
-pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<ViewFn>) -> impl IntoView {
+pub fn TraceViewer(
+    digest: String,
+    #[prop(optional_no_strip)] review: Option<ViewFn>,
+) -> impl IntoView {
     let d = digest.clone();
     let summary = LocalResource::new(move || {
         let d = d.clone();
-        async move { api::get::<Summary>(&format!("/bundles/{d}")).await }
+        async move { api::get::<TraceSummary>(&format!("/bundles/{d}")).await }
     });
     // Events load beside the summary: chunk 0 at once, the rest once the summary says how many.
     let events: RwSignal<Vec<Event>> = RwSignal::new(Vec::new());
@@ -188,7 +177,17 @@ pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<Vie
 }
 
 /// The tabs of a trace, as `?tab=` names them.
-const TABS: [&str; 9] = ["timeline", "conversation", "diff", "prompt", "shell", "agent", "fswatch", "net", "model"];
+const TABS: [&str; 9] = [
+    "timeline",
+    "conversation",
+    "diff",
+    "prompt",
+    "shell",
+    "agent",
+    "fswatch",
+    "net",
+    "model",
+];
 
 /// The query parameters the trace viewer keeps its state in.
 const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "tab"];
@@ -197,9 +196,23 @@ const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "
 const EVIDENCE_LINKS: usize = 12;
 
 #[component]
-fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>, review: Option<ViewFn>) -> impl IntoView {
-    let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
-    let framework_effects = sm.verdict.as_ref().map(|v| v.framework_effects.clone()).unwrap_or_default();
+fn Loaded(
+    sm: TraceSummary,
+    events: RwSignal<Vec<Event>>,
+    loaded: RwSignal<usize>,
+    load_error: RwSignal<Option<String>>,
+    review: Option<ViewFn>,
+) -> impl IntoView {
+    let traps = sm
+        .verdict
+        .as_ref()
+        .map(|v| v.traps.clone())
+        .unwrap_or_default();
+    let framework_effects = sm
+        .verdict
+        .as_ref()
+        .map(|v| v.framework_effects.clone())
+        .unwrap_or_default();
     let framework_paths = sm.framework_paths.clone();
     let n_framework = sm.framework.len();
     let framework = StoredValue::new(sm.framework.iter().copied().collect::<BTreeSet<u64>>());
@@ -218,9 +231,25 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let evidence_of = StoredValue::new(evidence_of);
     let evidence_seqs = StoredValue::new(evidence_seqs);
 
-    let present: BTreeSet<String> = sm.by_channel.iter().filter(|(_, n)| **n > 0).map(|(c, _)| c.clone()).collect();
-    let all_channels = || BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]);
-    let channels = RwSignal::new(param("ch").map(|c| c.split(',').map(str::to_string).collect()).unwrap_or_else(all_channels));
+    let present: BTreeSet<String> = sm
+        .by_channel
+        .iter()
+        .filter(|(_, n)| **n > 0)
+        .map(|(c, _)| c.clone())
+        .collect();
+    let all_channels = || {
+        BTreeSet::from([
+            "agent".to_string(),
+            "shell".to_string(),
+            "fswatch".to_string(),
+            "net".to_string(),
+        ])
+    };
+    let channels = RwSignal::new(
+        param("ch")
+            .map(|c| c.split(',').map(str::to_string).collect())
+            .unwrap_or_else(all_channels),
+    );
     let op = RwSignal::new(param("op").unwrap_or_default());
     let only_evidence = RwSignal::new(param("evidence").as_deref() == Some("1"));
     let filtered = Memo::new(move |_| {
@@ -232,7 +261,12 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             evidence_of.with_value(|evid| {
                 ev.iter()
                     .enumerate()
-                    .filter(|(_, e)| ch.contains(e.channel.as_str()) && (op.is_empty() || e.op.as_str() == op) && (!only || evid.contains_key(&e.seq)) && (fw || !framework.with_value(|f| f.contains(&e.seq))))
+                    .filter(|(_, e)| {
+                        ch.contains(e.channel.as_str())
+                            && (op.is_empty() || e.op.as_str() == op)
+                            && (!only || evid.contains_key(&e.seq))
+                            && (fw || !framework.with_value(|f| f.contains(&e.seq)))
+                    })
                     .map(|(i, _)| i as u32)
                     .collect::<Vec<u32>>()
             })
@@ -240,7 +274,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     });
     let scroll = RwSignal::new(0.0f64);
     let selected = RwSignal::new(param("event").and_then(|e| e.parse::<u64>().ok()));
-    let tab = RwSignal::new(param("tab").and_then(|t| TABS.iter().copied().find(|k| *k == t)).unwrap_or("timeline"));
+    let tab = RwSignal::new(
+        param("tab")
+            .and_then(|t| TABS.iter().copied().find(|k| *k == t))
+            .unwrap_or("timeline"),
+    );
     let list: NodeRef<html::Div> = NodeRef::new();
 
     // Keeps the selected row in view: the list scrolls to it, then the page to the list's row.
@@ -256,7 +294,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             }
             // Once the rows in view are drawn.
             request_animation_frame(move || {
-                if let Some(row) = list.get().and_then(|l| l.query_selector(&format!(".tl-row[data-seq=\"{seq}\"]")).ok().flatten()) {
+                if let Some(row) = list.get().and_then(|l| {
+                    l.query_selector(&format!(".tl-row[data-seq=\"{seq}\"]"))
+                        .ok()
+                        .flatten()
+                }) {
                     let opts = web_sys::ScrollIntoViewOptions::new();
                     opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
                     row.scroll_into_view_with_scroll_into_view_options(&opts);
@@ -304,7 +346,11 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             pairs.push(("event", seq.to_string()));
         }
         // The channels shown, of those the trace has.
-        let shown: Vec<String> = channels.get().into_iter().filter(|c| present.contains(c)).collect();
+        let shown: Vec<String> = channels
+            .get()
+            .into_iter()
+            .filter(|c| present.contains(c))
+            .collect();
         if shown.len() < present.len() {
             pairs.push(("ch", shown.join(",")));
         }
@@ -323,22 +369,54 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             pairs.push(("tab", t.to_string()));
         }
         // Parameters the trace does not own (a search's highlight) stay.
-        let others: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| !TRACE_PARAMS.contains(&k.as_ref())).map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let qs: Vec<String> = others.iter().map(|(k, v)| (k.as_str(), v.clone())).chain(pairs).map(|(k, v)| format!("{k}={}", api::enc(&v))).collect();
+        let others: Vec<(String, String)> = loc
+            .query
+            .get_untracked()
+            .into_iter()
+            .filter(|(k, _)| !TRACE_PARAMS.contains(&k.as_ref()))
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
+        let qs: Vec<String> = others
+            .iter()
+            .map(|(k, v)| (k.as_str(), v.clone()))
+            .chain(pairs)
+            .map(|(k, v)| format!("{k}={}", api::enc(&v)))
+            .collect();
         let path = loc.pathname.get_untracked();
-        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
-        let now = format!("{}{}", loc.pathname.get_untracked(), loc.search.get_untracked());
+        let url = if qs.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", qs.join("&"))
+        };
+        let now = format!(
+            "{}{}",
+            loc.pathname.get_untracked(),
+            loc.search.get_untracked()
+        );
         if url != now {
-            navigate(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() });
+            navigate(
+                &url,
+                NavigateOptions {
+                    replace: true,
+                    scroll: false,
+                    ..Default::default()
+                },
+            );
         }
     });
     // A link to another event of the same trace (back, forward, a link on the page).
     Effect::new(move |_| {
-        let linked = q.with(|m| m.get("event")).and_then(|e| e.parse::<u64>().ok());
+        let linked = q
+            .with(|m| m.get("event"))
+            .and_then(|e| e.parse::<u64>().ok());
         if let Some(seq) = linked
             && selected.get_untracked() != Some(seq)
         {
-            if events.with_untracked(|ev| (seq as usize) < ev.len()) { jump(seq) } else { pending.set(Some(seq)) }
+            if events.with_untracked(|ev| (seq as usize) < ev.len()) {
+                jump(seq)
+            } else {
+                pending.set(Some(seq))
+            }
         }
     });
     let on_key = move |ev: web_sys::KeyboardEvent| {
@@ -346,7 +424,9 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
         if n == 0 {
             return;
         }
-        let cur = selected.get_untracked().and_then(|s| filtered.with_untracked(|f| f.binary_search(&(s as u32)).ok()));
+        let cur = selected
+            .get_untracked()
+            .and_then(|s| filtered.with_untracked(|f| f.binary_search(&(s as u32)).ok()));
         let page = (VIEW / ROW) as usize - 1;
         let next = match ev.key().as_str() {
             "ArrowDown" | "j" => Some(cur.map_or(0, |c| (c + 1).min(n - 1))),
@@ -358,7 +438,16 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
             "n" | "p" => {
                 let forward = ev.key() == "n";
                 let from = selected.get_untracked();
-                let target = evidence_seqs.with_value(|seqs| if forward { seqs.iter().find(|s| from.is_none_or(|f| **s > f)).copied() } else { seqs.iter().rev().find(|s| from.is_none_or(|f| **s < f)).copied() });
+                let target = evidence_seqs.with_value(|seqs| {
+                    if forward {
+                        seqs.iter().find(|s| from.is_none_or(|f| **s > f)).copied()
+                    } else {
+                        seqs.iter()
+                            .rev()
+                            .find(|s| from.is_none_or(|f| **s < f))
+                            .copied()
+                    }
+                });
                 if let Some(t) = target {
                     ev.prevent_default();
                     jump(t);
@@ -376,13 +465,24 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
     let m = sm.manifest.clone();
     let verdict = sm.verdict.clone();
     let run = sm.run.clone();
-    let run_id = run.as_ref().map(|r| s(r, "id"));
-    let start_us = m["started_us"].as_u64().unwrap_or(0);
-    let title = run.as_ref().map(|r| s(r, "id")).unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
-    let scenario_link = run.as_ref().map(|r| format!("/scenarios/{}", s(r, "scenario_hash"))).unwrap_or_else(|| format!("/scenarios/{}", s(&m["scenario"], "hash")));
+    let run_id = run.as_ref().map(|r| r.id.clone());
+    let start_us = m.started_us;
+    let title = run
+        .as_ref()
+        .map(|r| r.id.clone())
+        .unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
+    let scenario_link = format!(
+        "/scenarios/{}",
+        run.as_ref().map_or(&m.scenario.hash, |r| &r.scenario_hash)
+    );
     let ops: Vec<String> = sm.by_op.keys().cloned().collect();
     let by_channel = sm.by_channel.clone();
-    let raw_names: Vec<String> = sm.raw.keys().filter(|k| *k != "prompt" && *k != "conversation").cloned().collect();
+    let raw_names: Vec<String> = sm
+        .raw
+        .keys()
+        .filter(|k| *k != "prompt" && *k != "conversation")
+        .cloned()
+        .collect();
     let has_conversation = sm.raw.contains_key("conversation");
     let digest = sm.digest.clone();
     let conversation_digest = digest.clone();
@@ -415,18 +515,18 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
                 }}
             </div>
             <p class="facts">
-                <span>"Agent "<b>{format!("{} · {}", s(&m["agent"], "framework"), s(&m["agent"], "model"))}</b>" "<PlayerMark agent=s(&m["agent"], "id") model=s(&m["agent"], "model")/></span>
-                <span>"Scenario "<a href=scenario_link>{s(&m["scenario"], "id")}</a></span>
-                <span>"Variant "<b>{s(&m, "variant")}</b></span>
-                <span>"Replicate "{m["replicate"].as_u64().unwrap_or(0)}</span>
-                <span>{format!("{} events · {:.1} s · exit {}", n_events, m["duration_ms"].as_f64().unwrap_or(0.0) / 1000.0, m["exit"]["code"].as_i64().map(|c| c.to_string()).unwrap_or_else(|| "–".into()))}</span>
+                <span>"Agent "<b>{format!("{} · {}", m.agent.framework, m.agent.model)}</b>" "<PlayerMark agent=m.agent.id.clone() model=m.agent.model.clone()/></span>
+                <span>"Scenario "<a href=scenario_link>{m.scenario.id.clone()}</a></span>
+                <span>"Variant "<b>{m.variant.as_str()}</b></span>
+                <span>"Replicate "{m.replicate}</span>
+                <span>{format!("{} events · {:.1} s · exit {}", n_events, m.duration_ms as f64 / 1000.0, m.exit.code.map(|c| c.to_string()).unwrap_or_else(|| "–".into()))}</span>
                 <a href=api::file_url(&format!("/bundles/{digest}/download"))>"download .oeb"</a>
                 {run_id.map(|id| view! {
                     <a class="export-link" href=api::export_url(&id, "atif") download="" title="ATIF v1.7 trajectory, for Harbor and Terminal-Bench tools">"ATIF trajectory"</a>
                     <a class="export-link" href=api::export_url(&id, "inspect") download="" title="Inspect eval log: open with inspect view">"Inspect log"</a>
                 })}
             </p>
-            {sm.submission.as_ref().map(|x| view! { <p class="note">{format!("Submitted by {}. The server judged it with its own predicates; {}", s(x, "submitted_by"), if x["claimed"].is_null() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
+            {sm.submission.as_ref().map(|x| view! { <p class="note">{format!("Submitted by {}. The server judged it with its own predicates; {}", x.submitted_by, if x.claimed.is_none() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
             <div class="traps">
                 <h2>"Fired traps"</h2>
                 {if traps.is_empty() {
@@ -566,10 +666,18 @@ fn Loaded(sm: Summary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, lo
 
 /// A bundle's snapshot diff.
 #[component]
-pub fn Diff(diff: Value) -> impl IntoView {
-    let list = |k: &str| diff[k].as_array().map(|a| a.iter().filter_map(|x| x.as_str().map(str::to_string)).collect::<Vec<_>>()).unwrap_or_default();
-    let groups = [("created", list("created")), ("deleted", list("deleted")), ("modified", list("modified")), ("kind_changed", list("kind_changed"))];
-    let modes: Vec<String> = diff["mode_changed"].as_array().map(|a| a.iter().map(|m| format!("{}: {:o} → {:o}", s(m, "path"), m["before"].as_u64().unwrap_or(0), m["after"].as_u64().unwrap_or(0))).collect()).unwrap_or_default();
+pub fn Diff(diff: SnapshotDiff) -> impl IntoView {
+    let modes: Vec<String> = diff
+        .mode_changed
+        .iter()
+        .map(|m| format!("{}: {:o} → {:o}", m.path, m.before, m.after))
+        .collect();
+    let groups = [
+        ("created", diff.created),
+        ("deleted", diff.deleted),
+        ("modified", diff.modified),
+        ("kind_changed", diff.kind_changed),
+    ];
     let empty = groups.iter().all(|(_, v)| v.is_empty()) && modes.is_empty();
     view! {
         {empty.then(|| view! { <p class="muted">"Nothing changed in the workspace or HOME."</p> })}
@@ -586,44 +694,60 @@ pub fn Diff(diff: Value) -> impl IntoView {
 fn Conversation(digest: String) -> impl IntoView {
     let doc = LocalResource::new(move || {
         let d = digest.clone();
-        async move { api::get_text(&format!("/bundles/{d}/raw/conversation")).await.and_then(|t| serde_json::from_str::<Value>(&t).map_err(|e| e.to_string())) }
+        async move {
+            api::get_text(&format!("/bundles/{d}/raw/conversation"))
+                .await
+                .and_then(|t| serde_json::from_str::<Conversation>(&t).map_err(|e| e.to_string()))
+        }
     });
-    let tokens = |t: &Value| if t.is_object() { format!("{} in · {} out{}", t["input"], t["output"], if t["cache_read"].as_u64().unwrap_or(0) > 0 { format!(" · {} cached", t["cache_read"]) } else { String::new() }) } else { "—".into() };
-    let usd = |v: &Value| v.as_f64().map(overeager_core::model::usage::usd).unwrap_or_else(|| "—".into());
+    let tokens = |t: &Usage| {
+        format!(
+            "{} in · {} out{}",
+            t.input,
+            t.output,
+            if t.cache_read > 0 {
+                format!(" · {} cached", t.cache_read)
+            } else {
+                String::new()
+            }
+        )
+    };
+    let usd = |v: Option<f64>| {
+        v.map(overeager_core::model::usage::usd)
+            .unwrap_or_else(|| "—".into())
+    };
     view! {
         <div class="tabbody conversation">
             {move || pending_or_error(doc.get(), move |d| {
-                let calls = d["calls"].as_array().cloned().unwrap_or_default();
+                let calls = d.calls;
                 view! {
                     <p class="small conversation-total">{format!("{} model call(s)", calls.len())}
-                        {d["provider"].as_str().map(|p| format!(" to {p}/{}", s(&d, "model")))}
-                        {d["total"].is_object().then(|| format!(" · {} · {}", tokens(&d["total"]), usd(&d["cost_usd"])))}
+                        {d.provider.map(|p| format!(" to {p}/{}", d.model.unwrap_or_default()))}
+                        {d.total.map(|t| format!(" · {} · {}", tokens(&t), usd(d.cost_usd)))}
                     </p>
                     <ol class="calls">
                         {calls.into_iter().map(|c| {
-                            let answer = &c["answer"];
-                            let kind = s(answer, "kind");
-                            let head = if c["side"] == true { "side request".to_string() } else { c["step"].as_u64().map(|k| format!("turn {}", k + 1)).unwrap_or_else(|| "call".into()) };
+                            let head = if c.side { "side request".to_string() } else { c.step.map(|k| format!("turn {}", k + 1)).unwrap_or_else(|| "call".into()) };
                             view! {
-                                <li class="call" class:side=c["side"] == true class:failed=c["failure"].is_string() data-seq=c["seq"].to_string()>
+                                <li class="call" class:side=c.side class:failed=c.failure.is_some() data-seq=c.seq.to_string()>
                                     <div class="call-head small">
                                         <b>{head}</b>
-                                        <span class="muted">{format!(" · at {:.1} s", c["t_ms"].as_f64().unwrap_or(0.0) / 1000.0)}</span>
-                                        {c["duration_ms"].as_f64().map(|ms| view! { <span class="latency">{format!(" · {:.2} s", ms / 1000.0)}</span> })}
-                                        {c["tokens"].is_object().then(|| view! { <span class="tokens">{format!(" · {}", tokens(&c["tokens"]))}</span> })}
-                                        {c["cost_usd"].is_number().then(|| view! { <span class="cost">{format!(" · {}", usd(&c["cost_usd"]))}</span> })}
-                                        {(c["status"].as_u64().unwrap_or(200) >= 400).then(|| view! { <span class="bad">{format!(" · http {}", c["status"])}</span> })}
+                                        <span class="muted">{format!(" · at {:.1} s", c.t_ms / 1000.0)}</span>
+                                        {c.duration_ms.map(|ms| view! { <span class="latency">{format!(" · {:.2} s", ms / 1000.0)}</span> })}
+                                        {c.tokens.map(|t| view! { <span class="tokens">{format!(" · {}", tokens(&t))}</span> })}
+                                        {c.cost_usd.map(|cost| view! { <span class="cost">{format!(" · {}", usd(Some(cost)))}</span> })}
+                                        {(c.status >= 400).then(|| view! { <span class="bad">{format!(" · http {}", c.status)}</span> })}
                                     </div>
-                                    {c["failure"].as_str().map(|f| view! { <p class="bad small">{f.to_string()}</p> })}
-                                    {match kind.as_str() {
-                                        "tool_call" => view! {
-                                            <div class="tool-call"><span class="mono">{s(answer, "name")}</span>" "<code class="args">{answer["args"].to_string()}</code></div>
-                                            {answer["result"].as_str().map(|r| view! { <pre class="result small" class:error=answer["error"] == true>{r.to_string()}</pre> })}
+                                    {c.failure.clone().map(|f| view! { <p class="bad small">{f}</p> })}
+                                    {match c.answer {
+                                        Answer::ToolCall { name, args, result, error } => view! {
+                                            <div class="tool-call"><span class="mono">{name}</span>" "<code class="args">{args.to_string()}</code></div>
+                                            {result.map(|r| view! { <pre class="result small" class:error=error>{r}</pre> })}
                                         }.into_any(),
-                                        "text" => view! { <pre class="answer-text">{s(answer, "text")}</pre> }.into_any(),
-                                        _ => view! { <p class="muted small">"(no answer)"</p> }.into_any(),
+                                        Answer::Text { text } => view! { <pre class="answer-text">{text}</pre> }.into_any(),
+                                        Answer::Nothing => view! { <p class="muted small">"(no answer)"</p> }.into_any(),
                                     }}
-                                    {c["reply_bytes"].as_u64().map(|n| view! { <p class="muted small">{format!("the record kept the reply's beginning; it was {n} bytes")}</p> })}
+                                    {c.reply_bytes.map(|n| view! { <p class="muted small">{format!("the record kept the reply's beginning; it was {n} bytes")}</p> })}
                                 </li>
                             }
                         }).collect_view()}

@@ -2,7 +2,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_navigate, use_query_map};
-use serde_json::Value;
+use overeager_wire::experiment::ExperimentItem;
+use overeager_wire::report::Cell;
 
 use crate::api;
 
@@ -13,7 +14,11 @@ pub fn Nav() -> impl IntoView {
     let link = move |href: &'static str, label: &'static str| {
         let active = move || {
             let p = loc.pathname.get();
-            if href == "/" { p == "/" } else { p.starts_with(href) }
+            if href == "/" {
+                p == "/"
+            } else {
+                p.starts_with(href)
+            }
         };
         view! { <a href=href class:active=active>{label}</a> }
     };
@@ -50,43 +55,65 @@ pub fn query_setter() -> impl Fn(&str, &str) + Clone + 'static {
     let navigate = use_navigate();
     move |name: &str, value: &str| {
         let path = loc.pathname.get_untracked();
-        let mut pairs: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| k != name).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let mut pairs: Vec<(String, String)> = loc
+            .query
+            .get_untracked()
+            .into_iter()
+            .filter(|(k, _)| k != name)
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect();
         if !value.is_empty() {
             pairs.push((name.to_string(), value.to_string()));
         }
         pairs.sort();
-        let qs: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={}", api::enc(v))).collect();
-        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
+        let qs: Vec<String> = pairs
+            .iter()
+            .map(|(k, v)| format!("{k}={}", api::enc(v)))
+            .collect();
+        let url = if qs.is_empty() {
+            path
+        } else {
+            format!("{path}?{}", qs.join("&"))
+        };
         navigate(&url, Default::default());
     }
 }
 
 /// The experiment a page shows: `?experiment=` or the newest one, with the picker's list.
 pub struct ExperimentChoice {
-    pub list: LocalResource<Result<Vec<Value>, String>>,
+    pub list: LocalResource<Result<Vec<ExperimentItem>, String>>,
     pub chosen: Signal<Option<String>>,
 }
 
 pub fn experiment_choice() -> ExperimentChoice {
-    let list = LocalResource::new(|| api::get::<Vec<Value>>("/experiments"));
+    let list = LocalResource::new(|| api::get::<Vec<ExperimentItem>>("/experiments"));
     let named = query("experiment");
     let chosen = Signal::derive(move || {
-        named.get().or_else(|| list.get().and_then(|r| r.ok()).and_then(|l| l.first().and_then(|e| e["id"].as_str().map(str::to_string))))
+        named.get().or_else(|| {
+            list.get()
+                .and_then(|r| r.ok())
+                .and_then(|l| l.first().map(|e| e.id.clone()))
+        })
     });
     ExperimentChoice { list, chosen }
 }
 
 /// A select of experiments that rewrites `?experiment=`.
 #[component]
-pub fn ExperimentPicker(list: LocalResource<Result<Vec<Value>, String>>, chosen: Signal<Option<String>>) -> impl IntoView {
+pub fn ExperimentPicker(
+    list: LocalResource<Result<Vec<ExperimentItem>, String>>,
+    chosen: Signal<Option<String>>,
+) -> impl IntoView {
     let set = query_setter();
     move || {
         let set = set.clone();
-        let Some(Ok(exps)) = list.get() else { return ().into_any() };
+        let Some(Ok(exps)) = list.get() else {
+            return ().into_any();
+        };
         if exps.len() < 2 {
             return exps
                 .first()
-                .map(|e| view! { <span class="muted">"Experiment: "<b>{e["title"].as_str().unwrap_or("").to_string()}</b>" ("{e["id"].as_str().unwrap_or("").to_string()}")"</span> })
+                .map(|e| view! { <span class="muted">"Experiment: "<b>{e.title.clone()}</b>" ("{e.id.clone()}")"</span> })
                 .into_any();
         }
         let current = chosen.get().unwrap_or_default();
@@ -94,8 +121,7 @@ pub fn ExperimentPicker(list: LocalResource<Result<Vec<Value>, String>>, chosen:
             <label class="picker">"Experiment "
                 <select on:change=move |ev| set("experiment", &event_target_value(&ev))>
                     {exps.iter().map(|e| {
-                        let id = e["id"].as_str().unwrap_or("").to_string();
-                        let title = e["title"].as_str().unwrap_or("").to_string();
+                        let (id, title) = (e.id.clone(), e.title.clone());
                         let sel = id == current;
                         view! { <option value=id.clone() selected=sel>{format!("{title} ({id})")}</option> }
                     }).collect_view()}
@@ -113,13 +139,11 @@ pub fn pct(x: f64) -> String {
 
 /// A cell's mean tokens per run on a provider's model (`12.3k`), or `—` when none of its
 /// runs recorded usage (scripted and simulated agents).
-pub fn tokens_per_run(cell: &Value) -> String {
-    let runs = f(cell, "usage_runs");
-    if runs < 1.0 {
+pub fn tokens_per_run(cell: &Cell) -> String {
+    if cell.usage_runs == 0 {
         return "—".into();
     }
-    let t = &cell["tokens"];
-    let mean = (f(t, "input") + f(t, "output") + f(t, "cache_read") + f(t, "cache_write")) / runs;
+    let mean = cell.tokens.total() as f64 / cell.usage_runs as f64;
     match mean {
         m if m >= 1e6 => format!("{:.1}M", m / 1e6),
         m if m >= 1e3 => format!("{:.1}k", m / 1e3),
@@ -128,9 +152,9 @@ pub fn tokens_per_run(cell: &Value) -> String {
 }
 
 /// A cell's mean cost per priced run in US dollars, or `—` when no price was known.
-pub fn cost_per_run(cell: &Value) -> String {
-    match (cell["cost_usd"].as_f64(), f(cell, "priced_runs")) {
-        (Some(cost), runs) if runs >= 1.0 => overeager_core::model::usage::usd(cost / runs),
+pub fn cost_per_run(cell: &Cell) -> String {
+    match (cell.cost_usd, cell.priced_runs) {
+        (Some(cost), runs) if runs >= 1 => overeager_core::model::usage::usd(cost / runs as f64),
         _ => "—".into(),
     }
 }
@@ -138,7 +162,11 @@ pub fn cost_per_run(cell: &Value) -> String {
 /// A rate with its confidence interval on a 0–100 % scale.
 #[component]
 pub fn CiBar(rate: f64, lo: f64, hi: f64) -> impl IntoView {
-    let style_ci = format!("left:{:.2}%;width:{:.2}%", lo * 100.0, ((hi - lo) * 100.0).max(0.4));
+    let style_ci = format!(
+        "left:{:.2}%;width:{:.2}%",
+        lo * 100.0,
+        ((hi - lo) * 100.0).max(0.4)
+    );
     let style_pt = format!("left:{:.2}%", rate * 100.0);
     let title = format!("{} (95% CI {}–{})", pct(rate), pct(lo), pct(hi));
     view! {
@@ -158,36 +186,42 @@ pub fn pending_or_error<T>(r: Option<Result<T, String>>, f: impl FnOnce(T) -> An
     }
 }
 
-/// A string field of a JSON object.
-pub fn s(v: &Value, k: &str) -> String {
-    match &v[k] {
-        Value::String(s) => s.clone(),
-        Value::Null => String::new(),
-        other => other.to_string(),
-    }
-}
-
-/// A number field of a JSON object (0 when missing).
-pub fn f(v: &Value, k: &str) -> f64 {
-    v[k].as_f64().unwrap_or(0.0)
-}
-
 /// The first 12 hex digits of a digest.
 pub fn short(d: &str) -> String {
-    d.strip_prefix("sha256:").unwrap_or(d).chars().take(12).collect()
+    d.strip_prefix("sha256:")
+        .unwrap_or(d)
+        .chars()
+        .take(12)
+        .collect()
 }
 
 /// What kind of player a run's agent is, when its numbers measure the instrument rather than
 /// an agent on a provider's model: `(css class, label, explanation)`.
 pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static str, &'static str)> {
     if agent.starts_with("sim:") || agent == "sim" {
-        Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran."))
+        Some((
+            "simulated",
+            "simulated",
+            "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran.",
+        ))
     } else if agent.starts_with("scripted:") || agent == "scripted" {
-        Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran."))
+        Some((
+            "scripted",
+            "scripted play",
+            "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran.",
+        ))
     } else if model.starts_with("scripted-") {
-        Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model."))
+        Some((
+            "scripted-model",
+            "scripted model",
+            "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model.",
+        ))
     } else if model.starts_with("local/") {
-        Some(("local-model", "real local model", "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is."))
+        Some((
+            "local-model",
+            "real local model",
+            "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is.",
+        ))
     } else {
         None
     }

@@ -2,7 +2,7 @@
 //! call, with what the tool gave back, or text), how long it took, the tokens the provider
 //! counted and what they cost.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::usage::{RunUsage, Usage, documents};
@@ -12,7 +12,7 @@ use super::{ModelRecord, answered_calls};
 const SHOWN: usize = 4000;
 
 /// One call of the conversation.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Call {
     pub seq: u64,
     /// Milliseconds since the run's first call.
@@ -39,7 +39,7 @@ pub struct Call {
 }
 
 /// What the model answered on one call.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Answer {
     /// A tool call, and what the agent sent back as its result (from a later request).

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::{ApiError, AppState};
 use overeager_store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
 use overeager_store::web::{Role, TokenOwner};
+use overeager_wire::board::{Decided, SubmissionDoc, SubmissionList, SubmissionSummary, SubmittedRun};
 use overeager_store::{object_path_in, put_object_in};
 
 type Api<T> = Result<T, ApiError>;
@@ -548,7 +549,7 @@ const LIST_PAGE: usize = 500;
 
 /// Every cell submission, newest first, a page at a time (`next` continues).
 #[utoipa::path(get, path = "/api/submissions", params(ListQuery), responses((status = 200, description = "Submissions"), (status = 400, description = "A malformed `before`")))]
-pub async fn submissions(State(st): State<Arc<AppState>>, axum::extract::Query(q): axum::extract::Query<ListQuery>) -> Api<Json<Value>> {
+pub async fn submissions(State(st): State<Arc<AppState>>, axum::extract::Query(q): axum::extract::Query<ListQuery>) -> Api<Json<SubmissionList>> {
     let limit = q.limit.unwrap_or(LIST_PAGE).clamp(1, LIST_PAGE);
     let before = match q.before.as_deref() {
         None => None,
@@ -556,19 +557,19 @@ pub async fn submissions(State(st): State<Arc<AppState>>, axum::extract::Query(q
     };
     let rows = st.read(|s| s.submission_summaries(limit, before.as_ref().map(|(t, id)| (*t, id.as_str())), false))?;
     let next = (rows.len() == limit).then(|| rows.last().map(|r| format!("{}:{}", r.created_us, r.id))).flatten();
-    Ok(Json(json!({ "submissions": rows, "next": next })))
+    Ok(Json(SubmissionList { submissions: rows, next }))
 }
 
 /// The rows `GET /api/submissions` lists; with `approved_only`, the public ones (what
 /// `publish` writes).
-pub fn submission_list(s: &overeager_store::Store, approved_only: bool) -> anyhow::Result<Vec<Value>> {
+pub fn submission_list(s: &overeager_store::Store, approved_only: bool) -> anyhow::Result<Vec<SubmissionSummary>> {
     let mut out = Vec::new();
     let mut before: Option<(u64, String)> = None;
     loop {
         let page = s.submission_summaries(LIST_PAGE, before.as_ref().map(|(t, id)| (*t, id.as_str())), approved_only)?;
         let done = page.len() < LIST_PAGE;
         before = page.last().map(|r| (r.created_us, r.id.clone()));
-        out.extend(page.into_iter().map(|r| serde_json::to_value(r).expect("JSON")));
+        out.extend(page);
         if done {
             return Ok(out);
         }
@@ -592,18 +593,18 @@ const RUNS_PAGE: usize = 2000;
 /// digests and trace links are shown only to its submitter and to admins (send the token).
 #[utoipa::path(get, path = "/api/submissions/{id}", params(("id" = String, Path, description = "submission id"), RunsQuery),
     responses((status = 200, description = "The submission"), (status = 404, description = "No such submission")))]
-pub async fn submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, axum::extract::Query(q): axum::extract::Query<RunsQuery>) -> Api<Json<Value>> {
+pub async fn submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, axum::extract::Query(q): axum::extract::Query<RunsQuery>) -> Api<Json<SubmissionDoc>> {
     // Any known token may look (a reviewer's, kept by the same browser tab, too); only its
     // submitter's and an admin's see more.
     let viewer = if headers.contains_key(axum::http::header::AUTHORIZATION) { Some(st.authorize(&headers, Role::Reviewer)?) } else { None };
     let page = (q.offset.unwrap_or(0), q.limit.unwrap_or(RUNS_PAGE).clamp(1, RUNS_PAGE));
-    let v = st.read(|s| submission_json(s, &id, viewer.as_ref(), page))?;
+    let v = st.read(|s| submission_doc(s, &id, viewer.as_ref(), page))?;
     v.map(Json).ok_or_else(|| ApiError::not_found(format!("no submission `{id}`; GET /api/submissions lists them")))
 }
 
 /// The document `GET /api/submissions/{id}` answers to `viewer` (also written by `publish`,
 /// for approved submissions, with no viewer), with the runs of `page` (offset, limit).
-pub fn submission_json(s: &overeager_store::Store, id: &str, viewer: Option<&TokenOwner>, page: (usize, usize)) -> anyhow::Result<Option<Value>> {
+pub fn submission_doc(s: &overeager_store::Store, id: &str, viewer: Option<&TokenOwner>, page: (usize, usize)) -> anyhow::Result<Option<SubmissionDoc>> {
     let Some(c) = s.cell_submission(id)? else { return Ok(None) };
     let insider = viewer.is_some_and(|v| v.role == Role::Admin || v.name == c.submitted_by);
     // Until a cell is public, its bundles are its submitter's: nobody else learns their digests.
@@ -614,40 +615,39 @@ pub fn submission_json(s: &overeager_store::Store, id: &str, viewer: Option<&Tok
     let names: BTreeMap<&str, &str> = bench.iter().flat_map(|b| b.scenarios.iter().map(|x| (x.hash.as_str(), x.id.as_str()))).collect();
     let total = received.len();
     let overruled: BTreeSet<&str> = c.report.as_ref().map(|r| r.claims_overruled.iter().map(String::as_str).collect()).unwrap_or_default();
-    let runs: Vec<Value> = received
+    let runs = received
         .iter()
         .skip(page.0)
         .take(page.1)
         .map(|b| {
             let m = b.manifest.as_ref();
             let run = m.map(|m| m.run_id.clone());
-            json!({
-                "bundle": show_bundles.then(|| b.bundle.clone()), "run": run, "scenario": m.map(|m| names.get(m.scenario.hash.as_str()).copied().unwrap_or(m.scenario.id.as_str())),
-                "variant": m.map(|m| m.variant), "replicate": m.map(|m| m.replicate), "agent": m.map(|m| format!("{} {}", m.agent.id, m.agent.version)),
-                "timed_out": m.map(|m| m.timed_out), "outcome": b.verdict.as_ref().map(|v| v.outcome), "traps": b.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>()),
-                "runner_key": b.runner_key, "problem": b.problem, "trace": (show_bundles && b.verdict.is_some()).then(|| format!("/bundles/{}", b.bundle)),
-                "claim_overruled": run.as_deref().is_some_and(|r| overruled.contains(r)),
-            })
+            SubmittedRun {
+                bundle: show_bundles.then(|| b.bundle.clone()),
+                claim_overruled: run.as_deref().is_some_and(|r| overruled.contains(r)),
+                run,
+                scenario: m.map(|m| names.get(m.scenario.hash.as_str()).copied().unwrap_or(m.scenario.id.as_str()).to_string()),
+                variant: m.map(|m| m.variant),
+                replicate: m.map(|m| m.replicate),
+                agent: m.map(|m| format!("{} {}", m.agent.id, m.agent.version)),
+                timed_out: m.map(|m| m.timed_out),
+                outcome: b.verdict.as_ref().map(|v| v.outcome),
+                traps: b.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect()),
+                runner_key: b.runner_key.clone(),
+                problem: b.problem.clone(),
+                trace: (show_bundles && b.verdict.is_some()).then(|| format!("/bundles/{}", b.bundle)),
+            }
         })
         .collect();
     let cells = overeager_report::submitted_cells(vec![(provenance.clone(), s.submission_records(&c, &received)?)]);
     let history = s.submission_history(&c)?;
-    let policy = bench.as_ref().map(|b| &b.policy);
-    Ok(Some(json!({
-        "submission": c, "provenance": provenance, "cells": cells, "runs": runs, "runs_total": total, "runs_offset": page.0,
-        "bundles_shown": show_bundles, "history": history, "policy": policy,
-    })))
+    let policy = bench.map(|b| b.policy);
+    Ok(Some(SubmissionDoc { submission: c, provenance, cells, runs, runs_total: total, runs_offset: page.0, bundles_shown: show_bundles, history, policy }))
 }
 
-#[derive(Deserialize, Default, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct Decision {
-    /// Why, shown on the submission's page.
-    #[serde(default)]
-    pub note: Option<String>,
-}
+pub use overeager_wire::board::Decision;
 
-async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<Json<Decision>>, approve: bool) -> Api<Json<Value>> {
+async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<Json<Decision>>, approve: bool) -> Api<Json<Decided>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let sub = st.read(|s| s.cell_submission(&id))?.ok_or_else(|| ApiError::not_found(format!("no submission `{id}`; GET /api/submissions lists them")))?;
     let decidable = sub.status == SubmissionStatus::Verified || (!approve && sub.status == SubmissionStatus::Draft);
@@ -662,7 +662,7 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<
     let sub = st.with_store(|s| s.decide_cell_submission(&id, approve, &who.name, note.as_deref()))?;
     st.changed();
     tracing::info!("{} {} submission {id}", who.name, if approve { "approved" } else { "rejected" });
-    Ok(Json(json!({ "id": sub.id, "status": sub.status, "decided_by": sub.decided_by, "note": sub.note })))
+    Ok(Json(Decided { id: sub.id, status: sub.status, decided_by: sub.decided_by, note: sub.note }))
 }
 
 /// Approves a verified submission: its cell joins the benchmark's leaderboard, replacing the
@@ -670,7 +670,7 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<
 #[utoipa::path(post, path = "/api/submissions/{id}/approve", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Approved"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Not verified")))]
-pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Value>> {
+pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Decided>> {
     decide(st, headers, id, body, true).await
 }
 
@@ -678,7 +678,7 @@ pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(i
 #[utoipa::path(post, path = "/api/submissions/{id}/reject", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Rejected"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
-pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Value>> {
+pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Decided>> {
     decide(st, headers, id, body, false).await
 }
 
@@ -687,14 +687,14 @@ pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id
 #[utoipa::path(post, path = "/api/submissions/{id}/withdraw", params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
     responses((status = 200, description = "Withdrawn"), (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
-pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Value>> {
+pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Decided>> {
     let who = st.authorize(&headers, Role::Writer)?;
     let sub = own_submission(&st, &id, &who)?;
     require_open(&sub)?;
     let sub = st.with_store(|s| s.withdraw_cell_submission(&id, &who.name))?;
     st.changed();
     tracing::info!("{} withdrew submission {id}", who.name);
-    Ok(Json(json!({ "id": sub.id, "status": sub.status })))
+    Ok(Json(Decided { id: sub.id, status: sub.status, decided_by: sub.decided_by, note: sub.note }))
 }
 
 /// Re-judges every bundle of every approved submission with the server's current predicates

@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use overeager_report::labels::{label_report, to_csv};
 use overeager_store::labels::{Label, LabelScope};
 use overeager_store::web::Role;
+use overeager_wire::labels::{LabelBody, LabelDeleted, NewQueue, QueueDoc, QueueDrawn, QueueEntry, QueueItem, QueueList, QueueProgress, RaterCall, Whoami};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -22,22 +23,9 @@ type Api<T> = Result<T, ApiError>;
 /// Who holds the token sent.
 #[utoipa::path(get, path = "/api/whoami", security(("bearer" = [])),
     responses((status = 200, description = "The token's name (the rater of its labels) and role"), (status = 401, description = "No or unknown token")))]
-pub async fn whoami(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+pub async fn whoami(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Whoami>> {
     let who = st.authorize(&headers, Role::Reviewer)?;
-    Ok(Json(json!({ "name": who.name, "role": who.role })))
-}
-
-/// A label as the app sends it.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct LabelBody {
-    /// Is the run overeager?
-    overeager: bool,
-    /// For each trap the rule judge fired: does the firing look right?
-    #[serde(default)]
-    traps: BTreeMap<String, bool>,
-    #[serde(default)]
-    comment: Option<String>,
+    Ok(Json(Whoami { name: who.name, role: who.role }))
 }
 
 /// Labels a run as the token's holder (the rater), replacing their earlier label of it.
@@ -60,11 +48,11 @@ pub async fn put_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path
 /// Removes the token holder's label of a run.
 #[utoipa::path(delete, path = "/api/runs/{id}/label", params(("id" = String, Path, description = "run id")), security(("bearer" = [])),
     responses((status = 200, description = "`deleted`: whether there was a label"), (status = 401, description = "No or unknown token")))]
-pub async fn delete_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Value>> {
+pub async fn delete_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<LabelDeleted>> {
     let who = st.authorize(&headers, Role::Reviewer)?;
     let deleted = st.with_store(|s| s.delete_label(&id, &who.name))?;
     st.changed();
-    Ok(Json(json!({ "run": id, "rater": who.name, "deleted": deleted })))
+    Ok(Json(LabelDeleted { run: id, rater: who.name, deleted }))
 }
 
 /// Which labels: `?experiment=` or `?queue=` (neither: every label).
@@ -132,7 +120,7 @@ const MAX_QUEUES_PAGE: u32 = 200;
 #[utoipa::path(get, path = "/api/queues",
     params(("experiment" = String, Query, description = "the experiment"), ("limit" = Option<u32>, Query, description = "queues per page (50 by default, 200 at most)"), ("offset" = Option<u64>, Query, description = "queues to skip")),
     responses((status = 200, description = "A page of its review queues, newest first, and `total`"), (status = 400, description = "No experiment named, or a page too large"), (status = 404, description = "No such experiment")))]
-pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery>) -> Api<Json<Value>> {
+pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery>) -> Api<Json<QueueList>> {
     let e = q.experiment.filter(|e| !e.is_empty()).ok_or_else(|| ApiError::bad("name the experiment: /api/queues?experiment=<id>"))?;
     let limit = q.limit.unwrap_or(50);
     if !(1..=MAX_QUEUES_PAGE).contains(&limit) {
@@ -147,39 +135,23 @@ pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery
         let mut out = Vec::new();
         for queue in page {
             let labels = s.labels(LabelScope::Queue(&queue.id))?;
-            out.push(json!({ "queue": queue, "progress": progress(&labels) }));
+            out.push(QueueEntry { queue, progress: progress(&labels) });
         }
         Ok(Some((out, total)))
     })?;
-    let (list, total) = list.ok_or_else(|| ApiError::not_found(format!("no experiment `{e}`")))?;
-    Ok(Json(json!({ "experiment": e, "queues": list, "total": total, "limit": limit, "offset": offset })))
+    let (queues, total) = list.ok_or_else(|| ApiError::not_found(format!("no experiment `{e}`")))?;
+    Ok(Json(QueueList { experiment: e, queues, total, limit, offset }))
 }
 
 /// Runs labelled (by anyone) and labels per rater.
-fn progress(labels: &[overeager_store::labels::LabelRow]) -> Value {
-    let mut by_rater: BTreeMap<&str, u64> = BTreeMap::new();
+fn progress(labels: &[overeager_store::labels::LabelRow]) -> QueueProgress {
+    let mut by_rater: BTreeMap<String, u64> = BTreeMap::new();
     let mut runs = std::collections::BTreeSet::new();
     for l in labels {
-        *by_rater.entry(&l.label.rater).or_default() += 1;
+        *by_rater.entry(l.label.rater.clone()).or_default() += 1;
         runs.insert(&l.label.run);
     }
-    json!({ "labelled": runs.len(), "by_rater": by_rater })
-}
-
-/// What a review queue is drawn with.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct NewQueue {
-    experiment: String,
-    /// Runs to draw (1 to 2000; fewer when the experiment has fewer judged runs).
-    size: u32,
-    /// The seed of the draw (default 1): the same seed draws the same runs.
-    #[serde(default = "one")]
-    seed: u64,
-}
-
-fn one() -> u64 {
-    1
+    QueueProgress { labelled: runs.len() as u64, by_rater }
 }
 
 /// Draws a review queue: a stratified sample of an experiment's judged runs (by cell and the
@@ -188,7 +160,7 @@ fn one() -> u64 {
 #[utoipa::path(post, path = "/api/queues", request_body = NewQueue, security(("bearer" = [])),
     responses((status = 201, description = "Drawn"), (status = 200, description = "Drawn before with this size and seed"), (status = 400, description = "The body is not a queue"),
               (status = 401, description = "No or unknown token"), (status = 404, description = "No such experiment"), (status = 422, description = "A size out of range, or nothing judged to draw")))]
-pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<NewQueue>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
+pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<NewQueue>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<QueueDrawn>)> {
     let who = st.authorize(&headers, Role::Reviewer)?;
     let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"experiment\": \"demo\", \"size\": 50, \"seed\": 1}}: {}", e.body_text())))?;
     if st.read(|s| s.experiment(&b.experiment))?.is_none() {
@@ -197,20 +169,20 @@ pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, b
     let existed = st.read(|s| s.queue(&overeager_store::labels::queue_id(&b.experiment, b.size, b.seed)))?.is_some();
     let queue = st.with_store(|s| Ok(s.create_queue(&b.experiment, b.size, b.seed, &who.name))).map_err(ApiError::from)?.map_err(|e| ApiError::unprocessable(format!("{e:#}")))?;
     st.changed();
-    Ok((if existed { StatusCode::OK } else { StatusCode::CREATED }, Json(json!({ "queue": queue }))))
+    Ok((if existed { StatusCode::OK } else { StatusCode::CREATED }, Json(QueueDrawn { queue })))
 }
 
 /// A review queue: its strata, its runs in review order with who labelled each, and how the
 /// labels so far agree with the rule judge and with each other.
 #[utoipa::path(get, path = "/api/queues/{id}", params(("id" = String, Path, description = "queue id")),
     responses((status = 200, description = "The queue"), (status = 404, description = "No such queue")))]
-pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
+pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<QueueDoc>> {
     let (queue, runs, labels) = st.read(|s| Ok((s.queue(&id)?, s.queue_runs(&id)?, s.labels(LabelScope::Queue(&id))?)))?;
     let queue = queue.ok_or_else(|| ApiError::not_found(format!("no review queue `{id}`")))?;
-    let mut of_run: BTreeMap<&str, Vec<Value>> = BTreeMap::new();
+    let mut of_run: BTreeMap<&str, Vec<RaterCall>> = BTreeMap::new();
     for l in &labels {
-        of_run.entry(&l.label.run).or_default().push(json!({ "rater": l.label.rater, "overeager": l.label.overeager }));
+        of_run.entry(&l.label.run).or_default().push(RaterCall { rater: l.label.rater.clone(), overeager: l.label.overeager });
     }
-    let items: Vec<Value> = runs.iter().enumerate().map(|(pos, r)| json!({ "pos": pos, "run": r, "labels": of_run.get(r.id.as_str()).cloned().unwrap_or_default() })).collect();
-    Ok(Json(json!({ "queue": queue, "items": items, "progress": progress(&labels), "report": label_report(&labels) })))
+    let items = runs.into_iter().enumerate().map(|(pos, run)| QueueItem { pos, labels: of_run.remove(run.id.as_str()).unwrap_or_default(), run }).collect();
+    Ok(Json(QueueDoc { queue, items, progress: progress(&labels), report: label_report(&labels) }))
 }

@@ -164,7 +164,7 @@ pub struct AppState {
     /// The scenario list and the experiment list, recomputed when the store changed: under
     /// load they are asked for far more often than they change.
     scenario_rows: Recent<Vec<overeager_store::web::ScenarioRow>>,
-    experiment_list: Recent<Vec<serde_json::Value>>,
+    experiment_list: Recent<Vec<overeager_wire::experiment::ExperimentItem>>,
     /// Idle read-only connections.
     readers: Mutex<Vec<Store>>,
     /// A connection that only asks SQLite whether anyone committed (`PRAGMA data_version`

@@ -3,16 +3,18 @@
 //! plus `.json` (`api/experiments/<id>/report.json`), and every page a link can point at gets
 //! its own `index.html`, so deep links work from any file server without rewrite rules.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use serde_json::json;
 
 use super::{read, trace};
 use overeager_bundle::files::{check_out_free, staging_dir};
 use overeager_store::Store;
 use overeager_store::web::RunFilter;
+use overeager_wire::board::SubmissionList;
+use overeager_wire::predicates::{Registry, Upload};
+use overeager_wire::run::{BundleSubmissions, RunDoc, RunPage};
 
 /// What `publish` wrote.
 #[derive(Debug, serde::Serialize)]
@@ -88,12 +90,14 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
             site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
         }
         let runs = store.all_run_rows(&RunFilter { experiment: Some(e.id.clone()), ..RunFilter::default() })?;
-        site.json(&format!("experiments/{}/runs", e.id), &json!({ "total": runs.len(), "runs": runs }))?;
         runs_total += runs.len();
+        let runs = RunPage { total: runs.len() as u64, next: None, runs };
+        site.json(&format!("experiments/{}/runs", e.id), &runs)?;
+        let runs = runs.runs;
         let objects = store.objects_dir();
         for r in &runs {
             let verdict = store.run_verdict(&r.id)?;
-            site.json(&format!("runs/{}", r.id), &json!({ "run": r, "verdict": verdict }))?;
+            site.json(&format!("runs/{}", r.id), &RunDoc { run: r.clone(), verdict: verdict.clone(), partner: None, other_cells: Vec::new(), labels: Vec::new() })?;
             site.page(&format!("runs/{}", r.id))?;
             let Some(d) = &r.bundle else { continue };
             if digests.contains(d) {
@@ -111,9 +115,9 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
         }
     }
     // Submissions and their traces.
-    let subs = store.submissions(None)?;
-    site.json("bundles", &json!({ "submissions": subs }))?;
-    for s in &subs {
+    let subs = BundleSubmissions { submissions: store.submissions(None)? };
+    site.json("bundles", &subs)?;
+    for s in &subs.submissions {
         if digests.insert(s.bundle.clone()) {
             let path = overeager_store::object_path_in(&store.objects_dir(), &s.bundle);
             let t = trace::build(&s.bundle, &path, None, Some(s.clone()), Some(s.verdict.clone()))?;
@@ -125,14 +129,15 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     // Approved leaderboard submissions, their pages and traces (drafts and rejected ones are
     // not public).
     let approved = super::board::submission_list(&store, true)?;
-    site.json("submissions", &json!({ "submissions": approved }))?;
-    for row in &approved {
-        let id = row["id"].as_str().unwrap_or_default();
-        let Some(doc) = super::board::submission_json(&store, id, None, (0, usize::MAX))? else { continue };
+    let approved = SubmissionList { submissions: approved, next: None };
+    site.json("submissions", &approved)?;
+    for row in &approved.submissions {
+        let id = row.id.as_str();
+        let Some(doc) = super::board::submission_doc(&store, id, None, (0, usize::MAX))? else { continue };
         site.json(&format!("submissions/{id}"), &doc)?;
         site.page(&format!("submissions/{id}"))?;
-        for b in doc["runs"].as_array().into_iter().flatten() {
-            let Some(d) = b["bundle"].as_str().filter(|_| b["trace"].is_string()) else { continue };
+        for b in &doc.runs {
+            let Some(d) = b.bundle.as_deref().filter(|_| b.trace.is_some()) else { continue };
             if digests.insert(d.to_string()) {
                 let Some(sub) = store.cell_bundle_as_submission(d)? else { continue };
                 let path = overeager_store::object_path_in(&store.objects_dir(), d);
@@ -145,18 +150,19 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
 
     // Scenarios.
     let rows = store.scenario_rows()?;
-    site.json("scenarios", &json!({ "scenarios": rows, "archetypes": {}, "axes": {} }))?;
+    site.json("scenarios", &read::scenario_list(rows.clone(), &BTreeMap::new()).map_err(|e| anyhow::anyhow!(e.message))?)?;
     for r in &rows {
         if let Some(d) = store.scenario_detail(&r.hash)? {
-            site.json(&format!("scenarios/{}", r.hash), &read::scenario_json(&d))?;
+            site.json(&format!("scenarios/{}", r.hash), &read::scenario_doc(d))?;
             site.page(&format!("scenarios/{}", r.hash))?;
         }
     }
     // Predicates (the built-in library as the server would list it) and transfer.
     let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: overeager_judge::engine::default_cache_dir(), trust: Default::default() })?;
-    site.json("predicates", &json!({ "loaded": read::loaded_modules(&judge), "uploads": store.predicate_rows()? }))?;
-    let (cases, truns) = (store.transfer_cases()?, store.transfer_runs()?);
-    site.json("transfer", &json!({ "cases": cases.len(), "rows": overeager_report::transfer::rows(&cases, &truns) }))?;
+    // A published site has no trust store: each upload stands as it was decided.
+    let uploads = store.predicate_rows()?.into_iter().map(|row| Upload { decided_status: row.status.clone(), row, revoked_reason: None }).collect();
+    site.json("predicates", &Registry { loaded: read::loaded_modules(&judge), uploads })?;
+    site.json("transfer", &read::transfer_doc(&store.transfer_cases()?, &store.transfer_runs()?))?;
     let files = site.files;
     overeager_bundle::files::publish(staging, out)?;
     Ok(Published { experiments: exps.len(), scenarios: rows.len(), runs: runs_total, traces: traced, traces_left_out: left_out, files })

@@ -15,6 +15,11 @@ use serde_json::{Value, json};
 use super::{ApiError, AppState, json_bytes, trace};
 use overeager_store::object_path_in;
 use overeager_store::web::RunFilter;
+use overeager_wire::experiment::ExperimentItem;
+use overeager_wire::predicates::{LoadedModule, PredicateSummary, Registry, Upload};
+use overeager_wire::report::TransferDoc;
+use overeager_wire::run::{BundleSubmissions, RunDoc, SearchAnswer};
+use overeager_wire::scenario::{PromptText, Prompts, ScenarioDoc, ScenarioList, ScenarioRow};
 
 type Api<T> = Result<T, ApiError>;
 
@@ -88,19 +93,15 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 
 /// Experiments with their progress, newest first.
 #[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
-pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Vec<ExperimentItem>>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
     let list = st.experiment_list.get(st.store_version()?, || st.read(|s| experiment_list(s, &newest_first(s)?)))?;
     // Whether one is running is this process's own state: always current.
     let list = list
         .iter()
-        .map(|e| {
-            let mut e = e.clone();
-            e["running"] = Value::Bool(e["id"].as_str().is_some_and(|id| running.iter().any(|r| r == id)));
-            e
-        })
+        .map(|e| ExperimentItem { running: running.contains(&e.id), ..e.clone() })
         .collect();
-    Ok(Json(Value::Array(list)))
+    Ok(Json(list))
 }
 
 /// The store's experiments, newest first.
@@ -112,14 +113,11 @@ pub fn newest_first(s: &overeager_store::Store) -> anyhow::Result<Vec<overeager_
 
 /// Experiments with their progress, as `/api/experiments` lists them (shared with the static
 /// export), each with `running: false`; the server marks the ones it is running.
-pub fn experiment_list(s: &overeager_store::Store, exps: &[overeager_store::Experiment]) -> anyhow::Result<Vec<Value>> {
+pub fn experiment_list(s: &overeager_store::Store, exps: &[overeager_store::Experiment]) -> anyhow::Result<Vec<ExperimentItem>> {
     exps.iter()
         .map(|e| {
             let simulated = e.plan.agents.iter().any(|a| a.agent.starts_with("sim:"));
-            Ok(json!({
-                "id": e.id, "title": e.title, "created_us": e.created_us, "progress": s.progress(&e.id)?,
-                "simulated": simulated, "running": false,
-            }))
+            Ok(ExperimentItem { id: e.id.clone(), title: e.title.clone(), created_us: e.created_us, progress: s.progress(&e.id)?, simulated, running: false })
         })
         .collect()
 }
@@ -206,8 +204,14 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     params(("archetype" = Option<String>, Query, description = "archetype"), ("q" = Option<String>, Query, description = "text in id or title"),
            ("admitted" = Option<bool>, Query, description = "validator decision")),
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
-pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<Value>> {
+pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<ScenarioList>> {
     let rows = st.scenario_rows.get(st.store_version()?, || st.read(|s| s.scenario_rows()))?;
+    Ok(Json(scenario_list(rows.to_vec(), &q)?))
+}
+
+/// The scenarios `q` keeps (archetype, text, validator decision, axis levels), with every
+/// archetype's and axis level's count over all of `rows` (shared with the static export).
+pub fn scenario_list(rows: Vec<ScenarioRow>, q: &BTreeMap<String, String>) -> Api<ScenarioList> {
     let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
     for r in rows.iter() {
@@ -228,36 +232,33 @@ pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap
         Some("false") => Some(false),
         Some(o) => return Err(ApiError::bad(format!("admitted=`{o}`: use true or false"))),
     };
-    let list: Vec<_> = rows
-        .iter()
+    let scenarios = rows
+        .into_iter()
         .filter(|r| q.get("archetype").is_none_or(|a| a.is_empty() || &r.archetype == a))
         .filter(|r| text.as_ref().is_none_or(|t| r.id.to_lowercase().contains(t) || r.title.to_lowercase().contains(t)))
         .filter(|r| admitted.is_none_or(|a| r.admitted == Some(a)))
         .filter(|r| q.iter().filter(|(k, _)| axes.contains_key(*k)).all(|(k, v)| v.is_empty() || r.axes.get(k) == Some(v)))
         .collect();
-    Ok(Json(json!({ "scenarios": list, "archetypes": archetypes, "axes": axes })))
+    Ok(ScenarioList { scenarios, archetypes, axes })
 }
 
 /// A scenario with its fixture tree, both prompts (and where the consent block is), traps,
 /// plays and validator result.
 #[utoipa::path(get, path = "/api/scenarios/{key}", params(("key" = String, Path, description = "content hash or id")),
     responses((status = 200, description = "The scenario"), (status = 404, description = "Unknown scenario")))]
-pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) -> Api<Json<Value>> {
+pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) -> Api<Json<ScenarioDoc>> {
     let d = st.read(|s| s.scenario_detail(&key))?.ok_or_else(|| ApiError::not_found(format!("no scenario with hash or id `{key}`; GET /api/scenarios lists them")))?;
-    Ok(Json(scenario_json(&d)))
+    Ok(Json(scenario_doc(d)))
 }
 
 /// The detail document of a scenario (shared with the static export).
-pub fn scenario_json(d: &overeager_store::web::ScenarioDetail) -> Value {
-    let kept = overeager_core::render_prompt(&d.scenario.prompt, Variant::ConsentKept);
-    let stripped = overeager_core::render_prompt(&d.scenario.prompt, Variant::ConsentStripped);
-    json!({
-        "row": d.row, "scenario": d.scenario, "fixture": d.fixture, "validation": d.validation,
-        "prompts": {
-            "consent_kept": { "text": kept.text, "block": kept.consent_block.map(|r| [r.start, r.end]) },
-            "consent_stripped": { "text": stripped.text, "block": stripped.consent_block.map(|r| [r.start, r.end]) },
-        },
-    })
+pub fn scenario_doc(detail: overeager_store::web::ScenarioDetail) -> ScenarioDoc {
+    let prompt = |v| {
+        let p = overeager_core::render_prompt(&detail.scenario.prompt, v);
+        PromptText { text: p.text, block: p.consent_block.map(|r| [r.start, r.end]) }
+    };
+    let prompts = Prompts { consent_kept: prompt(Variant::ConsentKept), consent_stripped: prompt(Variant::ConsentStripped) };
+    ScenarioDoc { detail, prompts }
 }
 
 /// Runs, filtered by experiment, cell (framework, model, variant), agent, scenario and outcome.
@@ -340,23 +341,23 @@ pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParam
             });
         }
     };
-    Ok(Json(json!({ "query": q, "total": found.total, "runs": found.runs })).into_response())
+    Ok(Json(SearchAnswer { query: q, total: found.total, runs: found.runs }).into_response())
 }
 
 /// One run and its verdict, its consent-pair partner, the same scenario in the other cells, and
 /// every rater's label of it.
 #[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
     responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]
-pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
+pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<RunDoc>> {
     let (row, verdict, related, labels) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?, s.related_runs(&id)?, s.labels(overeager_store::labels::LabelScope::Run(&id))?)))?;
     let row = row.ok_or_else(|| ApiError::not_found(format!("no run `{id}`; GET /api/runs lists them")))?;
     // Its consent pair: the same cell, scenario and replicate under the other prompt; and the
     // same scenario in the experiment's other cells.
     let partner = related.iter().find(|r| r.id != row.id && r.agent == row.agent && r.framework == row.framework && r.model == row.model && r.variant != row.variant).map(|r| r.id.clone());
-    let cells: Vec<&overeager_store::web::RunRow> = related.iter().filter(|r| r.id != row.id && r.variant == row.variant && (r.framework != row.framework || r.model != row.model)).collect();
+    let other_cells = related.iter().filter(|r| r.id != row.id && r.variant == row.variant && (r.framework != row.framework || r.model != row.model)).cloned().collect();
     // Every rater's label of it.
-    let labels: Vec<_> = labels.into_iter().map(|l| l.label).collect();
-    Ok(Json(json!({ "run": row, "verdict": verdict, "partner": partner, "other_cells": cells, "labels": labels })))
+    let labels = labels.into_iter().map(|l| l.label).collect();
+    Ok(Json(RunDoc { run: row, verdict, partner, other_cells, labels }))
 }
 
 /// `?format=` of a run export.
@@ -483,48 +484,52 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
 
 /// Submitted bundles with the server's verdicts.
 #[utoipa::path(get, path = "/api/bundles", responses((status = 200, description = "Submissions, newest first")))]
-pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
-    let subs = st.read(|s| s.submissions(None))?;
-    Ok(Json(json!({ "submissions": subs })))
+pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<BundleSubmissions>> {
+    let submissions = st.read(|s| s.submissions(None))?;
+    Ok(Json(BundleSubmissions { submissions }))
 }
 
 /// The modules a judge uses, as the predicate registry lists them (shared with the static export).
-pub fn loaded_modules(judge: &overeager_judge::Judge) -> Vec<Value> {
+pub fn loaded_modules(judge: &overeager_judge::Judge) -> Vec<LoadedModule> {
     judge
         .modules()
-        .map(|m| json!({ "id": m.id, "digest": m.digest, "version": m.version, "key_id": m.key_id, "owner": m.owner, "predicates": m.predicates.iter().map(|p| json!({"name": p.name, "summary": p.summary})).collect::<Vec<_>>() }))
+        .map(|m| LoadedModule {
+            id: m.id.clone(),
+            digest: m.digest.clone(),
+            version: m.version.clone(),
+            key_id: m.key_id.clone(),
+            owner: m.owner.clone(),
+            predicates: m.predicates.iter().map(|p| PredicateSummary { name: p.name.clone(), summary: p.summary.clone() }).collect(),
+        })
         .collect()
 }
 
 /// Uploaded modules as they stand now: an approved module whose signing key was revoked (or
 /// left the trust store) since is `revoked` (or `untrusted`), with the reason; the judge no
 /// longer loads it.
-pub fn uploads_now(rows: Vec<overeager_store::web::PredicateRow>, trust: &overeager_judge::trust::TrustStore) -> Vec<Value> {
+pub fn uploads_now(rows: Vec<overeager_store::web::PredicateRow>, trust: &overeager_judge::trust::TrustStore) -> Vec<Upload> {
     rows.into_iter()
-        .map(|r| {
+        .map(|mut r| {
             let key = trust.get(&r.key_id);
             let (status, reason) = match key {
                 Some(k) if k.revoked => ("revoked".to_string(), Some(k.revoked_reason.clone().unwrap_or_else(|| format!("signing key {} was revoked", r.key_id)))),
                 None if r.status != "rejected" => ("untrusted".to_string(), Some(format!("signing key {} is no longer in the trust store", r.key_id))),
                 _ => (r.status.clone(), None),
             };
-            let mut v = serde_json::to_value(&r).expect("JSON");
-            v["decided_status"] = json!(r.status);
-            v["status"] = json!(status);
-            v["revoked_reason"] = json!(reason);
-            v
+            let decided_status = std::mem::replace(&mut r.status, status);
+            Upload { row: r, decided_status, revoked_reason: reason }
         })
         .collect()
 }
 
 /// The predicate registry: the built-in library and every upload with its status now.
 #[utoipa::path(get, path = "/api/predicates", responses((status = 200, description = "Modules")))]
-pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Registry>> {
     let judge = st.judge();
     let loaded = loaded_modules(&judge);
     let trust = super::load_trust(&st.config.trust)?;
     let uploads = uploads_now(st.read(|s| s.predicate_rows())?, &trust);
-    Ok(Json(json!({ "loaded": loaded, "uploads": uploads })))
+    Ok(Json(Registry { loaded, uploads }))
 }
 
 /// The keys of the trust store: who may sign predicate modules, for which namespaces, and
@@ -539,14 +544,18 @@ pub async fn keys(State(st): State<Arc<AppState>>, headers: axum::http::HeaderMa
 
 /// AutoElicit transfer rates per source → target agent.
 #[utoipa::path(get, path = "/api/transfer", responses((status = 200, description = "Rows")))]
-pub async fn transfer(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn transfer(State(st): State<Arc<AppState>>) -> Api<Json<TransferDoc>> {
     let (cases, runs) = st.read(|s| Ok((s.transfer_cases()?, s.transfer_runs()?)))?;
-    let rows = overeager_report::transfer::rows(&cases, &runs);
+    Ok(Json(transfer_doc(&cases, &runs)))
+}
+
+/// The transfer document (shared with the static export).
+pub fn transfer_doc(cases: &[overeager_store::TransferCase], runs: &[overeager_store::TransferRun]) -> TransferDoc {
     let mut by_severity: BTreeMap<String, u64> = BTreeMap::new();
-    for c in &cases {
+    for c in cases {
         *by_severity.entry(c.severity.clone()).or_default() += 1;
     }
-    Ok(Json(json!({ "cases": cases.len(), "by_severity": by_severity, "rows": rows })))
+    TransferDoc { cases: cases.len(), by_severity, rows: overeager_report::transfer::rows(cases, runs) }
 }
 
 pub async fn no_such_endpoint(Path(rest): Path<String>) -> ApiError {

@@ -10,10 +10,10 @@ use anyhow::{Context, Result};
 use axum::body::Bytes;
 use overeager_core::Verdict;
 use overeager_core::bundle::files;
-use serde::Serialize;
 
 use overeager_bundle::Bundle;
 use overeager_store::web::{RunRow, Submission};
+use overeager_wire::trace::{Conversation, TraceSummary};
 
 /// Events per chunk.
 pub const CHUNK: usize = 2000;
@@ -27,33 +27,6 @@ pub const RAW: &[(&str, &str)] = &[("shell", files::SHIM), ("agent", files::AGEN
 
 /// Largest raw file served whole; longer ones are cut (the download has everything).
 const RAW_CAP: usize = 4 << 20;
-
-/// What the trace viewer's first request returns.
-#[derive(Debug, Serialize)]
-pub struct Summary<'a> {
-    pub digest: &'a str,
-    pub manifest: &'a overeager_core::bundle::BundleManifest,
-    pub prompt: String,
-    /// The run of an experiment this bundle belongs to.
-    pub run: Option<RunRow>,
-    /// The submission it came from.
-    pub submission: Option<Submission>,
-    /// The server's verdict (the run's or the submission's).
-    pub verdict: Option<Verdict>,
-    pub n_events: usize,
-    pub chunk: usize,
-    pub chunks: usize,
-    /// Events per channel and per op.
-    pub by_channel: BTreeMap<String, u64>,
-    pub by_op: BTreeMap<String, u64>,
-    pub diff: overeager_core::snapshot::SnapshotDiff,
-    /// Raw files present, with their sizes.
-    pub raw: BTreeMap<String, u64>,
-    /// The events the agent framework caused on its own (not the model's tool calls), and
-    /// the files only it changed (see `overeager_agents::attribution`).
-    pub framework: Vec<u64>,
-    pub framework_paths: Vec<String>,
-}
 
 /// A bundle ready to serve.
 pub struct Trace {
@@ -90,14 +63,14 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
         let records = b.model_records()?;
         let usage = b.usage()?;
         let calls = overeager_agents::model::conversation::conversation(&records, usage.as_ref());
-        let doc = serde_json::json!({
-            "provider": usage.as_ref().map(|u| &u.provider),
-            "model": usage.as_ref().map(|u| &u.model),
-            "price": usage.as_ref().and_then(|u| u.price),
-            "total": usage.as_ref().map(|u| u.total),
-            "cost_usd": usage.as_ref().and_then(|u| u.cost_usd),
-            "calls": calls,
-        });
+        let doc = Conversation {
+            provider: usage.as_ref().map(|u| u.provider.clone()),
+            model: usage.as_ref().map(|u| u.model.clone()),
+            price: usage.as_ref().and_then(|u| u.price),
+            total: usage.as_ref().map(|u| u.total),
+            cost_usd: usage.as_ref().and_then(|u| u.cost_usd),
+            calls,
+        };
         let bytes = serde_json::to_vec(&doc)?;
         raw_sizes.insert(CONVERSATION.to_string(), bytes.len() as u64);
         raw.insert(CONVERSATION.to_string(), Bytes::from(bytes));
@@ -106,9 +79,9 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     let attribution = overeager_judge::input::attribute_bundle(&b)?;
     let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_agents::attribution::Actor::Framework).map(|e| e.seq).collect();
     let chunks: Vec<Bytes> = b.events.chunks(CHUNK).map(|c| serde_json::to_vec(c).map(Bytes::from)).collect::<Result<_, _>>()?;
-    let summary = Summary {
-        digest,
-        manifest: &b.manifest,
+    let summary = TraceSummary {
+        digest: digest.to_string(),
+        manifest: b.manifest.clone(),
         prompt,
         run,
         submission,

@@ -343,7 +343,7 @@ fn admit_predicate(st: &AppState, module: &[u8], signature: &[u8], who: &str) ->
         owner: verified.owner.clone(),
         status: "pending".into(),
         predicates: names,
-        self_test: serde_json::to_value(&test).map_err(ApiError::internal)?,
+        self_test: test,
         uploaded_by: who.to_string(),
         uploaded_us: overeager_core::now_us(),
         decided_by: None,

@@ -494,26 +494,7 @@ impl Judge {
     }
 }
 
-/// What an uploaded module did on stored bundles before anyone may approve it.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct SelfTest {
-    /// Distinct bundles it was called on.
-    pub bundles: usize,
-    /// Cases (predicate and arguments) tried.
-    #[serde(default)]
-    pub cases: usize,
-    /// Predicate calls made (each twice, to compare).
-    pub calls: usize,
-    pub fired: usize,
-    /// Calls that answered with an error (e.g. arguments it needs were not given).
-    pub errors: usize,
-    /// Why the module fails the self-test: a trap (fuel, memory, deadline), an answer out of
-    /// bounds, or two different answers to the same question.
-    pub failure: Option<String>,
-    /// Each case and how it went, for the admin who decides.
-    #[serde(default)]
-    pub results: Vec<CaseResult>,
-}
+pub use overeager_wire::predicates::{CaseResult, SelfTest};
 
 /// One self-test case: a predicate called with some arguments on some bundles.
 #[derive(Clone)]
@@ -525,19 +506,6 @@ pub struct SelfTestCase {
     /// example, or none.
     pub source: String,
     pub bundles: Vec<std::sync::Arc<LoadedBundle>>,
-}
-
-/// How one self-test case went.
-#[derive(Debug, Clone, Default, serde::Serialize, serde::Deserialize, PartialEq, Eq)]
-pub struct CaseResult {
-    pub predicate: String,
-    pub args: String,
-    pub source: String,
-    pub bundles: usize,
-    pub fired: usize,
-    pub errors: usize,
-    /// Set when this case failed the test (the test stops at the first failure).
-    pub failure: Option<String>,
 }
 
 impl Judge {

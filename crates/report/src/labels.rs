@@ -5,55 +5,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result, bail};
-use overeager_core::stats::{self, Interval};
+use overeager_core::stats;
 use overeager_store::labels::{Label, LabelRow, judged_pairs};
-use serde::Serialize;
 
-use crate::{CONFIDENCE, LabelAgreement, kappa_of, label_agreement, ratio};
+pub use overeager_wire::report::{LabelReport, RaterPair, TrapAgreement};
 
-/// Two raters on the runs both labelled.
-#[derive(Debug, Clone, Serialize)]
-pub struct RaterPair {
-    pub a: String,
-    pub b: String,
-    /// Runs both labelled.
-    pub n: u64,
-    /// Runs on which they gave the same call.
-    pub same: u64,
-    pub kappa: Option<f64>,
-    /// κ's 95% interval.
-    pub kappa_ci: Option<[f64; 2]>,
-    /// Why κ is undefined, or that the interval is rough (few runs).
-    pub kappa_note: Option<String>,
-}
-
-/// A trap's firings as the raters called them.
-#[derive(Debug, Clone, Serialize)]
-pub struct TrapAgreement {
-    pub trap: String,
-    /// Calls on a firing of this trap (one per rater and run).
-    pub calls: u64,
-    pub agree: u64,
-    pub disagree: u64,
-    /// The share of calls that agree the trap fired rightly, with its Wilson interval.
-    pub share: f64,
-    pub share_ci: Option<Interval>,
-}
-
-/// Everything the labels report shows.
-#[derive(Debug, Clone, Serialize)]
-pub struct LabelReport {
-    /// Labels counted.
-    pub labels: u64,
-    /// Runs with at least one label.
-    pub runs: u64,
-    /// Labels of runs the rule judge has not judged (left out of the agreement).
-    pub unjudged: u64,
-    pub raters: Vec<LabelAgreement>,
-    pub pairs: Vec<RaterPair>,
-    pub traps: Vec<TrapAgreement>,
-    pub confidence: f64,
-}
+use crate::{CONFIDENCE, kappa_of, label_agreement, ratio};
 
 /// The report of these labels.
 pub fn label_report(rows: &[LabelRow]) -> LabelReport {

@@ -23,6 +23,8 @@ use serde_json::Value;
 
 use overeager_store::{TransferCase, TransferRun};
 
+pub use overeager_wire::report::TransferRow;
+
 /// Severity levels AutoElicit uses.
 const SEVERITIES: [&str; 6] = ["none", "minimal", "low", "medium", "high", "critical"];
 
@@ -311,18 +313,6 @@ pub fn summarize(p: &Parsed) -> Summary {
         runs: p.runs.len(),
         runs_by_target,
     }
-}
-
-/// Transfer from one source agent to one target agent.
-#[derive(Debug, Clone, Serialize)]
-pub struct TransferRow {
-    pub source: String,
-    pub target: String,
-    /// Runs per case (the most any case has).
-    pub k: u32,
-    /// Cases with fewer runs than `k`.
-    pub incomplete_cases: u64,
-    pub transfer: stats::Transfer,
 }
 
 /// Per source → target agent rates over stored cases and runs.

@@ -23,7 +23,7 @@ use std::collections::BTreeMap;
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
+pub use overeager_wire::report::{Decomposition, Share, Term};
 
 /// One group of runs: framework, model, scenario and variant indices, with `k` overeager runs
 /// of `n`. `k` may be fractional (expected counts, for checking against known rates).
@@ -35,62 +35,6 @@ pub struct Group {
     pub variant: usize,
     pub k: f64,
     pub n: f64,
-}
-
-/// The terms the deviance is decomposed over.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Term {
-    Framework,
-    Model,
-    Interaction,
-    Scenario,
-}
-
-impl Term {
-    pub const ALL: [Term; 4] = [Term::Framework, Term::Model, Term::Interaction, Term::Scenario];
-
-    /// How a report names it.
-    pub fn label(self) -> &'static str {
-        match self {
-            Term::Framework => "framework",
-            Term::Model => "model",
-            Term::Interaction => "framework × model",
-            Term::Scenario => "scenario",
-        }
-    }
-
-    fn bit(self) -> u8 {
-        1 << (self as u8)
-    }
-}
-
-/// One term's share of the deviance.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Share {
-    pub term: Term,
-    /// Part of the variant-only model's deviance this term removes (Shapley average).
-    pub share: f64,
-    /// Percentile bootstrap interval over scenarios.
-    pub lo: f64,
-    pub hi: f64,
-}
-
-/// The decomposition.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Decomposition {
-    /// The terms with more than one level (a term with one level explains nothing).
-    pub shares: Vec<Share>,
-    /// What none of the terms explains: one less the shares.
-    pub residual: f64,
-    /// Deviance of the variant-only model, and of the full one.
-    pub null_deviance: f64,
-    pub full_deviance: f64,
-    pub runs: f64,
-    pub scenarios: usize,
-    /// Bootstrap resamples behind the intervals, and their confidence.
-    pub resamples: usize,
-    pub confidence: f64,
 }
 
 /// Deviance (−2 × log-likelihood) of the logistic model with `terms` (a set of [`Term`] bits)

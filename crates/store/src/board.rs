@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunRecord, Store, now_us};
 
+pub use overeager_wire::board::{CellSubmission, Moved, Policy, Problem, Provenance, Rejudged, SubmissionStatus, SubmissionSummary, VerifyReport};
+
 /// A published benchmark: every scenario × variant × replicate a submitted cell must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Benchmark {
@@ -32,58 +34,6 @@ pub struct Benchmark {
     pub policy: Policy,
 }
 
-/// A benchmark's rules for submitted cells, set when it is published.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Policy {
-    /// Every bundle must carry an intact signature by a runner key this server trusts and has
-    /// registered to the submitting account; the timeout is then read from signed data only.
-    #[serde(default)]
-    pub require_trusted_runner: bool,
-    /// Replicates every scenario × variant must have at least (the benchmark's own replicates
-    /// when unset); a cell may bring more, the same number for every scenario × variant.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub min_replicates: Option<u32>,
-    /// Agents allowed, as `id@version` patterns (`claude-code@2.0.*`, `codex@*`); any agent when
-    /// empty.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub agents: Vec<String>,
-}
-
-impl Policy {
-    /// Whether agent `id` at `version` is allowed.
-    pub fn allows_agent(&self, id: &str, version: &str) -> bool {
-        self.agents.is_empty()
-            || self.agents.iter().any(|p| {
-                let (pid, pversion) = p.split_once('@').unwrap_or((p.as_str(), "*"));
-                glob(pid, id) && glob(pversion, version)
-            })
-    }
-
-    /// Checks the patterns: `id@version`, `*` only at the end of either part.
-    pub fn check(&self) -> Result<()> {
-        for p in &self.agents {
-            let (id, version) = p.split_once('@').ok_or_else(|| anyhow::anyhow!("agent pattern `{p}` must be `id@version` (e.g. `claude-code@2.0.*`, `codex@*`)"))?;
-            for part in [id, version] {
-                if part.is_empty() || part.trim_end_matches('*').contains('*') {
-                    bail!("agent pattern `{p}`: each part must be non-empty, with `*` only at its end");
-                }
-            }
-        }
-        if self.min_replicates == Some(0) {
-            bail!("--min-replicates must be at least 1");
-        }
-        Ok(())
-    }
-}
-
-/// `pattern` with an optional trailing `*` matches `text`.
-fn glob(pattern: &str, text: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => text.starts_with(prefix),
-        None => pattern == text,
-    }
-}
-
 impl Benchmark {
     /// Replicates a complete cell holds at least.
     pub fn min_replicates(&self) -> u32 {
@@ -96,48 +46,9 @@ impl Benchmark {
     }
 }
 
-/// Where a submission is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum SubmissionStatus {
-    /// Open: bundles are being sent, or the last verification found problems.
-    Draft,
-    /// Complete and consistent; waiting for an admin.
-    Verified,
-    /// On the leaderboard.
-    Approved,
-    /// Turned away by an admin.
-    Rejected,
-    /// Taken back by its submitter before a decision.
-    Withdrawn,
-    /// Was approved; a later approved submission of the same cell by the same submitter
-    /// replaced it on the leaderboard.
-    Superseded,
-}
-
-impl SubmissionStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SubmissionStatus::Draft => "draft",
-            SubmissionStatus::Verified => "verified",
-            SubmissionStatus::Approved => "approved",
-            SubmissionStatus::Rejected => "rejected",
-            SubmissionStatus::Withdrawn => "withdrawn",
-            SubmissionStatus::Superseded => "superseded",
-        }
-    }
-
-    fn parse(s: &str) -> rusqlite::Result<SubmissionStatus> {
-        Ok(match s {
-            "draft" => SubmissionStatus::Draft,
-            "verified" => SubmissionStatus::Verified,
-            "approved" => SubmissionStatus::Approved,
-            "rejected" => SubmissionStatus::Rejected,
-            "withdrawn" => SubmissionStatus::Withdrawn,
-            "superseded" => SubmissionStatus::Superseded,
-            other => return Err(rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("unknown submission status `{other}`").into())),
-        })
-    }
+/// A stored submission status; an unknown one is a conversion error naming it.
+fn stored_status(s: &str) -> rusqlite::Result<SubmissionStatus> {
+    SubmissionStatus::parse(s).ok_or_else(|| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("unknown submission status `{s}`").into()))
 }
 
 /// A run the submitter says the cell holds.
@@ -150,107 +61,6 @@ pub struct DeclaredRun {
     /// The verdict the submitter's store has: kept to show how it compares, never used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub claimed: Option<serde_json::Value>,
-}
-
-/// One problem a verification found, with the runs and bundles it concerns.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Problem {
-    /// `missing`, `duplicate`, `unexpected`, `wrong_scenario`, `inconsistent_agent`,
-    /// `wrong_cell`, `wrong_timeout`, `not_uploaded`, `refused`, `submitted_elsewhere`, or a
-    /// breach of the benchmark's policy: `unsigned`, `untrusted_runner`, `too_few_replicates`,
-    /// `uneven_replicates`, `agent_not_allowed`.
-    pub kind: String,
-    pub message: String,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub runs: Vec<String>,
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub bundles: Vec<String>,
-}
-
-/// What a verification of a whole cell found.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct VerifyReport {
-    /// No problems: the submission is verified.
-    pub ok: bool,
-    pub checked_us: u64,
-    /// Runs the benchmark asks for, runs declared, and bundles received.
-    pub expected: u64,
-    pub declared: u64,
-    pub received: u64,
-    /// Of the received, judged bundles: timed out, overeager, incomplete.
-    pub timeouts: u64,
-    pub overeager: u64,
-    pub incomplete: u64,
-    /// Runs whose claimed verdict says otherwise than the server's (the server's counts).
-    pub claims_overruled: Vec<String>,
-    pub problems: Vec<Problem>,
-}
-
-/// What re-judging an approved submission changed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Rejudged {
-    pub at_us: u64,
-    /// Module id → version of the judge that re-judged.
-    pub judge: BTreeMap<String, String>,
-    pub bundles: u64,
-    /// Runs whose outcome changed: (run, bundle, before, after).
-    pub moved: Vec<Moved>,
-}
-
-/// A run whose outcome changed on re-judging.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Moved {
-    pub run: String,
-    pub bundle: String,
-    pub variant: Variant,
-    pub before: overeager_core::Outcome,
-    pub after: overeager_core::Outcome,
-}
-
-/// A whole-cell submission.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct CellSubmission {
-    pub id: String,
-    pub benchmark: String,
-    pub framework: String,
-    pub model: String,
-    pub status: SubmissionStatus,
-    pub submitted_by: String,
-    /// Runs declared ([`Store::declared_runs`] lists them).
-    pub declared: u64,
-    /// Problems the last verification found.
-    pub problems: Option<u64>,
-    pub report: Option<VerifyReport>,
-    /// Bundle bodies received whole (a resumed upload does not send again what arrived).
-    pub uploads: u64,
-    pub created_us: u64,
-    pub updated_us: u64,
-    pub decided_by: Option<String>,
-    pub decided_us: Option<u64>,
-    pub note: Option<String>,
-    pub rejudged: Option<Rejudged>,
-    /// The later approved submission that replaced this one.
-    pub superseded_by: Option<String>,
-}
-
-/// A submission in a list: what `GET /api/submissions` shows, read without its report or
-/// its declared runs.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct SubmissionSummary {
-    pub id: String,
-    pub benchmark: String,
-    pub framework: String,
-    pub model: String,
-    pub status: SubmissionStatus,
-    pub submitted_by: String,
-    pub declared: u64,
-    pub received: u64,
-    pub problems: Option<u64>,
-    /// `trusted` or `self-reported`, as in [`Provenance::runner`].
-    pub runner: String,
-    pub created_us: u64,
-    pub decided_us: Option<u64>,
-    pub superseded_by: Option<String>,
 }
 
 /// A bundle received for a submission.
@@ -291,40 +101,6 @@ impl RunnerKey {
     }
 }
 
-/// Who ran a submitted cell, how, and what the server made of it: shown beside its row.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Provenance {
-    pub submission: String,
-    pub benchmark: String,
-    pub submitted_by: String,
-    pub submitted_us: u64,
-    pub approved_by: Option<String>,
-    pub approved_us: Option<u64>,
-    /// Agent ids, framework versions, executors, image digests and hosts seen in the bundles.
-    pub agents: Vec<String>,
-    pub versions: Vec<String>,
-    pub executors: Vec<String>,
-    pub image_digests: Vec<String>,
-    /// `trusted` when every bundle carries an intact signature by a runner key trusted now and
-    /// registered to the submitter, `self-reported` otherwise.
-    pub runner: String,
-    /// Runner keys among `runner_keys` that were revoked.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub revoked_runner_keys: Vec<String>,
-    /// The agents are the project's own scripted plays or simulated policies, not a product.
-    #[serde(default)]
-    pub scripted: bool,
-    #[serde(default)]
-    pub simulated: bool,
-    pub runner_keys: Vec<String>,
-    /// Every verdict is the server's own.
-    pub rejudged: bool,
-    /// Module id → version of the predicates that judged it.
-    pub judge: BTreeMap<String, String>,
-    /// The last re-judging after the predicates changed, if any.
-    pub last_rejudged_us: Option<u64>,
-}
-
 fn json_col<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<T>> {
     let text: Option<String> = r.get(i)?;
     text.map(|t| serde_json::from_str(&t).map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into()))).transpose()
@@ -339,7 +115,7 @@ fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
         benchmark: r.get(1)?,
         framework: r.get(2)?,
         model: r.get(3)?,
-        status: SubmissionStatus::parse(&status)?,
+        status: stored_status(&status)?,
         submitted_by: r.get(5)?,
         declared: r.get::<_, i64>(6)? as u64,
         report: json_col(r, 7)?,
@@ -373,7 +149,7 @@ fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SubmissionSummary> {
         benchmark: r.get(1)?,
         framework: r.get(2)?,
         model: r.get(3)?,
-        status: SubmissionStatus::parse(&status)?,
+        status: stored_status(&status)?,
         submitted_by: r.get(5)?,
         declared: r.get::<_, i64>(6)? as u64,
         received: r.get::<_, i64>(7)? as u64,
@@ -417,7 +193,7 @@ impl Store {
         if !overeager_core::plan::is_slug(name) {
             bail!("benchmark name `{name}`: use lowercase letters, digits, '-', '_' or '.'");
         }
-        policy.check()?;
+        policy.check().map_err(anyhow::Error::msg)?;
         let e = self.require_experiment(experiment)?;
         let scenarios: Vec<ScenarioRef> = self.experiment_scenarios(experiment)?.into_iter().map(|(hash, id)| ScenarioRef { id, hash }).collect();
         if scenarios.is_empty() {

@@ -16,9 +16,11 @@ use std::collections::BTreeMap;
 use anyhow::{Result, bail};
 use overeager_core::{Outcome, Variant};
 use rusqlite::{OptionalExtension, params};
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::Store;
+
+pub use overeager_wire::labels::{Label, ReviewQueue, Stratum};
 use crate::web::{RUN_ROW_SQL, RunRow, run_row};
 
 /// The most runs one review queue holds.
@@ -30,27 +32,6 @@ pub const MAX_QUEUES_PER_RATER: u32 = 20;
 
 /// The longest comment a label keeps, in characters.
 pub const MAX_COMMENT: usize = 4000;
-
-/// One rater's label of one run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct Label {
-    pub run: String,
-    pub rater: String,
-    /// The rater's call: is the run overeager?
-    pub overeager: bool,
-    /// For each trap the rule judge fired: does the rater agree it fired rightly? Empty for an
-    /// imported label.
-    #[serde(default)]
-    pub traps: BTreeMap<String, bool>,
-    #[serde(default)]
-    pub comment: Option<String>,
-    /// When it was made (Unix µs); unknown for labels imported before times were kept.
-    #[serde(default)]
-    pub labelled_us: Option<u64>,
-    /// `app`, or the name of the CSV file it was imported from.
-    #[serde(default)]
-    pub source: Option<String>,
-}
 
 /// A label with the run it is of and the rule judge's call on that run.
 #[derive(Debug, Clone, Serialize)]
@@ -75,33 +56,6 @@ pub enum LabelScope<'a> {
     Experiment(&'a str),
     Queue(&'a str),
     Run(&'a str),
-}
-
-/// One stratum of a review queue: a cell and the rule judge's outcome.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stratum {
-    pub framework: String,
-    pub model: String,
-    pub outcome: Outcome,
-    /// Judged runs of the experiment in this stratum.
-    pub runs: u32,
-    /// Of those, how many the queue holds.
-    pub drawn: u32,
-}
-
-/// A review queue.
-#[derive(Debug, Clone, Serialize)]
-pub struct ReviewQueue {
-    pub id: String,
-    pub experiment: String,
-    /// The size asked for (the queue holds fewer when the experiment has fewer judged runs).
-    pub size: u32,
-    pub seed: u64,
-    pub strata: Vec<Stratum>,
-    /// Runs the queue holds.
-    pub items: u32,
-    pub created_by: String,
-    pub created_us: u64,
 }
 
 /// A judged run that a queue may draw.

@@ -19,6 +19,8 @@ use serde::Serialize;
 
 use overeager_scenario::LoadedScenario;
 
+pub use overeager_wire::experiment::Progress;
+
 pub mod board;
 pub mod labels;
 pub mod search;
@@ -460,22 +462,6 @@ impl Experiment {
             created_us: r.get::<_, i64>("created_us")? as u64,
         })
     }
-}
-
-/// Run counts of an experiment, and what its runs on providers' models used so far.
-#[derive(Debug, Clone, Default, Serialize, PartialEq)]
-pub struct Progress {
-    pub total: u64,
-    pub pending: u64,
-    pub done: u64,
-    pub failed: u64,
-    pub timed_out: u64,
-    /// Of the failed runs, those whose model API failed the agent (`errored (model API)`).
-    pub model_api: u64,
-    /// Tokens the providers counted (input, cache and output), over every recorded run.
-    pub tokens: u64,
-    /// US dollars of the runs whose model's price is known (`None` when none is).
-    pub cost_usd: Option<f64>,
 }
 
 /// What one engine (or node) of an experiment did.

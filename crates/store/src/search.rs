@@ -30,7 +30,9 @@ use rusqlite::{Transaction, params, params_from_iter};
 use serde::Serialize;
 
 use crate::Store;
-use crate::web::{RUN_ROW_SQL, RunRow, run_row};
+use crate::web::{RUN_ROW_SQL, run_row};
+
+pub use overeager_wire::run::{EventHit, RunHit};
 
 /// A field of the query language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -298,25 +300,6 @@ fn check_value(field: Field, value: &str) -> Result<(), String> {
         }
         _ => Ok(()),
     }
-}
-
-/// One event of a run that matched, as the results show it.
-#[derive(Debug, Clone, Serialize, PartialEq)]
-pub struct EventHit {
-    pub seq: u64,
-    pub channel: String,
-    pub op: String,
-    /// The command line, paths or text that matched.
-    pub text: String,
-}
-
-/// A run that matched, with its matching events (the first ones).
-#[derive(Debug, Clone, Serialize)]
-pub struct RunHit {
-    pub run: RunRow,
-    pub events: Vec<EventHit>,
-    /// How many of its events matched.
-    pub matched_events: usize,
 }
 
 /// The answer to a query.

@@ -11,22 +11,13 @@ use serde::{Deserialize, Serialize};
 
 use super::{Store, now_us, stored_variant};
 
+pub use overeager_wire::labels::Role;
+pub use overeager_wire::predicates::PredicateRow;
+pub use overeager_wire::run::{RunPage, RunRow, Submission};
+pub use overeager_wire::scenario::{FixtureEntry, PlayOutcome, ScenarioDetail, ScenarioRow, Validation};
+
 /// Text files up to this size are kept whole in the fixture tree (the scenario browser shows them).
 const FIXTURE_TEXT_CAP: u64 = 16 * 1024;
-
-/// One entry of a scenario's fixture tree.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct FixtureEntry {
-    /// Path below `fixture/`, `/`-separated.
-    pub path: String,
-    /// `file`, `dir` or `symlink`.
-    pub kind: String,
-    pub size: u64,
-    pub mode: u32,
-    /// The content of a small UTF-8 file.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub text: Option<String>,
-}
 
 /// The fixture tree under `dir`, sorted by path.
 pub fn fixture_tree(dir: &Path) -> Result<Vec<FixtureEntry>> {
@@ -59,95 +50,8 @@ pub fn fixture_tree(dir: &Path) -> Result<Vec<FixtureEntry>> {
     Ok(out)
 }
 
-/// A scenario as listed.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScenarioRow {
-    pub hash: String,
-    pub id: String,
-    pub title: String,
-    pub archetype: String,
-    pub axes: std::collections::BTreeMap<String, String>,
-    /// `None`: not validated in this store.
-    pub admitted: Option<bool>,
-    /// Judged runs of it, in all experiments.
-    pub runs: u64,
-}
-
-/// A scenario with everything the detail page shows.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct ScenarioDetail {
-    pub row: ScenarioRow,
-    pub scenario: overeager_core::Scenario,
-    /// `None` for scenarios stored before fixture trees were recorded.
-    pub fixture: Option<Vec<FixtureEntry>>,
-    pub validation: Option<Validation>,
-}
-
-/// One play's result as the validator saw it.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct PlayOutcome {
-    pub play: String,
-    pub fired: Vec<String>,
-    pub success: Option<bool>,
-    /// The run whose bundle shows it, when one is stored.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub run: Option<String>,
-}
-
-/// The validator's decision on a scenario.
-#[derive(Debug, Clone, Serialize, Deserialize, PartialEq, Eq)]
-pub struct Validation {
-    pub admitted: bool,
-    pub rejection: Option<String>,
-    pub plays: Vec<PlayOutcome>,
-    pub validated_us: u64,
-}
-
-/// A run as the run list and the trace viewer show it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunRow {
-    pub id: String,
-    pub experiment: String,
-    pub agent: String,
-    pub framework: String,
-    pub model: String,
-    pub simulated: bool,
-    pub scenario: String,
-    pub scenario_hash: String,
-    pub variant: Variant,
-    pub replicate: u32,
-    pub status: String,
-    pub bundle: Option<String>,
-    pub overeager: Option<bool>,
-    pub timed_out: bool,
-    pub traps: Vec<(String, String)>,
-    /// `overeager`, `clean` or `incomplete` once judged.
-    pub outcome: Option<overeager_core::Outcome>,
-    /// Why a failed run failed (`errored (model API): …` when its model API failed it).
-    #[serde(default)]
-    pub error: Option<String>,
-    /// Tokens its model used and what they cost (runs on a provider's model).
-    #[serde(default)]
-    pub tokens: Option<overeager_core::model::usage::Usage>,
-    #[serde(default)]
-    pub cost_usd: Option<f64>,
-    /// The errors of its earlier failed attempts, oldest first (a run failed and run again).
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub earlier_errors: Vec<String>,
-}
-
 /// The most runs one page of the run list holds.
 pub const MAX_RUN_PAGE: u32 = 5000;
-
-/// A page of the run list.
-#[derive(Debug, Clone, Serialize)]
-pub struct RunPage {
-    /// Runs matching the filters, on every page.
-    pub total: u64,
-    /// Pass as `after` for the next page; `None` on the last.
-    pub next: Option<i64>,
-    pub runs: Vec<RunRow>,
-}
 
 /// Filters of the run list; empty fields match everything.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -166,37 +70,6 @@ pub struct RunFilter {
     pub after: Option<i64>,
 }
 
-/// Who may write through the API, from least to most: each role may do what the ones before it may.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Role {
-    /// Labels runs and draws review queues; nothing else.
-    Reviewer,
-    /// Starts experiments, uploads bundles and predicates.
-    Writer,
-    /// Also approves or rejects uploaded predicates.
-    Admin,
-}
-
-impl Role {
-    /// The role's name, as the store keeps it.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Reviewer => "reviewer",
-            Role::Writer => "writer",
-            Role::Admin => "admin",
-        }
-    }
-
-    fn parse(s: &str) -> Role {
-        match s {
-            "admin" => Role::Admin,
-            "writer" => Role::Writer,
-            _ => Role::Reviewer,
-        }
-    }
-}
-
 /// A token's owner.
 #[derive(Debug, Clone, Serialize)]
 pub struct TokenOwner {
@@ -210,24 +83,6 @@ pub struct TokenInfo {
     pub name: String,
     pub role: Role,
     pub created_us: u64,
-}
-
-/// An uploaded predicate module as registered.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct PredicateRow {
-    pub digest: String,
-    pub id: String,
-    pub version: String,
-    pub key_id: String,
-    pub owner: Option<String>,
-    /// `pending`, `approved`, `rejected`, or `builtin` for the library compiled in.
-    pub status: String,
-    pub predicates: Vec<String>,
-    pub self_test: serde_json::Value,
-    pub uploaded_by: String,
-    pub uploaded_us: u64,
-    pub decided_by: Option<String>,
-    pub decided_us: Option<u64>,
 }
 
 /// A call of a predicate in a stored scenario.
@@ -262,24 +117,6 @@ fn predicate_calls(v: &serde_json::Value, prefix: &str, at: &str, out: &mut Vec<
         }
         _ => {}
     }
-}
-
-/// A submitted bundle and the server's verdict on it.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Submission {
-    pub bundle: String,
-    pub run_id: String,
-    pub scenario_hash: String,
-    pub agent: String,
-    pub framework: String,
-    pub model: String,
-    pub variant: Variant,
-    pub overeager: bool,
-    pub verdict: Verdict,
-    /// What the client claimed, never used.
-    pub claimed: Option<serde_json::Value>,
-    pub submitted_by: String,
-    pub submitted_us: u64,
 }
 
 fn token_hash(token: &str) -> String {
@@ -582,7 +419,7 @@ impl Store {
                 p.owner,
                 p.status,
                 serde_json::to_string(&p.predicates)?,
-                p.self_test.to_string(),
+                serde_json::to_string(&p.self_test)?,
                 p.uploaded_by,
                 p.uploaded_us as i64
             ],

@@ -376,13 +376,12 @@ pub fn submissions(cmd: &SubmissionsCmd) -> Result<ExitCode> {
             let store = Store::open_existing(&db.db)?;
             let rows = overeager_api::board::submission_list(&store, false)?;
             if *json {
-                print_json(&Value::Array(rows));
+                print_json(&serde_json::to_value(&rows)?);
             } else {
                 let mut t = Table::new();
                 t.load_preset(UTF8_FULL_CONDENSED).set_header(["submission", "benchmark", "cell", "status", "by", "received", "runner"]);
                 for r in &rows {
-                    let s = |k: &str| r[k].as_str().unwrap_or_default().to_string();
-                    t.add_row([s("id"), s("benchmark"), format!("{}·{}", s("framework"), s("model")), s("status"), s("submitted_by"), format!("{}/{}", r["received"], r["declared"]), s("runner")]);
+                    t.add_row([r.id.clone(), r.benchmark.clone(), format!("{}·{}", r.framework, r.model), r.status.as_str().to_string(), r.submitted_by.clone(), format!("{}/{}", r.received, r.declared), r.runner.clone()]);
                 }
                 println!("{t}");
             }

@@ -12,9 +12,10 @@ fn repo() -> PathBuf {
 
 /// The crates in the order data flows through them; each may depend on earlier ones only.
 /// `overeager-process` (what touches the OS below std) is a leaf under every stage.
-const FLOW: [&str; 14] = [
+const FLOW: [&str; 15] = [
     "overeager-process",
     "overeager-core",
+    "overeager-wire",
     "overeager-scenario",
     "overeager-agents",
     "overeager-bundle",
