@@ -4,9 +4,8 @@
 
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
-use overeager_wire::board::{
-    Decided, Decision, Policy, Provenance, SubmissionDoc, SubmissionList, SubmissionStatus,
-};
+use overeager_wire::board::{Decided, Decision, Policy, Provenance, SubmissionList, SubmissionStatus};
+use overeager_wire::submission::SubmissionDoc;
 use overeager_wire::report::short_variant;
 
 use crate::api;

@@ -7,9 +7,8 @@ use std::collections::BTreeMap;
 use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_params_map};
 use overeager_core::stats::Interval;
-use overeager_wire::labels::{
-    Label, LabelBody, LabelDeleted, NewQueue, QueueDoc, QueueDrawn, QueueItem, QueueList, Whoami,
-};
+use overeager_wire::labels::{Label, LabelBody, LabelDeleted, NewQueue, Whoami};
+use overeager_wire::queue::{QueueDoc, QueueDrawn, QueueItem, QueueList};
 use overeager_wire::report::LabelReport;
 
 use crate::api;

@@ -18,7 +18,8 @@ use serde_json::{Value, json};
 use super::{ApiError, AppState};
 use overeager_store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
 use overeager_store::web::{Role, TokenOwner};
-use overeager_wire::board::{Decided, SubmissionDoc, SubmissionList, SubmissionSummary, SubmittedRun};
+use overeager_wire::board::{Decided, SubmissionList, SubmissionSummary};
+use overeager_wire::submission::{SubmissionDoc, SubmittedRun};
 use overeager_store::{object_path_in, put_object_in};
 
 type Api<T> = Result<T, ApiError>;

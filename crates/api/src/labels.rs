@@ -12,7 +12,8 @@ use axum::response::{IntoResponse, Response};
 use overeager_report::labels::{label_report, to_csv};
 use overeager_store::labels::{Label, LabelScope};
 use overeager_store::web::Role;
-use overeager_wire::labels::{LabelBody, LabelDeleted, NewQueue, QueueDoc, QueueDrawn, QueueEntry, QueueItem, QueueList, QueueProgress, RaterCall, Whoami};
+use overeager_wire::labels::{LabelBody, LabelDeleted, NewQueue, Whoami};
+use overeager_wire::queue::{QueueDoc, QueueDrawn, QueueEntry, QueueItem, QueueList, QueueProgress, RaterCall};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
