@@ -16,31 +16,19 @@ pub fn is_static() -> bool {
 
 /// The URL of an API document (`path` starts with `/`).
 pub fn json_url(path: &str) -> String {
-    if is_static() {
-        format!("/api{path}.json")
-    } else {
-        format!("/api{path}")
-    }
+    if is_static() { format!("/api{path}.json") } else { format!("/api{path}") }
 }
 
 /// The URL of a raw text file of a bundle.
 pub fn text_url(path: &str) -> String {
-    if is_static() {
-        format!("/api{path}.txt")
-    } else {
-        format!("/api{path}")
-    }
+    if is_static() { format!("/api{path}.txt") } else { format!("/api{path}") }
 }
 
 /// The URL of a run exported for other tools, `format` being `atif` (a trajectory) or
 /// `inspect` (an `.eval` log): the live API, or the file a published site has.
 pub fn export_url(run: &str, format: &str) -> String {
     if is_static() {
-        let file = if format == "atif" {
-            "atif.json"
-        } else {
-            "inspect.eval"
-        };
+        let file = if format == "atif" { "atif.json" } else { "inspect.eval" };
         format!("/api/runs/{run}/export/{file}")
     } else {
         format!("/api/runs/{run}/export?format={format}")
@@ -71,54 +59,31 @@ async fn fetch_as(url: &str, token: &str) -> Result<gloo_net::http::Response, St
     let msg = serde_json::from_str::<serde_json::Value>(&body)
         .ok()
         .and_then(|v| v.get("error").and_then(|e| e.as_str()).map(str::to_string))
-        .unwrap_or_else(|| {
-            if status == 404 {
-                "not found (not published?)".to_string()
-            } else {
-                body
-            }
-        });
+        .unwrap_or_else(|| if status == 404 { "not found (not published?)".to_string() } else { body });
     Err(format!("{status}: {msg}"))
 }
 
 /// GETs an API document.
 pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, String> {
     let url = json_url(path);
-    fetch(&url)
-        .await?
-        .json::<T>()
-        .await
-        .map_err(|e| format!("{url}: {e}"))
+    fetch(&url).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
 }
 
 /// GETs an API document as the holder of `token` (a page that shows its owner more).
 pub async fn get_as<T: DeserializeOwned>(path: &str, token: &str) -> Result<T, String> {
     let url = json_url(path);
-    fetch_as(&url, token)
-        .await?
-        .json::<T>()
-        .await
-        .map_err(|e| format!("{url}: {e}"))
+    fetch_as(&url, token).await?.json::<T>().await.map_err(|e| format!("{url}: {e}"))
 }
 
 /// POSTs a JSON body with a bearer token (live API only) and returns the answer; an error
 /// answer becomes its `error` message.
-pub async fn post<B: serde::Serialize, T: DeserializeOwned>(
-    path: &str,
-    token: &str,
-    body: &B,
-) -> Result<T, String> {
+pub async fn post<B: serde::Serialize, T: DeserializeOwned>(path: &str, token: &str, body: &B) -> Result<T, String> {
     send("POST", path, token, Some(body)).await
 }
 
 /// Sends a request with a bearer token (live API only), with a JSON body if given, and returns
 /// the answer; an error answer becomes its `error` message.
-pub async fn send<B: serde::Serialize, T: DeserializeOwned>(
-    method: &str,
-    path: &str,
-    token: &str,
-    body: Option<&B>,
-) -> Result<T, String> {
+pub async fn send<B: serde::Serialize, T: DeserializeOwned>(method: &str, path: &str, token: &str, body: Option<&B>) -> Result<T, String> {
     use gloo_net::http::{Method, RequestBuilder};
     let url = format!("/api{path}");
     let method = match method {
@@ -126,9 +91,7 @@ pub async fn send<B: serde::Serialize, T: DeserializeOwned>(
         "DELETE" => Method::DELETE,
         _ => Method::POST,
     };
-    let req = RequestBuilder::new(&url)
-        .method(method)
-        .header("Authorization", &format!("Bearer {}", token.trim()));
+    let req = RequestBuilder::new(&url).method(method).header("Authorization", &format!("Bearer {}", token.trim()));
     let req = match body {
         Some(b) => req.json(b).map_err(|e| format!("{url}: {e}"))?,
         None => req.build().map_err(|e| format!("{url}: {e}"))?,
@@ -139,22 +102,14 @@ pub async fn send<B: serde::Serialize, T: DeserializeOwned>(
         resp.json::<T>().await.map_err(|e| format!("{url}: {e}"))
     } else {
         let v: serde_json::Value = resp.json().await.unwrap_or(serde_json::Value::Null);
-        Err(v
-            .get("error")
-            .and_then(|e| e.as_str())
-            .map(str::to_string)
-            .unwrap_or_else(|| format!("{url}: {status}")))
+        Err(v.get("error").and_then(|e| e.as_str()).map(str::to_string).unwrap_or_else(|| format!("{url}: {status}")))
     }
 }
 
 /// GETs a raw text file.
 pub async fn get_text(path: &str) -> Result<String, String> {
     let url = text_url(path);
-    fetch(&url)
-        .await?
-        .text()
-        .await
-        .map_err(|e| format!("{url}: {e}"))
+    fetch(&url).await?.text().await.map_err(|e| format!("{url}: {e}"))
 }
 
 /// Percent-encodes a query value.

@@ -5,17 +5,15 @@
 use leptos::prelude::*;
 use leptos_router::hooks::use_params_map;
 use overeager_wire::board::{Decided, Decision, Policy, Provenance, SubmissionList, SubmissionStatus};
-use overeager_wire::submission::SubmissionDoc;
 use overeager_wire::report::short_variant;
+use overeager_wire::submission::SubmissionDoc;
 
 use crate::api;
 use crate::ui::{CiBar, pct, pending_or_error, short};
 
 /// `2026-11-25 04:31 UTC` from Unix microseconds (nothing for none).
 pub fn fmt_date(us: impl Into<Option<u64>>) -> String {
-    let Some(us) = us.into().filter(|us| *us > 0) else {
-        return String::new();
-    };
+    let Some(us) = us.into().filter(|us| *us > 0) else { return String::new() };
     // `2026-11-25T04:31:07.123456Z` → minutes.
     let iso = overeager_core::time::iso8601(us);
     format!("{} {} UTC", &iso[..10], &iso[11..16])
@@ -39,12 +37,7 @@ pub fn ReferenceBadge(scripted: bool, simulated: bool) -> impl IntoView {
 pub fn SubmittedBadges(p: Provenance) -> impl IntoView {
     let trusted = p.runner == "trusted";
     let reference = view! { <ReferenceBadge scripted=p.scripted simulated=p.simulated/> };
-    let title = format!(
-        "submitted by {} · benchmark {} · approved by {}",
-        p.submitted_by,
-        p.benchmark,
-        p.approved_by.as_deref().unwrap_or("")
-    );
+    let title = format!("submitted by {} · benchmark {} · approved by {}", p.submitted_by, p.benchmark, p.approved_by.as_deref().unwrap_or(""));
     view! {
         <span class="badge submitted" title=title>{format!("submitted by {}", p.submitted_by)}</span>
         " "<span class="badge rejudged" title="Every verdict is this server's own: the submitted bundles were judged again here">"re-judged"</span>
@@ -84,10 +77,7 @@ pub fn CellSubmissions() -> impl IntoView {
 
 /// The admin (or submitter) token, kept for the browser tab.
 pub(crate) fn stored_token() -> String {
-    web_sys::window()
-        .and_then(|w| w.session_storage().ok().flatten())
-        .and_then(|st| st.get_item("overeager-admin-token").ok().flatten())
-        .unwrap_or_default()
+    web_sys::window().and_then(|w| w.session_storage().ok().flatten()).and_then(|st| st.get_item("overeager-admin-token").ok().flatten()).unwrap_or_default()
 }
 
 pub(crate) fn store_token(t: &str) {
@@ -212,23 +202,15 @@ pub fn SubmissionPage() -> impl IntoView {
 fn policy_text(p: &Policy) -> String {
     let mut parts = Vec::new();
     if p.require_trusted_runner {
-        parts.push(
-            "every bundle signed by a trusted runner registered to the submitter".to_string(),
-        );
+        parts.push("every bundle signed by a trusted runner registered to the submitter".to_string());
     }
     if let Some(n) = p.min_replicates {
-        parts.push(format!(
-            "at least {n} replicate(s) of every scenario × variant"
-        ));
+        parts.push(format!("at least {n} replicate(s) of every scenario × variant"));
     }
     if !p.agents.is_empty() {
         parts.push(format!("agents {}", p.agents.join(", ")));
     }
-    if parts.is_empty() {
-        "complete cells; any runner, any agent".into()
-    } else {
-        parts.join("; ")
-    }
+    if parts.is_empty() { "complete cells; any runner, any agent".into() } else { parts.join("; ") }
 }
 
 /// The review: an admin approves (a verified submission) or rejects; the submitter may
@@ -242,19 +224,9 @@ fn Review(id: String, verified: bool, done: WriteSignal<u32>) -> impl IntoView {
         let id = id.clone();
         let t = token.get_untracked();
         store_token(&t);
-        let note = if what == "withdraw" {
-            None
-        } else {
-            Some(note.get_untracked())
-        };
+        let note = if what == "withdraw" { None } else { Some(note.get_untracked()) };
         leptos::task::spawn_local(async move {
-            match api::post::<_, Decided>(
-                &format!("/submissions/{id}/{what}"),
-                &t,
-                &Decision { note },
-            )
-            .await
-            {
+            match api::post::<_, Decided>(&format!("/submissions/{id}/{what}"), &t, &Decision { note }).await {
                 Ok(v) => {
                     message.set(Some(Ok(format!("Submission {}.", v.status.as_str()))));
                     done.update(|n| *n += 1);

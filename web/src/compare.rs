@@ -23,20 +23,13 @@ struct Side {
 
 async fn load(id: String) -> Result<Side, String> {
     let run = api::get::<RunDoc>(&format!("/runs/{id}")).await?.run;
-    let digest = run
-        .bundle
-        .clone()
-        .ok_or_else(|| format!("run {id} has no bundle yet"))?;
+    let digest = run.bundle.clone().ok_or_else(|| format!("run {id} has no bundle yet"))?;
     let summary = api::get::<TraceSummary>(&format!("/bundles/{digest}")).await?;
     let mut events = Vec::new();
     for k in 0..summary.chunks {
         events.extend(api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await?);
     }
-    Ok(Side {
-        run,
-        summary,
-        events,
-    })
+    Ok(Side { run, summary, events })
 }
 
 /// A step of the agent: one of its tool calls, and what it is compared by.
@@ -69,22 +62,10 @@ fn steps(side: &Side) -> Vec<Step> {
     };
     side.events
         .iter()
-        .filter(|e| {
-            e.channel == Channel::Agent
-                && !matches!(e.op, Op::Start | Op::Message | Op::Result | Op::Unknown)
-        })
+        .filter(|e| e.channel == Channel::Agent && !matches!(e.op, Op::Start | Op::Message | Op::Result | Op::Unknown))
         .map(|e| {
-            let what = e
-                .command
-                .clone()
-                .or_else(|| (!e.paths.is_empty()).then(|| e.paths.join(" → ")))
-                .or_else(|| e.tool.clone())
-                .unwrap_or_default();
-            Step {
-                seq: e.seq,
-                op: e.op.as_str().to_string(),
-                text: local(&what),
-            }
+            let what = e.command.clone().or_else(|| (!e.paths.is_empty()).then(|| e.paths.join(" → "))).or_else(|| e.tool.clone()).unwrap_or_default();
+            Step { seq: e.seq, op: e.op.as_str().to_string(), text: local(&what) }
         })
         .collect()
 }
@@ -97,11 +78,7 @@ fn align(a: &[Step], b: &[Step]) -> Vec<(Option<Step>, Option<Step>)> {
     let mut l = vec![vec![0u32; m + 1]; n + 1];
     for i in (0..n).rev() {
         for j in (0..m).rev() {
-            l[i][j] = if key(&a[i]) == key(&b[j]) {
-                l[i + 1][j + 1] + 1
-            } else {
-                l[i + 1][j].max(l[i][j + 1])
-            };
+            l[i][j] = if key(&a[i]) == key(&b[j]) { l[i + 1][j + 1] + 1 } else { l[i + 1][j].max(l[i][j + 1]) };
         }
     }
     let (mut i, mut j, mut out) = (0, 0, Vec::new());
@@ -122,22 +99,14 @@ fn align(a: &[Step], b: &[Step]) -> Vec<(Option<Step>, Option<Step>)> {
 }
 
 fn trap_ids(side: &Side) -> Vec<String> {
-    side.summary
-        .verdict
-        .as_ref()
-        .map(|v| v.traps.iter().map(|t| t.id.clone()).collect())
-        .unwrap_or_default()
+    side.summary.verdict.as_ref().map(|v| v.traps.iter().map(|t| t.id.clone()).collect()).unwrap_or_default()
 }
 
 fn head(side: &Side, other: &[String]) -> AnyView {
     let r = &side.run;
     let id = r.id.clone();
     let traps = trap_ids(side);
-    let verdict = if side.summary.verdict.as_ref().is_some_and(|v| v.overeager) {
-        "OVEREAGER"
-    } else {
-        "no trap fired"
-    };
+    let verdict = if side.summary.verdict.as_ref().is_some_and(|v| v.overeager) { "OVEREAGER" } else { "no trap fired" };
     view! {
         <div class="compare-head">
             <h2><a class="mono" href=format!("/runs/{id}")>{id.clone()}</a></h2>
@@ -167,9 +136,7 @@ pub fn Compare() -> impl IntoView {
     let both = LocalResource::new(move || {
         let (a, b) = (qa.get(), qb.get());
         async move {
-            let (Some(a), Some(b)) = (a, b) else {
-                return Err("Name two runs: /compare?a=<run>&b=<run> (a trace links its consent pair and the other cells).".to_string());
-            };
+            let (Some(a), Some(b)) = (a, b) else { return Err("Name two runs: /compare?a=<run>&b=<run> (a trace links its consent pair and the other cells).".to_string()) };
             Ok((load(a).await?, load(b).await?))
         }
     });

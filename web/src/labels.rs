@@ -17,11 +17,7 @@ use crate::ui::{ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or
 
 /// `overeager` or `not overeager`.
 fn call_text(overeager: bool) -> &'static str {
-    if overeager {
-        "overeager"
-    } else {
-        "not overeager"
-    }
+    if overeager { "overeager" } else { "not overeager" }
 }
 
 /// Whether a key press belongs to something else on the page: a form field, or the trace's
@@ -31,14 +27,8 @@ fn key_is_elsewhere(ev: &web_sys::KeyboardEvent) -> bool {
     if ev.ctrl_key() || ev.meta_key() || ev.alt_key() {
         return true;
     }
-    let Some(el) = ev
-        .target()
-        .and_then(|t| t.dyn_into::<web_sys::Element>().ok())
-    else {
-        return false;
-    };
-    matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT")
-        || el.closest(".timeline").ok().flatten().is_some()
+    let Some(el) = ev.target().and_then(|t| t.dyn_into::<web_sys::Element>().ok()) else { return false };
+    matches!(el.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT") || el.closest(".timeline").ok().flatten().is_some()
 }
 
 /// The token holder's name, once the server has said whose the token is.
@@ -56,10 +46,7 @@ fn whoami(token: RwSignal<String>) -> LocalResource<Option<Result<String, String
 
 /// The token field shared by the review pages (kept for the browser tab).
 #[component]
-fn TokenField(
-    token: RwSignal<String>,
-    me: LocalResource<Option<Result<String, String>>>,
-) -> impl IntoView {
+fn TokenField(token: RwSignal<String>, me: LocalResource<Option<Result<String, String>>>) -> impl IntoView {
     view! {
         <p class="token-line">
             <label>"Reviewer token "<input type="password" class="reviewer-token" autocomplete="off" prop:value=move || token.get()
@@ -77,12 +64,7 @@ fn TokenField(
 /// that review queue: where the run is in it, the neighbours, and saving moves to the next run
 /// the reviewer has not labelled.
 #[component]
-pub fn LabelPanel(
-    run: String,
-    fired: Vec<String>,
-    labels: Vec<Label>,
-    queue: Option<String>,
-) -> impl IntoView {
+pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Label>, queue: Option<String>) -> impl IntoView {
     if api::is_static() {
         return ().into_any();
     }
@@ -90,21 +72,14 @@ pub fn LabelPanel(
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
     let overall = RwSignal::new(None::<bool>);
-    let calls = RwSignal::new(
-        fired
-            .iter()
-            .map(|t| (t.clone(), None::<bool>))
-            .collect::<BTreeMap<String, Option<bool>>>(),
-    );
+    let calls = RwSignal::new(fired.iter().map(|t| (t.clone(), None::<bool>)).collect::<BTreeMap<String, Option<bool>>>());
     let comment = RwSignal::new(String::new());
     let message = RwSignal::new(None::<Result<String, String>>);
     let fired = StoredValue::new(fired);
     // The form starts from the reviewer's own label, once it is known whose the token is.
     let prefilled = RwSignal::new(false);
     Effect::new(move |_| {
-        let Some(Some(Ok(name))) = me.get() else {
-            return;
-        };
+        let Some(Some(Ok(name))) = me.get() else { return };
         if prefilled.get_untracked() {
             return;
         }
@@ -125,9 +100,7 @@ pub fn LabelPanel(
             let queue = queue.clone();
             async move {
                 match queue {
-                    Some(q) => {
-                        Some(api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&q))).await)
-                    }
+                    Some(q) => Some(api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&q))).await),
                     None => None,
                 }
             }
@@ -141,11 +114,7 @@ pub fn LabelPanel(
         let d = queue_data.get().flatten()?.ok()?;
         let name = me.get().flatten().and_then(|r| r.ok()).unwrap_or_default();
         let ids: Vec<String> = d.items.iter().map(|i| i.run.id.clone()).collect();
-        let mine: Vec<bool> = d
-            .items
-            .iter()
-            .map(|i| i.labels.iter().any(|x| x.rater == name))
-            .collect();
+        let mine: Vec<bool> = d.items.iter().map(|i| i.labels.iter().any(|x| x.rater == name)).collect();
         let pos = ids.iter().position(|i| *i == run_id.get_value())?;
         Some((pos, ids, mine))
     });
@@ -153,10 +122,7 @@ pub fn LabelPanel(
         let navigate = navigate.clone();
         move |id: String| {
             if let Some(q) = queue_id.get_value() {
-                navigate(
-                    &format!("/runs/{id}?queue={}", api::enc(&q)),
-                    Default::default(),
-                );
+                navigate(&format!("/runs/{id}?queue={}", api::enc(&q)), Default::default());
             }
         }
     };
@@ -164,11 +130,7 @@ pub fn LabelPanel(
         let go = go.clone();
         move |forward: bool| {
             if let Some((pos, ids, _)) = place.get_untracked() {
-                let next = if forward {
-                    ids.get(pos + 1)
-                } else {
-                    pos.checked_sub(1).and_then(|p| ids.get(p))
-                };
+                let next = if forward { ids.get(pos + 1) } else { pos.checked_sub(1).and_then(|p| ids.get(p)) };
                 if let Some(id) = next {
                     go(id.clone());
                 }
@@ -179,25 +141,13 @@ pub fn LabelPanel(
         let go = go.clone();
         move || {
             let Some(o) = overall.get_untracked() else {
-                message.set(Some(Err(
-                    "Say whether the run is overeager first (y or n).".into(),
-                )));
+                message.set(Some(Err("Say whether the run is overeager first (y or n).".into())));
                 return;
             };
             let c = calls.get_untracked();
-            let open: Vec<&String> = c
-                .iter()
-                .filter(|(_, v)| v.is_none())
-                .map(|(t, _)| t)
-                .collect();
+            let open: Vec<&String> = c.iter().filter(|(_, v)| v.is_none()).map(|(t, _)| t).collect();
             if !open.is_empty() {
-                message.set(Some(Err(format!(
-                    "Agree or disagree with each fired trap first: {} open (a agrees with all).",
-                    open.iter()
-                        .map(|t| t.as_str())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                ))));
+                message.set(Some(Err(format!("Agree or disagree with each fired trap first: {} open (a agrees with all).", open.iter().map(|t| t.as_str()).collect::<Vec<_>>().join(", ")))));
                 return;
             }
             let t = token.get_untracked();
@@ -205,21 +155,12 @@ pub fn LabelPanel(
                 message.set(Some(Err("Enter your reviewer token first.".into())));
                 return;
             }
-            let traps: BTreeMap<String, bool> = c
-                .into_iter()
-                .filter_map(|(k, v)| v.map(|v| (k, v)))
-                .collect();
-            let body = LabelBody {
-                overeager: o,
-                traps,
-                comment: Some(comment.get_untracked()),
-            };
+            let traps: BTreeMap<String, bool> = c.into_iter().filter_map(|(k, v)| v.map(|v| (k, v))).collect();
+            let body = LabelBody { overeager: o, traps, comment: Some(comment.get_untracked()) };
             let id = run_id.get_value();
             let go = go.clone();
             leptos::task::spawn_local(async move {
-                match api::send::<_, Label>("PUT", &format!("/runs/{id}/label"), &t, Some(&body))
-                    .await
-                {
+                match api::send::<_, Label>("PUT", &format!("/runs/{id}/label"), &t, Some(&body)).await {
                     Ok(stored) => {
                         let rater = stored.rater.clone();
                         labels.update(|ls| {
@@ -245,20 +186,14 @@ pub fn LabelPanel(
         let t = token.get_untracked();
         let id = run_id.get_value();
         leptos::task::spawn_local(async move {
-            match api::send::<(), LabelDeleted>("DELETE", &format!("/runs/{id}/label"), &t, None)
-                .await
-            {
+            match api::send::<(), LabelDeleted>("DELETE", &format!("/runs/{id}/label"), &t, None).await {
                 Ok(v) => {
                     let rater = v.rater.clone();
                     labels.update(|ls| ls.retain(|l| l.rater != rater));
                     overall.set(None);
                     calls.update(|c| c.values_mut().for_each(|v| *v = None));
                     comment.set(String::new());
-                    message.set(Some(Ok(if v.deleted {
-                        "Your label is removed.".into()
-                    } else {
-                        "You had no label of this run.".into()
-                    })));
+                    message.set(Some(Ok(if v.deleted { "Your label is removed.".into() } else { "You had no label of this run.".into() })));
                 }
                 Err(e) => message.set(Some(Err(e))),
             }
@@ -266,9 +201,7 @@ pub fn LabelPanel(
     };
     let set_all = move |v: bool| calls.update(|c| c.values_mut().for_each(|x| *x = Some(v)));
     let flip = move |i: usize| {
-        let Some(t) = fired.with_value(|f| f.get(i).cloned()) else {
-            return;
-        };
+        let Some(t) = fired.with_value(|f| f.get(i).cloned()) else { return };
         calls.update(|c| {
             if let Some(x) = c.get_mut(&t) {
                 *x = Some(!x.unwrap_or(false));
@@ -290,9 +223,7 @@ pub fn LabelPanel(
                 "s" => save(),
                 "]" => step(true),
                 "[" => step(false),
-                k if k.len() == 1 && ("1"..="9").contains(&k) => {
-                    flip(k.parse::<usize>().unwrap_or(1) - 1)
-                }
+                k if k.len() == 1 && ("1"..="9").contains(&k) => flip(k.parse::<usize>().unwrap_or(1) - 1),
                 _ => return,
             }
             ev.prevent_default();
@@ -373,11 +304,7 @@ pub fn LabelPanel(
 }
 
 /// Where a run is in its review queue, with links to its neighbours.
-fn queue_bar(
-    queue: Option<String>,
-    place: Option<(usize, Vec<String>, Vec<bool>)>,
-    step: impl Fn(bool) + Clone + Send + Sync + 'static,
-) -> Option<AnyView> {
+fn queue_bar(queue: Option<String>, place: Option<(usize, Vec<String>, Vec<bool>)>, step: impl Fn(bool) + Clone + Send + Sync + 'static) -> Option<AnyView> {
     let q = queue?;
     let Some((pos, ids, mine)) = place else {
         return Some(view! { <p class="queue-bar muted">{format!("Review queue {q}: this run is not in it, or it is loading.")}</p> }.into_any());
@@ -409,16 +336,12 @@ fn Agreement(report: LabelReport) -> impl IntoView {
     // Proportions as percentages, κ to three decimals with its interval: as the CLI and the
     // report print them.
     let num = |v: Option<f64>| v.map(pct).unwrap_or_else(|| "–".into());
-    let ci = |v: Option<Interval>| {
-        v.map(|i| format!(" [{}, {}]", pct(i.lo), pct(i.hi)))
-            .unwrap_or_default()
+    let ci = |v: Option<Interval>| v.map(|i| format!(" [{}, {}]", pct(i.lo), pct(i.hi))).unwrap_or_default();
+    let kappa = |k: Option<f64>, interval: Option<[f64; 2]>, note: &Option<String>| match (k, interval) {
+        (Some(k), Some([lo, hi])) => format!("{k:.3} [{lo:.3}, {hi:.3}]"),
+        (Some(k), None) => format!("{k:.3}"),
+        _ => format!("– ({})", note.as_deref().unwrap_or("")),
     };
-    let kappa =
-        |k: Option<f64>, interval: Option<[f64; 2]>, note: &Option<String>| match (k, interval) {
-            (Some(k), Some([lo, hi])) => format!("{k:.3} [{lo:.3}, {hi:.3}]"),
-            (Some(k), None) => format!("{k:.3}"),
-            _ => format!("– ({})", note.as_deref().unwrap_or("")),
-        };
     // κ with a note: defined, but over few runs.
     let few = |k: Option<f64>, note: &Option<String>| k.is_some() && note.is_some();
     let unjudged = report.unjudged;
@@ -464,10 +387,7 @@ fn Agreement(report: LabelReport) -> impl IntoView {
 }
 
 /// A document of the experiment chosen (`path?experiment=…`).
-fn of_chosen<T: serde::de::DeserializeOwned + Clone + 'static>(
-    chosen: Signal<Option<String>>,
-    path: &'static str,
-) -> LocalResource<Result<T, String>> {
+fn of_chosen<T: serde::de::DeserializeOwned + Clone + 'static>(chosen: Signal<Option<String>>, path: &'static str) -> LocalResource<Result<T, String>> {
     LocalResource::new(move || {
         let e = chosen.get();
         async move {
@@ -497,30 +417,15 @@ pub fn LabelsPage() -> impl IntoView {
     let message = RwSignal::new(None::<String>);
     let navigate = use_navigate();
     let draw = move |_| {
-        let Some(e) = chosen.get_untracked() else {
-            return;
-        };
-        let (Ok(n), Ok(sd)) = (
-            size.get_untracked().trim().parse::<u32>(),
-            seed.get_untracked().trim().parse::<u64>(),
-        ) else {
+        let Some(e) = chosen.get_untracked() else { return };
+        let (Ok(n), Ok(sd)) = (size.get_untracked().trim().parse::<u32>(), seed.get_untracked().trim().parse::<u64>()) else {
             message.set(Some("The size and the seed are whole numbers.".into()));
             return;
         };
         let t = token.get_untracked();
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            match api::post::<_, QueueDrawn>(
-                "/queues",
-                &t,
-                &NewQueue {
-                    experiment: e,
-                    size: n,
-                    seed: sd,
-                },
-            )
-            .await
-            {
+            match api::post::<_, QueueDrawn>("/queues", &t, &NewQueue { experiment: e, size: n, seed: sd }).await {
                 Ok(v) => navigate(&format!("/review/{}", v.queue.id), Default::default()),
                 Err(e) => message.set(Some(e)),
             }

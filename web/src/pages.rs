@@ -13,17 +13,10 @@ use overeager_wire::run::{BundleSubmissions, RunPage, RunRow};
 use overeager_wire::scenario::{PromptText, ScenarioDoc, ScenarioList};
 
 use crate::api;
-use crate::ui::{
-    CiBar, ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or_error, query,
-    query_setter, short,
-};
+use crate::ui::{CiBar, ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or_error, query, query_setter, short};
 
 fn variant_of(short: &str) -> Variant {
-    if short == "stripped" {
-        Variant::ConsentStripped
-    } else {
-        Variant::ConsentKept
-    }
+    if short == "stripped" { Variant::ConsentStripped } else { Variant::ConsentKept }
 }
 
 /// The report of the chosen experiment.
@@ -177,11 +170,7 @@ fn term_label(term: Term) -> &'static str {
 }
 
 fn fmt_p(p: f64) -> String {
-    if p < 1e-4 {
-        format!("{p:.1e}")
-    } else {
-        format!("{p:.4}")
-    }
+    if p < 1e-4 { format!("{p:.1e}") } else { format!("{p:.4}") }
 }
 
 /// Frameworks × models, both variants in each cell.
@@ -292,14 +281,7 @@ pub fn Scenarios() -> impl IntoView {
 /// All query parameters, as a map.
 fn use_query_map_all() -> Memo<BTreeMap<String, String>> {
     let q = leptos_router::hooks::use_query_map();
-    Memo::new(move |_| {
-        q.with(|m| {
-            m.clone()
-                .into_iter()
-                .map(|(k, v)| (k.to_string(), v.to_string()))
-                .collect()
-        })
-    })
+    Memo::new(move |_| q.with(|m| m.clone().into_iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()))
 }
 
 /// A prompt with its consent block highlighted.
@@ -452,27 +434,18 @@ pub fn Runs() -> impl IntoView {
         let mut q = fq.get();
         let exp = ex.chosen.get();
         async move {
-            let Some(exp) = exp else {
-                return Err("No experiments yet.".to_string());
-            };
+            let Some(exp) = exp else { return Err("No experiments yet.".to_string()) };
             q.insert("experiment".into(), exp.clone());
             if api::is_static() {
                 // A published site has each experiment's runs in one file; filter here.
                 let all = api::get::<RunPage>(&format!("/experiments/{exp}/runs")).await?;
-                let is =
-                    |k: &str, v: &str| q.get(k).is_none_or(|want| want.is_empty() || want == v);
+                let is = |k: &str, v: &str| q.get(k).is_none_or(|want| want.is_empty() || want == v);
                 let keep = |r: &RunRow| {
-                    is("framework", &r.framework)
-                        && is("model", &r.model)
-                        && is("agent", &r.agent)
-                        && is("variant", r.variant.as_str())
-                        && is("scenario", &r.scenario)
+                    is("framework", &r.framework) && is("model", &r.model) && is("agent", &r.agent) && is("variant", r.variant.as_str()) && is("scenario", &r.scenario)
                         && match q.get("outcome").map(String::as_str) {
                             Some("overeager") => r.overeager == Some(true) && !r.timed_out,
                             Some("clean") => r.outcome == Some(Outcome::Clean) && !r.timed_out,
-                            Some("incomplete") => {
-                                r.outcome == Some(Outcome::Incomplete) && !r.timed_out
-                            }
+                            Some("incomplete") => r.outcome == Some(Outcome::Incomplete) && !r.timed_out,
                             Some("timed_out") => r.timed_out,
                             _ => true,
                         }
@@ -480,17 +453,9 @@ pub fn Runs() -> impl IntoView {
                 let runs: Vec<RunRow> = all.runs.into_iter().filter(keep).collect();
                 let offset: usize = q.get("offset").and_then(|o| o.parse().ok()).unwrap_or(0);
                 let total = runs.len() as u64;
-                return Ok(RunPage {
-                    total,
-                    next: None,
-                    runs: runs.into_iter().skip(offset).take(200).collect(),
-                });
+                return Ok(RunPage { total, next: None, runs: runs.into_iter().skip(offset).take(200).collect() });
             }
-            let qs: Vec<String> = q
-                .iter()
-                .filter(|(_, v)| !v.is_empty())
-                .map(|(k, v)| format!("{k}={}", api::enc(v)))
-                .collect();
+            let qs: Vec<String> = q.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", api::enc(v))).collect();
             api::get::<RunPage>(&format!("/runs?{}", qs.join("&"))).await
         }
     });

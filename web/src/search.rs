@@ -11,36 +11,18 @@ use crate::ui::{PlayerMark, pending_or_error, query, query_setter};
 /// The fields of the query language, with what each selects (the page's help).
 const FIELDS: [(&str, &str); 13] = [
     ("trap:", "a trap that fired, by id (trap:database-deleted)"),
-    (
-        "severity:",
-        "a fired trap of this severity: low, medium, high, critical",
-    ),
-    (
-        "agent:",
-        "the agent spec (agent:sim:ask, agent:claude-code:permissive:claude-sonnet-4-5)",
-    ),
+    ("severity:", "a fired trap of this severity: low, medium, high, critical"),
+    ("agent:", "the agent spec (agent:sim:ask, agent:claude-code:permissive:claude-sonnet-4-5)"),
     ("framework:", "the agent framework (framework:codex)"),
     ("model:", "the model label (model:scripted-aggressive)"),
     ("scenario:", "a scenario id or hash"),
     ("archetype:", "the scenario's archetype"),
     ("variant:", "kept or stripped (the consent block)"),
     ("outcome:", "overeager, clean, incomplete or timed_out"),
-    (
-        "channel:",
-        "an event of this channel: agent, shell, fswatch, net",
-    ),
-    (
-        "op:",
-        "an event of this operation: exec, read, write, delete, …",
-    ),
-    (
-        "path:",
-        "an event touching a path matching this glob; without a / it matches file names (path:*.env*)",
-    ),
-    (
-        "cmd:",
-        "an event whose command line holds this phrase, case-sensitive (cmd:\"rm -rf\")",
-    ),
+    ("channel:", "an event of this channel: agent, shell, fswatch, net"),
+    ("op:", "an event of this operation: exec, read, write, delete, …"),
+    ("path:", "an event touching a path matching this glob; without a / it matches file names (path:*.env*)"),
+    ("cmd:", "an event whose command line holds this phrase, case-sensitive (cmd:\"rm -rf\")"),
 ];
 
 /// The words of a query that are looked for in event text (free text and `cmd:` phrases),
@@ -73,11 +55,7 @@ fn highlighted(text: &str, words: &[String]) -> AnyView {
     let mut ranges: Vec<(usize, usize)> = Vec::new();
     if lower.len() == text.len() {
         for w in words {
-            ranges.extend(
-                lower
-                    .match_indices(w.as_str())
-                    .map(|(i, m)| (i, i + m.len())),
-            );
+            ranges.extend(lower.match_indices(w.as_str()).map(|(i, m)| (i, i + m.len())));
         }
     }
     ranges.sort();
@@ -105,15 +83,8 @@ pub fn Search() -> impl IntoView {
         async move {
             match q {
                 None => Ok(None),
-                Some(_) if api::is_static() => Err(
-                    "Search runs on the live server: a published snapshot has no index."
-                        .to_string(),
-                ),
-                Some(q) => {
-                    api::get::<SearchAnswer>(&format!("/search?limit=100&q={}", api::enc(&q)))
-                        .await
-                        .map(Some)
-                }
+                Some(_) if api::is_static() => Err("Search runs on the live server: a published snapshot has no index.".to_string()),
+                Some(q) => api::get::<SearchAnswer>(&format!("/search?limit=100&q={}", api::enc(&q))).await.map(Some),
             }
         }
     });

@@ -67,11 +67,7 @@ fn related_links(r: &RunDoc) -> AnyView {
     if partner.is_none() && cells.is_empty() {
         return ().into_any();
     }
-    let other_variant = if r.run.variant == overeager_core::Variant::ConsentKept {
-        "stripped"
-    } else {
-        "kept"
-    };
+    let other_variant = if r.run.variant == overeager_core::Variant::ConsentKept { "stripped" } else { "kept" };
     view! {
         <div class="related small">
             {partner.map(|p| view! {
@@ -133,10 +129,7 @@ fn summary_text(e: &Event) -> String {
 
 /// The viewer of one bundle; `review` (the label panel of a run) is shown below the fired traps.
 #[component]
-pub fn TraceViewer(
-    digest: String,
-    #[prop(optional_no_strip)] review: Option<ViewFn>,
-) -> impl IntoView {
+pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<ViewFn>) -> impl IntoView {
     let d = digest.clone();
     let summary = LocalResource::new(move || {
         let d = d.clone();
@@ -177,17 +170,7 @@ pub fn TraceViewer(
 }
 
 /// The tabs of a trace, as `?tab=` names them.
-const TABS: [&str; 9] = [
-    "timeline",
-    "conversation",
-    "diff",
-    "prompt",
-    "shell",
-    "agent",
-    "fswatch",
-    "net",
-    "model",
-];
+const TABS: [&str; 9] = ["timeline", "conversation", "diff", "prompt", "shell", "agent", "fswatch", "net", "model"];
 
 /// The query parameters the trace viewer keeps its state in.
 const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "tab"];
@@ -196,23 +179,9 @@ const TRACE_PARAMS: [&str; 6] = ["event", "ch", "op", "evidence", "framework", "
 const EVIDENCE_LINKS: usize = 12;
 
 #[component]
-fn Loaded(
-    sm: TraceSummary,
-    events: RwSignal<Vec<Event>>,
-    loaded: RwSignal<usize>,
-    load_error: RwSignal<Option<String>>,
-    review: Option<ViewFn>,
-) -> impl IntoView {
-    let traps = sm
-        .verdict
-        .as_ref()
-        .map(|v| v.traps.clone())
-        .unwrap_or_default();
-    let framework_effects = sm
-        .verdict
-        .as_ref()
-        .map(|v| v.framework_effects.clone())
-        .unwrap_or_default();
+fn Loaded(sm: TraceSummary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize>, load_error: RwSignal<Option<String>>, review: Option<ViewFn>) -> impl IntoView {
+    let traps = sm.verdict.as_ref().map(|v| v.traps.clone()).unwrap_or_default();
+    let framework_effects = sm.verdict.as_ref().map(|v| v.framework_effects.clone()).unwrap_or_default();
     let framework_paths = sm.framework_paths.clone();
     let n_framework = sm.framework.len();
     let framework = StoredValue::new(sm.framework.iter().copied().collect::<BTreeSet<u64>>());
@@ -231,25 +200,9 @@ fn Loaded(
     let evidence_of = StoredValue::new(evidence_of);
     let evidence_seqs = StoredValue::new(evidence_seqs);
 
-    let present: BTreeSet<String> = sm
-        .by_channel
-        .iter()
-        .filter(|(_, n)| **n > 0)
-        .map(|(c, _)| c.clone())
-        .collect();
-    let all_channels = || {
-        BTreeSet::from([
-            "agent".to_string(),
-            "shell".to_string(),
-            "fswatch".to_string(),
-            "net".to_string(),
-        ])
-    };
-    let channels = RwSignal::new(
-        param("ch")
-            .map(|c| c.split(',').map(str::to_string).collect())
-            .unwrap_or_else(all_channels),
-    );
+    let present: BTreeSet<String> = sm.by_channel.iter().filter(|(_, n)| **n > 0).map(|(c, _)| c.clone()).collect();
+    let all_channels = || BTreeSet::from(["agent".to_string(), "shell".to_string(), "fswatch".to_string(), "net".to_string()]);
+    let channels = RwSignal::new(param("ch").map(|c| c.split(',').map(str::to_string).collect()).unwrap_or_else(all_channels));
     let op = RwSignal::new(param("op").unwrap_or_default());
     let only_evidence = RwSignal::new(param("evidence").as_deref() == Some("1"));
     let filtered = Memo::new(move |_| {
@@ -261,12 +214,7 @@ fn Loaded(
             evidence_of.with_value(|evid| {
                 ev.iter()
                     .enumerate()
-                    .filter(|(_, e)| {
-                        ch.contains(e.channel.as_str())
-                            && (op.is_empty() || e.op.as_str() == op)
-                            && (!only || evid.contains_key(&e.seq))
-                            && (fw || !framework.with_value(|f| f.contains(&e.seq)))
-                    })
+                    .filter(|(_, e)| ch.contains(e.channel.as_str()) && (op.is_empty() || e.op.as_str() == op) && (!only || evid.contains_key(&e.seq)) && (fw || !framework.with_value(|f| f.contains(&e.seq))))
                     .map(|(i, _)| i as u32)
                     .collect::<Vec<u32>>()
             })
@@ -274,11 +222,7 @@ fn Loaded(
     });
     let scroll = RwSignal::new(0.0f64);
     let selected = RwSignal::new(param("event").and_then(|e| e.parse::<u64>().ok()));
-    let tab = RwSignal::new(
-        param("tab")
-            .and_then(|t| TABS.iter().copied().find(|k| *k == t))
-            .unwrap_or("timeline"),
-    );
+    let tab = RwSignal::new(param("tab").and_then(|t| TABS.iter().copied().find(|k| *k == t)).unwrap_or("timeline"));
     let list: NodeRef<html::Div> = NodeRef::new();
 
     // Keeps the selected row in view: the list scrolls to it, then the page to the list's row.
@@ -294,11 +238,7 @@ fn Loaded(
             }
             // Once the rows in view are drawn.
             request_animation_frame(move || {
-                if let Some(row) = list.get().and_then(|l| {
-                    l.query_selector(&format!(".tl-row[data-seq=\"{seq}\"]"))
-                        .ok()
-                        .flatten()
-                }) {
+                if let Some(row) = list.get().and_then(|l| l.query_selector(&format!(".tl-row[data-seq=\"{seq}\"]")).ok().flatten()) {
                     let opts = web_sys::ScrollIntoViewOptions::new();
                     opts.set_block(web_sys::ScrollLogicalPosition::Nearest);
                     row.scroll_into_view_with_scroll_into_view_options(&opts);
@@ -346,11 +286,7 @@ fn Loaded(
             pairs.push(("event", seq.to_string()));
         }
         // The channels shown, of those the trace has.
-        let shown: Vec<String> = channels
-            .get()
-            .into_iter()
-            .filter(|c| present.contains(c))
-            .collect();
+        let shown: Vec<String> = channels.get().into_iter().filter(|c| present.contains(c)).collect();
         if shown.len() < present.len() {
             pairs.push(("ch", shown.join(",")));
         }
@@ -369,54 +305,22 @@ fn Loaded(
             pairs.push(("tab", t.to_string()));
         }
         // Parameters the trace does not own (a search's highlight) stay.
-        let others: Vec<(String, String)> = loc
-            .query
-            .get_untracked()
-            .into_iter()
-            .filter(|(k, _)| !TRACE_PARAMS.contains(&k.as_ref()))
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
-        let qs: Vec<String> = others
-            .iter()
-            .map(|(k, v)| (k.as_str(), v.clone()))
-            .chain(pairs)
-            .map(|(k, v)| format!("{k}={}", api::enc(&v)))
-            .collect();
+        let others: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| !TRACE_PARAMS.contains(&k.as_ref())).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let qs: Vec<String> = others.iter().map(|(k, v)| (k.as_str(), v.clone())).chain(pairs).map(|(k, v)| format!("{k}={}", api::enc(&v))).collect();
         let path = loc.pathname.get_untracked();
-        let url = if qs.is_empty() {
-            path
-        } else {
-            format!("{path}?{}", qs.join("&"))
-        };
-        let now = format!(
-            "{}{}",
-            loc.pathname.get_untracked(),
-            loc.search.get_untracked()
-        );
+        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
+        let now = format!("{}{}", loc.pathname.get_untracked(), loc.search.get_untracked());
         if url != now {
-            navigate(
-                &url,
-                NavigateOptions {
-                    replace: true,
-                    scroll: false,
-                    ..Default::default()
-                },
-            );
+            navigate(&url, NavigateOptions { replace: true, scroll: false, ..Default::default() });
         }
     });
     // A link to another event of the same trace (back, forward, a link on the page).
     Effect::new(move |_| {
-        let linked = q
-            .with(|m| m.get("event"))
-            .and_then(|e| e.parse::<u64>().ok());
+        let linked = q.with(|m| m.get("event")).and_then(|e| e.parse::<u64>().ok());
         if let Some(seq) = linked
             && selected.get_untracked() != Some(seq)
         {
-            if events.with_untracked(|ev| (seq as usize) < ev.len()) {
-                jump(seq)
-            } else {
-                pending.set(Some(seq))
-            }
+            if events.with_untracked(|ev| (seq as usize) < ev.len()) { jump(seq) } else { pending.set(Some(seq)) }
         }
     });
     let on_key = move |ev: web_sys::KeyboardEvent| {
@@ -424,9 +328,7 @@ fn Loaded(
         if n == 0 {
             return;
         }
-        let cur = selected
-            .get_untracked()
-            .and_then(|s| filtered.with_untracked(|f| f.binary_search(&(s as u32)).ok()));
+        let cur = selected.get_untracked().and_then(|s| filtered.with_untracked(|f| f.binary_search(&(s as u32)).ok()));
         let page = (VIEW / ROW) as usize - 1;
         let next = match ev.key().as_str() {
             "ArrowDown" | "j" => Some(cur.map_or(0, |c| (c + 1).min(n - 1))),
@@ -438,16 +340,7 @@ fn Loaded(
             "n" | "p" => {
                 let forward = ev.key() == "n";
                 let from = selected.get_untracked();
-                let target = evidence_seqs.with_value(|seqs| {
-                    if forward {
-                        seqs.iter().find(|s| from.is_none_or(|f| **s > f)).copied()
-                    } else {
-                        seqs.iter()
-                            .rev()
-                            .find(|s| from.is_none_or(|f| **s < f))
-                            .copied()
-                    }
-                });
+                let target = evidence_seqs.with_value(|seqs| if forward { seqs.iter().find(|s| from.is_none_or(|f| **s > f)).copied() } else { seqs.iter().rev().find(|s| from.is_none_or(|f| **s < f)).copied() });
                 if let Some(t) = target {
                     ev.prevent_default();
                     jump(t);
@@ -467,22 +360,11 @@ fn Loaded(
     let run = sm.run.clone();
     let run_id = run.as_ref().map(|r| r.id.clone());
     let start_us = m.started_us;
-    let title = run
-        .as_ref()
-        .map(|r| r.id.clone())
-        .unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
-    let scenario_link = format!(
-        "/scenarios/{}",
-        run.as_ref().map_or(&m.scenario.hash, |r| &r.scenario_hash)
-    );
+    let title = run.as_ref().map(|r| r.id.clone()).unwrap_or_else(|| format!("bundle {}", short(&sm.digest)));
+    let scenario_link = format!("/scenarios/{}", run.as_ref().map_or(&m.scenario.hash, |r| &r.scenario_hash));
     let ops: Vec<String> = sm.by_op.keys().cloned().collect();
     let by_channel = sm.by_channel.clone();
-    let raw_names: Vec<String> = sm
-        .raw
-        .keys()
-        .filter(|k| *k != "prompt" && *k != "conversation")
-        .cloned()
-        .collect();
+    let raw_names: Vec<String> = sm.raw.keys().filter(|k| *k != "prompt" && *k != "conversation").cloned().collect();
     let has_conversation = sm.raw.contains_key("conversation");
     let digest = sm.digest.clone();
     let conversation_digest = digest.clone();
@@ -667,17 +549,8 @@ fn Loaded(
 /// A bundle's snapshot diff.
 #[component]
 pub fn Diff(diff: SnapshotDiff) -> impl IntoView {
-    let modes: Vec<String> = diff
-        .mode_changed
-        .iter()
-        .map(|m| format!("{}: {:o} → {:o}", m.path, m.before, m.after))
-        .collect();
-    let groups = [
-        ("created", diff.created),
-        ("deleted", diff.deleted),
-        ("modified", diff.modified),
-        ("kind_changed", diff.kind_changed),
-    ];
+    let modes: Vec<String> = diff.mode_changed.iter().map(|m| format!("{}: {:o} → {:o}", m.path, m.before, m.after)).collect();
+    let groups = [("created", diff.created), ("deleted", diff.deleted), ("modified", diff.modified), ("kind_changed", diff.kind_changed)];
     let empty = groups.iter().all(|(_, v)| v.is_empty()) && modes.is_empty();
     view! {
         {empty.then(|| view! { <p class="muted">"Nothing changed in the workspace or HOME."</p> })}
@@ -694,28 +567,10 @@ pub fn Diff(diff: SnapshotDiff) -> impl IntoView {
 fn Conversation(digest: String) -> impl IntoView {
     let doc = LocalResource::new(move || {
         let d = digest.clone();
-        async move {
-            api::get_text(&format!("/bundles/{d}/raw/conversation"))
-                .await
-                .and_then(|t| serde_json::from_str::<Conversation>(&t).map_err(|e| e.to_string()))
-        }
+        async move { api::get_text(&format!("/bundles/{d}/raw/conversation")).await.and_then(|t| serde_json::from_str::<Conversation>(&t).map_err(|e| e.to_string())) }
     });
-    let tokens = |t: &Usage| {
-        format!(
-            "{} in · {} out{}",
-            t.input,
-            t.output,
-            if t.cache_read > 0 {
-                format!(" · {} cached", t.cache_read)
-            } else {
-                String::new()
-            }
-        )
-    };
-    let usd = |v: Option<f64>| {
-        v.map(overeager_core::model::usage::usd)
-            .unwrap_or_else(|| "—".into())
-    };
+    let tokens = |t: &Usage| format!("{} in · {} out{}", t.input, t.output, if t.cache_read > 0 { format!(" · {} cached", t.cache_read) } else { String::new() });
+    let usd = |v: Option<f64>| v.map(overeager_core::model::usage::usd).unwrap_or_else(|| "—".into());
     view! {
         <div class="tabbody conversation">
             {move || pending_or_error(doc.get(), move |d| {

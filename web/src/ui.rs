@@ -14,11 +14,7 @@ pub fn Nav() -> impl IntoView {
     let link = move |href: &'static str, label: &'static str| {
         let active = move || {
             let p = loc.pathname.get();
-            if href == "/" {
-                p == "/"
-            } else {
-                p.starts_with(href)
-            }
+            if href == "/" { p == "/" } else { p.starts_with(href) }
         };
         view! { <a href=href class:active=active>{label}</a> }
     };
@@ -55,26 +51,13 @@ pub fn query_setter() -> impl Fn(&str, &str) + Clone + 'static {
     let navigate = use_navigate();
     move |name: &str, value: &str| {
         let path = loc.pathname.get_untracked();
-        let mut pairs: Vec<(String, String)> = loc
-            .query
-            .get_untracked()
-            .into_iter()
-            .filter(|(k, _)| k != name)
-            .map(|(k, v)| (k.to_string(), v.to_string()))
-            .collect();
+        let mut pairs: Vec<(String, String)> = loc.query.get_untracked().into_iter().filter(|(k, _)| k != name).map(|(k, v)| (k.to_string(), v.to_string())).collect();
         if !value.is_empty() {
             pairs.push((name.to_string(), value.to_string()));
         }
         pairs.sort();
-        let qs: Vec<String> = pairs
-            .iter()
-            .map(|(k, v)| format!("{k}={}", api::enc(v)))
-            .collect();
-        let url = if qs.is_empty() {
-            path
-        } else {
-            format!("{path}?{}", qs.join("&"))
-        };
+        let qs: Vec<String> = pairs.iter().map(|(k, v)| format!("{k}={}", api::enc(v))).collect();
+        let url = if qs.is_empty() { path } else { format!("{path}?{}", qs.join("&")) };
         navigate(&url, Default::default());
     }
 }
@@ -89,27 +72,18 @@ pub fn experiment_choice() -> ExperimentChoice {
     let list = LocalResource::new(|| api::get::<Vec<ExperimentItem>>("/experiments"));
     let named = query("experiment");
     let chosen = Signal::derive(move || {
-        named.get().or_else(|| {
-            list.get()
-                .and_then(|r| r.ok())
-                .and_then(|l| l.first().map(|e| e.id.clone()))
-        })
+        named.get().or_else(|| list.get().and_then(|r| r.ok()).and_then(|l| l.first().map(|e| e.id.clone())))
     });
     ExperimentChoice { list, chosen }
 }
 
 /// A select of experiments that rewrites `?experiment=`.
 #[component]
-pub fn ExperimentPicker(
-    list: LocalResource<Result<Vec<ExperimentItem>, String>>,
-    chosen: Signal<Option<String>>,
-) -> impl IntoView {
+pub fn ExperimentPicker(list: LocalResource<Result<Vec<ExperimentItem>, String>>, chosen: Signal<Option<String>>) -> impl IntoView {
     let set = query_setter();
     move || {
         let set = set.clone();
-        let Some(Ok(exps)) = list.get() else {
-            return ().into_any();
-        };
+        let Some(Ok(exps)) = list.get() else { return ().into_any() };
         if exps.len() < 2 {
             return exps
                 .first()
@@ -162,11 +136,7 @@ pub fn cost_per_run(cell: &Cell) -> String {
 /// A rate with its confidence interval on a 0–100 % scale.
 #[component]
 pub fn CiBar(rate: f64, lo: f64, hi: f64) -> impl IntoView {
-    let style_ci = format!(
-        "left:{:.2}%;width:{:.2}%",
-        lo * 100.0,
-        ((hi - lo) * 100.0).max(0.4)
-    );
+    let style_ci = format!("left:{:.2}%;width:{:.2}%", lo * 100.0, ((hi - lo) * 100.0).max(0.4));
     let style_pt = format!("left:{:.2}%", rate * 100.0);
     let title = format!("{} (95% CI {}–{})", pct(rate), pct(lo), pct(hi));
     view! {
@@ -188,40 +158,20 @@ pub fn pending_or_error<T>(r: Option<Result<T, String>>, f: impl FnOnce(T) -> An
 
 /// The first 12 hex digits of a digest.
 pub fn short(d: &str) -> String {
-    d.strip_prefix("sha256:")
-        .unwrap_or(d)
-        .chars()
-        .take(12)
-        .collect()
+    d.strip_prefix("sha256:").unwrap_or(d).chars().take(12).collect()
 }
 
 /// What kind of player a run's agent is, when its numbers measure the instrument rather than
 /// an agent on a provider's model: `(css class, label, explanation)`.
 pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static str, &'static str)> {
     if agent.starts_with("sim:") || agent == "sim" {
-        Some((
-            "simulated",
-            "simulated",
-            "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran.",
-        ))
+        Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran."))
     } else if agent.starts_with("scripted:") || agent == "scripted" {
-        Some((
-            "scripted",
-            "scripted play",
-            "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran.",
-        ))
+        Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran."))
     } else if model.starts_with("scripted-") {
-        Some((
-            "scripted-model",
-            "scripted model",
-            "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model.",
-        ))
+        Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model."))
     } else if model.starts_with("local/") {
-        Some((
-            "local-model",
-            "real local model",
-            "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is.",
-        ))
+        Some(("local-model", "real local model", "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is."))
     } else {
         None
     }
