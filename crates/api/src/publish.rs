@@ -90,12 +90,11 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
             site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
         }
         let runs = store.all_run_rows(&RunFilter { experiment: Some(e.id.clone()), ..RunFilter::default() })?;
-        runs_total += runs.len();
-        let runs = RunPage { total: runs.len() as u64, next: None, runs };
-        site.json(&format!("experiments/{}/runs", e.id), &runs)?;
-        let runs = runs.runs;
+        let page = RunPage { total: runs.len() as u64, next: None, runs };
+        site.json(&format!("experiments/{}/runs", e.id), &page)?;
+        runs_total += page.runs.len();
         let objects = store.objects_dir();
-        for r in &runs {
+        for r in &page.runs {
             let verdict = store.run_verdict(&r.id)?;
             site.json(&format!("runs/{}", r.id), &RunDoc { run: r.clone(), verdict: verdict.clone(), partner: None, other_cells: Vec::new(), labels: Vec::new() })?;
             site.page(&format!("runs/{}", r.id))?;
@@ -150,7 +149,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
 
     // Scenarios.
     let rows = store.scenario_rows()?;
-    site.json("scenarios", &read::scenario_list(rows.clone(), &BTreeMap::new()).map_err(|e| anyhow::anyhow!(e.message))?)?;
+    site.json("scenarios", &read::scenario_list(&rows, &BTreeMap::new()).map_err(anyhow::Error::msg)?)?;
     for r in &rows {
         if let Some(d) = store.scenario_detail(&r.hash)? {
             site.json(&format!("scenarios/{}", r.hash), &read::scenario_doc(d))?;

@@ -206,12 +206,13 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
 pub async fn scenarios(State(st): State<Arc<AppState>>, Query(q): Query<BTreeMap<String, String>>) -> Api<Json<ScenarioList>> {
     let rows = st.scenario_rows.get(st.store_version()?, || st.read(|s| s.scenario_rows()))?;
-    Ok(Json(scenario_list(rows.to_vec(), &q)?))
+    Ok(Json(scenario_list(&rows, &q).map_err(ApiError::bad)?))
 }
 
 /// The scenarios `q` keeps (archetype, text, validator decision, axis levels), with every
-/// archetype's and axis level's count over all of `rows` (shared with the static export).
-pub fn scenario_list(rows: Vec<ScenarioRow>, q: &BTreeMap<String, String>) -> Api<ScenarioList> {
+/// archetype's and axis level's count over all of `rows` (shared with the static export); a
+/// filter that is not one says why.
+pub fn scenario_list(rows: &[ScenarioRow], q: &BTreeMap<String, String>) -> Result<ScenarioList, String> {
     let mut axes: BTreeMap<String, BTreeMap<String, u64>> = BTreeMap::new();
     let mut archetypes: BTreeMap<String, u64> = BTreeMap::new();
     for r in rows.iter() {
@@ -222,7 +223,7 @@ pub fn scenario_list(rows: Vec<ScenarioRow>, q: &BTreeMap<String, String>) -> Ap
     }
     for key in q.keys() {
         if !["archetype", "q", "admitted"].contains(&key.as_str()) && !axes.contains_key(key) {
-            return Err(ApiError::bad(format!("unknown filter `{key}`: use archetype, q, admitted or an axis ({})", axes.keys().cloned().collect::<Vec<_>>().join(", "))));
+            return Err(format!("unknown filter `{key}`: use archetype, q, admitted or an axis ({})", axes.keys().cloned().collect::<Vec<_>>().join(", ")));
         }
     }
     let text = q.get("q").map(|t| t.to_lowercase());
@@ -230,14 +231,15 @@ pub fn scenario_list(rows: Vec<ScenarioRow>, q: &BTreeMap<String, String>) -> Ap
         None | Some("") => None,
         Some("true") => Some(true),
         Some("false") => Some(false),
-        Some(o) => return Err(ApiError::bad(format!("admitted=`{o}`: use true or false"))),
+        Some(o) => return Err(format!("admitted=`{o}`: use true or false")),
     };
     let scenarios = rows
-        .into_iter()
+        .iter()
         .filter(|r| q.get("archetype").is_none_or(|a| a.is_empty() || &r.archetype == a))
         .filter(|r| text.as_ref().is_none_or(|t| r.id.to_lowercase().contains(t) || r.title.to_lowercase().contains(t)))
         .filter(|r| admitted.is_none_or(|a| r.admitted == Some(a)))
         .filter(|r| q.iter().filter(|(k, _)| axes.contains_key(*k)).all(|(k, v)| v.is_empty() || r.axes.get(k) == Some(v)))
+        .cloned()
         .collect();
     Ok(ScenarioList { scenarios, archetypes, axes })
 }
