@@ -6,6 +6,8 @@
 //! `overeager-bundle` the bundle format they share.
 
 mod cli;
+#[cfg(test)]
+mod doc_commands;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -1,0 +1,92 @@
+//! The commands the README and `docs/` show, checked against this binary's command line.
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+
+use super::Cli;
+
+/// The Markdown pages that show `overeager` commands.
+fn pages() -> Vec<PathBuf> {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf();
+    let mut out = vec![repo.join("README.md")];
+    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs")).expect("docs/").map(|e| e.expect("an entry").path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
+    docs.sort();
+    out.extend(docs);
+    out
+}
+
+/// A documented command: its line, the `VAR=value` settings before it, and its words.
+struct Documented {
+    line: usize,
+    env: Vec<(String, String)>,
+    words: Vec<String>,
+}
+
+/// Every `overeager …` command in a page's code blocks: continuation lines joined, the
+/// `VAR=value` settings before it kept apart, a trailing `# comment` cut.
+fn commands(text: &str) -> Vec<Documented> {
+    let mut out = Vec::new();
+    let mut in_code = false;
+    let mut pending: Option<(usize, String)> = None;
+    for (i, line) in text.lines().enumerate() {
+        if line.trim_start().starts_with("```") {
+            in_code = !in_code;
+            continue;
+        }
+        if !in_code {
+            continue;
+        }
+        let (at, joined) = match pending.take() {
+            Some((at, so_far)) => (at, format!("{so_far} {}", line.trim())),
+            None => (i + 1, line.trim().to_string()),
+        };
+        if let Some(open) = joined.strip_suffix('\\') {
+            pending = Some((at, open.to_string()));
+            continue;
+        }
+        let Some(words) = shlex::split(&joined) else { continue };
+        let settings = words.iter().take_while(|w| w.contains('=') && !w.starts_with('-')).count();
+        let env = words[..settings].iter().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        let words: Vec<String> = words[settings..].iter().take_while(|w| !w.starts_with('#')).cloned().collect();
+        if words.first().map(String::as_str) == Some("overeager") {
+            out.push(Documented { line: at, env, words });
+        }
+    }
+    out
+}
+
+/// The long flag of the argument, anywhere in the command tree, that reads environment
+/// variable `var` (`OVEREAGER_TOKEN` → `token`).
+fn flag_of_env(cmd: &clap::Command, var: &str) -> Option<String> {
+    cmd.get_arguments()
+        .find(|a| a.get_env().is_some_and(|e| e == var))
+        .and_then(|a| a.get_long().map(str::to_string))
+        .or_else(|| cmd.get_subcommands().find_map(|s| flag_of_env(s, var)))
+}
+
+/// The commands the README and `docs/` show parse as this binary's command line: a renamed
+/// subcommand or flag fails here, not in a reader's shell. A `VAR=value` before a command
+/// counts as the flag that reads `VAR` (the test leaves its own environment alone); one that
+/// no flag reads (a provider's key, `KUBECONFIG`) is the command's environment, not its line.
+#[test]
+fn every_documented_command_parses() {
+    let cli = <Cli as clap::CommandFactory>::command();
+    let mut failures = Vec::new();
+    let mut seen = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("a readable page");
+        for Documented { line, env, mut words } in commands(&text) {
+            seen += 1;
+            let shown = words.join(" ");
+            words.extend(env.iter().filter_map(|(var, value)| Some(format!("--{}={value}", flag_of_env(&cli, var)?))));
+            match Cli::try_parse_from(&words) {
+                Ok(_) => {}
+                Err(e) if matches!(e.kind(), clap::error::ErrorKind::DisplayHelp | clap::error::ErrorKind::DisplayVersion) => {}
+                Err(e) => failures.push(format!("{}:{line}: `{shown}`: {}", page.display(), e.to_string().lines().take(3).collect::<Vec<_>>().join(" "))),
+            }
+        }
+    }
+    assert!(seen >= 20, "only {seen} commands found in the README and docs/: is the extraction broken?");
+    assert!(failures.is_empty(), "documented commands that do not parse:\n{}", failures.join("\n"));
+}
