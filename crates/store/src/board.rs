@@ -101,33 +101,34 @@ impl RunnerKey {
     }
 }
 
-fn json_col<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, i: usize) -> rusqlite::Result<Option<T>> {
-    let text: Option<String> = r.get(i)?;
-    text.map(|t| serde_json::from_str(&t).map_err(|e| rusqlite::Error::FromSqlConversionFailure(i, rusqlite::types::Type::Text, e.into()))).transpose()
+/// A JSON column by name; text that does not parse is a conversion error naming the column.
+fn json_col<T: serde::de::DeserializeOwned>(r: &rusqlite::Row<'_>, name: &str) -> rusqlite::Result<Option<T>> {
+    let text: Option<String> = r.get(name)?;
+    text.map(|t| serde_json::from_str(&t).map_err(|e| rusqlite::Error::FromSqlConversionFailure(r.as_ref().column_index(name).unwrap_or(0), rusqlite::types::Type::Text, e.into()))).transpose()
 }
 
 const SUBMISSION_SQL: &str = "SELECT id, benchmark, framework, model, status, submitted_by, declared_count, report, uploads, created_us, updated_us, decided_by, decided_us, note, rejudged, problem_count, superseded_by FROM cell_submissions";
 
+/// A row of [`SUBMISSION_SQL`], by column name.
 fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
-    let status: String = r.get(4)?;
     Ok(CellSubmission {
-        id: r.get(0)?,
-        benchmark: r.get(1)?,
-        framework: r.get(2)?,
-        model: r.get(3)?,
-        status: stored_status(&status)?,
-        submitted_by: r.get(5)?,
-        declared: r.get::<_, i64>(6)? as u64,
-        report: json_col(r, 7)?,
-        uploads: r.get::<_, i64>(8)? as u64,
-        created_us: r.get::<_, i64>(9)? as u64,
-        updated_us: r.get::<_, i64>(10)? as u64,
-        decided_by: r.get(11)?,
-        decided_us: r.get::<_, Option<i64>>(12)?.map(|v| v as u64),
-        note: r.get(13)?,
-        rejudged: json_col(r, 14)?,
-        problems: r.get::<_, Option<i64>>(15)?.map(|v| v as u64),
-        superseded_by: r.get(16)?,
+        id: r.get("id")?,
+        benchmark: r.get("benchmark")?,
+        framework: r.get("framework")?,
+        model: r.get("model")?,
+        status: stored_status(&r.get::<_, String>("status")?)?,
+        submitted_by: r.get("submitted_by")?,
+        declared: r.get::<_, i64>("declared_count")? as u64,
+        report: json_col(r, "report")?,
+        uploads: r.get::<_, i64>("uploads")? as u64,
+        created_us: r.get::<_, i64>("created_us")? as u64,
+        updated_us: r.get::<_, i64>("updated_us")? as u64,
+        decided_by: r.get("decided_by")?,
+        decided_us: r.get::<_, Option<i64>>("decided_us")?.map(|v| v as u64),
+        note: r.get("note")?,
+        rejudged: json_col(r, "rejudged")?,
+        problems: r.get::<_, Option<i64>>("problem_count")?.map(|v| v as u64),
+        superseded_by: r.get("superseded_by")?,
     })
 }
 
@@ -135,47 +136,49 @@ fn submission_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<CellSubmission> {
 /// the caller adds `WHERE` and `ORDER BY`. Its runner is trusted when every bundle carries an
 /// intact signature by a runner key trusted now and registered to the submitter.
 const SUMMARY_SQL: &str = "SELECT s.id, s.benchmark, s.framework, s.model, s.status, s.submitted_by, s.declared_count,
-        (SELECT count(*) FROM cell_bundles b WHERE b.submission = s.id), s.problem_count,
+        (SELECT count(*) FROM cell_bundles b WHERE b.submission = s.id) AS received, s.problem_count,
         (SELECT count(*) > 0 AND count(*) = count(k.public) FROM cell_bundles b
             LEFT JOIN runner_keys k ON k.public = b.runner_public AND k.revoked_us IS NULL AND k.account = s.submitted_by
-            WHERE b.submission = s.id),
+            WHERE b.submission = s.id) AS trusted_runner,
         s.created_us, s.decided_us, s.superseded_by
     FROM cell_submissions s";
 
+/// A row of [`SUMMARY_SQL`], by column name.
 fn summary_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<SubmissionSummary> {
-    let status: String = r.get(4)?;
     Ok(SubmissionSummary {
-        id: r.get(0)?,
-        benchmark: r.get(1)?,
-        framework: r.get(2)?,
-        model: r.get(3)?,
-        status: stored_status(&status)?,
-        submitted_by: r.get(5)?,
-        declared: r.get::<_, i64>(6)? as u64,
-        received: r.get::<_, i64>(7)? as u64,
-        problems: r.get::<_, Option<i64>>(8)?.map(|v| v as u64),
-        runner: if r.get::<_, bool>(9)? { "trusted" } else { "self-reported" }.into(),
-        created_us: r.get::<_, i64>(10)? as u64,
-        decided_us: r.get::<_, Option<i64>>(11)?.map(|v| v as u64),
-        superseded_by: r.get(12)?,
+        id: r.get("id")?,
+        benchmark: r.get("benchmark")?,
+        framework: r.get("framework")?,
+        model: r.get("model")?,
+        status: stored_status(&r.get::<_, String>("status")?)?,
+        submitted_by: r.get("submitted_by")?,
+        declared: r.get::<_, i64>("declared_count")? as u64,
+        received: r.get::<_, i64>("received")? as u64,
+        problems: r.get::<_, Option<i64>>("problem_count")?.map(|v| v as u64),
+        runner: if r.get::<_, bool>("trusted_runner")? { "trusted" } else { "self-reported" }.into(),
+        created_us: r.get::<_, i64>("created_us")? as u64,
+        decided_us: r.get::<_, Option<i64>>("decided_us")?.map(|v| v as u64),
+        superseded_by: r.get("superseded_by")?,
     })
 }
 const RECEIVED_SQL: &str = "SELECT bundle, received_us, manifest, verdict, runner_key, problem, runner_public FROM cell_bundles";
 
+/// A row of [`RECEIVED_SQL`], by column name.
 fn received_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<ReceivedBundle> {
     Ok(ReceivedBundle {
-        bundle: r.get(0)?,
-        received_us: r.get::<_, i64>(1)? as u64,
-        manifest: json_col(r, 2)?,
-        verdict: json_col(r, 3)?,
-        runner_key: r.get(4)?,
-        problem: r.get(5)?,
-        runner_public: r.get(6)?,
+        bundle: r.get("bundle")?,
+        received_us: r.get::<_, i64>("received_us")? as u64,
+        manifest: json_col(r, "manifest")?,
+        verdict: json_col(r, "verdict")?,
+        runner_key: r.get("runner_key")?,
+        problem: r.get("problem")?,
+        runner_public: r.get("runner_public")?,
     })
 }
 
+/// A row of `cell_declared`, by column name.
 fn declared_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<DeclaredRun> {
-    Ok(DeclaredRun { bundle: r.get(0)?, run: r.get(1)?, claimed: json_col(r, 2)? })
+    Ok(DeclaredRun { bundle: r.get("bundle")?, run: r.get("run")?, claimed: json_col(r, "claimed")? })
 }
 
 /// A fresh submission id: `sub-` and 12 random hex digits.
@@ -620,7 +623,7 @@ impl Store {
                  FROM cell_bundles b JOIN cell_submissions s ON s.id = b.submission WHERE b.bundle = ?1 AND b.verdict IS NOT NULL
                  ORDER BY s.status = 'approved' DESC, b.received_us DESC LIMIT 1",
                 [digest],
-                |r| Ok((received_row(r)?, r.get::<_, String>(7)?, r.get::<_, String>(8)?, r.get::<_, String>(9)?)),
+                |r| Ok((received_row(r)?, r.get::<_, String>("submitted_by")?, r.get::<_, String>("framework")?, r.get::<_, String>("model")?)),
             )
             .optional()?;
         Ok(row.and_then(|(b, by, framework, model)| {
@@ -685,12 +688,12 @@ impl Store {
         let mut stmt = self.conn.prepare("SELECT key_id, public, owner, added_us, revoked_us, account FROM runner_keys ORDER BY key_id")?;
         let rows = stmt.query_map([], |r| {
             Ok(RunnerKey {
-                key_id: r.get(0)?,
-                public: r.get(1)?,
-                owner: r.get(2)?,
-                added_us: r.get::<_, i64>(3)? as u64,
-                revoked_us: r.get::<_, Option<i64>>(4)?.map(|v| v as u64),
-                account: r.get(5)?,
+                key_id: r.get("key_id")?,
+                public: r.get("public")?,
+                owner: r.get("owner")?,
+                added_us: r.get::<_, i64>("added_us")? as u64,
+                revoked_us: r.get::<_, Option<i64>>("revoked_us")?.map(|v| v as u64),
+                account: r.get("account")?,
             })
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
