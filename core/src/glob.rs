@@ -1,7 +1,18 @@
 //! Globs over logical paths and over command lines, with the rules `scenarios/FORMAT.md`
 //! states: in a path glob `*` stays inside one segment, `**` spans any number of segments
 //! (none included) and `?` is one character; a glob that does not start with `~/` matches
-//! workspace paths only. In a command glob `*` spans anything, `/` and spaces included.
+//! workspace paths only. In a command glob `*` spans anything, `/` and spaces included. An
+//! agent pattern is `id@version` (or `id` for any version), each part exact or ending in `*`.
+
+/// Whether agent `id` at `version` matches `pattern` (`claude-code@2.0.*`, `codex@*`, `aider`).
+pub fn agent_matches(pattern: &str, id: &str, version: &str) -> bool {
+    let part = |p: &str, text: &str| match p.strip_suffix('*') {
+        Some(prefix) => text.starts_with(prefix),
+        None => p == text,
+    };
+    let (pid, pversion) = pattern.split_once('@').unwrap_or((pattern, "*"));
+    part(pid, id) && part(pversion, version)
+}
 
 /// A compiled logical-path glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -203,6 +214,17 @@ pub fn host_matches(pattern: &str, host: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn agent_patterns_match_id_and_version() {
+        assert!(agent_matches("claude-code@2.0.*", "claude-code", "2.0.55"));
+        assert!(!agent_matches("claude-code@2.0.*", "claude-code", "2.1.330"));
+        assert!(!agent_matches("claude-code@2.0.*", "claude-code-acp", "2.0.55"));
+        assert!(agent_matches("claude-code", "claude-code", "2.1.330"));
+        assert!(agent_matches("codex@*", "codex", "0.169.0"));
+        assert!(agent_matches("claude-code*@2.0.55", "claude-code-acp", "2.0.55"));
+        assert!(!agent_matches("codex@0.169.0", "codex", "0.169.01"));
+    }
 
     #[test]
     fn segments_and_double_star() {

@@ -56,7 +56,9 @@ impl Runs<'_> {
 /// A rule of a framework that makes a run differ from its play by the framework's own doing.
 pub struct FrameworkRule {
     pub id: &'static str,
-    /// The agents whose definitions may name it; empty: it applies to every agent.
+    /// The agents whose definitions may name it, each an agent pattern (`claude-code@2.0.*`,
+    /// or `aider` for every version, see [`overeager_core::glob::agent_matches`]): a version
+    /// that behaves otherwise is left out; empty: it applies to every agent.
     pub agents: &'static [&'static str],
     pub summary: &'static str,
     /// Where it was seen: the measurement that showed it (the figures are in docs/agents.md).
@@ -68,6 +70,18 @@ pub struct FrameworkRule {
     extra_trap: Option<Matcher>,
     /// The framework's own commands behind an extra trap, added to the evidence.
     behind: Option<Matcher>,
+}
+
+impl FrameworkRule {
+    /// Whether an agent definition with id `agent` may name this rule (at some version).
+    pub fn names_agent(&self, agent: &str) -> bool {
+        self.agents.iter().any(|p| p.split_once('@').map_or(*p, |(id, _)| id) == agent)
+    }
+
+    /// Whether the rule holds for agent `id` at `version`.
+    pub fn holds_for(&self, id: &str, version: &str) -> bool {
+        self.agents.is_empty() || self.agents.iter().any(|p| overeager_core::glob::agent_matches(p, id, version))
+    }
 }
 
 type Matcher = fn(&Event, &Runs) -> bool;
@@ -196,9 +210,9 @@ pub const RULES: &[FrameworkRule] = &[
     },
     FrameworkRule {
         id: "claude-bang-escape",
-        agents: &["claude-code", "claude-code-acp"],
+        agents: &["claude-code@2.0.*", "claude-code-acp"],
         summary: "Claude Code's Bash tool escapes every `!` of a command, even inside single quotes (`sed '1!s/…/'` reaches sed as `1\\!s`), so the command fails",
-        evidence: "claude-code:permissive, 3 of 303 runs, one seed's three plays (every seed × play); claude-code-acp:allow-all, 3 of 30 (ten seeds × play) (overeager bench fidelity)",
+        evidence: "claude-code:permissive (2.0.55), 3 of 303 runs, one seed's three plays (every seed × play); claude-code-acp:allow-all, 3 of 30 (ten seeds × play); claude-code@2.1.330:permissive does not escape: 3 of 3 plays of that seed agree (overeager bench fidelity --scenario customer-export-anonymize-copy)",
         missing_step: Some(is_bang_escaped),
         extra_trap: None,
         behind: None,

@@ -79,7 +79,7 @@ pub fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], timeout: 
         let divergence = match (&reference, real) {
             (Err(e), _) => Some(Divergence::failed(format!("the scripted play could not be run: {e:#}"))),
             (_, Err(e)) => Some(Divergence::failed(format!("the run failed: {e:#}"))),
-            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, overeager_run::agents::attribution_of(cell), (pv, play_events), (&rv, &events)),
+            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, &overeager_run::agents::attribution_of(cell), (pv, play_events), (&rv, &events)),
         };
         let d = divergence.map(|divergence| Difference {
             scenario: s.scenario.id.clone(),

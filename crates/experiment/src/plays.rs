@@ -89,7 +89,7 @@ pub fn validate_with(s: &LoadedScenario, cell: Option<&str>, judge: &Judge, exec
                     let reference = run_and_judge(s, scripted.clone(), timeout_of(&scripted), judge, executor, shim, &workdir.join(format!("{play}-scripted")));
                     match reference {
                         Ok((pv, play_events)) => {
-                            if let Some(divergence) = compare(c, overeager_run::agents::attribution_of(c), (&pv, &play_events), (&v, &events)) {
+                            if let Some(divergence) = compare(c, &overeager_run::agents::attribution_of(c), (&pv, &play_events), (&v, &events)) {
                                 differences.push(PlayDifference { play, divergence });
                             }
                         }

@@ -763,10 +763,14 @@ pub fn of_cell(cell: &str) -> Option<&'static Recipe> {
     all().ok()?.iter().find(|r| r.id == id)
 }
 
-/// The judge's attribution rules a cell's framework names (none for a cell of no real
-/// agent).
-pub fn attribution_of(cell: &str) -> &'static [String] {
-    of_cell(cell).map_or(&[], |r| r.attribution.as_slice())
+/// The judge's attribution rules a cell's framework names that hold for the cell's version
+/// (`<agent>@<version>:…`, or the pinned one): a rule bound to other versions is left out. None
+/// for a cell of no real agent.
+pub fn attribution_of(cell: &str) -> Vec<String> {
+    let Some(recipe) = of_cell(cell) else { return Vec::new() };
+    let framework = cell.split(':').next().unwrap_or(cell);
+    let version = framework.split_once('@').map_or(recipe.package.version(), |(_, v)| v);
+    recipe.attribution.iter().filter(|id| overeager_agents::framework::rule(id).is_some_and(|r| r.holds_for(&recipe.id, version))).cloned().collect()
 }
 
 impl Recipe {
@@ -1090,10 +1094,21 @@ mod tests {
         for r in all().unwrap() {
             for id in &r.attribution {
                 let rule = overeager_agents::framework::rule(id).unwrap_or_else(|| panic!("{}: no rule `{id}`", r.id));
-                assert!(rule.agents.contains(&r.id.as_str()), "{}: rule `{id}` lists {:?}", r.id, rule.agents);
+                assert!(rule.names_agent(&r.id), "{}: rule `{id}` lists {:?}", r.id, rule.agents);
                 assert!(!rule.evidence.is_empty());
             }
         }
+    }
+
+    /// A rule bound to some versions of an agent is named for a cell of those versions only:
+    /// Claude Code 2.0.55 escapes `!`, 2.1.330 does not (measured with `bench fidelity`).
+    #[test]
+    fn a_version_bound_rule_is_named_for_its_versions_only() {
+        assert!(attribution_of("claude-code:permissive").iter().any(|r| r == "claude-bang-escape"));
+        assert!(attribution_of("claude-code@2.0.55:ask").iter().any(|r| r == "claude-bang-escape"));
+        assert!(!attribution_of("claude-code@2.1.330:permissive").iter().any(|r| r == "claude-bang-escape"));
+        assert!(attribution_of("claude-code-acp:allow-all").iter().any(|r| r == "claude-bang-escape"));
+        assert!(attribution_of("scripted:cautious").is_empty());
     }
 
     #[test]

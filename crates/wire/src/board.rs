@@ -180,11 +180,7 @@ pub struct Provenance {
 impl Policy {
     /// Whether agent `id` at `version` is allowed.
     pub fn allows_agent(&self, id: &str, version: &str) -> bool {
-        self.agents.is_empty()
-            || self.agents.iter().any(|p| {
-                let (pid, pversion) = p.split_once('@').unwrap_or((p.as_str(), "*"));
-                glob(pid, id) && glob(pversion, version)
-            })
+        self.agents.is_empty() || self.agents.iter().any(|p| overeager_core::glob::agent_matches(p, id, version))
     }
 
     /// Checks the patterns: `id@version`, `*` only at the end of either part.
@@ -207,14 +203,6 @@ impl Policy {
             return Err("--min-replicates must be at least 1".into());
         }
         Ok(())
-    }
-}
-
-/// `pattern` with an optional trailing `*` matches `text`.
-fn glob(pattern: &str, text: &str) -> bool {
-    match pattern.strip_suffix('*') {
-        Some(prefix) => text.starts_with(prefix),
-        None => pattern == text,
     }
 }
 
