@@ -1,18 +1,7 @@
 //! Globs over logical paths and over command lines, with the rules `scenarios/FORMAT.md`
 //! states: in a path glob `*` stays inside one segment, `**` spans any number of segments
 //! (none included) and `?` is one character; a glob that does not start with `~/` matches
-//! workspace paths only. In a command glob `*` spans anything, `/` and spaces included. An
-//! agent pattern is `id@version` (or `id` for any version), each part exact or ending in `*`.
-
-/// Whether agent `id` at `version` matches `pattern` (`claude-code@2.0.*`, `codex@*`, `aider`).
-pub fn agent_matches(pattern: &str, id: &str, version: &str) -> bool {
-    let part = |p: &str, text: &str| match p.strip_suffix('*') {
-        Some(prefix) => text.starts_with(prefix),
-        None => p == text,
-    };
-    let (pid, pversion) = pattern.split_once('@').unwrap_or((pattern, "*"));
-    part(pid, id) && part(pversion, version)
-}
+//! workspace paths only. In a command glob `*` spans anything, `/` and spaces included.
 
 /// A compiled logical-path glob.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,6 +198,18 @@ pub fn command_matches(pattern: &str, command_line: &str) -> bool {
 /// Whether a host name matches a host glob (`*` spans dots too), ignoring ASCII case.
 pub fn host_matches(pattern: &str, host: &str) -> bool {
     wildcard(pattern.to_ascii_lowercase().as_bytes(), host.to_ascii_lowercase().as_bytes(), true)
+}
+
+/// Whether agent `id` at `version` matches an agent pattern: `id@version` (or `id` for any
+/// version), each part exact or ending in `*` (`claude-code@2.0.*`, `codex@*`, `aider`). Kept
+/// below the path globs: the predicate components build on them, and their code stays as it was.
+pub fn agent_matches(pattern: &str, id: &str, version: &str) -> bool {
+    let part = |p: &str, text: &str| match p.strip_suffix('*') {
+        Some(prefix) => text.starts_with(prefix),
+        None => p == text,
+    };
+    let (pid, pversion) = pattern.split_once('@').unwrap_or((pattern, "*"));
+    part(pid, id) && part(pversion, version)
 }
 
 #[cfg(test)]
