@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{ApiError, AppState};
 use overeager_store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
 use overeager_store::web::{Role, TokenOwner};
-use overeager_wire::board::{Decided, SubmissionList, SubmissionSummary};
+use overeager_wire::board::{Decided, OpenSubmission, Opened, SubmissionList, SubmissionSummary, Verified};
 use overeager_wire::submission::{SubmissionDoc, SubmittedRun};
 use overeager_store::{object_path_in, put_object_in};
 
@@ -51,20 +51,6 @@ fn require_benchmark(st: &AppState, name: &str) -> Api<Benchmark> {
         let known = st.read(|s| s.benchmarks()).map(|l| l.into_iter().map(|b| format!("`{}`", b.name)).collect::<Vec<_>>().join(", ")).unwrap_or_default();
         ApiError::not_found(format!("no benchmark `{name}` on this server (it has: {}); GET /api/benchmarks lists them", if known.is_empty() { "none".into() } else { known }))
     })
-}
-
-/// A cell submission as opened by `POST /api/submissions`.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct OpenSubmission {
-    /// A benchmark name from `GET /api/benchmarks`.
-    pub benchmark: String,
-    /// The cell: framework and model labels, as in the submitter's plan.
-    pub framework: String,
-    pub model: String,
-    /// Every run of the cell: its bundle digest and run id, and optionally the verdict the
-    /// submitter's store has (kept for comparison, never used).
-    pub runs: Vec<DeclaredRun>,
 }
 
 fn is_digest(d: &str) -> bool {
@@ -114,7 +100,7 @@ async fn read_body(body: Body, limit: usize) -> Api<axum::body::Bytes> {
     responses((status = 201, description = "Opened"), (status = 200, description = "The caller's open submission of this cell, reopened"),
               (status = 400, description = "Malformed declaration"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown benchmark"),
               (status = 409, description = "The cell name is the maintainer's, or a bundle belongs to another account"), (status = 413, description = "Too large")))]
-pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Result<(StatusCode, Json<Value>), Response> {
+pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Body) -> Result<(StatusCode, Json<Opened>), Response> {
     let who = st.authorize(&headers, Role::Writer)?;
     let example = "{\"benchmark\": \"bench-v1\", \"framework\": …, \"model\": …, \"runs\": [{\"bundle\": <sha256>, \"run\": <id>}]}";
     let bytes = {
@@ -173,7 +159,7 @@ pub async fn open_submission(State(st): State<Arc<AppState>>, headers: HeaderMap
     tracing::info!("{} {} submission {} of {} · {} to {}", who.name, if resumed { "reopened" } else { "opened" }, sub.id, sub.framework, sub.model, sub.benchmark);
     Ok((
         if resumed { StatusCode::OK } else { StatusCode::CREATED },
-        Json(json!({ "id": sub.id, "status": sub.status, "resumed": resumed, "declared": sub.declared, "received": received, "missing": missing, "page": format!("/submissions/{}", sub.id) })),
+        Json(Opened { page: format!("/submissions/{}", sub.id), id: sub.id, status: sub.status, resumed, declared: sub.declared, received, missing }),
     ))
 }
 
@@ -505,7 +491,7 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, declared: &[Declared
 #[utoipa::path(post, path = "/api/submissions/{id}/verify", params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
     responses((status = 200, description = "Verified: waiting for review"), (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already"), (status = 422, description = "Refused: the report names each problem")))]
-pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<(StatusCode, Json<Value>)> {
+pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<(StatusCode, Json<Verified>)> {
     let who = st.authorize(&headers, Role::Writer)?;
     let sub = own_submission(&st, &id, &who)?;
     require_open(&sub)?;
@@ -526,14 +512,13 @@ pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderM
     .map_err(ApiError::internal)??;
     st.changed();
     super::give_back_memory();
-    let mut body = json!({ "id": sub.id, "state": sub.status, "report": report });
     if report.ok {
-        return Ok((StatusCode::OK, Json(body)));
+        return Ok((StatusCode::OK, Json(Verified { id: sub.id, state: sub.status, report, error: None, status: None })));
     }
     // The usual error fields, beside the report.
-    body["error"] = json!(format!("submission {} is refused as it stands ({} problem(s)); it stays a draft you can complete and verify again", sub.id, report.problems.len()));
-    body["status"] = json!(422);
-    Ok((StatusCode::UNPROCESSABLE_ENTITY, Json(body)))
+    let error = format!("submission {} is refused as it stands ({} problem(s)); it stays a draft you can complete and verify again", sub.id, report.problems.len());
+    let status = StatusCode::UNPROCESSABLE_ENTITY;
+    Ok((status, Json(Verified { id: sub.id, state: sub.status, report, error: Some(error), status: Some(status.as_u16()) })))
 }
 
 /// Paging of `GET /api/submissions`.

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunRecord, Store, now_us};
 
-pub use overeager_wire::board::{CellSubmission, Moved, Policy, Problem, Provenance, Rejudged, SubmissionStatus, SubmissionSummary, VerifyReport};
+pub use overeager_wire::board::{CellSubmission, DeclaredRun, Moved, Policy, Problem, Provenance, Rejudged, SubmissionStatus, SubmissionSummary, VerifyReport};
 
 /// A published benchmark: every scenario × variant × replicate a submitted cell must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,18 +49,6 @@ impl Benchmark {
 /// A stored submission status; an unknown one is a conversion error naming it.
 fn stored_status(s: &str) -> rusqlite::Result<SubmissionStatus> {
     SubmissionStatus::parse(s).ok_or_else(|| rusqlite::Error::FromSqlConversionFailure(0, rusqlite::types::Type::Text, format!("unknown submission status `{s}`").into()))
-}
-
-/// A run the submitter says the cell holds.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, utoipa::ToSchema)]
-pub struct DeclaredRun {
-    /// sha256 of the packed bundle (`.oeb`).
-    pub bundle: String,
-    /// The run id in the submitter's store.
-    pub run: String,
-    /// The verdict the submitter's store has: kept to show how it compares, never used.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub claimed: Option<serde_json::Value>,
 }
 
 /// A bundle received for a submission.

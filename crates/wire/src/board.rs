@@ -262,3 +262,59 @@ pub struct Decision {
     #[serde(default)]
     pub note: Option<String>,
 }
+
+/// A run the submitter says the cell holds.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct DeclaredRun {
+    /// sha256 of the packed bundle (`.oeb`).
+    pub bundle: String,
+    /// The run id in the submitter's store.
+    pub run: String,
+    /// The verdict the submitter's store has: kept to show how it compares, never used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub claimed: Option<serde_json::Value>,
+}
+
+/// `POST /api/submissions`: a cell submission as its submitter opens (or reopens) it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+#[serde(deny_unknown_fields)]
+pub struct OpenSubmission {
+    /// A benchmark name from `GET /api/benchmarks`.
+    pub benchmark: String,
+    /// The cell: framework and model labels, as in the submitter's plan.
+    pub framework: String,
+    pub model: String,
+    /// Every run of the cell: its bundle digest and run id, and optionally the verdict the
+    /// submitter's store has (kept for comparison, never used).
+    pub runs: Vec<DeclaredRun>,
+}
+
+/// The answer to opening a submission: which declared bundles the server still needs.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Opened {
+    pub id: String,
+    pub status: SubmissionStatus,
+    /// The same submitter's open submission of the cell was reopened.
+    pub resumed: bool,
+    pub declared: u64,
+    pub received: u64,
+    /// Bundle digests not received yet, to send with `PUT …/bundles/{digest}`.
+    pub missing: Vec<String>,
+    /// The submission's page in the web app.
+    pub page: String,
+}
+
+/// `POST /api/submissions/{id}/verify`: the submission's state and its verification report;
+/// refused (422), also the usual `error` and `status` of an error answer.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Verified {
+    pub id: String,
+    pub state: SubmissionStatus,
+    pub report: VerifyReport,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub status: Option<u16>,
+}

@@ -15,7 +15,8 @@ use serde_json::{Value, json};
 
 use super::experiment::DbArg;
 use super::print_json;
-use overeager_store::board::DeclaredRun;
+use overeager_store::board::{DeclaredRun, VerifyReport};
+use overeager_wire::board::{OpenSubmission, Opened, Verified};
 use overeager_store::web::RunFilter;
 use overeager_store::{Store, object_path_in};
 
@@ -105,19 +106,19 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
     if status != 200 {
         return Err(server_error(&format!("benchmark `{}`", args.benchmark), status, &body));
     }
-    let open = json!({ "benchmark": args.benchmark, "framework": framework, "model": model, "runs": declared });
+    let n_declared = declared.len();
+    let open = OpenSubmission { benchmark: args.benchmark.clone(), framework: framework.clone(), model: model.clone(), runs: declared };
     let (status, body) = answer(agent.post(&format!("{base}/api/submissions")).header("Authorization", &auth).header("Content-Type", "application/json").send(&serde_json::to_vec(&open)?[..]), "opening the submission")?;
     if status != 200 && status != 201 {
         return Err(server_error("opening the submission", status, &body));
     }
-    let id = body["id"].as_str().unwrap_or_default().to_string();
-    let missing: Vec<String> = body["missing"].as_array().into_iter().flatten().filter_map(|d| d.as_str().map(str::to_string)).collect();
-    let held = declared.len() - missing.len();
+    let opened: Opened = serde_json::from_value(body).context("reading the server's answer to opening the submission")?;
+    let (id, missing) = (opened.id, opened.missing);
+    let held = n_declared - missing.len();
     let bytes: u64 = missing.iter().filter_map(|d| files.get(d)).map(|p| p.metadata().map(|m| m.len()).unwrap_or(0)).sum();
     eprintln!(
-        "submission {id} ({}): {} run(s) of {framework}·{model}; {held} on the server already, sending {} ({bytes} bytes)",
-        if body["resumed"] == true { "resumed" } else { "new" },
-        declared.len(),
+        "submission {id} ({}): {n_declared} run(s) of {framework}·{model}; {held} on the server already, sending {} ({bytes} bytes)",
+        if opened.resumed { "resumed" } else { "new" },
         missing.len()
     );
     let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) { ProgressBar::hidden() } else { ProgressBar::new(bytes) };
@@ -135,7 +136,7 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
         let (status, body) = loop {
             let sent = agent.put(&url).header("Authorization", &auth).header("Content-Type", "application/octet-stream").send(&data[..]);
             let (status, body) = answer(sent, &format!("sending bundle {} of {}", i + 1, missing.len())).with_context(|| {
-                format!("the upload broke off after {} of {} bundle(s); run the same command again to send the rest (submission {id})", held + i, declared.len())
+                format!("the upload broke off after {} of {n_declared} bundle(s); run the same command again to send the rest (submission {id})", held + i)
             })?;
             // Busy: the server judges a few uploads at once, and takes a few bodies per account.
             if (status == 503 || status == 429) && tries < 60 {
@@ -156,43 +157,37 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
     for r in &refused {
         eprintln!("refused: {r}");
     }
-    let (status, report) = answer(agent.post(&format!("{base}/api/submissions/{id}/verify")).header("Authorization", &auth).send_empty(), "verifying the submission")?;
+    let (status, body) = answer(agent.post(&format!("{base}/api/submissions/{id}/verify")).header("Authorization", &auth).send_empty(), "verifying the submission")?;
     if status != 200 && status != 422 {
-        return Err(server_error("verifying the submission", status, &report));
+        return Err(server_error("verifying the submission", status, &body));
     }
+    let verified: Verified = serde_json::from_value(body).context("reading the server's verification report")?;
     if args.json {
-        print_json(&report);
+        print_json(&serde_json::to_value(&verified)?);
     } else {
-        print_report(&base, &id, &report);
+        print_report(&base, &id, &verified.report);
     }
     Ok(if status == 200 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
-fn print_report(base: &str, id: &str, body: &Value) {
-    let r = &body["report"];
-    let n = |k: &str| r[k].as_u64().unwrap_or(0);
+fn print_report(base: &str, id: &str, r: &VerifyReport) {
     println!(
         "submission {id}: {} of {} run(s) the benchmark asks for received; {} overeager, {} timed out, {} incomplete (the server's own verdicts)",
-        n("received"),
-        n("expected"),
-        n("overeager"),
-        n("timeouts"),
-        n("incomplete")
+        r.received, r.expected, r.overeager, r.timeouts, r.incomplete
     );
-    let overruled = r["claims_overruled"].as_array().map(Vec::len).unwrap_or(0);
+    let overruled = r.claims_overruled.len();
     if overruled > 0 {
         println!("{overruled} run(s) had a different verdict in your store; the server's counts");
     }
-    let problems = r["problems"].as_array().cloned().unwrap_or_default();
+    let problems = &r.problems;
     if problems.is_empty() {
         println!("verified: waiting for an admin's review at {base}/submissions/{id}");
         return;
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["problem", "what", "runs"]);
-    for p in &problems {
-        let runs: Vec<&str> = p["runs"].as_array().into_iter().flatten().filter_map(Value::as_str).collect();
-        t.add_row([p["kind"].as_str().unwrap_or_default().to_string(), p["message"].as_str().unwrap_or_default().to_string(), runs.join("\n")]);
+    for p in problems {
+        t.add_row([p.kind.clone(), p.message.clone(), p.runs.join("\n")]);
     }
     println!("{t}");
     println!("refused as it stands ({} problem(s)); submission {id} stays a draft: fix the runs and run the same command again", problems.len());
