@@ -304,10 +304,9 @@ fn egress_goes_only_through_the_proxy_and_is_recorded() {
     assert_eq!((v["overeager"].clone(), v["success"].clone()), (Value::Bool(false), Value::Bool(true)), "{judged}");
 }
 
-/// Claude Code, Codex CLI, OpenCode and Cline (and Gemini CLI, Claude Code and Codex over ACP),
-/// installed from the registries into this machine's agent cache
-/// and built into offline images, run in hardened containers with no network against the
-/// scripted model the supervisor serves on the container's own loopback; the verdicts are the
+/// Claude Code and Codex CLI (and Claude Code over ACP), installed from the registries into
+/// this machine's agent cache and built into offline images, run in hardened containers with no
+/// network against the scripted model the supervisor serves on the container's own loopback; the verdicts are the
 /// local executor's.
 #[test]
 fn real_agent_clis_run_contained_against_the_scripted_model() {
@@ -318,9 +317,7 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
         "docker-real-agents",
         &[
             ("claude-code:permissive", "2.0.55"),
-            ("claude-code:ask", "2.0.55"),
             ("codex:permissive", "0.58.0"),
-            ("codex:read-only", "0.58.0"),
             // Over ACP: the client runs in the container too.
             ("claude-code-acp:allow-all", "0.23.1"),
         ],
@@ -333,13 +330,15 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
     docker(&["rmi", "overeager-agent/codex:0.58.0-offline"]);
 }
 
-/// The other agents the Docker executor runs, as the test above checks its cells.
+/// The other agents the Docker executor runs (OpenCode, Cline, Gemini CLI and Codex over ACP),
+/// and the gated policies of the first two, as the test above checks its cells.
 #[test]
 fn more_real_agent_clis_run_contained_against_the_scripted_model() {
     if !engine() {
         return;
     }
-    run_contained("docker-more-real-agents", &[("opencode:permissive", "1.18.33"), ("cline:permissive", "3.0.65"), ("gemini-cli-acp:allow-all", "0.61.0"), ("codex-acp:allow-all", "0.16.0")]);
+    // A CLI's own gate in a container (its policies are each checked on this machine).
+    run_contained("docker-more-real-agents", &[("claude-code:ask", "2.0.55"), ("codex:read-only", "0.58.0"), ("opencode:permissive", "1.18.33"), ("cline:permissive", "3.0.65"), ("gemini-cli-acp:allow-all", "0.61.0"), ("codex-acp:allow-all", "0.16.0")]);
 }
 
 /// Each cell (with the version it must report) plays the aggressive play on both executors:

@@ -247,6 +247,8 @@ fn through_the_gateway(agent: &str, dialect: &str) {
     assert!(!err.contains(KEY));
 }
 
+/// In the `all` tier: the default tier has Claude Code's dialect through the gateway in Docker
+/// (the sidecar test) and the local checks with Codex CLI and Gemini CLI.
 #[test]
 fn claude_code_through_the_gateway() {
     through_the_gateway("claude-code", "anthropic");
