@@ -6,6 +6,7 @@
 
 pub mod board;
 pub mod body;
+pub mod client;
 mod labels;
 mod openapi;
 pub mod publish;

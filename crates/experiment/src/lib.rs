@@ -8,7 +8,7 @@
 //!
 //! The other drivers of the same stages live here too: the validator's plays ([`plays`], the
 //! [`overeager_gen::validate::Validator`] the generator is handed), the fidelity check of real
-//! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]) and the synthetic store
+//! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]), the seeds' plays with no store ([`sweep`]) and the synthetic store
 //! the scale benchmarks measure ([`synthetic`]).
 
 pub mod adaptive;
@@ -17,6 +17,7 @@ pub mod allocation_bench;
 pub mod demo;
 pub mod fidelity;
 pub mod plays;
+pub mod sweep;
 pub mod synthetic;
 
 use std::collections::BTreeMap;

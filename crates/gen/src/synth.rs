@@ -130,6 +130,17 @@ pub const REPORT: &str = "gen-report.json";
 /// The content-hash manifest in the output directory.
 pub const MANIFEST: &str = "MANIFEST";
 
+/// Lines of the manifest `expected` missing from `actual` and the reverse, as messages.
+pub fn manifest_differences(expected: &Path, actual: &Path) -> Result<Vec<String>> {
+    let read = |p: &Path| -> Result<std::collections::BTreeSet<String>> {
+        Ok(std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?.lines().map(String::from).collect())
+    };
+    let (want, got) = (read(expected)?, read(actual)?);
+    let mut out: Vec<String> = want.difference(&got).map(|l| format!("{}: expected but not generated: {l}", expected.display())).collect();
+    out.extend(got.difference(&want).map(|l| format!("{}: generated but not expected: {l}", actual.display())));
+    Ok(out)
+}
+
 /// One validated candidate, as remembered across an interruption.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 struct Outcome {

@@ -354,6 +354,23 @@ impl Judge {
         Ok((t.elapsed().as_secs_f64() / n, fuel as f64 / n))
     }
 
+    /// Judges the bundles at `paths` on `jobs` threads; the results come back in the order of
+    /// `paths`, an `Err` for a bundle that could not be read. `on_each` is called after each.
+    pub fn judge_all(&self, paths: &[PathBuf], jobs: usize, on_each: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Result<Verdict, String>>> {
+        use rayon::prelude::*;
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
+        Ok(pool.install(|| {
+            paths
+                .par_iter()
+                .map(|p| {
+                    let v = input::load(p).map(|b| self.judge(&b)).map_err(|e| format!("{e:#}"));
+                    on_each();
+                    v
+                })
+                .collect()
+        }))
+    }
+
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
     ///
     /// Traps are judged on the agent's actions alone ([`LoadedBundle::agent_only`]); success

@@ -4,6 +4,7 @@
 //! [`write`] renders them as Markdown, CSV and JSON, and [`plots`] draws the figures.
 
 pub mod atif;
+pub mod calculator;
 pub mod export;
 pub mod formats;
 pub mod inspect;
@@ -48,6 +49,31 @@ fn key(r: &RunRecord) -> CellKey {
 
 pub(crate) fn ratio(k: u64, n: u64) -> f64 {
     if n == 0 { 0.0 } else { k as f64 / n as f64 }
+}
+
+/// Writes every file of the report into `dir` — one CSV per table, `report.json`,
+/// `report.md`, and with `figures` the plots — and returns their paths.
+pub fn write_files(dir: &std::path::Path, r: &Report, figures: bool) -> anyhow::Result<Vec<std::path::PathBuf>> {
+    use anyhow::Context;
+    let figs = if figures { plots::draw_all(dir, r)? } else { Vec::new() };
+    let mut files = write::data_files(dir, r)?;
+    let md = dir.join("report.md");
+    std::fs::write(&md, write::markdown(r, &figs)).with_context(|| format!("writing {}", md.display()))?;
+    files.push(md);
+    files.extend(figs);
+    Ok(files)
+}
+
+/// The report of experiment `id` in `store`: its judged runs and its human labels. Refused
+/// while the experiment has no finished run.
+pub fn of_experiment(store: &overeager_store::Store, id: &str) -> anyhow::Result<Report> {
+    let e = store.require_experiment(id)?;
+    let records = store.records(&e.id)?;
+    if records.is_empty() {
+        anyhow::bail!("experiment `{id}` has no finished run yet: run `overeager experiment run {}` first", e.plan_file);
+    }
+    let labels = store.labelled(Some(&e.id))?;
+    Ok(build(&e.id, &e.title, &records, &labels))
 }
 
 /// Computes a report from an experiment's judged runs and its human labels

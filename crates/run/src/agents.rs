@@ -756,6 +756,18 @@ pub fn recipe(id: &str) -> Result<&'static Recipe> {
     all.iter().find(|r| r.id == id).with_context(|| format!("unknown agent `{id}`; known agents: {}", all.iter().map(|r| r.id.as_str()).collect::<Vec<_>>().join(", ")))
 }
 
+/// A recipe and one of its versions, from `agent` or `agent@version` (the pinned version when
+/// none is named).
+pub fn versioned(spec: &str) -> Result<(&'static Recipe, &'static str)> {
+    let (id, v) = spec.split_once('@').map_or((spec, None), |(a, v)| (a, Some(v)));
+    let r = recipe(id)?;
+    let version = match v {
+        Some(v) => r.version(v).map_err(anyhow::Error::msg)?,
+        None => r.package.version(),
+    };
+    Ok((r, version))
+}
+
 /// The agent of a cell's framework label (`codex@0.169.0:permissive`), if it is a real
 /// agent.
 pub fn of_cell(cell: &str) -> Option<&'static Recipe> {

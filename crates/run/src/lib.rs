@@ -12,6 +12,7 @@ pub mod install;
 pub mod kubernetes;
 pub mod local;
 pub mod local_model;
+pub mod model_endpoint;
 pub mod pool;
 pub mod providers;
 pub mod secrets;

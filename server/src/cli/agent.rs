@@ -1,8 +1,7 @@
 //! `overeager agent list` and `overeager agent recipe`: the real agents' recipes; `overeager
 //! providers list`: the model providers they may be run on.
 
-use std::collections::BTreeSet;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 
@@ -186,22 +185,11 @@ pub struct InstallArgs {
     jobs: usize,
 }
 
-/// A recipe and one of its versions, from `agent` or `agent@version`.
-pub fn versioned(spec: &str) -> Result<(&'static agents::Recipe, &'static str)> {
-    let (id, v) = spec.split_once('@').map_or((spec, None), |(a, v)| (a, Some(v)));
-    let r = agents::recipe(id)?;
-    let version = match v {
-        Some(v) => r.version(v).map_err(anyhow::Error::msg)?,
-        None => r.package.version(),
-    };
-    Ok((r, version))
-}
-
 pub fn install(args: &InstallArgs) -> Result<ExitCode> {
     let named: Vec<(&agents::Recipe, &str)> = if args.agents.is_empty() {
         agents::all()?.iter().map(|r| (r, r.package.version())).collect()
     } else {
-        args.agents.iter().map(|a| versioned(a)).collect::<Result<_>>()?
+        args.agents.iter().map(|a| agents::versioned(a)).collect::<Result<_>>()?
     };
     let chosen: Vec<(&agents::Recipe, &str)> = if args.all_versions {
         named.iter().flat_map(|(r, _)| r.versions().map(move |v| (*r, v))).collect()
@@ -249,7 +237,7 @@ pub fn image(args: &ImageArgs) -> Result<ExitCode> {
         let (reference, id) = exec.build_scripted_image(&shim)?;
         (reference, id, "this machine's programs and the shim".to_string())
     } else {
-        let (r, version) = versioned(&args.agent)?;
+        let (r, version) = agents::versioned(&args.agent)?;
         if r.package.registry != agents::Registry::Npm {
             anyhow::bail!("{} is a Python package; its offline image is not built here (use `overeager agent recipe {}` with a registry)", r.name, r.id);
         }
@@ -319,124 +307,43 @@ pub struct ServeArgs {
 }
 
 pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
-    if let Some(dir) = &args.scenarios {
-        return serve_catalog(args, dir);
-    }
-    let [agent] = args.agent.as_slice() else {
-        bail!("--scenario serves one agent: name it with one --agent (--scenarios serves several)");
+    use run::model_endpoint::{self as endpoint, Plays, Serving};
+    let serving = Serving {
+        log: args.log.clone(),
+        tls: args.tls_cert.clone().zip(args.tls_key.clone()),
+        fail_from: args.fail_from.map(|n| (n, args.fail_status)),
     };
-    let r = agents::recipe(agent)?;
-    let loaded = overeager_scenario::load_checked(args.scenario.as_deref().expect("clap requires --scenario without --scenarios"))?;
-    let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
-    let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
-    let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
-    let script = overeager_agents::model::Script {
-        label: args.play.as_str().to_string(),
-        steps: loaded.scenario.plays.get(args.play).steps.clone(),
-        roots: overeager_core::paths::Roots { workspace, home },
-        default_shell: r.shell_tool().to_string(),
-        tools: r.tools.clone(),
-        replay: None,
-        first_delay_ms: 0,
-        learn_roots: args.roots_from_request,
-        finish_command: r.finish_command.clone(),
-        reply_format: r.reply_format,
+    // Bound once the plays are read, and before anything is announced.
+    let bind = || -> Result<(std::net::TcpListener, String)> {
+        let listener = std::net::TcpListener::bind(&args.addr).with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))?;
+        let url = format!("{}://{}", if serving.tls.is_some() { "https" } else { "http" }, listener.local_addr()?);
+        Ok((listener, url))
     };
-    let dir = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
-    let script_file = dir.path().join("script.json");
-    std::fs::write(&script_file, serde_json::to_vec(&script)?)?;
-    let listener = bind_model(args)?;
-    let url = model_url(args, &listener)?;
-    println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
-    println!("point the agent at it with: {}", endpoint_hint(r, &url)?);
-    println!("Ctrl-C stops it.");
-    serve_model(args, &listener, "--script", &script_file)
-}
-
-/// Binds the endpoint's address here, so a taken one is an error before anything is announced.
-fn bind_model(args: &ServeArgs) -> Result<std::net::TcpListener> {
-    std::net::TcpListener::bind(&args.addr).with_context(|| format!("the scripted model endpoint cannot listen on {}; free the port or choose another --addr", args.addr))
-}
-
-fn model_url(args: &ServeArgs, listener: &std::net::TcpListener) -> Result<String> {
-    Ok(format!("{}://{}", if args.tls_cert.is_some() { "https" } else { "http" }, listener.local_addr()?))
-}
-
-/// `model serve --scenarios`: a stand-in provider for whole experiments.
-fn serve_catalog(args: &ServeArgs, dir: &Path) -> Result<ExitCode> {
-    use overeager_agents::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
-    let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        bail!("{} holds scenarios that are not valid:\n{}", dir.display(), lines.join("\n"));
-    }
-    if report.loaded.is_empty() {
-        bail!("{}: no scenario directories (each holds scenario.toml and fixture/)", dir.display());
-    }
-    let scenarios: Vec<CatalogScenario> = report
-        .loaded
-        .iter()
-        .map(|s| CatalogScenario {
-            id: s.scenario.id.clone(),
-            task: s.scenario.prompt.task.trim().to_string(),
-            plays: overeager_core::PlayKind::ALL.into_iter().map(|k| (k, s.scenario.plays.get(k).steps.clone())).collect(),
-        })
-        .collect();
-    let recipes: Vec<&agents::Recipe> = if args.agent.is_empty() { agents::all()?.iter().collect() } else { args.agent.iter().map(|a| agents::recipe(a)).collect::<Result<_>>()? };
-    let agents: Vec<CatalogAgent> = recipes
-        .iter()
-        .flat_map(|r| r.versions().map(move |v| (r, v)))
-        .map(|(r, v)| CatalogAgent {
-            id: r.id.clone(),
-            dialect: r.scripted_dialect(v).wire(),
-            shell: r.shell_tool().to_string(),
-            tools: r.tools.clone(),
-            finish_command: r.finish_command.clone(),
-            reply_format: r.reply_format,
-        })
-        .collect();
-    let names: Vec<String> = agents.iter().map(|a| a.id.clone()).collect::<BTreeSet<_>>().into_iter().collect();
-    let catalog = Catalog { scenarios, agents, play: args.play };
-    let tmp = tempfile::Builder::new().prefix("overeager-model-").tempdir()?;
-    let file = tmp.path().join("catalog.json");
-    std::fs::write(&file, serde_json::to_vec(&catalog)?)?;
-    let listener = bind_model(args)?;
-    let url = model_url(args, &listener)?;
-    println!("stand-in provider: {} scenarios of {} for {} on {url}", catalog.scenarios.len(), dir.display(), names.join(", "));
-    println!("the model's name picks the play (…cautious, …moderate, …aggressive; else {}); name it in a providers file with this base URL", args.play);
-    println!("Ctrl-C stops it.");
-    serve_model(args, &listener, "--catalog", &file)
-}
-
-/// Runs `overeager-shim model` on `listener` with its plays (`--script` or `--catalog`).
-fn serve_model(args: &ServeArgs, listener: &std::net::TcpListener, plays_flag: &str, plays: &Path) -> Result<ExitCode> {
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let mut cmd = std::process::Command::new(shim);
-    let fd = run::child::hand_down(&mut cmd, listener);
-    run::child::end_with_this_process(&mut cmd);
-    cmd.arg("model").arg(plays_flag).arg(plays).args(["--fd", &fd.to_string()]).stdout(std::process::Stdio::null());
-    if let Some(log) = &args.log {
-        cmd.arg("--log").arg(log);
-    }
-    if let (Some(cert), Some(key)) = (&args.tls_cert, &args.tls_key) {
-        cmd.arg("--tls-cert").arg(cert).arg("--tls-key").arg(key);
-    }
-    if let Some(n) = args.fail_from {
-        cmd.args(["--fail-from", &n.to_string(), "--fail-status", &args.fail_status.to_string()]);
-    }
-    let status = cmd.status()?;
+    let status = if let Some(dir) = &args.scenarios {
+        let recipes: Vec<&agents::Recipe> = args.agent.iter().map(|a| agents::recipe(a)).collect::<Result<_>>()?;
+        let (catalog, names) = endpoint::catalog(dir, &recipes, args.play)?;
+        let (listener, url) = bind()?;
+        println!("stand-in provider: {} scenarios of {} for {} on {url}", catalog.scenarios.len(), dir.display(), names.join(", "));
+        println!("the model's name picks the play (…cautious, …moderate, …aggressive; else {}); name it in a providers file with this base URL", args.play);
+        println!("Ctrl-C stops it.");
+        endpoint::serve(&listener, Plays::Catalog(&catalog), &serving)?
+    } else {
+        let [agent] = args.agent.as_slice() else {
+            bail!("--scenario serves one agent: name it with one --agent (--scenarios serves several)");
+        };
+        let r = agents::recipe(agent)?;
+        let loaded = overeager_scenario::load_checked(args.scenario.as_deref().expect("clap requires --scenario without --scenarios"))?;
+        let abs = |p: PathBuf| -> Result<String> { Ok(std::path::absolute(&p)?.to_string_lossy().into_owned()) };
+        let workspace = abs(args.workspace.clone().unwrap_or(std::env::current_dir()?))?;
+        let home = abs(args.home.clone().or_else(|| std::env::var_os("HOME").map(PathBuf::from)).unwrap_or_else(|| PathBuf::from(&workspace)))?;
+        let script = endpoint::script(r, &loaded, args.play, overeager_core::paths::Roots { workspace, home }, args.roots_from_request);
+        let (listener, url) = bind()?;
+        println!("scripted model: the {} play of {} for {} on {url}", args.play, loaded.scenario.id, r.name);
+        println!("point the agent at it with: {}", endpoint::endpoint_hint(r, &url)?);
+        println!("Ctrl-C stops it.");
+        endpoint::serve(&listener, Plays::Script(&script), &serving)?
+    };
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
-}
-
-/// How overeager itself points the agent at `url`: the environment its definition sets that
-/// names the endpoint or the key, and the configuration files it writes.
-fn endpoint_hint(r: &agents::Recipe, url: &str) -> Result<String> {
-    let dir = tempfile::tempdir()?;
-    let default = r.policies.iter().find(|p| p.default).expect("a definition has a default policy");
-    let env = r.connect(default, "scripted", url, r.scripted_dialect(r.package.version()), "dummy", dir.path(), "$CONFIG")?;
-    let mut hint: Vec<String> = env.iter().filter(|(_, v)| v.contains(url) || v == "dummy").map(|(k, v)| format!("{k}={v}")).collect();
-    hint.extend(r.connect.files.iter().map(|f| format!("and $CONFIG/{} as `connect.files` of {} says", f.path, r.source)));
-    Ok(hint.join(" "))
 }
 
 /// Arguments of `overeager model local start`.

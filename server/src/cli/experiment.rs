@@ -3,9 +3,8 @@
 
 use std::collections::BTreeMap;
 use std::io::IsTerminal;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -14,7 +13,7 @@ use serde_json::json;
 
 use super::print_json;
 use overeager_experiment::{self as experiment, Options};
-use overeager_report::{self as report, plots, transfer, write};
+use overeager_report::{self as report, transfer, write};
 use overeager_store::Store;
 use overeager_store::labels::LabelScope;
 
@@ -509,37 +508,15 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Builds the report of an experiment.
-fn build_report(store: &Store, id: &str) -> Result<report::Report> {
-    let e = store.require_experiment(id)?;
-    let records = store.records(&e.id)?;
-    if records.is_empty() {
-        bail!("experiment `{id}` has no finished run yet: run `overeager experiment run {}` first", e.plan_file);
-    }
-    let labels = store.labelled(Some(&e.id))?;
-    Ok(report::build(&e.id, &e.title, &records, &labels))
-}
-
-/// Writes every report file into `dir`.
-fn write_report(dir: &Path, r: &report::Report, figures: bool) -> Result<Vec<PathBuf>> {
-    let figs = if figures { plots::draw_all(dir, r)? } else { Vec::new() };
-    let mut files = write::data_files(dir, r)?;
-    let md = dir.join("report.md");
-    std::fs::write(&md, write::markdown(r, &figs)).with_context(|| format!("writing {}", md.display()))?;
-    files.push(md);
-    files.extend(figs);
-    Ok(files)
-}
-
 pub fn report_cmd(args: &ReportArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&args.db.db)?;
-    let r = build_report(&store, &args.experiment)?;
+    let r = report::of_experiment(&store, &args.experiment)?;
     // Written beside the target and moved into place, so a failure leaves the old report.
     if !args.out.join("report.json").is_file() {
         overeager_bundle::files::check_out_free(&args.out).context("--out is neither empty nor an earlier report")?;
     }
     let staging = overeager_bundle::files::staging_dir(&args.out)?;
-    let files = write_report(staging.path(), &r, !args.no_figures)?;
+    let files = report::write_files(staging.path(), &r, !args.no_figures)?;
     if args.out.exists() {
         std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
     }
@@ -715,7 +692,7 @@ pub fn transfer_report(args: &TransferReportArgs) -> Result<ExitCode> {
     let rows = transfer::rows(&cases, &store.transfer_runs()?);
     let own = match &args.experiment {
         Some(id) => {
-            let r = build_report(&store, id)?;
+            let r = report::of_experiment(&store, id)?;
             r.own_transfer.iter().map(|t| (r.cells[t.cell].label(), t.clone())).collect()
         }
         None => Vec::new(),
@@ -761,54 +738,19 @@ pub fn transfer_report(args: &TransferReportArgs) -> Result<ExitCode> {
 }
 
 pub fn bench_experiment(args: &BenchExperimentArgs) -> Result<ExitCode> {
-    let seeds = args.seeds.canonicalize().with_context(|| format!("{} does not exist", args.seeds.display()))?;
-    let dir = tempfile::tempdir()?;
-    let plan = dir.path().join("bench.toml");
-    std::fs::write(
-        &plan,
-        format!(
-            "id = \"bench\"\nscenarios = {:?}\nreplicates = {}\nseed = 1\n\n[[agent]]\nagent = \"sim:permissive\"\nmodel = \"sim\"\nframework = \"sim-permissive\"\n\n[[agent]]\nagent = \"sim:ask\"\nmodel = \"sim\"\nframework = \"sim-ask\"\n",
-            seeds.display().to_string(),
-            args.replicates
-        ),
-    )?;
-    let store = Store::open(&dir.path().join("bench.db"))?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, ..Default::default() };
-    let out = experiment::run(store, &plan, &opts)?;
-    let rate = out.executed as f64 / out.seconds;
-    let jobs = args.jobs.unwrap_or_else(super::default_jobs);
+    let f = overeager_bench::experiments::simulated(&args.seeds, args.replicates, args.jobs, std::io::stderr().is_terminal() && !args.json)?;
     if args.json {
-        print_json(&json!({"runs": out.executed, "seconds": out.seconds, "runs_per_second": rate, "jobs": jobs, "failed": out.failed}));
+        print_json(&serde_json::to_value(&f)?);
     } else {
-        println!("{} simulated runs (run, pack, store, judge, record) in {:.2} s on {jobs} job(s): {rate:.1} runs/s", out.executed, out.seconds);
+        println!("{} simulated runs (run, pack, store, judge, record) in {:.2} s on {} job(s): {:.1} runs/s", f.runs, f.seconds, f.jobs, f.runs_per_second);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn bench_allocation(args: &BenchAllocationArgs) -> Result<ExitCode> {
     use overeager_experiment::allocation_bench;
-    if !args.scenarios.is_dir() {
-        bail!(
-            "{} is not a scenario set; generate bench-v1 first:\n  overeager gen --seeds scenarios/seeds --n 500 --seed 20261121 --out scenarios/bench-v1/set --expect scenarios/bench-v1/MANIFEST",
-            args.scenarios.display()
-        );
-    }
-    let policies = args
-        .agents
-        .iter()
-        .map(|a| match a.parse::<overeager_run::AgentSpec>() {
-            Ok(overeager_run::AgentSpec::Sim(p)) => Ok(p),
-            Ok(_) => Err(format!("`{a}` is not a simulated agent ({})", overeager_run::sim::SimPolicy::KNOWN)),
-            Err(e) => Err(e),
-        })
-        .collect::<Result<Vec<_>, String>>()
-        .map_err(anyhow::Error::msg)?;
-    let report = overeager_scenario::check_all(std::slice::from_ref(&args.scenarios)).map_err(anyhow::Error::msg)?;
-    if let Some(e) = report.errors.first() {
-        bail!("{} has {} invalid scenario(s), the first: {e}", args.scenarios.display(), report.errors.len());
-    }
-    let mut scenarios = report.loaded;
-    scenarios.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
+    let policies = allocation_bench::policies(&args.agents)?;
+    let scenarios = allocation_bench::scenario_set(&args.scenarios)?;
     let opts = allocation_bench::Options { policies, target: args.until, experiments: args.experiments.max(1), replicates: args.replicates.max(1), batch: args.batch.max(1), seed: args.seed };
     let f = allocation_bench::run(&scenarios, &opts);
     if args.json {
@@ -835,26 +777,13 @@ pub fn bench_allocation(args: &BenchAllocationArgs) -> Result<ExitCode> {
 }
 
 pub fn bench_report(args: &BenchReportArgs) -> Result<ExitCode> {
-    let store = Store::open_existing(&args.db.db)?;
-    let mut times = Vec::new();
-    let mut runs = 0;
-    for _ in 0..args.rounds.max(1) {
-        let dir = tempfile::tempdir()?;
-        let t0 = Instant::now();
-        let r = build_report(&store, &args.experiment)?;
-        let t_build = t0.elapsed().as_secs_f64();
-        write_report(dir.path(), &r, true)?;
-        times.push((t_build, t0.elapsed().as_secs_f64()));
-        runs = r.runs;
-    }
-    let best = times.iter().map(|t| t.1).fold(f64::INFINITY, f64::min);
-    let best_build = times.iter().map(|t| t.0).fold(f64::INFINITY, f64::min);
+    let f = overeager_bench::experiments::report(&args.db.db, &args.experiment, args.rounds)?;
     if args.json {
-        print_json(&json!({"runs": runs, "rounds": times.len(), "seconds_best": best, "seconds_read_and_compute_best": best_build, "rounds_seconds": times.iter().map(|t| t.1).collect::<Vec<_>>()}));
+        print_json(&serde_json::to_value(&f)?);
     } else {
         println!(
-            "report of {runs} runs: {best:.3} s best of {} (read + compute {best_build:.3} s; tables, JSON and 6 figures the rest)",
-            times.len()
+            "report of {} runs: {:.3} s best of {} (read + compute {:.3} s; tables, JSON and 6 figures the rest)",
+            f.runs, f.seconds_best, f.rounds, f.seconds_read_and_compute_best
         );
     }
     Ok(ExitCode::SUCCESS)

@@ -4,21 +4,17 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use overeager_core::PlayKind;
-use rayon::prelude::*;
 
-use overeager_experiment::fidelity::{CellPlay, Difference, FidelityReport};
-use overeager_experiment::plays::player;
-use overeager_judge::Judge;
 use overeager_agents::attribution::Cause;
-use overeager_run::{self as run, AgentSpec};
-use overeager_scenario::{self as scenario, LoadedScenario};
+use overeager_bench::fidelity::{Options, Tick, check};
+use overeager_experiment::fidelity::FidelityReport;
 
 /// Arguments of `overeager bench fidelity`.
 #[derive(Args)]
@@ -57,102 +53,29 @@ pub struct BenchFidelityArgs {
 /// Runs the check and prints its report; exit 1 when any difference is the harness's.
 pub fn bench_fidelity(args: &BenchFidelityArgs) -> Result<ExitCode> {
     let plays: Vec<PlayKind> = args.plays.iter().map(|p| p.parse()).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
-    let agents: Vec<String> = if args.agents.is_empty() {
-        run::agents::all()?.iter().map(|r| format!("{}:{}", r.id, r.permissive_policy().id)).collect()
-    } else {
-        args.agents.clone()
+    let opts = Options {
+        agents: args.agents.clone(),
+        plays: plays.clone(),
+        seeds: args.seeds.clone(),
+        scenarios: args.scenarios.clone(),
+        limit: args.limit,
+        jobs: args.jobs,
+        timeout: args.timeout,
+        keep: args.keep.clone(),
     };
-    // Every cell is a real CLI, installed before the first run so that runs do not race to
-    // install it.
-    for cell in &agents {
-        let AgentSpec::Agent { recipe, version, .. } = player(Some(cell), PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agents {cell}: {e}"))? else {
-            unreachable!("player gives real-CLI specs for a cell")
-        };
-        run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
-    }
-    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        for e in &report.errors {
-            eprintln!("{e}");
-        }
-        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
-    }
-    let mut loaded: Vec<&LoadedScenario> = report.loaded.iter().filter(|s| args.scenarios.is_empty() || args.scenarios.contains(&s.scenario.id)).collect();
-    loaded.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
-    if let Some(missing) = args.scenarios.iter().find(|id| !loaded.iter().any(|s| &s.scenario.id == *id)) {
-        bail!("--scenario {missing}: no such scenario under {}", args.seeds.display());
-    }
-    loaded.truncate(args.limit.unwrap_or(usize::MAX));
-    if loaded.is_empty() {
-        bail!("no scenario to check under {}", args.seeds.display());
-    }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let judge = Judge::new(overeager_judge::JudgeOptions {
-        limits: overeager_judge::engine::Limits::default(),
-        jobs: 1,
-        cache: overeager_judge::engine::default_cache_dir(),
-        trust: overeager_judge::trust::TrustStore::default(),
-    })?;
-    let scratch;
-    let root = match &args.keep {
-        Some(dir) => {
-            overeager_bundle::files::check_out_free(dir)?;
-            std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
-            dir.clone()
-        }
-        None => {
-            scratch = tempfile::Builder::new().prefix("overeager-fidelity-").tempdir_in(run::scratch_dir())?;
-            scratch.path().to_path_buf()
-        }
-    };
-    let jobs: Vec<(&LoadedScenario, PlayKind)> = loaded.iter().flat_map(|s| plays.iter().map(move |p| (*s, *p))).collect();
-    let bar = ProgressBar::with_draw_target(Some((jobs.len() * (1 + agents.len())) as u64), ProgressDrawTarget::stderr());
+    let bar = ProgressBar::with_draw_target(None, ProgressDrawTarget::stderr());
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed}").expect("valid template"));
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
-    let started = Instant::now();
-    let results: Vec<(PlayKind, Vec<(String, Option<Difference>, usize)>)> =
-        pool.install(|| jobs.par_iter().map(|(s, p)| (*p, overeager_experiment::fidelity::check_one(s, *p, &agents, args.timeout, args.keep.is_some(), &shim, &judge, &root, &|| bar.inc(1)))).collect());
+    let report = check(&opts, &|t| match t {
+        Tick::Total(n) => bar.set_length(n),
+        Tick::Ran => bar.inc(1),
+    })?;
     bar.finish_and_clear();
-    let seconds = started.elapsed().as_secs_f64();
-
-    let mut cells: Vec<CellPlay> = Vec::new();
-    let mut differences = Vec::new();
-    for cell in &agents {
-        for play in &plays {
-            let mut c = CellPlay { cell: cell.clone(), play: *play, runs: 0, agree: 0, framework: 0, harness: 0, framework_traps: 0, framework_effects: 0 };
-            for (_, rows) in results.iter().filter(|(p, _)| p == play) {
-                for (_, d, effects) in rows.iter().filter(|(c2, _, _)| c2 == cell) {
-                    c.runs += 1;
-                    c.framework_effects += usize::from(*effects > 0);
-                    match d {
-                        None => c.agree += 1,
-                        Some(d) => {
-                            match d.divergence.cause {
-                                Cause::Framework { .. } => {
-                                    c.framework += 1;
-                                    c.framework_traps += usize::from(!d.divergence.extra.is_empty());
-                                }
-                                Cause::Harness { .. } => c.harness += 1,
-                            }
-                            differences.push(d.clone());
-                        }
-                    }
-                }
-            }
-            cells.push(c);
-        }
-    }
-    differences.sort_by(|a, b| (&a.cell, a.play, &a.scenario).cmp(&(&b.cell, b.play, &b.scenario)));
-    let runs: usize = cells.iter().map(|c| c.runs).sum();
-    let agree: usize = cells.iter().map(|c| c.agree).sum();
-    let harness: usize = cells.iter().map(|c| c.harness).sum();
-    let report = FidelityReport { scenarios: loaded.len(), cells, differences, runs, agree, harness, seconds };
     if args.json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
         print_report(&report, &plays);
     }
-    Ok(if harness > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    Ok(if report.harness > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
 }
 
 fn print_report(r: &FidelityReport, plays: &[PlayKind]) {

@@ -77,7 +77,7 @@ pub fn gen_cmd(args: &GenArgs) -> Result<ExitCode> {
     let report = result?;
     let secs = started.elapsed().as_secs_f64();
     let mismatch = match &args.expect {
-        Some(expected) => manifest_differences(expected, &args.out.join(synth::MANIFEST))?,
+        Some(expected) => synth::manifest_differences(expected, &args.out.join(synth::MANIFEST))?,
         None => Vec::new(),
     };
     for line in &mismatch {
@@ -111,16 +111,4 @@ pub fn gen_cmd(args: &GenArgs) -> Result<ExitCode> {
         println!("  reproduces {} byte for byte", expected.display());
     }
     Ok(status)
-}
-
-/// Lines of `expected` missing from `actual` and the reverse, as messages.
-fn manifest_differences(expected: &std::path::Path, actual: &std::path::Path) -> Result<Vec<String>> {
-    use anyhow::Context;
-    let read = |p: &std::path::Path| -> Result<std::collections::BTreeSet<String>> {
-        Ok(std::fs::read_to_string(p).with_context(|| format!("cannot read {}", p.display()))?.lines().map(String::from).collect())
-    };
-    let (want, got) = (read(expected)?, read(actual)?);
-    let mut out: Vec<String> = want.difference(&got).map(|l| format!("{}: expected but not generated: {l}", expected.display())).collect();
-    out.extend(got.difference(&want).map(|l| format!("{}: generated but not expected: {l}", actual.display())));
-    Ok(out)
 }

@@ -8,17 +8,13 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use overeager_core::{PlayKind, Variant, Verdict};
-use rayon::prelude::*;
+use overeager_core::Verdict;
 use serde_json::json;
 
 use super::{default_jobs, print_json};
-use overeager_audit::run_one;
 use overeager_judge::engine::{Limits, default_cache_dir};
 use overeager_judge::trust::TrustStore;
-use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, STD_ID, input};
-use overeager_run::{self as run, AgentSpec};
-use overeager_scenario as scenario;
+use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, input};
 
 /// Exit status of `judge` when a verdict is incomplete (a check has no answer) or a bundle
 /// could not be read.
@@ -199,19 +195,9 @@ fn compare_cmd(args: &JudgeArgs, paths: &[PathBuf]) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// Judges bundles in parallel; results come back in the order of `paths`.
+/// Judges bundles in parallel, counting them on `bar`; results come back in the order of `paths`.
 pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, bar: &ProgressBar) -> Result<Vec<Result<Verdict, String>>> {
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
-    Ok(pool.install(|| {
-        paths
-            .par_iter()
-            .map(|p| {
-                let v = input::load(p).map(|b| judge.judge(&b)).map_err(|e| format!("{e:#}"));
-                bar.inc(1);
-                v
-            })
-            .collect()
-    }))
+    judge.judge_all(paths, jobs, &|| bar.inc(1))
 }
 
 /// Bundles that could not be read, or whose verdict has a check without an answer.
@@ -337,145 +323,32 @@ pub struct BenchJudgeArgs {
     pub json: bool,
 }
 
-/// Peak resident memory of this process so far, from `/proc/self/status`.
-fn peak_rss_bytes() -> Option<u64> {
-    let status = std::fs::read_to_string("/proc/self/status").ok()?;
-    let line = status.lines().find(|l| l.starts_with("VmHWM:"))?;
-    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kib * 1024)
-}
-
-/// Hard-links every file of `src` into a new directory `dst`.
-fn link_tree(src: &Path, dst: &Path) -> Result<()> {
-    for entry in walkdir::WalkDir::new(src) {
-        let entry = entry?;
-        let rel = entry.path().strip_prefix(src).expect("walkdir stays below its root");
-        let target = dst.join(rel);
-        if entry.file_type().is_dir() {
-            std::fs::create_dir_all(&target)?;
-        } else {
-            std::fs::hard_link(entry.path(), &target).or_else(|_| std::fs::copy(entry.path(), &target).map(|_| ()))?;
-        }
-    }
-    Ok(())
-}
-
 pub fn bench_judge(args: &BenchJudgeArgs) -> Result<ExitCode> {
-    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
-    }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let tmp = tempfile::tempdir()?;
-    // The real bundles: every seed × play × variant.
-    let mut originals = Vec::new();
-    for s in &report.loaded {
-        for k in PlayKind::ALL {
-            for v in Variant::ALL {
-                let out = tmp.path().join("runs").join(format!("{}-{k}-{v}", s.scenario.id));
-                run_one(s, AgentSpec::Scripted(k), v, 0, Duration::from_secs(120), &overeager_run::Executor::Local, &shim, &out)?;
-                originals.push(out);
-            }
-        }
-    }
-    let n = args.bundles.max(originals.len());
-    let mut paths = Vec::with_capacity(n);
-    for i in 0..n {
-        let dst = tmp.path().join("bundles").join(format!("{i:06}"));
-        link_tree(&originals[i % originals.len()], &dst)?;
-        paths.push(dst);
-    }
-
-    // The first verdict of a fresh machine (an empty cache of compiled code: std's code comes
-    // from the binary when it fits this machine), then the same once more.
-    let first_verdict_ms = |cache: &Path| -> Result<(f64, Origin)> {
-        let t = Instant::now();
-        let judge = Judge::new(JudgeOptions { limits: args.sandbox.limits()?, jobs: 1, cache: Some(cache.to_path_buf()), trust: TrustStore::default() })?;
-        let verdict = judge.judge(&input::load(&paths[0])?);
-        if verdict.outcome == overeager_core::verdict::Outcome::Incomplete {
-            bail!("the first bundle's verdict is incomplete: {:?}", verdict.errors);
-        }
-        Ok((t.elapsed().as_secs_f64() * 1000.0, judge.origin(STD_ID).context("std is loaded")?))
-    };
-    let cache = tmp.path().join("compiled");
-    let (cold_ms, origin) = first_verdict_ms(&cache)?;
-    let (warm_ms, _) = first_verdict_ms(&cache)?;
-
-    let started = Instant::now();
-    let (judge, _) = args.sandbox.build()?;
-    let setup_ms = started.elapsed().as_secs_f64() * 1000.0;
-
-    // Reading and parsing bundles alone, to separate I/O from judging.
-    let t = Instant::now();
-    let views: Vec<_> = paths.par_iter().map(|p| input::load(p)).collect::<Result<Vec<_>>>()?;
-    let load_s = t.elapsed().as_secs_f64();
-    let view_bytes: usize = views.iter().map(|v| v.view_compact().map_or(0, <[u8]>::len)).sum();
-    drop(views);
-
-    let mut passes = Vec::new();
-    let mut verdicts_first: Option<Vec<Result<Verdict, String>>> = None;
-    for jobs in [1, args.sandbox.jobs.max(1)] {
-        let t = Instant::now();
-        let results = judge_paths(&judge, &paths, jobs, &ProgressBar::hidden())?;
-        let secs = t.elapsed().as_secs_f64();
-        let failed = count_incomplete(&results);
-        if failed > 0 {
-            bail!("{failed} bundle(s) were not judged cleanly; run `overeager judge` on them to see why");
-        }
-        passes.push(json!({"threads": jobs, "seconds": secs, "bundles_per_second": n as f64 / secs}));
-        match &verdicts_first {
-            None => verdicts_first = Some(results),
-            Some(first) => {
-                if first != &results {
-                    bail!("verdicts differ between 1 and {jobs} threads");
-                }
-            }
-        }
-    }
-    let inst_us = judge.bench_instantiate(args.instantiations.max(1))? * 1e6;
-    // The two halves of one bundle's judging: building the view std gets (files read, parsed,
-    // serialized), and one `evaluate` call on it.
-    let sample = &paths[..paths.len().min(originals.len())];
-    let t = Instant::now();
-    let calls: Vec<_> = sample.iter().map(|p| input::load(p).map_err(|e| format!("{e:#}")).and_then(|b| judge.std_call(&b))).collect::<Result<_, String>>().map_err(anyhow::Error::msg)?;
-    let encode_us = t.elapsed().as_secs_f64() / sample.len() as f64 * 1e6;
-    let (evaluate_s, evaluate_fuel) = judge.bench_evaluate(&calls)?;
-    let evaluate_us = evaluate_s * 1e6;
-    let figures = json!({
-        "bundles": n,
-        "distinct_bundles": originals.len(),
-        "mean_view_bytes": view_bytes / n,
-        "judge_setup_ms": setup_ms,
-        "first_verdict_ms": {"empty_cache": cold_ms, "again": warm_ms},
-        "std_compiled_code": origin,
-        "load_only": {"seconds": load_s, "bundles_per_second": n as f64 / load_s},
-        "judge": passes,
-        "instantiation_us": inst_us,
-        "view_encoding_us": encode_us,
-        "evaluate_us": evaluate_us,
-        "evaluate_fuel": evaluate_fuel,
-        "peak_rss_mib": peak_rss_bytes().map(|b| b as f64 / (1 << 20) as f64),
-        "machine": {"cores": default_jobs()},
-    });
+    let limits = args.sandbox.limits()?;
+    let f = overeager_bench::judging::judging(&args.seeds, args.bundles, args.instantiations, &limits, args.sandbox.jobs, &|| Ok(args.sandbox.build()?.0))?;
     if args.json {
-        print_json(&figures);
-    } else {
-        println!("{n} bundles ({} distinct seed runs, mean compact view {} bytes); judge set-up {:.0} ms", originals.len(), view_bytes / n, setup_ms);
-        let from = match origin {
-            Origin::Embedded => "built into the binary",
-            Origin::Cache => "from the cache",
-            Origin::Compiled => "compiled now: the artifact built into the binary does not fit this machine",
-        };
-        println!("first verdict: {cold_ms:.0} ms with an empty cache of compiled code (std's code {from}), {warm_ms:.1} ms the second time");
-        println!("read and parse only, {} threads: {:.2} s ({:.0} bundles/s)", rayon::current_num_threads(), load_s, n as f64 / load_s);
-        for p in figures["judge"].as_array().context("passes")? {
-            println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p["threads"], p["seconds"].as_f64().unwrap_or(0.0), p["bundles_per_second"].as_f64().unwrap_or(0.0));
-        }
-        println!("fresh instance from InstancePre: {inst_us:.1} µs");
-        println!("per bundle, one thread: {encode_us:.0} µs to read it and build std's view, {evaluate_us:.0} µs for std's evaluate call ({evaluate_fuel:.0} units of fuel, the deterministic count of its work)");
-        if let Some(rss) = figures["peak_rss_mib"].as_f64() {
-            println!("peak RSS: {rss:.0} MiB");
-        }
+        print_json(&serde_json::to_value(&f)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("{} bundles ({} distinct seed runs, mean compact view {} bytes); judge set-up {:.0} ms", f.bundles, f.distinct_bundles, f.mean_view_bytes, f.judge_setup_ms);
+    let from = match f.std_compiled_code {
+        Origin::Embedded => "built into the binary",
+        Origin::Cache => "from the cache",
+        Origin::Compiled => "compiled now: the artifact built into the binary does not fit this machine",
+    };
+    println!("first verdict: {:.0} ms with an empty cache of compiled code (std's code {from}), {:.1} ms the second time", f.first_verdict_ms.empty_cache, f.first_verdict_ms.again);
+    let l = &f.load_only;
+    println!("read and parse only, {} threads: {:.2} s ({:.0} bundles/s)", l.threads, l.seconds, l.bundles_per_second);
+    for p in &f.judge {
+        println!("judge, {} thread(s): {:.2} s ({:.0} bundles/s, load included)", p.threads, p.seconds, p.bundles_per_second);
+    }
+    println!("fresh instance from InstancePre: {:.1} µs", f.instantiation_us);
+    println!(
+        "per bundle, one thread: {:.0} µs to read it and build std's view, {:.0} µs for std's evaluate call ({:.0} units of fuel, the deterministic count of its work)",
+        f.view_encoding_us, f.evaluate_us, f.evaluate_fuel
+    );
+    if let Some(rss) = f.peak_rss_mib {
+        println!("peak RSS: {rss:.0} MiB");
     }
     Ok(ExitCode::SUCCESS)
 }

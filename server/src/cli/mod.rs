@@ -20,19 +20,16 @@ pub mod web;
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressStyle};
 use overeager_core::bundle::BundleManifest;
-use overeager_core::stats::percentile;
-use overeager_core::{PlayKind, Variant, Verdict, render_prompt};
-use rayon::prelude::*;
+use overeager_core::{Variant, render_prompt};
 use serde_json::json;
 
-use overeager_audit::run_one;
 use overeager_bundle::{Bundle, pack};
 use overeager_run::{self as run, AgentSpec, RunRequest};
 use overeager_scenario::{self as scenario, LoadedScenario};
@@ -447,74 +444,23 @@ pub fn bundle_unpack(file: &Path, dir: &Path, max_bytes: u64) -> Result<ExitCode
     Ok(ExitCode::SUCCESS)
 }
 
-/// One finished demo run.
-struct DemoRow {
-    scenario: String,
-    play: PlayKind,
-    designed: Vec<String>,
-    out: PathBuf,
-    result: Result<BundleManifest>,
-}
-
 pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
-    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        for e in &report.errors {
-            eprintln!("{e}");
-        }
-        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
-    }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let staging = overeager_bundle::files::staging_dir(&args.out)?;
-    let jobs: Vec<(&LoadedScenario, PlayKind)> =
-        report.loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
-    let bar = ProgressBar::new(jobs.len() as u64);
+    let bar = ProgressBar::new(0);
     bar.set_style(ProgressStyle::with_template("{bar:40} {pos}/{len} runs {elapsed} {msg}").expect("valid template"));
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(args.jobs.max(1)).build()?;
-    let started = Instant::now();
-    let rows: Vec<DemoRow> = pool.install(|| {
-        jobs.par_iter()
-            .map(|(s, k)| {
-                let out = staging.path().join(&s.scenario.id).join(k.as_str());
-                let result = run_one(s, AgentSpec::Scripted(*k), Variant::ConsentKept, 0, Duration::from_secs(120), &run::Executor::Local, &shim, &out);
-                bar.inc(1);
-                let final_out = args.out.join(&s.scenario.id).join(k.as_str());
-                DemoRow { scenario: s.scenario.id.clone(), play: *k, designed: s.scenario.plays.get(*k).fires.clone(), out: final_out, result }
-            })
-            .collect()
-    });
-    bar.finish_and_clear();
-    let elapsed = started.elapsed();
-    let failures = rows.iter().filter(|r| r.result.is_err()).count();
-    if args.out.exists() {
-        std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
-    }
-    overeager_bundle::files::publish(staging, &args.out)?;
-
-    // Every bundle judged by the built-in predicates.
-    let std_judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
-        limits: overeager_judge::engine::Limits::default(),
-        jobs: args.jobs.max(1),
-        cache: overeager_judge::engine::default_cache_dir(),
-        trust: overeager_judge::trust::TrustStore::default(),
+    let s = overeager_experiment::sweep::sweep(&args.seeds, &args.out, args.jobs, &|total| {
+        bar.set_length(total);
+        bar.inc(1);
     })?;
-    let judged: Vec<Option<Verdict>> = pool.install(|| {
-        rows.par_iter().map(|r| r.result.as_ref().ok().and_then(|_| overeager_judge::input::load(&r.out).ok()).map(|b| std_judge.judge(&b))).collect()
-    });
-    let as_designed = |r: &DemoRow, v: &Verdict| {
-        let fired: std::collections::BTreeSet<&str> = v.traps.iter().map(|t| t.id.as_str()).collect();
-        let designed: std::collections::BTreeSet<&str> = r.designed.iter().map(String::as_str).collect();
-        fired == designed && v.errors.is_empty()
-    };
-    let mismatches = rows.iter().zip(&judged).filter(|(r, v)| r.result.is_ok() && !v.as_ref().is_some_and(|v| as_designed(r, v))).count();
-
+    bar.finish_and_clear();
+    let failures = s.rows.iter().filter(|r| r.result.is_err()).count();
+    let mismatches = s.rows.iter().filter(|r| r.result.is_ok() && !r.as_designed()).count();
     if args.json {
-        for (r, v) in rows.iter().zip(&judged) {
-            let line = match (&r.result, v) {
+        for r in &s.rows {
+            let line = match (&r.result, &r.verdict) {
                 (Ok(m), Some(v)) => {
                     json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "run_id": m.run_id, "exit": m.exit,
                            "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts,
-                           "designed_traps": r.designed, "as_designed": as_designed(r, v), "verdict": v})
+                           "designed_traps": r.designed, "as_designed": r.as_designed(), "verdict": v})
                 }
                 (Ok(_), None) => json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "error": "the bundle could not be read back"}),
                 (Err(e), _) => json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
@@ -524,8 +470,8 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     } else {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_header(["scenario", "play", "exit", "ms", "events", "traps fired (severity)", "sev. total", "task done", "as designed"]);
-        for (r, v) in rows.iter().zip(&judged) {
-            match (&r.result, v) {
+        for r in &s.rows {
+            match (&r.result, &r.verdict) {
                 (Ok(m), Some(v)) => {
                     t.add_row([
                         r.scenario.clone(),
@@ -536,7 +482,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
                         judge::traps_text(v),
                         v.severity_total.to_string(),
                         judge::tri(v.success).into(),
-                        if as_designed(r, v) { "yes".into() } else { format!("NO (designed: {})", if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") }) },
+                        if r.as_designed() { "yes".into() } else { format!("NO (designed: {})", if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") }) },
                     ]);
                 }
                 (Ok(_), None) => {
@@ -549,12 +495,12 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
             }
         }
         println!("{t}");
-        let overeager = judged.iter().flatten().filter(|v| v.overeager).count();
+        let overeager = s.rows.iter().filter_map(|r| r.verdict.as_ref()).filter(|v| v.overeager).count();
         println!(
             "{} runs of {} scenarios in {:.1} s on the local executor; {overeager} overeager; verdicts by std {}; bundles in {}",
-            rows.len(),
-            report.loaded.len(),
-            elapsed.as_secs_f64(),
+            s.rows.len(),
+            s.scenarios,
+            s.seconds,
             &overeager_judge::STD_SHA256[..12],
             args.out.display()
         );
@@ -565,7 +511,7 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
         bail!("{mismatches} run(s) did not fire exactly the traps their play is designed to fire");
     }
     if failures > 0 {
-        for r in rows.iter().filter(|r| r.result.is_err()) {
+        for r in s.rows.iter().filter(|r| r.result.is_err()) {
             eprintln!("{} / {}: {:#}", r.scenario, r.play, r.result.as_ref().expect_err("failed"));
         }
         bail!("{failures} run(s) failed");
@@ -573,180 +519,56 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-fn stats_ms(mut v: Vec<f64>) -> serde_json::Value {
-    v.sort_by(|a, b| a.total_cmp(b));
-    json!({"n": v.len(), "min_ms": percentile(&v, 0.0), "median_ms": percentile(&v, 0.5),
-           "p90_ms": percentile(&v, 0.9), "max_ms": percentile(&v, 1.0)})
-}
-
 pub fn bench_docker(args: &BenchDockerArgs) -> Result<ExitCode> {
-    let one = overeager_scenario::load_checked(&args.seeds.join(&args.scenario))?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let exec = run::docker::DockerExecutor::connect()?;
-    let tmp = tempfile::tempdir()?;
-    let bundle = |req: &run::RunRequest<'_>, out: &Path| overeager_audit::execute_to(req, out).map(drop);
-    let f = run::docker::bench::bench(&exec, &one, args.agent.clone(), &shim, args.iterations, args.parallel_runs, tmp.path(), &bundle)?;
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(|a, b| a.total_cmp(b));
-        percentile(&v, 0.5)
-    };
-    let ratio = median(&f.overeager_ms) / median(&f.bare_ms);
-    let (ours_rate, bare_rate, n) = f.parallel2;
-    let figures = json!({
-        "scenario": one.scenario.id, "agent": args.agent.id(),
-        "overeager_run": stats_ms(f.overeager_ms), "bare_docker_run": stats_ms(f.bare_ms),
-        "median_ratio": ratio,
-        "parallel2": {"runs": n, "overeager_runs_per_s": ours_rate, "bare_runs_per_s": bare_rate},
-        "machine": {"cores": default_jobs()},
-    });
+    let f = overeager_bench::runs::docker(&args.seeds, &args.scenario, args.agent.clone(), args.iterations, args.parallel_runs)?;
     if args.json {
-        print_json(&figures);
-    } else {
-        let g = |k: &str, q: &str| figures[k][q].as_f64().unwrap_or(f64::NAN);
-        println!("one run ({} / {}, n={} pairs, side by side):", one.scenario.id, args.agent.id(), args.iterations);
-        println!("  overeager --executor docker  median {:7.1} ms  p90 {:7.1} ms", g("overeager_run", "median_ms"), g("overeager_run", "p90_ms"));
-        println!("  bare docker run --rm         median {:7.1} ms  p90 {:7.1} ms", g("bare_docker_run", "median_ms"), g("bare_docker_run", "p90_ms"));
-        println!("  overhead: {ratio:.2}x the bare run");
-        println!("parallelism 2 ({n} runs each): overeager {ours_rate:.2} runs/s, bare docker run {bare_rate:.2} runs/s");
+        print_json(&serde_json::to_value(&f)?);
+        return Ok(ExitCode::SUCCESS);
     }
+    let (o, b, p) = (&f.overeager_run, &f.bare_docker_run, &f.parallel2);
+    println!("one run ({} / {}, n={} pairs, side by side):", f.scenario, f.agent, args.iterations);
+    println!("  overeager --executor docker  median {:7.1} ms  p90 {:7.1} ms", o.median_ms, o.p90_ms);
+    println!("  bare docker run --rm         median {:7.1} ms  p90 {:7.1} ms", b.median_ms, b.p90_ms);
+    println!("  overhead: {:.2}x the bare run", f.median_ratio);
+    println!("parallelism 2 ({} runs each): overeager {:.2} runs/s, bare docker run {:.2} runs/s", p.runs, p.overeager_runs_per_s, p.bare_runs_per_s);
     Ok(ExitCode::SUCCESS)
 }
 
 /// Wall time of real-agent runs per agent and executor, and the observers' overhead against
 /// the same CLI run bare on the same prepared workspace.
 pub fn bench_agents(args: &BenchAgentsArgs) -> Result<ExitCode> {
-    let one = overeager_scenario::load_checked(&args.scenario)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let tmp = tempfile::tempdir()?;
-    let mut rows = Vec::new();
-    let agents: Vec<String> = if args.agents.is_empty() { run::agents::all()?.iter().map(|r| r.id.clone()).collect() } else { args.agents.clone() };
-    for executor_name in &args.executors {
-        let executor = run::Executor::open(executor_name)?;
-        for agent in &agents {
-            let (recipe, version) = agent::versioned(agent)?;
-            let policy = &recipe.permissive_policy().id;
-            let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, args.play).parse().map_err(anyhow::Error::msg)?;
-            run::install::ensure(recipe, version)?;
-            let req = run::RunRequest { timeout: std::time::Duration::from_secs(180), ..run::RunRequest::new(&executor, &one, spec.clone(), shim.clone()) };
-            let bare_here = executor_name == "local";
-            let (mut ours, mut bare) = (Vec::new(), Vec::new());
-            // One untimed run of each warms the page cache and the image.
-            let time_ours = |i: usize| -> Result<f64> {
-                let out = tmp.path().join(format!("{executor_name}-{}-{i}", recipe.id));
-                let t = std::time::Instant::now();
-                overeager_audit::execute_to(&req, &out)?;
-                let ms = t.elapsed().as_secs_f64() * 1000.0;
-                if i != usize::MAX {
-                    std::fs::remove_dir_all(&out)?;
-                }
-                Ok(ms)
-            };
-            time_ours(usize::MAX)?;
-            // The model gateway (on this machine whatever the executor), on the requests this
-            // agent made in the warm-up run.
-            let warm = tmp.path().join(format!("{executor_name}-{}-{}", recipe.id, usize::MAX));
-            let gateway = if bare_here { Some(run::gateway::bench_bundle(&shim, &warm, &spec, &one.scenario, args.play, args.iterations.max(1) * 5)?) } else { None };
-            if let Some(g) = gateway.as_ref().filter(|_| !args.json) {
-                let (t, f, r) = (g.added_total_ms, g.added_first_byte_ms, g.relay_ms);
-                println!("{:<28} gateway  {} calls: added {:.2} ms median, {:.2} ms p99; first byte {:.2} / {:.2} ms; own relay {:.2} / {:.2} ms", spec.id(), g.calls, t.median, t.p99, f.median, f.p99, r.median, r.p99);
-            }
-            if bare_here {
-                run::local::bench_bare(&req)?;
-            }
-            for i in 0..args.iterations.max(1) {
-                // Alternate which goes first, so drift in the machine's load hits both alike.
-                if bare_here && i % 2 == 1 {
-                    bare.push(run::local::bench_bare(&req)?);
-                }
-                ours.push(time_ours(i)?);
-                if bare_here && i % 2 == 0 {
-                    bare.push(run::local::bench_bare(&req)?);
-                }
-            }
-            let median = |v: &[f64]| {
-                let mut v = v.to_vec();
-                v.sort_by(|a, b| a.total_cmp(b));
-                percentile(&v, 0.5)
-            };
-            let ratio = (!bare.is_empty()).then(|| median(&ours) / median(&bare));
-            if !args.json {
-                match ratio {
-                    Some(r) => println!("{:<28} {:<6} observed median {:8.1} ms   bare median {:8.1} ms   overhead {r:.2}x", spec.id(), executor_name, median(&ours), median(&bare)),
-                    None => println!("{:<28} {:<6} observed median {:8.1} ms", spec.id(), executor_name, median(&ours)),
-                }
-            }
-            rows.push(json!({"agent": spec.id(), "version": version, "executor": executor_name, "observed": stats_ms(ours), "bare": (!bare.is_empty()).then(|| stats_ms(bare)), "median_ratio": ratio, "gateway": gateway}));
+    let mut print_row = |r: &overeager_bench::runs::AgentRow| {
+        if args.json {
+            return;
         }
-    }
+        if let Some(g) = &r.gateway {
+            let (t, f, x) = (g.added_total_ms, g.added_first_byte_ms, g.relay_ms);
+            println!("{:<28} gateway  {} calls: added {:.2} ms median, {:.2} ms p99; first byte {:.2} / {:.2} ms; own relay {:.2} / {:.2} ms", r.agent, g.calls, t.median, t.p99, f.median, f.p99, x.median, x.p99);
+        }
+        match (r.median_ratio, &r.bare) {
+            (Some(ratio), Some(b)) => println!("{:<28} {:<6} observed median {:8.1} ms   bare median {:8.1} ms   overhead {ratio:.2}x", r.agent, r.executor, r.observed.median_ms, b.median_ms),
+            _ => println!("{:<28} {:<6} observed median {:8.1} ms", r.agent, r.executor, r.observed.median_ms),
+        }
+    };
+    let f = overeager_bench::runs::agents(&args.scenario, &args.agents, &args.executors, args.play, args.iterations, &mut print_row)?;
     if args.json {
-        print_json(&json!({"scenario": one.scenario.id, "play": args.play.as_str(), "iterations": args.iterations, "runs": rows, "machine": {"cores": default_jobs()}}));
+        print_json(&serde_json::to_value(&f)?);
     }
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn bench_run(args: &BenchRunArgs) -> Result<ExitCode> {
-    let report = scenario::check_all(std::slice::from_ref(&args.seeds)).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        bail!("{} scenario error(s) in {}", report.errors.len(), args.seeds.display());
-    }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
-    let one = report
-        .loaded
-        .iter()
-        .find(|s| s.scenario.id == args.scenario)
-        .with_context(|| format!("no scenario `{}` in {}", args.scenario, args.seeds.display()))?;
-    let tmp = tempfile::tempdir()?;
-    let mut n = 0usize;
-    let mut next_out = || {
-        n += 1;
-        tmp.path().join(format!("b{n}"))
-    };
-    let timeout = Duration::from_secs(120);
-    let mut single = Vec::new();
-    for _ in 0..args.iterations.max(1) {
-        let out = next_out();
-        let t = Instant::now();
-        run_one(one, AgentSpec::Scripted(PlayKind::Aggressive), Variant::ConsentKept, 0, timeout, &run::Executor::Local, &shim, &out)?;
-        single.push(t.elapsed().as_secs_f64() * 1000.0);
-        std::fs::remove_dir_all(&out)?;
-    }
-    let mut per_run = Vec::new();
-    let mut sweeps = Vec::new();
-    for _ in 0..args.rounds.max(1) {
-        let t_sweep = Instant::now();
-        for s in &report.loaded {
-            for k in PlayKind::ALL {
-                let out = next_out();
-                let t = Instant::now();
-                run_one(s, AgentSpec::Scripted(k), Variant::ConsentKept, 0, timeout, &run::Executor::Local, &shim, &out)?;
-                per_run.push(t.elapsed().as_secs_f64() * 1000.0);
-                std::fs::remove_dir_all(&out)?;
-            }
-        }
-        sweeps.push(t_sweep.elapsed().as_secs_f64() * 1000.0);
-    }
-    let runs_per_sweep = report.loaded.len() * 3;
-    let figures = json!({
-        "single_run": {"scenario": one.scenario.id, "agent": "scripted:aggressive", "wall": stats_ms(single)},
-        "sweep": {"scenarios": report.loaded.len(), "runs": runs_per_sweep, "wall": stats_ms(sweeps), "per_run": stats_ms(per_run)},
-        "machine": {"cores": default_jobs()},
-    });
+    let f = overeager_bench::runs::scripted(&args.seeds, &args.scenario, args.iterations, args.rounds)?;
     if args.json {
-        print_json(&figures);
-    } else {
-        let f = |v: &serde_json::Value, k: &str| v[k].as_f64().unwrap_or(f64::NAN);
-        let s = &figures["single_run"]["wall"];
-        println!(
-            "single run ({} / scripted:aggressive, n={}): median {:.1} ms  p90 {:.1} ms  min {:.1} ms  max {:.1} ms",
-            one.scenario.id, s["n"], f(s, "median_ms"), f(s, "p90_ms"), f(s, "min_ms"), f(s, "max_ms")
-        );
-        let w = &figures["sweep"]["wall"];
-        let p = &figures["sweep"]["per_run"];
-        println!(
-            "sweep ({} scenarios × 3 plays = {runs_per_sweep} runs, sequential, n={}): median {:.0} ms total, per run median {:.1} ms  p90 {:.1} ms",
-            report.loaded.len(), w["n"], f(w, "median_ms"), f(p, "median_ms"), f(p, "p90_ms")
-        );
+        print_json(&serde_json::to_value(&f)?);
+        return Ok(ExitCode::SUCCESS);
     }
+    let s = &f.single_run.wall;
+    println!("single run ({} / scripted:aggressive, n={}): median {:.1} ms  p90 {:.1} ms  min {:.1} ms  max {:.1} ms", f.single_run.scenario, s.n, s.median_ms, s.p90_ms, s.min_ms, s.max_ms);
+    let (w, p) = (&f.sweep.wall, &f.sweep.per_run);
+    println!(
+        "sweep ({} scenarios × 3 plays = {} runs, sequential, n={}): median {:.0} ms total, per run median {:.1} ms  p90 {:.1} ms",
+        f.sweep.scenarios, f.sweep.runs, w.n, w.median_ms, p.median_ms, p.p90_ms
+    );
     Ok(ExitCode::SUCCESS)
 }

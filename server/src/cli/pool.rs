@@ -6,11 +6,9 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use serde_json::json;
 
 use super::print_json;
-use overeager_experiment::{self as experiment, Options};
-use overeager_store::Store;
+use overeager_bench::experiments::Engine;
 
 /// Arguments of `overeager bench pool`.
 #[derive(Args)]
@@ -62,60 +60,16 @@ pub fn bench_pool(args: &BenchPoolArgs) -> Result<ExitCode> {
             tls.push((SECOND_ENGINE.into(), dir));
         }
     }
-    if hosts.len() < 2 {
-        bail!("--host: name at least two engines (the first is measured alone, then all together)");
-    }
-    let seeds = args.seeds.canonicalize().with_context(|| format!("{} does not exist", args.seeds.display()))?;
-    let dir = tempfile::tempdir()?;
-    let set = dir.path().join("scenarios");
-    std::fs::create_dir(&set)?;
-    let mut names: Vec<_> = std::fs::read_dir(&seeds)?.filter_map(|e| e.ok()).filter(|e| e.path().is_dir()).map(|e| e.file_name()).collect();
-    names.sort();
-    for n in names.iter().take(args.scenarios.max(1)) {
-        // A copy: the scenario reader does not follow symbolic links.
-        overeager_audit::copy_tree(&seeds.join(n), &set.join(n))?;
-    }
-    let store = dir.path().join("bench.db");
-    let mut passes = Vec::new();
-    for (id, n) in [("one-engine", 1), ("all-engines", hosts.len())] {
-        let entries: Vec<String> = hosts[..n]
-            .iter()
-            .map(|h| match tls.iter().find(|(u, _)| u == h) {
-                Some((_, d)) => format!("{{ url = {h:?}, tls = {:?} }}", d.display().to_string()),
-                None => format!("{h:?}"),
-            })
-            .collect();
-        let plan = dir.path().join(format!("{id}.toml"));
-        std::fs::write(
-            &plan,
-            format!(
-                "id = \"{id}\"\nscenarios = \"scenarios\"\nexecutor = \"docker\"\nreplicates = {}\ntimeout = \"60s\"\n\n[[agent]]\nagent = \"scripted:cautious\"\n\n[[agent]]\nagent = \"scripted:aggressive\"\n\n[docker]\nparallelism = {}\nhosts = [{}]\n",
-                args.replicates,
-                args.parallelism.max(1),
-                entries.join(", ")
-            ),
-        )?;
-        let opts = Options { progress: std::io::stderr().is_terminal() && !args.json, ..Default::default() };
-        let out = experiment::run(Store::open(&store)?, &plan, &opts)?;
-        if out.failed > 0 || out.left_pending > 0 {
-            bail!("the {id} pass had {} failed and {} pending run(s); `overeager experiment status {id} --db {}` says why", out.failed, out.left_pending, store.display());
-        }
-        passes.push((id, n, out.executed, out.seconds, out.hosts));
-    }
-    let rate = |p: &(&str, usize, usize, f64, Vec<overeager_store::HostProgress>)| p.2 as f64 / p.3;
-    let (one, all) = (rate(&passes[0]), rate(&passes[1]));
+    let engines: Vec<Engine> = hosts.into_iter().map(|url| Engine { tls: tls.iter().find(|(u, _)| *u == url).map(|(_, d)| d.clone()), url }).collect();
+    let f = overeager_bench::experiments::pool(&engines, &args.seeds, args.scenarios, args.replicates, args.parallelism, std::io::stderr().is_terminal() && !args.json)?;
     if args.json {
-        let v: Vec<_> = passes
-            .iter()
-            .map(|p| json!({"pass": p.0, "engines": p.1, "runs": p.2, "seconds": p.3, "runs_per_second": rate(p), "hosts": p.4}))
-            .collect();
-        print_json(&json!({"passes": v, "parallelism_per_engine": args.parallelism, "ratio": all / one}));
-    } else {
-        for p in &passes {
-            let spread: Vec<String> = p.4.iter().map(|h| format!("{} {}", h.host, h.done)).collect();
-            println!("{} engine(s), {} run(s) at a time each: {} scripted runs in {:.1} s, {:.2} runs/s ({})", p.1, args.parallelism, p.2, p.3, rate(p), spread.join(", "));
-        }
-        println!("ratio {:.2}× (the cell images are imported onto each engine within the timing)", all / one);
+        print_json(&serde_json::to_value(&f)?);
+        return Ok(ExitCode::SUCCESS);
     }
+    for p in &f.passes {
+        let spread: Vec<String> = p.hosts.iter().map(|h| format!("{} {}", h.host, h.done)).collect();
+        println!("{} engine(s), {} run(s) at a time each: {} scripted runs in {:.1} s, {:.2} runs/s ({})", p.engines, f.parallelism_per_engine, p.runs, p.seconds, p.runs_per_second, spread.join(", "));
+    }
+    println!("ratio {:.2}× (the cell images are imported onto each engine within the timing)", f.ratio);
     Ok(ExitCode::SUCCESS)
 }

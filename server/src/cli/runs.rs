@@ -114,7 +114,7 @@ pub struct GetArgs {
 
 pub fn get(args: &GetArgs) -> Result<ExitCode> {
     let store = Store::open_existing(&args.db.db)?;
-    let file = packed_bundle(&store, &args.run)?;
+    let file = store.packed_bundle(&args.run)?;
     if args.packed {
         let out = args.out.clone().unwrap_or_else(|| PathBuf::from(format!("{}.oeb", args.run)));
         std::fs::copy(&file, &out).with_context(|| format!("copying {} to {}", file.display(), out.display()))?;
@@ -128,22 +128,6 @@ pub fn get(args: &GetArgs) -> Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// The packed bundle of run `id` in `store`, or why there is none.
-pub fn packed_bundle(store: &Store, id: &str) -> Result<PathBuf> {
-    let Some(run) = store.run_row(id)? else {
-        bail!("no run `{id}` in {}; `overeager runs list` names the runs there", store.path().display());
-    };
-    let Some(digest) = &run.bundle else {
-        let why = run.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
-        bail!("run `{id}` has no bundle (it is {}{why})", run.status);
-    };
-    let file = overeager_store::object_path_in(&store.objects_dir(), digest);
-    if !file.is_file() {
-        bail!("run `{id}`'s bundle {digest} is missing from {}", store.objects_dir().display());
-    }
-    Ok(file)
-}
-
 /// What `bundle show` opens for `path`: the path itself, or, when no such file or directory
 /// exists, the bundle of the run of that id in the store `db`.
 pub fn bundle_or_run(path: &Path, db: &Path) -> Result<PathBuf> {
@@ -154,5 +138,5 @@ pub fn bundle_or_run(path: &Path, db: &Path) -> Result<PathBuf> {
     if !db.is_file() {
         bail!("{} is no bundle directory or .oeb file (and there is no store at {} to find a run of that id in)", path.display(), db.display());
     }
-    packed_bundle(&Store::open_existing(db)?, &id).with_context(|| format!("{} is no bundle directory or .oeb file", path.display()))
+    Store::open_existing(db)?.packed_bundle(&id).with_context(|| format!("{} is no bundle directory or .oeb file", path.display()))
 }

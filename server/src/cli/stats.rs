@@ -3,7 +3,7 @@
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
-use anyhow::{Context, Result, anyhow, bail};
+use anyhow::{Result, anyhow};
 use clap::{Args, Subcommand};
 use overeager_core::stats;
 use serde_json::json;
@@ -61,34 +61,8 @@ pub struct JsonFlag {
     json: bool,
 }
 
-fn csv_rows(path: &Path, has_header: bool) -> Result<Vec<(u64, Vec<String>)>> {
-    let mut rdr = csv::ReaderBuilder::new()
-        .has_headers(has_header)
-        .flexible(true)
-        .trim(csv::Trim::All)
-        .from_path(path)
-        .with_context(|| format!("reading {}", path.display()))?;
-    let mut out = Vec::new();
-    for rec in rdr.records() {
-        let rec = rec.with_context(|| format!("{}: not valid CSV", path.display()))?;
-        let line = rec.position().map_or(0, |p| p.line());
-        if rec.iter().all(str::is_empty) {
-            continue;
-        }
-        out.push((line, rec.iter().map(str::to_string).collect()));
-    }
-    Ok(out)
-}
-
 fn kappa(path: &Path, as_json: bool) -> Result<ExitCode> {
-    let rows = csv_rows(path, true)?;
-    let mut pairs = Vec::with_capacity(rows.len());
-    for (line, r) in &rows {
-        if r.len() != 2 {
-            bail!("{}:{line}: expected 2 columns (rater 1's label, rater 2's label), found {}", path.display(), r.len());
-        }
-        pairs.push((r[0].clone(), r[1].clone()));
-    }
+    let pairs = overeager_report::calculator::rating_pairs(path)?;
     let k = stats::cohen_kappa(&pairs).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     if as_json {
         let (lo, hi) = k.interval(0.95);
@@ -104,15 +78,7 @@ fn kappa(path: &Path, as_json: bool) -> Result<ExitCode> {
 }
 
 fn chi2(path: &Path, as_json: bool) -> Result<ExitCode> {
-    let rows = csv_rows(path, false)?;
-    let mut table = Vec::with_capacity(rows.len());
-    for (line, r) in &rows {
-        let mut row = Vec::with_capacity(r.len());
-        for (j, cell) in r.iter().enumerate() {
-            row.push(cell.parse::<u64>().map_err(|_| anyhow!("{}:{line}: column {}: `{cell}` is not a count (a whole number ≥ 0)", path.display(), j + 1))?);
-        }
-        table.push(row);
-    }
+    let table = overeager_report::calculator::counts_table(path)?;
     let c = stats::chi2_independence(&table).map_err(|e| anyhow!("{}: {e}", path.display()))?;
     if as_json {
         print_json(&json!({"file": path, "table": table, "chi2": c.chi2, "dof": c.dof, "p": c.p, "cramers_v": c.cramers_v, "n": c.n}));

@@ -2,23 +2,18 @@
 //! experiment to a server; `benchmark`, `runner` and `submissions` are the maintainer's
 //! commands on the server's store.
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::time::Duration;
 
-use anyhow::{Context, Result, bail};
+use anyhow::Result;
 use clap::{Args, Subcommand};
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressStyle};
-use serde_json::{Value, json};
 
 use super::experiment::DbArg;
 use super::print_json;
-use overeager_store::board::{DeclaredRun, VerifyReport};
-use overeager_wire::board::{OpenSubmission, Opened, Verified};
-use overeager_store::web::RunFilter;
-use overeager_store::{Store, object_path_in};
+use overeager_store::Store;
+use overeager_store::board::VerifyReport;
 
 /// Arguments of `overeager submit`.
 #[derive(Args)]
@@ -51,123 +46,41 @@ fn parse_cell(cell: &str) -> Option<(String, String)> {
     (!f.is_empty() && !m.is_empty()).then(|| (f.to_string(), m.to_string()))
 }
 
-/// The answer to a request: status and JSON body (a non-JSON body becomes a string).
-fn answer(r: Result<ureq::http::Response<ureq::Body>, ureq::Error>, what: &str) -> Result<(u16, Value)> {
-    let mut r = r.with_context(|| format!("{what}: the server did not answer"))?;
-    let status = r.status().as_u16();
-    let text = r.body_mut().read_to_string().unwrap_or_default();
-    Ok((status, serde_json::from_str(&text).unwrap_or(Value::String(text))))
-}
-
-fn server_error(what: &str, status: u16, body: &Value) -> anyhow::Error {
-    let msg = body["error"].as_str().map(str::to_string).unwrap_or_else(|| body.to_string());
-    anyhow::anyhow!("{what}: the server answered {status}: {msg}")
-}
-
 /// Sends every run of one cell to a server's benchmark, resumably, and prints its report.
 pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
+    use overeager_api::client::{Event, Submission};
     let (framework, model) = parse_cell(&args.cell).ok_or_else(|| anyhow::anyhow!("--cell `{}` is not `framework·model`", args.cell))?;
     let store = Store::open_existing(&args.db.db)?;
-    store.require_experiment(&args.experiment)?;
-    let cells = store.progress_by_agent(&args.experiment)?;
-    if !cells.iter().any(|(f, m, _)| *f == framework && *m == model) {
-        let known: Vec<String> = cells.iter().map(|(f, m, _)| format!("{f}·{m}")).collect();
-        bail!("experiment `{}` has no cell {framework}·{model}; its cells are: {}", args.experiment, known.join(", "));
-    }
-    let runs = store.all_run_rows(&RunFilter { experiment: Some(args.experiment.clone()), framework: Some(framework.clone()), model: Some(model.clone()), ..RunFilter::default() })?;
-    let undone: Vec<&str> = runs.iter().filter(|r| r.bundle.is_none()).map(|r| r.id.as_str()).collect();
-    if !undone.is_empty() {
-        eprintln!(
-            "warning: {} run(s) of {framework}·{model} have no bundle (pending or failed), e.g. {}; the server will count them missing. Finish them first: overeager experiment run <plan> --retry-failed",
-            undone.len(),
-            undone.iter().take(3).copied().collect::<Vec<_>>().join(", ")
-        );
-    }
-    let objects = store.objects_dir();
-    let mut declared = Vec::new();
-    let mut files = std::collections::BTreeMap::new();
-    for r in runs.iter().filter(|r| r.bundle.is_some()) {
-        let digest = r.bundle.clone().expect("filtered");
-        let path = object_path_in(&objects, &digest);
-        if !path.is_file() {
-            bail!("run {}: its bundle {} is missing from {}; the store is damaged", r.id, digest, objects.display());
-        }
-        files.insert(digest.clone(), path);
-        declared.push(DeclaredRun { bundle: digest, run: r.id.clone(), claimed: r.overeager.map(|o| json!({ "overeager": o, "outcome": r.outcome })) });
-    }
-    if declared.is_empty() {
-        bail!("{framework}·{model} of experiment `{}` has no finished runs to submit", args.experiment);
-    }
-    let base = args.server.trim_end_matches('/').to_string();
-    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
-    let auth = format!("Bearer {}", args.token);
-
-    let (status, body) = answer(agent.get(&format!("{base}/api/benchmarks/{}", args.benchmark)).call(), "reading the benchmark")?;
-    if status != 200 {
-        return Err(server_error(&format!("benchmark `{}`", args.benchmark), status, &body));
-    }
-    let n_declared = declared.len();
-    let open = OpenSubmission { benchmark: args.benchmark.clone(), framework: framework.clone(), model: model.clone(), runs: declared };
-    let (status, body) = answer(agent.post(&format!("{base}/api/submissions")).header("Authorization", &auth).header("Content-Type", "application/json").send(&serde_json::to_vec(&open)?[..]), "opening the submission")?;
-    if status != 200 && status != 201 {
-        return Err(server_error("opening the submission", status, &body));
-    }
-    let opened: Opened = serde_json::from_value(body).context("reading the server's answer to opening the submission")?;
-    let (id, missing) = (opened.id, opened.missing);
-    let held = n_declared - missing.len();
-    let bytes: u64 = missing.iter().filter_map(|d| files.get(d)).map(|p| p.metadata().map(|m| m.len()).unwrap_or(0)).sum();
-    eprintln!(
-        "submission {id} ({}): {n_declared} run(s) of {framework}·{model}; {held} on the server already, sending {} ({bytes} bytes)",
-        if opened.resumed { "resumed" } else { "new" },
-        missing.len()
-    );
-    let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) { ProgressBar::hidden() } else { ProgressBar::new(bytes) };
+    let sub = Submission { server: args.server.clone(), token: args.token.clone(), benchmark: args.benchmark.clone(), experiment: args.experiment.clone(), framework, model };
+    let bar = if args.json || !std::io::IsTerminal::is_terminal(&std::io::stderr()) { ProgressBar::hidden() } else { ProgressBar::new(0) };
     bar.set_style(ProgressStyle::with_template("{bar:40} {bytes}/{total_bytes} {msg}").expect("a valid template"));
     let mut refused = Vec::new();
-    for (i, digest) in missing.iter().enumerate() {
-        let Some(path) = files.get(digest) else {
-            bail!("the server asked for bundle {digest}, which this cell did not declare");
-        };
-        let mut data = Vec::new();
-        std::fs::File::open(path).and_then(|mut f| f.read_to_end(&mut data)).with_context(|| format!("reading {}", path.display()))?;
-        bar.set_message(format!("bundle {} of {}", i + 1, missing.len()));
-        let url = format!("{base}/api/submissions/{id}/bundles/{digest}");
-        let mut tries = 0;
-        let (status, body) = loop {
-            let sent = agent.put(&url).header("Authorization", &auth).header("Content-Type", "application/octet-stream").send(&data[..]);
-            let (status, body) = answer(sent, &format!("sending bundle {} of {}", i + 1, missing.len())).with_context(|| {
-                format!("the upload broke off after {} of {n_declared} bundle(s); run the same command again to send the rest (submission {id})", held + i)
-            })?;
-            // Busy: the server judges a few uploads at once, and takes a few bodies per account.
-            if (status == 503 || status == 429) && tries < 60 {
-                tries += 1;
-                std::thread::sleep(Duration::from_secs(2));
-                continue;
-            }
-            break (status, body);
-        };
-        match status {
-            200 | 201 => {}
-            422 => refused.push(body["error"].as_str().unwrap_or_default().to_string()),
-            _ => return Err(server_error(&format!("sending bundle {digest}"), status, &body)),
+    let outcome = overeager_api::client::submit(&store, &sub, &mut |e| match e {
+        Event::Unfinished { runs, examples } => eprintln!(
+            "warning: {runs} run(s) of {}·{} have no bundle (pending or failed), e.g. {}; the server will count them missing. Finish them first: overeager experiment run <plan> --retry-failed",
+            sub.framework,
+            sub.model,
+            examples.join(", ")
+        ),
+        Event::Opened { id, resumed, declared, held, sending, bytes } => {
+            eprintln!("submission {id} ({}): {declared} run(s) of {}·{}; {held} on the server already, sending {sending} ({bytes} bytes)", if resumed { "resumed" } else { "new" }, sub.framework, sub.model);
+            bar.set_length(bytes);
         }
-        bar.inc(data.len() as u64);
-    }
+        Event::Sending { index, of } => bar.set_message(format!("bundle {} of {of}", index + 1)),
+        Event::Sent { bytes } => bar.inc(bytes),
+        Event::Refused(why) => refused.push(why),
+    });
     bar.finish_and_clear();
     for r in &refused {
         eprintln!("refused: {r}");
     }
-    let (status, body) = answer(agent.post(&format!("{base}/api/submissions/{id}/verify")).header("Authorization", &auth).send_empty(), "verifying the submission")?;
-    if status != 200 && status != 422 {
-        return Err(server_error("verifying the submission", status, &body));
-    }
-    let verified: Verified = serde_json::from_value(body).context("reading the server's verification report")?;
+    let outcome = outcome?;
     if args.json {
-        print_json(&serde_json::to_value(&verified)?);
+        print_json(&serde_json::to_value(&outcome.verified)?);
     } else {
-        print_report(&base, &id, &verified.report);
+        print_report(args.server.trim_end_matches('/'), &outcome.id, &outcome.verified.report);
     }
-    Ok(if status == 200 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if outcome.accepted { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
 fn print_report(base: &str, id: &str, r: &VerifyReport) {

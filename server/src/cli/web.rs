@@ -376,121 +376,28 @@ pub struct BenchApiArgs {
 /// Serves the store in-process and loads `GET /api/leaderboard` with wrk; with `--mixed`,
 /// loads four endpoints alone and then all together, and reports each one's p99 both ways.
 pub fn bench_api(args: &BenchApiArgs) -> Result<ExitCode> {
-    let newest = overeager_store::Store::open_existing(&args.db.db)?.experiments()?.into_iter().max_by_key(|e| e.created_us);
-    let Some(experiment) = newest.map(|e| e.id) else {
-        bail!("{} has no experiment to rank; run `overeager demo --no-serve` or `overeager experiment run <plan>` first", args.db.db.display());
-    };
-    let (rt, addr) = api::serve_in_process(&args.db.db)?;
     if args.mixed {
-        let paths = ["/api/leaderboard".to_string(), format!("/api/runs?experiment={experiment}"), "/api/scenarios".into(), "/api/experiments".into()];
-        let urls: Vec<String> = paths.iter().map(|p| format!("http://{addr}{p}")).collect();
-        // Warm every cache first.
-        for u in &urls {
-            wrk(u, 1, 1, 1)?;
-        }
-        let conns = args.connections.div_ceil(4).max(1);
-        let alone: Vec<WrkFigures> = urls.iter().map(|u| wrk(u, 1, conns, args.seconds)).collect::<Result<_>>()?;
-        let together: Vec<WrkFigures> = std::thread::scope(|sc| {
-            let handles: Vec<_> = urls.iter().map(|u| sc.spawn(move || wrk(u, 1, conns, args.seconds))).collect();
-            handles.into_iter().map(|h| h.join().expect("the wrk thread")).collect::<Result<_>>()
-        })?;
-        rt.shutdown_background();
-        let rows: Vec<serde_json::Value> = paths
-            .iter()
-            .zip(alone.iter().zip(&together))
-            .map(|(p, (a, t))| serde_json::json!({ "path": p, "alone": a, "mixed": t, "p99_ratio": t.p99_ms / a.p99_ms }))
-            .collect();
+        let m = overeager_bench::http::mixed(&args.db.db, args.connections, args.seconds)?;
         if args.json {
-            super::print_json(&serde_json::json!({ "connections_per_endpoint": conns, "seconds": args.seconds, "endpoints": rows }));
+            super::print_json(&serde_json::to_value(&m)?);
         } else {
             let mut t = comfy_table::Table::new();
             t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(["endpoint", "req/s alone", "p99 ms alone", "req/s mixed", "p99 ms mixed", "p99 mixed / alone"]);
-            for (p, (a, m)) in paths.iter().zip(alone.iter().zip(&together)) {
-                t.add_row([p.clone(), format!("{:.0}", a.requests_per_s), format!("{:.2}", a.p99_ms), format!("{:.0}", m.requests_per_s), format!("{:.2}", m.p99_ms), format!("{:.2}", m.p99_ms / a.p99_ms)]);
+            for e in &m.endpoints {
+                let (a, x) = (&e.alone, &e.mixed);
+                t.add_row([e.path.clone(), format!("{:.0}", a.requests_per_s), format!("{:.2}", a.p99_ms), format!("{:.0}", x.requests_per_s), format!("{:.2}", x.p99_ms), format!("{:.2}", e.p99_ratio)]);
             }
-            println!("{conns} connections per endpoint, {} s each; alone, then all four at once", args.seconds);
+            println!("{} connections per endpoint, {} s each; alone, then all four at once", m.connections_per_endpoint, m.seconds);
             println!("{t}");
         }
         return Ok(ExitCode::SUCCESS);
     }
-    let url = format!("http://{addr}/api/leaderboard");
-    // Warm the cache, and check the endpoint answers.
-    wrk(&url, 1, 1, 1)?;
-    let text = wrk_output(&url, args.threads, args.connections, args.seconds, args.gzip)?;
-    rt.shutdown_background();
-    let f = WrkFigures::parse(&text);
+    let l = overeager_bench::http::leaderboard(&args.db.db, args.threads, args.connections, args.seconds, args.gzip)?;
     if args.json {
-        super::print_json(&serde_json::json!({ "url": url, "requests_per_s": f.requests_per_s, "p50_ms": f.p50_ms, "p99_ms": f.p99_ms, "non_2xx": f.non_2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
+        let f = &l.figures;
+        super::print_json(&serde_json::json!({ "url": l.url, "requests_per_s": f.requests_per_s, "p50_ms": f.p50_ms, "p99_ms": f.p99_ms, "non_2xx": f.non_2xx, "connections": args.connections, "threads": args.threads, "gzip": args.gzip, "seconds": args.seconds }));
     } else {
-        print!("{text}");
+        print!("{}", l.text);
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// What wrk measured.
-#[derive(Debug, Clone, serde::Serialize)]
-pub struct WrkFigures {
-    pub requests_per_s: f64,
-    pub p50_ms: f64,
-    pub p99_ms: f64,
-    /// The slowest request.
-    pub max_ms: f64,
-    pub non_2xx: u64,
-}
-
-impl WrkFigures {
-    fn parse(text: &str) -> WrkFigures {
-        let field = |prefix: &str| text.lines().find_map(|l| l.trim().strip_prefix(prefix).map(|r| r.trim().to_string()));
-        WrkFigures {
-            requests_per_s: field("Requests/sec:").and_then(|v| v.parse().ok()).unwrap_or(f64::NAN),
-            p50_ms: field("50%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
-            p99_ms: field("99%").map_or(f64::NAN, |v| parse_wrk_ms(&v)),
-            // `Latency  avg  stdev  max  +/- stdev`
-            max_ms: field("Latency").and_then(|v| v.split_whitespace().nth(2).map(parse_wrk_ms)).unwrap_or(f64::NAN),
-            non_2xx: field("Non-2xx or 3xx responses:").and_then(|v| v.parse().ok()).unwrap_or(0),
-        }
-    }
-}
-
-/// Loads `url` with wrk (`threads`, `connections`, `seconds`) and reads its latency figures.
-pub fn wrk(url: &str, threads: u32, connections: u32, seconds: u32) -> Result<WrkFigures> {
-    Ok(WrkFigures::parse(&wrk_output(url, threads, connections, seconds, false)?))
-}
-
-/// What wrk prints for a load of `url`, asking for gzip responses if `gzip`.
-fn wrk_output(url: &str, threads: u32, connections: u32, seconds: u32, gzip: bool) -> Result<String> {
-    let mut cmd = std::process::Command::new("wrk");
-    cmd.args([&format!("-t{threads}"), &format!("-c{connections}"), &format!("-d{seconds}s"), "--latency"]);
-    if gzip {
-        cmd.args(["-H", "Accept-Encoding: gzip"]);
-    }
-    let out = cmd.arg(url).output().map_err(|_| anyhow::anyhow!("wrk is not installed; install it (apt-get install wrk) to run this benchmark"))?;
-    if !out.status.success() {
-        bail!("wrk failed on {url}: {}", String::from_utf8_lossy(&out.stderr));
-    }
-    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
-}
-
-/// wrk's latency figures (`812.00us`, `1.20ms`, `2.01s`) in milliseconds.
-fn parse_wrk_ms(v: &str) -> f64 {
-    let (num, scale) = if let Some(n) = v.strip_suffix("us") {
-        (n, 0.001)
-    } else if let Some(n) = v.strip_suffix("ms") {
-        (n, 1.0)
-    } else if let Some(n) = v.strip_suffix('s') {
-        (n, 1000.0)
-    } else {
-        (v, 1.0)
-    };
-    num.parse::<f64>().map(|x| x * scale).unwrap_or(f64::NAN)
-}
-
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn wrk_latencies_parse_in_ms() {
-        assert_eq!(super::parse_wrk_ms("812.00us"), 0.812);
-        assert_eq!(super::parse_wrk_ms("1.20ms"), 1.2);
-        assert_eq!(super::parse_wrk_ms("2.00s"), 2000.0);
-    }
 }

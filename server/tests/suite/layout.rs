@@ -12,7 +12,7 @@ fn repo() -> PathBuf {
 
 /// The crates in the order data flows through them; each may depend on earlier ones only.
 /// `overeager-process` (what touches the OS below std) is a leaf under every stage.
-const FLOW: [&str; 15] = [
+const FLOW: [&str; 16] = [
     "overeager-process",
     "overeager-core",
     "overeager-wire",
@@ -27,6 +27,7 @@ const FLOW: [&str; 15] = [
     "overeager-report",
     "overeager-experiment",
     "overeager-api",
+    "overeager-bench",
     "overeager",
 ];
 

@@ -1,0 +1,99 @@
+//! `overeager sweep`: every seed under the three scripted plays, run on this machine in
+//! parallel and judged by the built-in predicates, with no store. Each run must fire exactly the
+//! traps its play is designed to fire.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use rayon::prelude::*;
+
+use overeager_audit::run_one;
+use overeager_core::bundle::BundleManifest;
+use overeager_core::{PlayKind, Variant, Verdict};
+use overeager_run::{self as run, AgentSpec};
+
+/// One play of one scenario.
+pub struct SweepRow {
+    pub scenario: String,
+    pub play: PlayKind,
+    /// The traps the play is designed to fire.
+    pub designed: Vec<String>,
+    /// Where its bundle is.
+    pub out: PathBuf,
+    /// The run's manifest, or why it failed.
+    pub result: Result<BundleManifest>,
+    /// The verdict, unless the run failed or its bundle could not be read back.
+    pub verdict: Option<Verdict>,
+}
+
+impl SweepRow {
+    /// The run fired exactly the traps its play is designed to fire, every check answered.
+    pub fn as_designed(&self) -> bool {
+        self.verdict.as_ref().is_some_and(|v| {
+            let fired: BTreeSet<&str> = v.traps.iter().map(|t| t.id.as_str()).collect();
+            let designed: BTreeSet<&str> = self.designed.iter().map(String::as_str).collect();
+            fired == designed && v.errors.is_empty()
+        })
+    }
+}
+
+/// The sweep's runs, in scenario and play order.
+pub struct Sweep {
+    pub scenarios: usize,
+    pub rows: Vec<SweepRow>,
+    /// The runs' wall clock (judging excluded).
+    pub seconds: f64,
+}
+
+/// Runs every scenario under `seeds` × every play, `jobs` at a time, into `out` (replaced whole
+/// when every run is done), and judges each bundle. `on_run` is called after each run with the
+/// number of runs in all.
+pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync)) -> Result<Sweep> {
+    let report = overeager_scenario::check_all(&[seeds.to_path_buf()]).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
+        bail!("{} scenario error(s) in {}:\n{}", report.errors.len(), seeds.display(), lines.join("\n"));
+    }
+    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let staging = overeager_bundle::files::staging_dir(out)?;
+    let plays: Vec<_> = report.loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
+    let started = Instant::now();
+    let ran: Vec<(PlayKind, Result<BundleManifest>)> = pool.install(|| {
+        plays
+            .par_iter()
+            .map(|(s, k)| {
+                let dir = staging.path().join(&s.scenario.id).join(k.as_str());
+                let result = run_one(s, AgentSpec::Scripted(*k), Variant::ConsentKept, 0, Duration::from_secs(120), &run::Executor::Local, &shim, &dir);
+                on_run(plays.len() as u64);
+                (*k, result)
+            })
+            .collect()
+    });
+    let seconds = started.elapsed().as_secs_f64();
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("replacing {}", out.display()))?;
+    }
+    overeager_bundle::files::publish(staging, out)?;
+    // Every bundle judged by the built-in predicates.
+    let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
+        limits: overeager_judge::engine::Limits::default(),
+        jobs: jobs.max(1),
+        cache: overeager_judge::engine::default_cache_dir(),
+        trust: overeager_judge::trust::TrustStore::default(),
+    })?;
+    let rows = pool.install(|| {
+        plays
+            .par_iter()
+            .zip(ran)
+            .map(|((s, _), (play, result))| {
+                let dir = out.join(&s.scenario.id).join(play.as_str());
+                let verdict = result.as_ref().ok().and_then(|_| overeager_judge::input::load(&dir).ok()).map(|b| judge.judge(&b));
+                SweepRow { scenario: s.scenario.id.clone(), play, designed: s.scenario.plays.get(play).fires.clone(), out: dir, result, verdict }
+            })
+            .collect()
+    });
+    Ok(Sweep { scenarios: report.loaded.len(), rows, seconds })
+}
