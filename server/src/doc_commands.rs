@@ -90,3 +90,31 @@ fn every_documented_command_parses() {
     assert!(seen >= 10, "only {seen} commands found in the README and docs/: is the extraction broken?");
     assert!(failures.is_empty(), "documented commands that do not parse:\n{}", failures.join("\n"));
 }
+
+/// The repository's own files a documented command reads (a plan, a scenario, a bundle, an
+/// agent definition) exist: a command naming a plan that is not shipped fails in a reader's
+/// shell as surely as a misspelt flag.
+#[test]
+fn the_files_documented_commands_name_exist() {
+    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root");
+    let shipped = ["plans/", "scenarios/", "bundles/", "agents/", "predicates/"];
+    let mut failures = Vec::new();
+    let mut seen = 0;
+    for page in pages() {
+        let text = std::fs::read_to_string(&page).expect("a readable page");
+        for Documented { line, words, .. } in commands(&text) {
+            for w in &words {
+                // `--flag=path` names a path as well as `--flag path`.
+                let path = w.rsplit_once('=').map_or(w.as_str(), |(_, v)| v);
+                if shipped.iter().any(|d| path.starts_with(d)) {
+                    seen += 1;
+                    if !repo.join(path).exists() {
+                        failures.push(format!("{}:{line}: `{path}` is not in the repository", page.display()));
+                    }
+                }
+            }
+        }
+    }
+    assert!(seen >= 5, "only {seen} repository files named by documented commands: is the extraction broken?");
+    assert!(failures.is_empty(), "documented commands that do not parse:\n{}", failures.join("\n"));
+}
