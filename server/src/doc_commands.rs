@@ -6,54 +6,16 @@ use clap::Parser;
 
 use super::Cli;
 
+/// The extraction the suite's check that they run reads too (it uses the blocks as well).
+#[allow(dead_code)]
+#[path = "../tests/suite/common/documented.rs"]
+mod documented;
+
+use documented::{Documented, commands};
+
 /// The Markdown pages that show `overeager` commands.
 fn pages() -> Vec<PathBuf> {
-    let repo = Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root").to_path_buf();
-    let mut out = vec![repo.join("README.md")];
-    let mut docs: Vec<PathBuf> = std::fs::read_dir(repo.join("docs")).expect("docs/").map(|e| e.expect("an entry").path()).filter(|p| p.extension().is_some_and(|x| x == "md")).collect();
-    docs.sort();
-    out.extend(docs);
-    out
-}
-
-/// A documented command: its line, the `VAR=value` settings before it, and its words.
-struct Documented {
-    line: usize,
-    env: Vec<(String, String)>,
-    words: Vec<String>,
-}
-
-/// Every `overeager …` command in a page's code blocks: continuation lines joined, the
-/// `VAR=value` settings before it kept apart, a trailing `# comment` cut.
-fn commands(text: &str) -> Vec<Documented> {
-    let mut out = Vec::new();
-    let mut in_code = false;
-    let mut pending: Option<(usize, String)> = None;
-    for (i, line) in text.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            in_code = !in_code;
-            continue;
-        }
-        if !in_code {
-            continue;
-        }
-        let (at, joined) = match pending.take() {
-            Some((at, so_far)) => (at, format!("{so_far} {}", line.trim())),
-            None => (i + 1, line.trim().to_string()),
-        };
-        if let Some(open) = joined.strip_suffix('\\') {
-            pending = Some((at, open.to_string()));
-            continue;
-        }
-        let Some(words) = shlex::split(&joined) else { continue };
-        let settings = words.iter().take_while(|w| w.contains('=') && !w.starts_with('-')).count();
-        let env = words[..settings].iter().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let words: Vec<String> = words[settings..].iter().take_while(|w| !w.starts_with('#')).cloned().collect();
-        if words.first().map(String::as_str) == Some("overeager") {
-            out.push(Documented { line: at, env, words });
-        }
-    }
-    out
+    documented::pages(Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("the workspace root"))
 }
 
 /// The long flag of the argument, anywhere in the command tree, that reads environment

@@ -11,6 +11,7 @@ mod audit;
 mod board;
 mod bundles;
 mod docker;
+mod docs;
 mod experiment;
 mod export;
 mod fidelity;

@@ -4,6 +4,7 @@
 
 pub mod board;
 pub mod browser;
+pub mod documented;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
