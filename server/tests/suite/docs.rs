@@ -87,7 +87,8 @@ fn run_block(at: &str, text: &str, dir: &Path, path: &str, serving: bool) {
         assert!(status.success(), "{at}: the block failed ({status}):\n{out}\n{}", stderr());
         return;
     }
-    // The server announces `http://host:port`; the commands before it have all succeeded by then.
+    // The server announces itself (`overeager serve`: "is serving … at http://…"; `model serve`:
+    // its URL, then "Ctrl-C stops it."); the commands before it have all succeeded by then.
     let (tx, rx) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         for line in stdout.lines().map_while(Result::ok) {
@@ -97,7 +98,8 @@ fn run_block(at: &str, text: &str, dir: &Path, path: &str, serving: bool) {
         }
     });
     let deadline = Instant::now() + SERVING_WITHIN;
-    let mut seen = Vec::new();
+    let mut seen: Vec<String> = Vec::new();
+    let mut url = None;
     let addr = loop {
         let left = deadline.saturating_duration_since(Instant::now());
         let Ok(line) = rx.recv_timeout(left) else {
@@ -105,10 +107,13 @@ fn run_block(at: &str, text: &str, dir: &Path, path: &str, serving: bool) {
             let status = child.wait().unwrap();
             panic!("{at}: no server announced ({status}):\n{}\n{}", seen.join("\n"), stderr());
         };
-        let found = line.split("http://").nth(1).map(|r| r.split(['/', ' ']).next().unwrap_or_default().to_string());
+        if let Some(rest) = line.split("http://").nth(1) {
+            url = rest.split(['/', ' ']).next().map(str::to_string);
+        }
+        let ready = line.contains("is serving") || line.contains("Ctrl-C stops it.");
         seen.push(line);
-        if let Some(addr) = found.filter(|a| a.contains(':')) {
-            break addr;
+        if ready {
+            break url.clone().unwrap_or_else(|| panic!("{at}: the server said it is ready but named no address:\n{}", seen.join("\n")));
         }
     };
     let mut connected = false;
