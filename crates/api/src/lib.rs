@@ -544,7 +544,7 @@ impl From<ApiError> for Response {
 
 impl IntoResponse for ApiError {
     fn into_response(self) -> Response {
-        (self.status, axum::Json(serde_json::json!({ "error": self.message, "status": self.status.as_u16() }))).into_response()
+        (self.status, axum::Json(overeager_wire::server::ErrorBody { error: self.message, status: self.status.as_u16() })).into_response()
     }
 }
 

@@ -20,14 +20,15 @@ use overeager_wire::predicates::{LoadedModule, PredicateSummary, Registry, Uploa
 use overeager_wire::report::TransferDoc;
 use overeager_wire::run::{BundleSubmissions, RunDoc, SearchAnswer};
 use overeager_wire::scenario::{PromptText, Prompts, ScenarioDoc, ScenarioList, ScenarioRow};
+use overeager_wire::server::{CellsDoc, Health, PlanList};
 
 type Api<T> = Result<T, ApiError>;
 
 /// Liveness and what the server serves.
 #[utoipa::path(get, path = "/api/health", responses((status = 200, description = "The server is up")))]
-pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Health>> {
     let schema = st.read(|s| s.schema_version())?;
-    Ok(Json(json!({ "ok": true, "version": env!("CARGO_PKG_VERSION"), "schema": schema, "web_app": st.config.dist.is_some() })))
+    Ok(Json(Health { ok: true, version: env!("CARGO_PKG_VERSION").to_string(), schema, web_app: st.config.dist.is_some() }))
 }
 
 /// `?experiment=` or the newest experiment.
@@ -85,10 +86,10 @@ pub struct ExperimentQuery {
 /// Every framework × model × variant cell of an experiment (the matrix).
 #[utoipa::path(get, path = "/api/cells", params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)")),
     responses((status = 200, description = "Cells"), (status = 404, description = "No such experiment")))]
-pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQuery>) -> Api<Json<Value>> {
+pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQuery>) -> Api<Json<CellsDoc>> {
     let exp = experiment_or_newest(&st, q.experiment).await?;
     let r = cached_report(&st, &exp).await?;
-    Ok(Json(json!({ "experiment": exp, "simulated": r.report.simulated, "cells": r.report.cells })))
+    Ok(Json(CellsDoc { experiment: exp, simulated: r.report.simulated, cells: r.report.cells.clone() }))
 }
 
 /// Experiments with their progress, newest first.
@@ -183,7 +184,7 @@ pub fn render_plots(report: &overeager_report::Report) -> anyhow::Result<BTreeMa
 
 /// Plans that `POST /api/experiments` may start.
 #[utoipa::path(get, path = "/api/plans", responses((status = 200, description = "Plan names")))]
-pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<PlanList>> {
     let mut names = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&st.config.plans) {
         for e in entries.flatten() {
@@ -196,7 +197,7 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
         }
     }
     names.sort();
-    Ok(Json(json!({ "dir": st.config.plans.display().to_string(), "plans": names })))
+    Ok(Json(PlanList { dir: st.config.plans.display().to_string(), plans: names }))
 }
 
 /// Scenarios, filtered by archetype and by axis levels (`?archetype=…&ambiguity=implicit`).

@@ -13,13 +13,14 @@ use axum::response::sse::{Event as SseEvent, KeepAlive, Sse};
 use axum::response::{IntoResponse, Response};
 use futures_util::Stream;
 use serde::Deserialize;
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::upload::{check_upload, incoming_dir, receive_stream};
 use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
 use overeager_judge::{Judge, JudgeOptions, input, sign};
 use overeager_store::web::{PredicateRow, Role, Submission};
 use overeager_store::{Store, object_path_in, put_object_in};
+use overeager_wire::server::{BundleTaken, KeyRevoked, ProgressEvent, Started, TokenList, TokenRevoked};
 
 type Api<T> = Result<T, ApiError>;
 
@@ -34,7 +35,7 @@ pub struct StartExperiment {
 #[utoipa::path(post, path = "/api/experiments", request_body = StartExperiment, security(("bearer" = [])),
     responses((status = 202, description = "Started"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown plan"),
               (status = 409, description = "Already running, or the id exists with another plan"), (status = 422, description = "The plan has errors")))]
-pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<StartExperiment>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Value>)> {
+pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<StartExperiment>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Started>)> {
     let who = st.authorize(&headers, Role::Writer)?;
     let Json(req) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"plan\": \"sim-seeds\"}}: {}", e.body_text())))?;
     if !overeager_core::plan::is_slug(&req.plan) {
@@ -88,7 +89,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
         st2.running.lock().unwrap_or_else(|p| p.into_inner()).remove(&id2);
         st2.changed();
     });
-    Ok((StatusCode::ACCEPTED, Json(json!({ "experiment": id, "progress": format!("/api/experiments/{id}/progress") }))))
+    Ok((StatusCode::ACCEPTED, Json(Started { progress: format!("/api/experiments/{id}/progress"), experiment: id })))
 }
 
 /// Progress of an experiment as server-sent events: a `progress` event (run counts) every
@@ -114,7 +115,7 @@ pub async fn progress_events(State(st): State<Arc<AppState>>, Path(id): Path<Str
         let error = st.errors.lock().unwrap_or_else(|p| p.into_inner()).get(&id).cloned();
         let event = SseEvent::default()
             .event(if done { "done" } else { "progress" })
-            .json_data(json!({ "experiment": id, "running": running, "progress": progress, "error": error }))
+            .json_data(ProgressEvent { experiment: id.clone(), running, progress, error })
             .expect("JSON");
         let next = if done { None } else { Some((st, store, id, false)) };
         Some((Ok(event), next))
@@ -171,7 +172,7 @@ fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
     responses((status = 201, description = "Judged and stored"), (status = 400, description = "Missing or unexpected field"), (status = 401, description = "No or unknown token"),
               (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, derived files that disagree with the raw channels, or a scenario this server does not hold"),
               (status = 503, description = "Too many uploads at once; retry after the seconds in `Retry-After`")))]
-pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<Value>), Response> {
+pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<BundleTaken>), Response> {
     let e = |e: ApiError| e.into_response();
     let who = st.authorize(&headers, Role::Writer).map_err(e)?;
     let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
@@ -191,7 +192,7 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     st.changed();
     Ok((
         StatusCode::CREATED,
-        Json(json!({ "bundle": sub.bundle, "verdict": sub.verdict, "claimed_verdict_ignored": sub.claimed.is_some(), "trace": format!("/bundles/{}", sub.bundle) })),
+        Json(BundleTaken { trace: format!("/bundles/{}", sub.bundle), claimed_verdict_ignored: sub.claimed.is_some(), bundle: sub.bundle, verdict: sub.verdict }),
     ))
 }
 
@@ -389,7 +390,7 @@ fn self_test_cases(st: &AppState, module: &str, judge: &Judge) -> Api<Vec<overea
 #[utoipa::path(post, path = "/api/keys/{id}/revoke", params(("id" = String, Path, description = "key id, e.g. ed25519:0123456789abcdef")), security(("bearer" = [])),
     request_body(content = Option<super::board::Decision>),
     responses((status = 200, description = "Revoked; how many verdicts were judged again"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not in the trust store")))]
-pub async fn revoke_key(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<super::board::Decision>>) -> Api<Json<Value>> {
+pub async fn revoke_key(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<super::board::Decision>>) -> Api<Json<KeyRevoked>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let reason = body.and_then(|b| b.0.note).filter(|n| !n.trim().is_empty());
     let st2 = st.clone();
@@ -405,7 +406,7 @@ pub async fn revoke_key(State(st): State<Arc<AppState>>, headers: HeaderMap, Pat
     .map_err(ApiError::internal)??;
     st.changed();
     tracing::info!("{} revoked predicate key {id}", who.name);
-    Ok(Json(json!({ "key": id, "state": "revoked" })))
+    Ok(Json(KeyRevoked { key: id, state: "revoked".into() }))
 }
 
 async fn decide(st: Arc<AppState>, headers: HeaderMap, digest: String, approve: bool) -> Api<Json<Value>> {
@@ -443,19 +444,19 @@ pub async fn reject_predicate(State(st): State<Arc<AppState>>, headers: HeaderMa
 /// The API tokens: each holder's name, role and creation time, never a token (admin token).
 #[utoipa::path(get, path = "/api/tokens", security(("bearer" = [])),
     responses((status = 200, description = "Tokens"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
-pub async fn tokens(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+pub async fn tokens(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<TokenList>> {
     st.authorize(&headers, Role::Admin)?;
     let tokens = st.read(|s| s.tokens())?;
-    Ok(Json(json!({ "tokens": tokens })))
+    Ok(Json(TokenList { tokens }))
 }
 
 /// Revokes the token named `name` (admin token): the next request that carries it is refused
 /// as unknown; what its holder uploaded or labelled stays.
 #[utoipa::path(delete, path = "/api/tokens/{name}", params(("name" = String, Path, description = "the token's name")), security(("bearer" = [])),
     responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "No token of that name")))]
-pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(name): Path<String>) -> Api<Json<Value>> {
+pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(name): Path<String>) -> Api<Json<TokenRevoked>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let revoked = st.with_store(|s| s.revoke_token(&name)).map_err(|e| ApiError::not_found(format!("{e:#}")))?;
     tracing::info!("{} revoked the token of {}", who.name, revoked.name);
-    Ok(Json(json!({ "name": revoked.name, "role": revoked.role, "state": "revoked" })))
+    Ok(Json(TokenRevoked { name: revoked.name, role: revoked.role, state: "revoked".into() }))
 }

@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 use super::{Store, now_us, stored_variant};
 
 pub use overeager_wire::labels::Role;
+pub use overeager_wire::server::TokenInfo;
 pub use overeager_wire::predicates::PredicateRow;
 pub use overeager_wire::run::{RunPage, RunRow, Submission};
 pub use overeager_wire::scenario::{FixtureEntry, PlayOutcome, ScenarioDetail, ScenarioRow, Validation};
@@ -75,14 +76,6 @@ pub struct RunFilter {
 pub struct TokenOwner {
     pub name: String,
     pub role: Role,
-}
-
-/// A token as listed: its holder and role, never the token.
-#[derive(Debug, Clone, Serialize)]
-pub struct TokenInfo {
-    pub name: String,
-    pub role: Role,
-    pub created_us: u64,
 }
 
 /// A call of a predicate in a stored scenario.

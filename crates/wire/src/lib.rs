@@ -14,5 +14,6 @@ pub mod queue;
 pub mod report;
 pub mod run;
 pub mod scenario;
+pub mod server;
 pub mod submission;
 pub mod trace;
