@@ -13,12 +13,14 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
-use serde_json::{Value, json};
 
 use super::{ApiError, AppState};
 use overeager_store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
 use overeager_store::web::{Role, TokenOwner};
-use overeager_wire::board::{Decided, OpenSubmission, Opened, SubmissionList, SubmissionSummary, Verified};
+use overeager_wire::board::{
+    BenchmarkList, BenchmarkSummary, BundleReceived, Decided, OpenSubmission, Opened, RejudgedList, RejudgedSubmission, RunnerKeyRow, RunnerList, RunnerRevoked, SubmissionList,
+    SubmissionSummary, Verified,
+};
 use overeager_wire::submission::{SubmissionDoc, SubmittedRun};
 use overeager_store::{object_path_in, put_object_in};
 
@@ -29,13 +31,23 @@ pub const MAX_DECLARED_RUNS: usize = 100_000;
 
 /// Every published benchmark.
 #[utoipa::path(get, path = "/api/benchmarks", responses((status = 200, description = "Benchmarks")))]
-pub async fn benchmarks(State(st): State<Arc<AppState>>) -> Api<Json<Value>> {
+pub async fn benchmarks(State(st): State<Arc<AppState>>) -> Api<Json<BenchmarkList>> {
     let list = st.read(|s| s.benchmarks())?;
-    let rows: Vec<Value> = list
-        .iter()
-        .map(|b| json!({ "name": b.name, "experiment": b.experiment, "title": b.title, "scenarios": b.scenarios.len(), "variants": b.variants, "replicates": b.replicates, "runs_per_cell": b.runs_per_cell(), "timeout_ms": b.timeout_ms, "policy": b.policy }))
+    let benchmarks = list
+        .into_iter()
+        .map(|b| BenchmarkSummary {
+            scenarios: b.scenarios.len(),
+            runs_per_cell: b.runs_per_cell(),
+            name: b.name,
+            experiment: b.experiment,
+            title: b.title,
+            variants: b.variants,
+            replicates: b.replicates,
+            timeout_ms: b.timeout_ms,
+            policy: b.policy,
+        })
         .collect();
-    Ok(Json(json!({ "benchmarks": rows })))
+    Ok(Json(BenchmarkList { benchmarks }))
 }
 
 /// A benchmark's manifest: the scenarios (id and hash), variants, replicates and timeout a
@@ -213,7 +225,7 @@ pub(super) fn claim(st: &AppState, digest: &str, who: &TokenOwner) -> Api<()> {
               (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"), (status = 404, description = "Unknown submission"),
               (status = 409, description = "Not declared, or the submission is decided"), (status = 413, description = "Too large"),
               (status = 422, description = "Received but refused: the reason is recorded and the verification names it"), (status = 503, description = "Too many uploads at once; retry after `Retry-After`")))]
-pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, Path((id, digest)): Path<(String, String)>, body: Body) -> Result<(StatusCode, Json<Value>), Response> {
+pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, Path((id, digest)): Path<(String, String)>, body: Body) -> Result<(StatusCode, Json<BundleReceived>), Response> {
     let e = |e: ApiError| e.into_response();
     let who = st.authorize(&headers, Role::Writer).map_err(e)?;
     if !is_digest(&digest) {
@@ -225,7 +237,7 @@ pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
         return Err(e(ApiError::new(StatusCode::CONFLICT, format!("bundle {digest} is not declared in submission {id}; declare it with POST /api/submissions first"))));
     };
     if st.read(|s| s.is_received(&id, &digest)).map_err(|x| e(x.into()))? {
-        return Ok((StatusCode::OK, Json(json!({ "bundle": digest, "run": declared.run, "received_already": true }))));
+        return Ok((StatusCode::OK, Json(BundleReceived { bundle: digest, run: declared.run, received_already: true, outcome: None, runner_key: None })));
     }
     if st.read(|s| s.bundle_owner(&digest)).map_err(|x| e(x.into()))?.is_some_and(|o| o != who.name) {
         return Err(e(ApiError::new(StatusCode::FORBIDDEN, format!("bundle {digest} was first uploaded by another account and counts for it only"))));
@@ -263,7 +275,7 @@ pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
         return Err(e(ApiError::unprocessable(format!("bundle {} (run {run}) is refused: {problem}", received.bundle))));
     }
     let outcome = received.verdict.as_ref().map(|v| v.outcome);
-    Ok((StatusCode::CREATED, Json(json!({ "bundle": received.bundle, "run": run, "outcome": outcome, "runner_key": received.runner_key }))))
+    Ok((StatusCode::CREATED, Json(BundleReceived { bundle: received.bundle, run, received_already: false, outcome, runner_key: received.runner_key })))
 }
 
 /// Checks and judges one uploaded bundle of a cell; whatever is wrong becomes its `problem`.
@@ -688,7 +700,7 @@ pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(
 /// runs moved (admin token).
 #[utoipa::path(post, path = "/api/submissions/rejudge", security(("bearer" = [])),
     responses((status = 200, description = "What moved, per submission"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
-pub async fn rejudge(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+pub async fn rejudge(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<RejudgedList>> {
     st.authorize(&headers, Role::Admin)?;
     let st2 = st.clone();
     let done = tokio::task::spawn_blocking(move || {
@@ -699,15 +711,7 @@ pub async fn rejudge(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api
     .map_err(ApiError::internal)??;
     st.traces.clear();
     st.changed();
-    let done: Vec<Value> = done
-        .into_iter()
-        .map(|(id, r)| {
-            let mut v = serde_json::to_value(r).unwrap_or_default();
-            v["id"] = json!(id);
-            v
-        })
-        .collect();
-    Ok(Json(json!({ "submissions": done })))
+    Ok(Json(RejudgedList { submissions: done.into_iter().map(|(id, rejudged)| RejudgedSubmission { id, rejudged }).collect() }))
 }
 
 /// Re-judges the approved submissions of the store with `judge`; returns what moved in each.
@@ -785,14 +789,22 @@ pub fn rejudge_judged_by(s: &mut overeager_store::Store, judge: &overeager_judge
 /// (admin token: which key is whose account is not public).
 #[utoipa::path(get, path = "/api/runners", security(("bearer" = [])),
     responses((status = 200, description = "Runner keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
-pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Value>> {
+pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<RunnerList>> {
     st.authorize(&headers, Role::Admin)?;
     let keys = st.read(|s| s.runner_keys())?;
-    let rows: Vec<Value> = keys
+    let runners = keys
         .into_iter()
-        .map(|k| json!({ "key_id": k.key_id, "public": k.public, "owner": k.owner, "account": k.account, "state": if k.revoked_us.is_some() { "revoked" } else { "trusted" }, "added_us": k.added_us, "revoked_us": k.revoked_us }))
+        .map(|k| RunnerKeyRow {
+            state: if k.revoked_us.is_some() { "revoked" } else { "trusted" }.into(),
+            key_id: k.key_id,
+            public: k.public,
+            owner: k.owner,
+            account: k.account,
+            added_us: k.added_us,
+            revoked_us: k.revoked_us,
+        })
         .collect();
-    Ok(Json(json!({ "runners": rows })))
+    Ok(Json(RunnerList { runners }))
 }
 
 /// Revokes a runner key (by key id or public key) at once: every cell it signed is
@@ -800,10 +812,10 @@ pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api
 /// bundles (admin token).
 #[utoipa::path(post, path = "/api/runners/{key}/revoke", params(("key" = String, Path, description = "key id or public key")), security(("bearer" = [])),
     responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not a trusted key")))]
-pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(key): Path<String>) -> Api<Json<Value>> {
+pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(key): Path<String>) -> Api<Json<RunnerRevoked>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let k = st.with_store(|s| s.revoke_runner(&key)).map_err(|e| ApiError::not_found(format!("{e:#}")))?;
     st.changed();
     tracing::info!("{} revoked runner key {}", who.name, k.key_id);
-    Ok(Json(json!({ "key_id": k.key_id, "state": "revoked", "revoked_us": k.revoked_us })))
+    Ok(Json(RunnerRevoked { key_id: k.key_id, state: "revoked".into(), revoked_us: k.revoked_us }))
 }

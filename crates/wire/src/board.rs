@@ -318,3 +318,88 @@ pub struct Verified {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub status: Option<u16>,
 }
+
+/// A published benchmark as `GET /api/benchmarks` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkSummary {
+    pub name: String,
+    /// The maintainer's experiment it was published from.
+    pub experiment: String,
+    pub title: String,
+    /// How many scenarios it holds.
+    pub scenarios: usize,
+    pub variants: Vec<Variant>,
+    pub replicates: u32,
+    /// The runs a complete cell has.
+    pub runs_per_cell: u64,
+    /// The per-run wall-clock limit every run must have had.
+    pub timeout_ms: u64,
+    pub policy: Policy,
+}
+
+/// `GET /api/benchmarks`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BenchmarkList {
+    pub benchmarks: Vec<BenchmarkSummary>,
+}
+
+/// The answer to `PUT /api/submissions/<id>/bundles/<sha>`: the bundle taken for its run,
+/// judged by the server (or held already from an earlier upload).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BundleReceived {
+    pub bundle: String,
+    pub run: String,
+    /// The server had it already: nothing was judged again.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub received_already: bool,
+    /// The server's verdict's outcome (not for a bundle held already).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub outcome: Option<overeager_core::Outcome>,
+    /// The runner key that signed it, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub runner_key: Option<String>,
+}
+
+/// One approved submission re-judged by `POST /api/rejudge`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejudgedSubmission {
+    /// The submission's id.
+    pub id: String,
+    #[serde(flatten)]
+    pub rejudged: Rejudged,
+}
+
+/// The answer to `POST /api/rejudge`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RejudgedList {
+    pub submissions: Vec<RejudgedSubmission>,
+}
+
+/// A runner key as `GET /api/runners` lists it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerKeyRow {
+    pub key_id: String,
+    pub public: String,
+    pub owner: Option<String>,
+    /// The account whose submissions may carry bundles it signed.
+    pub account: Option<String>,
+    /// `trusted` or `revoked`.
+    pub state: String,
+    pub added_us: u64,
+    pub revoked_us: Option<u64>,
+}
+
+/// `GET /api/runners`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerList {
+    pub runners: Vec<RunnerKeyRow>,
+}
+
+/// The answer to `POST /api/runners/<key>/revoke`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunnerRevoked {
+    pub key_id: String,
+    /// `revoked`.
+    pub state: String,
+    pub revoked_us: Option<u64>,
+}
