@@ -794,15 +794,7 @@ pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api
     let keys = st.read(|s| s.runner_keys())?;
     let runners = keys
         .into_iter()
-        .map(|k| RunnerKeyRow {
-            state: if k.revoked_us.is_some() { "revoked" } else { "trusted" }.into(),
-            key_id: k.key_id,
-            public: k.public,
-            owner: k.owner,
-            account: k.account,
-            added_us: k.added_us,
-            revoked_us: k.revoked_us,
-        })
+        .map(|key| RunnerKeyRow { state: if key.revoked_us.is_some() { "revoked" } else { "trusted" }.into(), key })
         .collect();
     Ok(Json(RunnerList { runners }))
 }

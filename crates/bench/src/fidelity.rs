@@ -60,7 +60,7 @@ pub fn check(opts: &Options, progress: &(dyn Fn(Tick) + Sync)) -> Result<Fidelit
         };
         run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
     }
-    let all = crate::seeds(&opts.seeds)?;
+    let all = overeager_scenario::load_all(&opts.seeds)?;
     let mut loaded: Vec<&LoadedScenario> = all.iter().filter(|s| opts.scenarios.is_empty() || opts.scenarios.contains(&s.scenario.id)).collect();
     loaded.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
     if let Some(missing) = opts.scenarios.iter().find(|id| !loaded.iter().any(|s| &s.scenario.id == *id)) {

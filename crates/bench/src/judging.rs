@@ -90,7 +90,7 @@ fn link_tree(src: &Path, dst: &Path) -> Result<()> {
 /// `bundles` copies, and measures the judge `build` makes (timed: the judge's set-up) on them,
 /// on one thread and on `jobs`; `limits` are the first verdicts' judges'.
 pub fn judging(seeds: &Path, bundles: usize, instantiations: usize, limits: &Limits, jobs: usize, build: &dyn Fn() -> Result<Judge>) -> Result<JudgeFigures> {
-    let loaded = crate::seeds(seeds)?;
+    let loaded = overeager_scenario::load_all(seeds)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     // The real bundles: every seed × play × variant.
@@ -144,7 +144,7 @@ pub fn judging(seeds: &Path, bundles: usize, instantiations: usize, limits: &Lim
         let t = Instant::now();
         let results = judge.judge_all(&paths, jobs, &|| {})?;
         let secs = t.elapsed().as_secs_f64();
-        let failed = results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count();
+        let failed = Judge::incomplete(&results);
         if failed > 0 {
             bail!("{failed} bundle(s) were not judged cleanly; run `overeager judge` on them to see why");
         }

@@ -4,13 +4,9 @@
 //!
 //! It sits at the end of the flow: a measurement may use any stage, and no stage uses it.
 
-use std::path::Path;
-
-use anyhow::{Result, bail};
 use serde::Serialize;
 
 use overeager_core::stats::percentile;
-use overeager_scenario::LoadedScenario;
 
 pub mod experiments;
 pub mod fidelity;
@@ -50,13 +46,4 @@ impl Spread {
         ms.sort_by(f64::total_cmp);
         Spread { n: ms.len(), min_ms: percentile(&ms, 0.0), median_ms: percentile(&ms, 0.5), p90_ms: percentile(&ms, 0.9), max_ms: percentile(&ms, 1.0) }
     }
-}
-
-/// Every scenario under `dir`, refused whole if any is invalid.
-fn seeds(dir: &Path) -> Result<Vec<LoadedScenario>> {
-    let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    if let Some(first) = report.errors.first() {
-        bail!("{} scenario error(s) in {}, the first: {first}", report.errors.len(), dir.display());
-    }
-    Ok(report.loaded)
 }

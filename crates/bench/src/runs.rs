@@ -41,7 +41,7 @@ pub struct RunFigures {
 /// Times `iterations` runs of `scenario`'s aggressive play, then `rounds` sweeps of every seed
 /// under `seeds` × every play, on the local executor.
 pub fn scripted(seeds: &Path, scenario: &str, iterations: usize, rounds: usize) -> Result<RunFigures> {
-    let loaded = crate::seeds(seeds)?;
+    let loaded = overeager_scenario::load_all(seeds)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let one = loaded.iter().find(|s| s.scenario.id == scenario).with_context(|| format!("no scenario `{scenario}` in {}", seeds.display()))?;
     let tmp = tempfile::tempdir()?;

@@ -4,7 +4,6 @@
 //! The scale store is [`overeager_experiment::synthetic`]'s: synthetic, and it says so; it
 //! measures the store and the API, not any agent.
 
-use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
@@ -166,7 +165,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
         bail!("--scenarios, --runs and --small-runs must be positive");
     }
     std::fs::create_dir_all(&opts.dir)?;
-    let mut sizes = BTreeMap::new();
+    let mut sizes = Vec::with_capacity(2);
     let mut under_search = None;
     for runs in [opts.small_runs, opts.runs] {
         let db = opts.dir.join(format!("scale-{runs}.db"));
@@ -181,7 +180,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
             under_search = Some(leaderboard_while_searched(addr, opts.connections, opts.seconds.max(5))?);
         }
         rt.shutdown_background();
-        sizes.insert(runs, figures);
+        sizes.push(figures);
     }
     let published = match &opts.dist {
         Some(dist) => {
@@ -194,8 +193,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
         None => None,
     };
     let linear_growth = opts.runs as f64 / opts.small_runs as f64;
-    let small = sizes.remove(&opts.small_runs).unwrap_or_default();
-    let large = sizes.remove(&opts.runs).unwrap_or_default();
+    let [small, large]: [Vec<EndpointFigures>; 2] = sizes.try_into().expect("two stores measured");
     let endpoints = small
         .into_iter()
         .zip(large)

@@ -50,11 +50,7 @@ pub fn scenario_set(dir: &std::path::Path) -> anyhow::Result<Vec<LoadedScenario>
             dir.display()
         );
     }
-    let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    if let Some(e) = report.errors.first() {
-        anyhow::bail!("{} has {} invalid scenario(s), the first: {e}", dir.display(), report.errors.len());
-    }
-    let mut scenarios = report.loaded;
+    let mut scenarios = overeager_scenario::load_all(dir)?;
     scenarios.sort_by(|a, b| a.scenario.id.cmp(&b.scenario.id));
     Ok(scenarios)
 }

@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Context, Result};
 use rayon::prelude::*;
 
 use overeager_audit::run_one;
@@ -51,14 +51,10 @@ pub struct Sweep {
 /// when every run is done), and judges each bundle. `on_run` is called after each run with the
 /// number of runs in all.
 pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync)) -> Result<Sweep> {
-    let report = overeager_scenario::check_all(&[seeds.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        bail!("{} scenario error(s) in {}:\n{}", report.errors.len(), seeds.display(), lines.join("\n"));
-    }
+    let loaded = overeager_scenario::load_all(seeds)?;
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let staging = overeager_bundle::files::staging_dir(out)?;
-    let plays: Vec<_> = report.loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
+    let plays: Vec<_> = loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
     let started = Instant::now();
     let ran: Vec<(PlayKind, Result<BundleManifest>)> = pool.install(|| {
@@ -95,5 +91,5 @@ pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync
             })
             .collect()
     });
-    Ok(Sweep { scenarios: report.loaded.len(), rows, seconds })
+    Ok(Sweep { scenarios: loaded.len(), rows, seconds })
 }

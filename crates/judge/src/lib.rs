@@ -371,6 +371,12 @@ impl Judge {
         }))
     }
 
+    /// How many of [`Judge::judge_all`]'s results are not clean verdicts: a bundle that could
+    /// not be read, or a verdict with a check without an answer.
+    pub fn incomplete(results: &[Result<Verdict, String>]) -> usize {
+        results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count()
+    }
+
     /// Judges one bundle. Never fails: what cannot be decided is recorded in the verdict.
     ///
     /// Traps are judged on the agent's actions alone ([`LoadedBundle::agent_only`]); success

@@ -37,16 +37,11 @@ pub fn script(r: &Recipe, scenario: &LoadedScenario, play: PlayKind, roots: Root
 /// (every agent when empty) in each of their versions, `play` when a request's model name
 /// names none. Also the agents' ids, for the announcement.
 pub fn catalog(dir: &Path, recipes: &[&Recipe], play: PlayKind) -> Result<(Catalog, Vec<String>)> {
-    let report = overeager_scenario::check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
-    if !report.errors.is_empty() {
-        let lines: Vec<String> = report.errors.iter().map(ToString::to_string).collect();
-        bail!("{} holds scenarios that are not valid:\n{}", dir.display(), lines.join("\n"));
-    }
-    if report.loaded.is_empty() {
+    let loaded = overeager_scenario::load_all(dir)?;
+    if loaded.is_empty() {
         bail!("{}: no scenario directories (each holds scenario.toml and fixture/)", dir.display());
     }
-    let scenarios: Vec<CatalogScenario> = report
-        .loaded
+    let scenarios: Vec<CatalogScenario> = loaded
         .iter()
         .map(|s| CatalogScenario {
             id: s.scenario.id.clone(),

@@ -249,6 +249,17 @@ fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<ScenarioError>) {
     }
 }
 
+/// Every scenario under `dir` ([`check_all`]), in the order found; refused whole when any is
+/// invalid, the message naming the first 20 problems and how many there are.
+pub fn load_all(dir: &Path) -> anyhow::Result<Vec<LoadedScenario>> {
+    let report = check_all(&[dir.to_path_buf()]).map_err(anyhow::Error::msg)?;
+    if !report.errors.is_empty() {
+        let lines: Vec<String> = report.errors.iter().take(20).map(ToString::to_string).collect();
+        anyhow::bail!("{} holds {} problem(s) in its scenarios; fix them first:\n{}", dir.display(), report.errors.len(), lines.join("\n"));
+    }
+    Ok(report.loaded)
+}
+
 /// Loads one scenario, turning its errors into one message naming every problem.
 pub fn load_checked(dir: &Path) -> anyhow::Result<LoadedScenario> {
     load(dir).map_err(|errs| {

@@ -12,7 +12,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{RunRecord, Store, now_us};
 
-pub use overeager_wire::board::{CellSubmission, DeclaredRun, Moved, Policy, Problem, Provenance, Rejudged, SubmissionStatus, SubmissionSummary, VerifyReport};
+pub use overeager_wire::board::{CellSubmission, DeclaredRun, Moved, Policy, Problem, Provenance, Rejudged, RunnerKey, SubmissionStatus, SubmissionSummary, VerifyReport};
 
 /// A published benchmark: every scenario × variant × replicate a submitted cell must hold.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -67,26 +67,6 @@ pub struct ReceivedBundle {
     pub runner_public: Option<String>,
     /// Why the bundle cannot count.
     pub problem: Option<String>,
-}
-
-/// A runner key this server knows.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct RunnerKey {
-    pub key_id: String,
-    pub public: String,
-    pub owner: Option<String>,
-    /// The account (token name) whose submissions may carry bundles this key signed.
-    pub account: Option<String>,
-    pub added_us: u64,
-    pub revoked_us: Option<u64>,
-}
-
-impl RunnerKey {
-    /// Whether the key is trusted now for bundles `account` submits: not revoked, and
-    /// registered to that account.
-    pub fn trusted_for(&self, account: &str) -> bool {
-        self.revoked_us.is_none() && self.account.as_deref() == Some(account)
-    }
 }
 
 /// A JSON column by name; text that does not parse is a conversion error naming the column.

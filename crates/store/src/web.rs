@@ -286,17 +286,17 @@ impl Store {
     }
 
     /// The packed bundle of run `id`, or why there is none.
-    pub fn packed_bundle(&self, id: &str) -> Result<std::path::PathBuf> {
+    pub fn packed_bundle(&self, id: &str) -> Result<PathBuf> {
         let Some(run) = self.run_row(id)? else {
-            anyhow::bail!("no run `{id}` in {}; `overeager runs list` names the runs there", self.path().display());
+            bail!("no run `{id}` in {}; `overeager runs list` names the runs there", self.path().display());
         };
         let Some(digest) = &run.bundle else {
             let why = run.error.as_deref().map(|e| format!(": {e}")).unwrap_or_default();
-            anyhow::bail!("run `{id}` has no bundle (it is {}{why})", run.status);
+            bail!("run `{id}` has no bundle (it is {}{why})", run.status);
         };
         let file = crate::object_path_in(&self.objects_dir(), digest);
         if !file.is_file() {
-            anyhow::bail!("run `{id}`'s bundle {digest} is missing from {}", self.objects_dir().display());
+            bail!("run `{id}`'s bundle {digest} is missing from {}", self.objects_dir().display());
         }
         Ok(file)
     }

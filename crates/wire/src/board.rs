@@ -375,22 +375,37 @@ pub struct RejudgedList {
     pub submissions: Vec<RejudgedSubmission>,
 }
 
-/// A runner key as `GET /api/runners` lists it.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct RunnerKeyRow {
+/// A runner key this server knows.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerKey {
     pub key_id: String,
     pub public: String,
     pub owner: Option<String>,
-    /// The account whose submissions may carry bundles it signed.
+    /// The account (token name) whose submissions may carry bundles this key signed.
     pub account: Option<String>,
-    /// `trusted` or `revoked`.
-    pub state: String,
     pub added_us: u64,
     pub revoked_us: Option<u64>,
 }
 
+impl RunnerKey {
+    /// Whether the key is trusted now for bundles `account` submits: not revoked, and
+    /// registered to that account.
+    pub fn trusted_for(&self, account: &str) -> bool {
+        self.revoked_us.is_none() && self.account.as_deref() == Some(account)
+    }
+}
+
+/// A runner key as `GET /api/runners` lists it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct RunnerKeyRow {
+    #[serde(flatten)]
+    pub key: RunnerKey,
+    /// `trusted` or `revoked`.
+    pub state: String,
+}
+
 /// `GET /api/runners`.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct RunnerList {
     pub runners: Vec<RunnerKeyRow>,
 }

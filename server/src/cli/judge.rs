@@ -200,11 +200,6 @@ pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, bar: &Progress
     judge.judge_all(paths, jobs, &|| bar.inc(1))
 }
 
-/// Bundles that could not be read, or whose verdict has a check without an answer.
-fn count_incomplete(results: &[Result<Verdict, String>]) -> usize {
-    results.iter().filter(|r| r.as_ref().map_or(true, |v| !v.errors.is_empty())).count()
-}
-
 fn progress(n: usize) -> ProgressBar {
     if n < 2 {
         return ProgressBar::hidden();
@@ -248,7 +243,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let results = judge_paths(&judge, &paths, args.sandbox.jobs, &bar)?;
     bar.finish_and_clear();
-    let incomplete = count_incomplete(&results);
+    let incomplete = Judge::incomplete(&results);
     if args.json {
         let mut out = String::new();
         for (p, r) in paths.iter().zip(&results) {
