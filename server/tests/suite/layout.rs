@@ -12,11 +12,12 @@ fn repo() -> PathBuf {
 
 /// The crates in the order data flows through them; each may depend on earlier ones only.
 /// `overeager-process` (what touches the OS below std) is a leaf under every stage.
-const FLOW: [&str; 16] = [
+const FLOW: [&str; 17] = [
     "overeager-process",
     "overeager-core",
     "overeager-wire",
     "overeager-scenario",
+    "overeager-bridge",
     "overeager-agents",
     "overeager-bundle",
     "overeager-gen",

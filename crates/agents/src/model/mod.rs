@@ -159,11 +159,13 @@ impl Tokens {
 }
 
 /// Renders a turn as the reply of `dialect`; `n` numbers the ids (the request's sequence
-/// number), `model` is echoed back, `tokens` reported as its usage.
-pub fn render(dialect: Dialect, turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply {
+/// number), `model` is echoed back, `tokens` reported as its usage (in a Chat Completions
+/// stream only when the request asked for it, `stream_options.include_usage`, as OpenAI's
+/// API does).
+pub fn render(dialect: Dialect, turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens, include_usage: bool) -> Reply {
     match dialect {
         Dialect::Anthropic => anthropic(turn, stream, model, n, tokens),
-        Dialect::Chat => chat(turn, stream, model, n, tokens),
+        Dialect::Chat => chat(turn, stream, model, n, tokens, include_usage),
         Dialect::Responses => responses(turn, model, n, tokens),
         Dialect::Gemini => gemini(turn, stream, model, tokens),
     }
@@ -196,7 +198,7 @@ fn anthropic(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> 
     ])
 }
 
-fn chat(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply {
+fn chat(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens, include_usage: bool) -> Reply {
     let id = format!("chatcmpl-scripted-{n}");
     let usage = json!({"prompt_tokens": tokens.input, "completion_tokens": tokens.output, "total_tokens": tokens.input + tokens.output});
     let (message, finish) = match turn {
@@ -214,6 +216,10 @@ fn chat(turn: &Turn, stream: bool, model: &str, n: u64, tokens: Tokens) -> Reply
         (None, chunk(json!({"index": 0, "delta": message, "finish_reason": null}))),
         (None, chunk(json!({"index": 0, "delta": {}, "finish_reason": finish}))),
     ]);
+    if include_usage {
+        let last = json!({"id": id, "object": "chat.completion.chunk", "created": 0, "model": model, "choices": [], "usage": usage});
+        r.body.push_str(&format!("data: {last}\n\n"));
+    }
     r.body.push_str("data: [DONE]\n\n");
     r
 }
@@ -265,7 +271,12 @@ fn gemini(turn: &Turn, stream: bool, model: &str, tokens: Tokens) -> Reply {
 /// A text as a reply of `dialect` to `body`.
 pub fn render_text(dialect: Dialect, text: &str, stream: bool, model: &str, n: u64, body: &Value) -> Reply {
     let turn = Turn::Final(text.to_string());
-    render(dialect, &turn, stream, model, n, Tokens::estimate(body, &turn))
+    render(dialect, &turn, stream, model, n, Tokens::estimate(body, &turn), asks_usage(body))
+}
+
+/// Whether a Chat Completions request asks for usage in its stream.
+pub fn asks_usage(body: &Value) -> bool {
+    body.pointer("/stream_options/include_usage").and_then(Value::as_bool).unwrap_or(false)
 }
 
 /// What the endpoint plays: a scenario's play, or the exchanges recorded in a bundle.
@@ -394,7 +405,7 @@ pub fn respond(script: &Script, method: &str, path: &str, body: &Value, n: u64, 
         Some(_) => {
             let planner = planner::Planner { steps: &script.steps, vocab: &vocab, roots, default_shell: &script.default_shell, label: &script.label, finish_command: script.finish_command.as_deref() };
             let turn = planner.turn(&answered);
-            render(dialect, &turn, stream, &model_name, n, Tokens::estimate(body, &turn))
+            render(dialect, &turn, stream, &model_name, n, Tokens::estimate(body, &turn), asks_usage(body))
         }
     };
     Exchange { status: 200, dialect: Some(dialect), side, step, reply, divergence: None }
@@ -579,7 +590,7 @@ mod tests {
         for d in [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini] {
             for t in [&call, &fin] {
                 for stream in [false, true] {
-                    let r = render(d, t, stream, "m", 3, Tokens { input: 1, output: 1 });
+                    let r = render(d, t, stream, "m", 3, Tokens { input: 1, output: 1 }, false);
                     if r.content_type == "application/json" {
                         serde_json::from_str::<Value>(&r.body).unwrap();
                     } else {
@@ -591,7 +602,7 @@ mod tests {
             }
         }
         // A tool call's input arrives whole in one delta.
-        let r = render(Dialect::Anthropic, &call, true, "m", 1, Tokens { input: 1, output: 1 });
+        let r = render(Dialect::Anthropic, &call, true, "m", 1, Tokens { input: 1, output: 1 }, false);
         assert!(r.body.contains(r#""partial_json":"{\"command\":\"ls\"}""#), "{}", r.body);
     }
 
@@ -672,7 +683,7 @@ mod conversation_tests {
             {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t0", "content": "a.txt"}]},
         ]});
         let record = |seq: u64, step: usize, request: &Value, turn: &Turn, stream: bool| {
-            let reply = render(Dialect::Anthropic, turn, stream, "m", seq, tokens);
+            let reply = render(Dialect::Anthropic, turn, stream, "m", seq, tokens, false);
             ModelRecord { seq, t_us: 1_000_000 + seq * 500_000, method: "POST".into(), path: "/v1/messages".into(), dialect: Some(Dialect::Anthropic), step: Some(step), request: request.clone(), status: 200, content_type: reply.content_type.into(), reply: reply.body, duration_us: Some(250_000), ..Default::default() }
         };
         let records = vec![record(0, 0, &first, &call, false), record(1, 1, &second, &done, true)];
