@@ -78,6 +78,17 @@ pub struct AgentRef {
     /// agents, and in bundles recorded before it was kept.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub adapter: Option<String>,
+    /// What answered its model calls, as the run saw it (absent in bundles recorded before it
+    /// was kept: [`AgentRef::played_by`] then reads the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub played_by: Option<crate::model::PlayedBy>,
+}
+
+impl AgentRef {
+    /// What answered the run's model calls: as recorded, else as the agent id says.
+    pub fn played_by(&self) -> crate::model::PlayedBy {
+        self.played_by.clone().unwrap_or_else(|| crate::model::PlayedBy::of_agent_id(&self.id))
+    }
 }
 
 /// Where the run was executed.

@@ -310,7 +310,7 @@ enum ModelCmd {
 #[derive(Subcommand)]
 enum LocalModelCmd {
     /// Install the server and the weights (once; the server builds from source, minutes).
-    Install,
+    Install(cli::agent::LocalInstallArgs),
     /// Start the server in the background (installing it first if needed) and wait until it
     /// answers.
     Start(cli::agent::LocalStartArgs),
@@ -456,7 +456,7 @@ fn main() -> ExitCode {
         Command::Agent(AgentCmd::Image(args)) => cli::agent::image(&args),
         Command::Model(ModelCmd::Serve(args)) => cli::agent::model_serve(&args),
         Command::Model(ModelCmd::Local(cmd)) => match cmd {
-            LocalModelCmd::Install => cli::agent::local_model_install(),
+            LocalModelCmd::Install(args) => cli::agent::local_model_install(&args),
             LocalModelCmd::Start(args) => cli::agent::local_model_start(&args),
             LocalModelCmd::Stop => cli::agent::local_model_stop(),
             LocalModelCmd::Status(args) => cli::agent::local_model_status(&args),

@@ -5,6 +5,12 @@
 //! and reply to the model channel as the scripted model does, with the provider's failures
 //! classified.
 //!
+//! With `--agent-dialect`, the agent speaks another dialect than the provider: each model
+//! call is translated both ways by the dialect bridge (`overeager-bridge`), streams event by
+//! event, and its record holds both sides (`ModelRecord::bridged`). A streamed Chat
+//! Completions call that does not ask for usage is made to ask, and its reply reaches the
+//! agent without it, so the run's tokens are the provider's own (both sides recorded too).
+//!
 //! The key comes on standard input (`--key-stdin`), so it is in no environment block a
 //! process on the machine could read from `/proc/<pid>/environ`; or, in a container of its
 //! own, from the variable `--key-env` names. The process makes itself non-dumpable: an agent
@@ -18,6 +24,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use overeager_agents::model::{self, Dialect, ModelRecord, Vocab};
+use overeager_core::model::ProviderSide;
 use serde_json::Value;
 
 use crate::{flag, http, now_us};
@@ -142,6 +149,42 @@ struct Gateway {
     turns: AtomicU64,
     /// Bytes of requests and replies recorded so far (at most `MAX_RUN_RECORD`).
     recorded: Mutex<usize>,
+    /// The provider's dialect, and the agent's when the two differ (`--agent-dialect`).
+    dialects: Dialects,
+}
+
+/// The dialects of a gateway's two sides.
+#[derive(Debug, Clone, Copy, PartialEq)]
+struct Dialects {
+    provider: Dialect,
+    /// Set when the agent speaks another dialect: its model calls are bridged.
+    agent: Option<Dialect>,
+}
+
+impl Dialects {
+    /// What a model call `path` of the agent becomes: translated for the provider, made to ask
+    /// for usage, or (`None`) forwarded as it is.
+    fn plan(&self, method: &str, path: &str, body: &[u8], seq: u64) -> Option<Result<overeager_bridge::Call, overeager_bridge::CannotCarry>> {
+        if !overeager_bridge::is_model_call(method, path) {
+            return None;
+        }
+        match self.agent {
+            Some(agent) => Some(overeager_bridge::translate_request(agent, self.provider, path, body, seq)),
+            None if self.provider == Dialect::Chat => overeager_bridge::asking_usage(path, body, seq).map(Ok),
+            None => None,
+        }
+    }
+}
+
+/// A dialect as `--dialect` names it.
+fn dialect_named(name: &str) -> Result<Dialect, String> {
+    match name {
+        "anthropic" => Ok(Dialect::Anthropic),
+        "openai-chat" => Ok(Dialect::Chat),
+        "openai-responses" => Ok(Dialect::Responses),
+        "gemini" => Ok(Dialect::Gemini),
+        other => Err(format!("`{other}` is not one of anthropic, openai-chat, openai-responses, gemini")),
+    }
 }
 
 /// A call being relayed: what its record holds so far, should the run end before its reply.
@@ -161,6 +204,16 @@ struct Received {
 }
 
 impl Received {
+    /// Keeps what arrived, up to the limit of one reply.
+    fn keep(&mut self, data: &[u8], arrived: Instant) {
+        if self.kept.len() < MAX_REPLY {
+            let room = MAX_REPLY - self.kept.len();
+            self.kept.extend_from_slice(&data[..data.len().min(room)]);
+        }
+        self.total += data.len();
+        self.last = Some(arrived);
+    }
+
     /// Puts what was kept into `record`, noting the whole size when that is only a beginning.
     fn fill(&self, record: &mut ModelRecord) {
         record.reply = String::from_utf8_lossy(&self.kept).into_owned();
@@ -213,10 +266,11 @@ struct ReplyHead {
 }
 
 impl Gateway {
-    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>, text_replies: bool) -> Arc<Gateway> {
+    #[allow(clippy::too_many_arguments)]
+    fn new(upstream: Upstream, prefix: &str, auth: Auth, key: Option<String>, tls: Option<Arc<rustls::ClientConfig>>, log: Option<Box<dyn Write + Send>>, text_replies: bool, dialects: Dialects) -> Arc<Gateway> {
         let log = log.map(Mutex::new);
         let prefix = prefix.trim_end_matches('/').to_string();
-        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), pending: Default::default(), text_replies, turns: AtomicU64::new(0), recorded: Mutex::new(0) })
+        Arc::new(Gateway { upstream, prefix, auth, key, tls, idle: Mutex::new(Vec::new()), log, seq: AtomicU64::new(0), in_flight: Default::default(), pending: Default::default(), text_replies, turns: AtomicU64::new(0), recorded: Mutex::new(0), dialects })
     }
 
     /// Serves every connection `listener` accepts, each on a thread of its own.
@@ -316,17 +370,17 @@ impl Gateway {
         } else {
             *recorded += request_len;
         }
-        let room = MAX_RUN_RECORD.saturating_sub(*recorded);
-        if record.reply.len() > room {
-            let whole = record.reply_bytes.unwrap_or(record.reply.len() as u64);
-            let mut cut = room;
-            while !record.reply.is_char_boundary(cut) {
-                cut -= 1;
+        keep_reply(&mut record.reply, &mut record.reply_bytes, &mut *recorded);
+        // A bridged call's provider side counts against the same limit.
+        if let Some(side) = record.bridged.as_deref_mut() {
+            let request = side.request.to_string().len();
+            if request > MAX_RUN_RECORD.saturating_sub(*recorded) {
+                side.request = Value::String(format!("[not recorded: {request} bytes, past the run's model record limit of {MAX_RUN_RECORD} bytes]"));
+            } else {
+                *recorded += request;
             }
-            record.reply.truncate(cut);
-            record.reply_bytes = Some(whole);
+            keep_reply(&mut side.reply, &mut side.reply_bytes, &mut *recorded);
         }
-        *recorded += record.reply.len();
     }
 
     /// Serves one agent connection, request after request, until either side closes it.
@@ -388,6 +442,53 @@ impl Gateway {
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(&seq).is_some()
     }
 
+    /// The request to send the provider: the agent's, with its headers less those the gateway
+    /// sets; a bridged call's in the provider's dialect, with only the headers that dialect
+    /// needs.
+    fn upstream_request(&self, method: &str, path: &str, head: &[String], body: &[u8], bridged: bool) -> Vec<u8> {
+        let mut out = format!("{method} {} HTTP/1.1\r\nHost: {}\r\n", self.upstream_path(path), self.upstream.authority()).into_bytes();
+        for line in &head[1..] {
+            let name = line.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
+            // A translated call keeps none of the agent's dialect's own headers.
+            let foreign = bridged && name != "user-agent";
+            if !DROPPED_REQUEST_HEADERS.contains(&name.as_str()) && !foreign {
+                out.extend_from_slice(line.as_bytes());
+                out.extend_from_slice(b"\r\n");
+            }
+        }
+        if bridged {
+            out.extend_from_slice(b"Content-Type: application/json\r\n");
+            if self.dialects.provider == Dialect::Anthropic {
+                out.extend_from_slice(b"anthropic-version: 2023-06-01\r\n");
+            }
+        }
+        if let Some(key) = &self.key {
+            out.extend_from_slice(self.auth.header(key).as_bytes());
+        }
+        out.extend_from_slice(format!("Accept-Encoding: identity\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", body.len()).as_bytes());
+        out.extend_from_slice(body);
+        out
+    }
+
+    /// Answers a call the bridge cannot carry with a 400 in the agent's dialect, recording it
+    /// as a failure of the model API that names what was not carried.
+    fn refuse(&self, mut record: ModelRecord, body: &[u8], refused: overeager_bridge::CannotCarry, t0: Instant, agent: &mut TcpStream) -> bool {
+        let (from, to) = (self.dialects.agent.unwrap_or(self.dialects.provider), self.dialects.provider);
+        let message = format!("overeager's dialect bridge cannot carry this call from {} to {}: {refused}", from.as_str(), to.as_str());
+        record.status = 400;
+        record.content_type = "application/json".into();
+        record.reply = overeager_bridge::error_body(from, 400, &message);
+        record.failure = Some(format!("bridge: {refused}"));
+        record.bridged = Some(Box::new(ProviderSide { dialect: to, path: String::new(), request: Value::Null, content_type: String::new(), reply: String::new(), reply_bytes: None, dropped: Vec::new() }));
+        record.duration_us = Some(t0.elapsed().as_micros() as u64);
+        let reply = record.reply.clone();
+        if self.settle(record.seq) {
+            self.record(&mut record, body);
+        }
+        let head = format!("HTTP/1.1 400 Bad Request\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", reply.len());
+        agent.write_all(head.as_bytes()).and_then(|()| agent.write_all(reply.as_bytes())).and_then(|()| agent.flush()).is_ok()
+    }
+
     fn relay_one(&self, head: &[String], body: &[u8], agent: &mut TcpStream) -> bool {
         let t0 = Instant::now();
         let t_us = now_us();
@@ -399,81 +500,88 @@ impl Gateway {
         let seq = record.seq;
         let received = Arc::new(Mutex::new(Received::default()));
         self.pending.lock().unwrap_or_else(|e| e.into_inner()).insert(seq, Pending { record: record.clone(), request: body.to_vec(), started: t0, reply: received.clone() });
-        let mut out = format!("{method} {} HTTP/1.1\r\nHost: {}\r\n", self.upstream_path(&path), self.upstream.authority()).into_bytes();
-        for line in &head[1..] {
-            let name = line.split(':').next().unwrap_or("").trim().to_ascii_lowercase();
-            if !DROPPED_REQUEST_HEADERS.contains(&name.as_str()) {
-                out.extend_from_slice(line.as_bytes());
-                out.extend_from_slice(b"\r\n");
-            }
-        }
-        if let Some(key) = &self.key {
-            out.extend_from_slice(self.auth.header(key).as_bytes());
-        }
-        out.extend_from_slice(format!("Accept-Encoding: identity\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n", body.len()).as_bytes());
-        out.extend_from_slice(body);
+        let call = match self.dialects.plan(&method, &path, body, seq) {
+            Some(Err(refused)) => return self.refuse(record, body, refused, t0, agent),
+            Some(Ok(call)) => Some(call),
+            None => None,
+        };
+        let translated = call.as_ref().map(|c| c.body.to_string().into_bytes());
+        let out = match (&call, &translated) {
+            (Some(c), Some(b)) => self.upstream_request(&method, &c.path, head, b, self.dialects.agent.is_some()),
+            _ => self.upstream_request(&method, &path, head, body, false),
+        };
         let (mut up, sent, connecting, reply) = match self.send(&out) {
             Ok(x) => x,
             Err(failure) => {
                 let message = format!("the model gateway could not reach {}: {failure}", self.upstream.host);
                 record.status = 502;
                 record.content_type = "application/json".into();
-                record.reply = error_body(&message);
+                record.reply = match &call {
+                    Some(c) => overeager_bridge::error_body(c.agent, 502, &message),
+                    None => error_body(&message),
+                };
                 record.failure = Some(failure);
                 record.relay_us = Some(t0.elapsed().as_micros() as u64);
                 record.duration_us = record.relay_us;
+                let reply = record.reply.clone();
                 if self.settle(seq) {
                     self.record(&mut record, body);
                 }
-                return respond_error(agent, 502, &message).is_ok();
+                return respond(agent, 502, &reply).is_ok();
             }
         };
         let sent = sent.duration_since(t0).saturating_sub(connecting);
-        record.status = reply.status;
         let ctype = reply.headers.iter().find(|(k, _)| k.eq_ignore_ascii_case("content-type")).map(|(_, v)| v.clone()).unwrap_or_default();
-        record.content_type = ctype.clone();
+        let translator = call.as_ref().map(|c| overeager_bridge::ReplyTranslator::new(c, reply.status, &ctype));
+        record.status = reply.status;
+        record.stand_in = reply.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case(overeager_core::model::STAND_IN_HEADER));
+        record.content_type = translator.as_ref().map_or(ctype.clone(), |t| t.content_type().to_string());
         if let Some(p) = self.pending.lock().unwrap_or_else(|e| e.into_inner()).get_mut(&seq) {
             p.record.status = reply.status;
-            p.record.content_type = ctype.clone();
+            p.record.content_type = record.content_type.clone();
         }
         let mut head_out = format!("HTTP/1.1 {} {}\r\n", reply.status, reply.reason);
         for (k, v) in &reply.headers {
-            if !DROPPED_REPLY_HEADERS.contains(&k.to_ascii_lowercase().as_str()) {
+            let k_lower = k.to_ascii_lowercase();
+            // A translated reply has the agent's dialect's type, and its own length.
+            let replaced = translator.is_some() && matches!(k_lower.as_str(), "content-type" | "content-length");
+            if !DROPPED_REPLY_HEADERS.contains(&k_lower.as_str()) && !replaced {
                 head_out.push_str(&format!("{k}: {v}\r\n"));
             }
         }
-        head_out.push_str(match reply.framing {
-            Framing::None => "Content-Length: 0\r\n",
-            Framing::Length(_) => "",
-            Framing::Chunked | Framing::UntilClose => "Transfer-Encoding: chunked\r\n",
-        });
-        if let Framing::Length(n) = reply.framing {
-            head_out.push_str(&format!("Content-Length: {n}\r\n"));
+        let chunked = translator.is_some() || matches!(reply.framing, Framing::Chunked | Framing::UntilClose);
+        match (&translator, reply.framing) {
+            (Some(t), Framing::None) => head_out.push_str(&format!("Content-Type: {}\r\nContent-Length: 0\r\n", t.content_type())),
+            (Some(t), _) => head_out.push_str(&format!("Content-Type: {}\r\nTransfer-Encoding: chunked\r\n", t.content_type())),
+            (None, Framing::None) => head_out.push_str("Content-Length: 0\r\n"),
+            (None, Framing::Length(n)) => head_out.push_str(&format!("Content-Length: {n}\r\n")),
+            (None, Framing::Chunked | Framing::UntilClose) => head_out.push_str("Transfer-Encoding: chunked\r\n"),
         }
         head_out.push_str("\r\n");
         let head_in = Instant::now();
         let agent_ok = agent.write_all(head_out.as_bytes()).and_then(|()| agent.flush()).is_ok();
         let head_relay = head_in.elapsed();
-        let mut relay = Relay { agent, agent_ok, chunked: matches!(reply.framing, Framing::Chunked | Framing::UntilClose), received, first: None };
+        let bridge = translator.map(|t| (t, Received::default()));
+        let mut relay = Relay { agent, agent_ok, chunked: chunked && reply.framing != Framing::None, received, first: None, bridge };
         let relayed = relay.body(&mut up, reply.framing);
+        if relayed.is_ok() {
+            relay.finish();
+        }
         let agent_ok = relay.agent_ok;
         record.relay_us = Some((sent + head_relay + relay.first.unwrap_or_default()).as_micros() as u64);
         relay.received.lock().unwrap_or_else(|e| e.into_inner()).fill(&mut record);
         record.duration_us = Some(t0.elapsed().as_micros() as u64);
-        // The provider's own words, where it sent any, follow the class.
-        let words = || upstream_error(&record.reply).map(|m| format!(": {m}")).unwrap_or_default();
-        record.failure = match relayed {
-            Err(n) => Some(format!("reply cut short after {n} bytes{}", words())),
-            Ok(()) if reply.status >= 400 => Some(format!("http {}{}", reply.status, words())),
-            Ok(()) if ctype.contains("event-stream") && (has_error_event(&record.reply) || upstream_error(&record.reply).is_some()) => Some(format!("error event in the stream{}", words())),
-            // A Chat Completions stream ends with `data: [DONE]`; one that stops before it (a
-            // server that failed mid-stream and closed it, having sent only keep-alives) gave
-            // the agent no whole answer.
-            Ok(()) if ctype.contains("event-stream") && path.contains("/chat/completions") && record.reply_bytes.is_none() && !record.reply.lines().any(|l| l.trim() == "data: [DONE]") => {
-                Some(format!("the stream ended before its end (`data: [DONE]`) after {} bytes", record.reply.len()))
-            }
-            Ok(()) => None,
-        };
+        // The provider's side: what it was asked and what it sent, in its own dialect.
+        if let (Some(c), Some((_, provider))) = (&call, &relay.bridge) {
+            let mut side = ModelRecord::default();
+            provider.fill(&mut side);
+            record.bridged = Some(Box::new(ProviderSide { dialect: c.provider, path: self.upstream_path(&c.path), request: c.body.clone(), content_type: ctype.clone(), reply: side.reply, reply_bytes: side.reply_bytes, dropped: c.dropped.clone() }));
+        }
+        let (_, provider_type, provider_reply) = record.provider_reply();
+        let provider_path = record.bridged.as_ref().map_or(path.as_str(), |b| b.path.as_str());
+        let cut_in_record = record.bridged.as_ref().map_or(record.reply_bytes, |b| b.reply_bytes).is_some();
+        record.failure = failure(relayed, reply.status, provider_type, provider_reply, provider_path, cut_in_record)
+            .or_else(|| record.bridged.as_ref().and_then(|_| upstream_error(&record.reply)).map(|words| format!("bridge: {words}")));
         if self.settle(seq) {
             self.record(&mut record, body);
         }
@@ -482,6 +590,41 @@ impl Gateway {
         }
         agent_ok && relayed.is_ok()
     }
+}
+
+/// How the provider's API failed on a call, from its reply (`relayed`: how far the body came),
+/// with the provider's own words where it sent any; `None` for a call that went well.
+fn failure(relayed: Result<(), usize>, status: u16, content_type: &str, reply: &str, path: &str, cut_in_record: bool) -> Option<String> {
+    let words = || upstream_error(reply).map(|m| format!(": {m}")).unwrap_or_default();
+    let stream = content_type.contains("event-stream");
+    match relayed {
+        Err(n) => Some(format!("reply cut short after {n} bytes{}", words())),
+        Ok(()) if status >= 400 => Some(format!("http {status}{}", words())),
+        Ok(()) if stream && (has_error_event(reply) || upstream_error(reply).is_some()) => Some(format!("error event in the stream{}", words())),
+        // A Chat Completions stream ends with `data: [DONE]`; one that stops before it (a
+        // server that failed mid-stream and closed it, having sent only keep-alives) gave
+        // the agent no whole answer.
+        Ok(()) if stream && path.contains("/chat/completions") && !cut_in_record && !reply.lines().any(|l| l.trim() == "data: [DONE]") => {
+            Some(format!("the stream ended before its end (`data: [DONE]`) after {} bytes", reply.len()))
+        }
+        Ok(()) => None,
+    }
+}
+
+/// Cuts `reply` to the room left in the run's model record (noting its whole size in `bytes`),
+/// and counts what it keeps.
+fn keep_reply(reply: &mut String, bytes: &mut Option<u64>, recorded: &mut usize) {
+    let room = MAX_RUN_RECORD.saturating_sub(*recorded);
+    if reply.len() > room {
+        let whole = bytes.unwrap_or(reply.len() as u64);
+        let mut cut = room;
+        while !reply.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        reply.truncate(cut);
+        *bytes = Some(whole);
+    }
+    *recorded += reply.len();
 }
 
 /// Writes `request` on `conn`; when it was sent.
@@ -530,12 +673,31 @@ struct Relay<'a> {
     received: Arc<Mutex<Received>>,
     /// How long the first piece took from arriving to being passed on.
     first: Option<Duration>,
+    /// A bridged call's reply: its translator, and what the provider sent (the agent gets the
+    /// translation; `received` keeps that).
+    bridge: Option<(overeager_bridge::ReplyTranslator, Received)>,
 }
 
 impl Relay<'_> {
     fn pass(&mut self, data: &[u8]) {
         let arrived = Instant::now();
-        if self.agent_ok {
+        let translated;
+        let data = match &mut self.bridge {
+            Some((translator, provider)) => {
+                provider.keep(data, arrived);
+                translated = translator.push(data);
+                translated.as_slice()
+            }
+            None => data,
+        };
+        self.write(data);
+        self.first.get_or_insert_with(|| arrived.elapsed());
+        self.received.lock().unwrap_or_else(|e| e.into_inner()).keep(data, arrived);
+    }
+
+    /// Passes `data` on to the agent.
+    fn write(&mut self, data: &[u8]) {
+        if self.agent_ok && !data.is_empty() {
             let a = &mut *self.agent;
             let written = if self.chunked {
                 a.write_all(format!("{:x}\r\n", data.len()).as_bytes()).and_then(|()| a.write_all(data)).and_then(|()| a.write_all(b"\r\n"))
@@ -544,21 +706,23 @@ impl Relay<'_> {
             };
             self.agent_ok = written.and_then(|()| a.flush()).is_ok();
         }
-        self.first.get_or_insert_with(|| arrived.elapsed());
-        let mut r = self.received.lock().unwrap_or_else(|e| e.into_inner());
-        if r.kept.len() < MAX_REPLY {
-            let room = MAX_REPLY - r.kept.len();
-            r.kept.extend_from_slice(&data[..data.len().min(room)]);
-        }
-        r.total += data.len();
-        r.last = Some(arrived);
     }
 
+    /// The bytes of the reply the provider has sent so far.
     fn total(&self) -> usize {
-        self.received.lock().unwrap_or_else(|e| e.into_inner()).total
+        match &self.bridge {
+            Some((_, provider)) => provider.total,
+            None => self.received.lock().unwrap_or_else(|e| e.into_inner()).total,
+        }
     }
 
+    /// The reply ended whole: what a translation holds back goes on, then the end of the chunks.
     fn finish(&mut self) {
+        if let Some((translator, _)) = &mut self.bridge {
+            let rest = translator.finish();
+            self.write(&rest);
+            self.received.lock().unwrap_or_else(|e| e.into_inner()).keep(&rest, Instant::now());
+        }
         if self.chunked && self.agent_ok {
             self.agent_ok = self.agent.write_all(b"0\r\n\r\n").and_then(|()| self.agent.flush()).is_ok();
         }
@@ -588,7 +752,6 @@ impl Relay<'_> {
             Framing::UntilClose => loop {
                 let buf = up.fill_buf().map_err(|_| self.total())?;
                 if buf.is_empty() {
-                    self.finish();
                     return Ok(());
                 }
                 let n = buf.len();
@@ -609,7 +772,6 @@ impl Relay<'_> {
                             break;
                         }
                     }
-                    self.finish();
                     return Ok(());
                 }
                 if !self.pass_exactly(up, size) {
@@ -669,7 +831,11 @@ fn error_body(message: &str) -> String {
 }
 
 fn respond_error(w: &mut TcpStream, status: u16, message: &str) -> std::io::Result<()> {
-    let body = error_body(message);
+    respond(w, status, &error_body(message))
+}
+
+/// Answers with `status` and the JSON `body`.
+fn respond(w: &mut TcpStream, status: u16, body: &str) -> std::io::Result<()> {
     let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n", http::reason(status), body.len());
     w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush())
 }
@@ -697,14 +863,18 @@ fn take_key(stdin: bool, var: Option<&str>) -> Result<Option<String>, String> {
     Ok(Some(key))
 }
 
-/// `overeager-shim gateway --upstream <url> --dialect <d> (--listen <addr> | --fd <n>)
+/// `overeager-shim gateway --upstream <url> --dialect <d> [--agent-dialect <d>] (--listen <addr> | --fd <n>)
 /// [--prefix /v1] [--key-stdin | --key-env VAR] [--ca <pem> | --ca-env VAR] [--log <model.jsonl>]
 /// [--until-stdin-closes]`: serve until killed, or with `--until-stdin-closes` until standard
 /// input ends, then finish the calls in flight.
 pub fn main(args: &[String]) -> i32 {
     let run = || -> Result<(), String> {
         let upstream = Upstream::parse(flag(args, "--upstream").ok_or("--upstream <url> is required")?)?;
-        let auth = Auth::parse(flag(args, "--dialect").ok_or("--dialect <anthropic|openai-chat|openai-responses|gemini> is required")?)?;
+        let provider = flag(args, "--dialect").ok_or("--dialect <anthropic|openai-chat|openai-responses|gemini> is required")?;
+        let auth = Auth::parse(provider)?;
+        let provider = dialect_named(provider).map_err(|e| format!("--dialect: {e}"))?;
+        let agent = flag(args, "--agent-dialect").map(dialect_named).transpose().map_err(|e| format!("--agent-dialect: {e}"))?;
+        let dialects = Dialects { provider, agent: agent.filter(|a| *a != provider) };
         let key = take_key(args.iter().any(|a| a == "--key-stdin"), flag(args, "--key-env"))?;
         // The extra authority: a file, or PEM text in a variable (a container whose root is
         // read-only gets it through its environment).
@@ -721,7 +891,7 @@ pub fn main(args: &[String]) -> i32 {
             Some(p) => Some(Box::new(std::fs::OpenOptions::new().create(true).append(true).open(p).map_err(|e| format!("opening {p}: {e}"))?)),
             None => None,
         };
-        let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log, args.iter().any(|a| a == "--text-replies"));
+        let gateway = Gateway::new(upstream, flag(args, "--prefix").unwrap_or(""), auth, key, tls, log, args.iter().any(|a| a == "--text-replies"), dialects);
         if let Ok(a) = listener.local_addr() {
             // On standard error: the records may go to standard output.
             eprintln!("overeager model gateway: listening on http://{a}");
@@ -776,6 +946,8 @@ mod tests {
         (path("ca.pem", ca_cert.pem()), path("cert.pem", leaf.pem()), path("key.pem", leaf_key.serialize_pem()))
     }
 
+    const CHAT: Dialects = Dialects { provider: Dialect::Chat, agent: None };
+
     fn script() -> Script {
         Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None, reply_format: None }
     }
@@ -786,7 +958,8 @@ mod tests {
         let pem = ca.map(|c| std::fs::read(c).unwrap());
         let tls = up.tls.then(|| crate::tls::client(pem.as_deref().map(|p| (p, "ca.pem"))).unwrap());
         let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
-        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())), false);
+        let dialects = Dialects { provider: dialect_named(dialect).unwrap(), agent: None };
+        let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())), false, dialects);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
         std::thread::spawn(move || g.serve_all(l));
@@ -868,7 +1041,7 @@ mod tests {
         let body = r#"{"model": "m", "messages": [{"role": "system", "content": "edit blocks"}, {"role": "user", "content": "go"}]}"#;
         for (text_replies, expect) in [(true, [(false, Some(0)), (false, Some(1))]), (false, [(true, None), (true, None)])] {
             let log = dir.path().join(format!("model-{text_replies}.jsonl"));
-            let g = Gateway::new(Upstream::parse(&provider).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), text_replies);
+            let g = Gateway::new(Upstream::parse(&provider).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), text_replies, CHAT);
             let gl = TcpListener::bind("127.0.0.1:0").unwrap();
             let addr = gl.local_addr().unwrap().to_string();
             std::thread::spawn(move || g.serve_all(gl));
@@ -1005,7 +1178,7 @@ mod tests {
             w.flush().unwrap();
         });
         let log = dir.path().join("model.jsonl");
-        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false);
+        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, CHAT);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let gw = l.local_addr().unwrap().to_string();
         let serving = g.clone();

@@ -109,7 +109,10 @@ fn serve(conn: impl Read + Write, s: &Shared) {
         Err(e) => (400, "text/plain", e),
     };
     let w = r.get_mut();
-    let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n", http::reason(status), body.len());
+    // Says what answered, so that a gateway in front of it never records its replies as a
+    // real model's.
+    let what = overeager_core::model::STAND_IN_HEADER;
+    let head = format!("HTTP/1.1 {status} {}\r\nContent-Type: {ctype}\r\nContent-Length: {}\r\n{what}: scripted\r\nConnection: close\r\n\r\n", http::reason(status), body.len());
     let _ = w.write_all(head.as_bytes()).and_then(|()| w.write_all(body.as_bytes())).and_then(|()| w.flush());
 }
 

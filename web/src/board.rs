@@ -3,6 +3,7 @@
 //! submitted row carries on the leaderboard.
 
 use leptos::prelude::*;
+use overeager_wire::report::Cell;
 use leptos_router::hooks::use_params_map;
 use overeager_wire::board::{Decided, Decision, Policy, Provenance, SubmissionList, SubmissionStatus};
 use overeager_wire::report::short_variant;
@@ -30,6 +31,16 @@ pub fn ReferenceBadge(scripted: bool, simulated: bool) -> impl IntoView {
     } else {
         None
     }
+}
+
+/// The badges of a leaderboard cell: a reference (scripted play, simulated policy), or what
+/// played its model when that was no real model's or was bridged.
+#[component]
+pub fn CellBadge(c: Cell) -> impl IntoView {
+    if c.simulated || c.scripted {
+        return view! { <ReferenceBadge scripted=c.scripted simulated=c.simulated/> }.into_any();
+    }
+    view! { " "<crate::ui::PlayerMark agent=String::new() played_by=c.played_by.clone()/> }.into_any()
 }
 
 /// The badges of a submitted row: who submitted it, re-judged, and whether a trusted runner ran it.

@@ -110,7 +110,7 @@ fn head(side: &Side, other: &[String]) -> AnyView {
     view! {
         <div class="compare-head">
             <h2><a class="mono" href=format!("/runs/{id}")>{id.clone()}</a></h2>
-            <p>{format!("{} · {}", r.framework, r.model)}" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/></p>
+            <p>{format!("{} · {}", r.framework, r.model)}" "<PlayerMark agent=r.agent.clone() played_by=r.played_by.clone()/></p>
             <p class="muted small">{format!("{} · {} · replicate {}", r.scenario, short_variant(r.variant), r.replicate)}</p>
             <p><span class=if verdict == "OVEREAGER" { "verdict overeager" } else { "verdict clean" }>{verdict}</span></p>
             <ul class="trap-list small">{traps.into_iter().map(|t| {

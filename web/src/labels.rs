@@ -553,7 +553,7 @@ pub fn ReviewPage() -> impl IntoView {
                                 view! {
                                     <tr class="queue-item" class:mine=is_mine data-run=r.id.clone()>
                                         <td class="num">{i.pos + 1}</td>
-                                        <td><a class="mono" href=format!("/runs/{}?queue={}", r.id, api::enc(&id))>{r.id.clone()}</a>" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/></td>
+                                        <td><a class="mono" href=format!("/runs/{}?queue={}", r.id, api::enc(&id))>{r.id.clone()}</a>" "<PlayerMark agent=r.agent.clone() played_by=r.played_by.clone()/></td>
                                         <td>{format!("{} · {}", r.framework, r.model)}</td>
                                         <td>{r.variant.as_str()}</td>
                                         <td>{r.outcome.map(|o| o.as_str())}</td>

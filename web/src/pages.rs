@@ -78,8 +78,17 @@ pub fn Leaderboard() -> impl IntoView {
                     _ => cells.sort_by(|(a, _), (b, _)| a.rate.total_cmp(&b.rate).then_with(|| a.framework.cmp(&b.framework))),
                 }
                 let simulated = r.simulated;
+                let kinds: Vec<&str> = r.played_by.iter().map(|p| p.kind()).collect();
+                let stand_in = kinds.contains(&"stand_in");
+                let scripted_model = kinds.contains(&"scripted") && !r.cells.iter().all(|c| c.scripted || c.simulated);
+                let replay = kinds.contains(&"replay");
+                let bridged = r.played_by.iter().any(|p| p.bridged);
                 view! {
                     {simulated.then(|| view! { <p class="note">"Cells marked "<span class="badge sim">"simulated"</span>" come from simulated policies (real runs, with the play drawn at random): they show how the instrument behaves, not how any real agent does."</p> })}
+                    {stand_in.then(|| view! { <p class="note stand-in">"Cells marked "<span class="player-mark stand-in">"stand-in provider"</span>" ran real agent CLIs on overeager's stand-in provider, the scripted model behind a provider's API: they rehearse an experiment, no language model answered them."</p> })}
+                    {scripted_model.then(|| view! { <p class="note">"Cells marked "<span class="player-mark scripted-model">"scripted model"</span>" ran real agent CLIs on the scripted model: they measure the CLIs and the instrument, not a language model."</p> })}
+                    {replay.then(|| view! { <p class="note">"Cells marked "<span class="player-mark replay">"replay"</span>" answered real agent CLIs with recorded runs' model calls: they reproduce those runs."</p> })}
+                    {bridged.then(|| view! { <p class="note">"Cells marked "<span class="player-mark bridged">"bridged"</span>" ran an agent on a model of another API dialect: the model gateway translated every call both ways, and each run's model channel holds both sides."</p> })}
                     <table class="board" data-variant=v>
                         <thead><tr><th>"#"</th><th>"Framework · model"</th><th class="num">"Overeager"</th><th class="bar">"95% CI (0–100%)"</th><th class="num">"n"</th><th class="num">"Critical runs"</th><th class="num">"Completed"</th><th class="num">"Timeouts"</th><th class="num" title="No trap fired but a check had no answer: left out of n, never counted as clean">"Incomplete"</th><th class="num" title="Mean tokens per run on a provider's model, as its replies counted them (input, cache and output)">"Tokens/run"</th><th class="num" title="Mean cost per run whose model's price is known (US dollars)">"Cost/run"</th></tr></thead>
                         <tbody>
@@ -89,7 +98,6 @@ pub fn Leaderboard() -> impl IntoView {
                                 None => format!("/runs?experiment={}&framework={}&model={}&variant={}", api::enc(&exp), api::enc(&c.framework), api::enc(&c.model), v),
                             };
                             let label = c.agent();
-                            let sim = c.simulated;
                             let agent_attr = label.clone();
                             let submission = prov.as_ref().map(|p| p.submission.clone());
                             let is_submitted = prov.is_some();
@@ -97,7 +105,7 @@ pub fn Leaderboard() -> impl IntoView {
                                 <tr class="cell" class:submitted=is_submitted data-agent=agent_attr data-submission=submission>
                                     <td class="muted">{i + 1}</td>
                                     <td><a href=href>{label}</a>
-                                        {if is_submitted { None } else { Some(view! { <crate::board::ReferenceBadge scripted=c.scripted simulated=sim/> }) }}
+                                        {if is_submitted { None } else { Some(view! { <crate::board::CellBadge c=c.clone()/> }) }}
                                         {prov.map(|p| view! { " " <crate::board::SubmittedBadges p=p/> })}</td>
                                     <td class="num rate">{pct(c.rate)}</td>
                                     <td class="bar"><CiBar rate=c.rate lo=c.ci.lo hi=c.ci.hi/></td>
@@ -203,10 +211,9 @@ pub fn Matrix() -> impl IntoView {
                                 let show = |v: Variant| cell.and_then(|c| c.get(&v)).map(|c| pct(c.rate)).unwrap_or_else(|| "–".into());
                                 let heat = cell.and_then(|c| c.get(&Variant::ConsentStripped)).map(|c| c.rate).unwrap_or(0.0);
                                 let href = format!("/runs?experiment={}&framework={}&model={}", api::enc(&exp), api::enc(fw), api::enc(m));
-                                let flag = |k: fn(&Cell) -> bool| cell.is_some_and(|c| c.values().any(k));
-                                let (scripted, simulated) = (flag(|c| c.scripted), flag(|c| c.simulated));
+                                let first = cell.and_then(|c| c.values().next().cloned());
                                 view! { <td style=format!("background:rgba(220,80,40,{:.2})", heat * 0.55)><a href=href>{show(Variant::ConsentKept)}" / "{show(Variant::ConsentStripped)}</a>
-                                    <crate::board::ReferenceBadge scripted=scripted simulated=simulated/></td> }
+                                    {first.map(|c| view! { <crate::board::CellBadge c=c/> })}</td> }
                             }).collect_view()}</tr>
                         }).collect_view()}</tbody>
                     </table>
@@ -497,7 +504,7 @@ pub fn Runs() -> impl IntoView {
                             let traps = r.traps.iter().map(|(id, _)| id.as_str()).collect::<Vec<_>>().join(", ");
                             view! {
                                 <tr class="run"><td><a class="mono run-link" href=format!("/runs/{}", r.id)>{r.id.clone()}</a></td>
-                                <td>{format!("{} · {}", r.framework, r.model)}" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/></td><td class="small">{r.scenario.clone()}</td>
+                                <td>{format!("{} · {}", r.framework, r.model)}" "<PlayerMark agent=r.agent.clone() played_by=r.played_by.clone()/></td><td class="small">{r.scenario.clone()}</td>
                                 <td>{short_variant(r.variant)}</td><td class="num">{r.replicate}</td>
                                 <td class=format!("outcome {}", outcome.replace(' ', "_"))>{outcome.clone()}</td><td class="mono small">{traps}</td></tr>
                             }

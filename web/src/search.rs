@@ -125,7 +125,7 @@ pub fn Search() -> impl IntoView {
                                 view! {
                                     <li class="search-hit" data-run=id.clone()>
                                         <div><a class="mono run-link" href=format!("/runs/{id}")>{id.clone()}</a>" "
-                                            <span>{format!("{} · {}", r.framework, r.model)}</span>" "<PlayerMark agent=r.agent.clone() model=r.model.clone()/>
+                                            <span>{format!("{} · {}", r.framework, r.model)}</span>" "<PlayerMark agent=r.agent.clone() played_by=r.played_by.clone()/>
                                             <span class="muted small">{format!(" {} · {} · ", r.scenario, short_variant(r.variant))}</span>
                                             <span class=format!("outcome {}", outcome.replace(' ', "_"))>{outcome.clone()}</span>
                                             {(!traps.is_empty()).then(|| view! { <span class="mono small">{format!(" · {traps}")}</span> })}

@@ -397,7 +397,7 @@ fn Loaded(sm: TraceSummary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize
                 }}
             </div>
             <p class="facts">
-                <span>"Agent "<b>{format!("{} · {}", m.agent.framework, m.agent.model)}</b>" "<PlayerMark agent=m.agent.id.clone() model=m.agent.model.clone()/></span>
+                <span>"Agent "<b>{format!("{} · {}", m.agent.framework, m.agent.model)}</b>" "<PlayerMark agent=m.agent.id.clone() played_by=m.agent.played_by()/></span>
                 <span>"Scenario "<a href=scenario_link>{m.scenario.id.clone()}</a></span>
                 <span>"Variant "<b>{m.variant.as_str()}</b></span>
                 <span>"Replicate "{m.replicate}</span>

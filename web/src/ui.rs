@@ -3,6 +3,7 @@
 use leptos::prelude::*;
 use leptos_router::hooks::{use_location, use_navigate, use_query_map};
 use overeager_wire::experiment::ExperimentItem;
+use overeager_core::model::{ModelSource, PlayedBy};
 use overeager_wire::report::Cell;
 
 use crate::api;
@@ -162,23 +163,30 @@ pub fn short(d: &str) -> String {
 }
 
 /// What kind of player a run's agent is, when its numbers measure the instrument rather than
-/// an agent on a provider's model: `(css class, label, explanation)`.
-pub fn player_kind(agent: &str, model: &str) -> Option<(&'static str, &'static str, &'static str)> {
-    if agent.starts_with("sim:") || agent == "sim" {
-        Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran."))
-    } else if agent.starts_with("scripted:") || agent == "scripted" {
-        Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran."))
-    } else if model.starts_with("scripted-") {
-        Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model."))
-    } else if model.starts_with("local/") {
-        Some(("local-model", "real local model", "A real agent CLI on a real model served on this machine (`overeager model local`: SmolLM2-135M on llama-cpp-python): it shows the instrument's path works against a real server; a 135M model is no evidence about how overeager any frontier model is."))
-    } else {
-        None
+/// an agent on a real model, or when its model was reached through the dialect bridge:
+/// `(css class, label, explanation)`.
+pub fn player_kind(agent: &str, played_by: &PlayedBy) -> Option<(&'static str, &'static str, &'static str)> {
+    let bridged = "A real agent CLI on a real model of another API dialect: the model gateway translated every call both ways (the run's model channel holds both sides).";
+    match &played_by.source {
+        ModelSource::Simulated => Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran.")),
+        ModelSource::Scripted if agent.starts_with("scripted:") || agent == "scripted" => Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran.")),
+        ModelSource::Scripted => Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model.")),
+        ModelSource::Replay => Some(("replay", "replay", "A real agent CLI answered by a recorded run's model calls: it reproduces that run, it is no new observation of a model.")),
+        ModelSource::StandIn => Some(("stand-in", "stand-in provider", "A real agent CLI on overeager's stand-in provider (`overeager model serve`): the scripted model behind a provider's API, for rehearsing an experiment; no language model answered.")),
+        ModelSource::LocalServer { .. } => Some(("local-model", "real local model", "A real agent CLI on a real model served on this machine (`overeager model local`, e.g. SmolLM2-135M on llama.cpp's server): it shows the instrument's path works against a real server; a small model is no evidence about how overeager any frontier model is.")),
+        ModelSource::Provider { .. } if played_by.bridged => Some(("bridged", "bridged", bridged)),
+        ModelSource::Provider { .. } => None,
     }
 }
 
-/// The mark of a simulated or scripted run, beside wherever a run is named.
+/// The mark of a run whose model was no real model's (or was bridged), beside wherever a run
+/// is named.
 #[component]
-pub fn PlayerMark(agent: String, model: String) -> impl IntoView {
-    player_kind(&agent, &model).map(|(class, label, title)| view! { <span class=format!("player-mark {class}") title=title>{label}</span> })
+pub fn PlayerMark(agent: String, played_by: PlayedBy) -> impl IntoView {
+    // A provider's bridged run is marked `bridged` above; any other kind gets it beside.
+    let bridged = played_by.bridged && !matches!(played_by.source, ModelSource::Provider { .. });
+    view! {
+        {player_kind(&agent, &played_by).map(|(class, label, title)| view! { <span class=format!("player-mark {class}") title=title>{label}</span> })}
+        {bridged.then(|| view! { " "<span class="player-mark bridged" title="The model gateway translated every call between the agent's API dialect and the model's.">"bridged"</span> })}
+    }
 }

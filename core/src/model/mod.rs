@@ -58,6 +58,95 @@ impl Dialect {
     }
 }
 
+/// What answered a run's model calls.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ModelSource {
+    /// overeager's scripted model playing a scenario's play: a reference, not a model.
+    Scripted,
+    /// A simulated policy: neither an agent CLI nor a model.
+    Simulated,
+    /// A recorded run's model calls, answered again.
+    Replay,
+    /// overeager's stand-in provider (`overeager model serve`): the scripted model behind a
+    /// provider's API, for rehearsing an experiment.
+    StandIn,
+    /// A model served on this machine (a loopback address), by a server overeager did not write.
+    LocalServer { provider: String },
+    /// A provider's model.
+    Provider { provider: String },
+}
+
+/// What played a run's model, and whether the gateway bridged the agent's dialect to it.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+pub struct PlayedBy {
+    #[serde(flatten)]
+    pub source: ModelSource,
+    #[serde(default)]
+    pub bridged: bool,
+}
+
+impl PlayedBy {
+    /// A source, not bridged.
+    pub fn direct(source: ModelSource) -> PlayedBy {
+        PlayedBy { source, bridged: false }
+    }
+
+    /// What an agent id alone says played its model: the scripted agents (`scripted:…`) and a
+    /// real CLI on the scripted model (`<agent>:<policy>:scripted-<play>`) the scripted model,
+    /// `sim:…` a simulated policy, `…:replay:<bundle>` a replay; anything else a provider,
+    /// named by the id's model (`<provider>/<model>`), whose kind only the run can tell.
+    pub fn of_agent_id(id: &str) -> PlayedBy {
+        let parts: Vec<&str> = id.splitn(3, ':').collect();
+        let source = match parts.as_slice() {
+            ["sim", ..] => ModelSource::Simulated,
+            ["scripted", ..] => ModelSource::Scripted,
+            [_, _, model] if model.starts_with("scripted") => ModelSource::Scripted,
+            [_, _, model] if *model == "replay" || model.starts_with("replay:") => ModelSource::Replay,
+            [_, _, model] => ModelSource::Provider { provider: model.split_once('/').map_or("", |(p, _)| p).to_string() },
+            _ => ModelSource::Scripted,
+        };
+        PlayedBy::direct(source)
+    }
+
+    /// Whether a real model (on this machine or a provider's) answered: only then are the
+    /// run's numbers about a model.
+    pub fn real_model(&self) -> bool {
+        matches!(self.source, ModelSource::LocalServer { .. } | ModelSource::Provider { .. })
+    }
+
+    /// A short label: `scripted model`, `simulated policy`, `replay`, `stand-in provider`,
+    /// `local model server (local)`, `provider (anthropic)`; `, bridged` when it was.
+    pub fn label(&self) -> String {
+        let base = match &self.source {
+            ModelSource::Scripted => "scripted model".to_string(),
+            ModelSource::Simulated => "simulated policy".to_string(),
+            ModelSource::Replay => "replay".to_string(),
+            ModelSource::StandIn => "stand-in provider".to_string(),
+            ModelSource::LocalServer { provider } => format!("local model server ({provider})"),
+            ModelSource::Provider { provider } => format!("provider ({provider})"),
+        };
+        if self.bridged { format!("{base}, bridged") } else { base }
+    }
+
+    /// The kind alone, as a column of a table or a filter names it: `scripted`, `simulated`,
+    /// `replay`, `stand_in`, `local_server`, `provider`.
+    pub fn kind(&self) -> &'static str {
+        match self.source {
+            ModelSource::Scripted => "scripted",
+            ModelSource::Simulated => "simulated",
+            ModelSource::Replay => "replay",
+            ModelSource::StandIn => "stand_in",
+            ModelSource::LocalServer { .. } => "local_server",
+            ModelSource::Provider { .. } => "provider",
+        }
+    }
+}
+
+/// The reply header by which overeager's stand-in provider (and the scripted model it serves)
+/// says what it is, so a run on it is never taken for a real model's.
+pub const STAND_IN_HEADER: &str = "x-overeager-model";
+
 /// How the error of a run whose model API failed the agent begins (the run is no
 /// observation: it gets no verdict, counts in no rate, and is run again with
 /// `experiment run --retry-failed`).
@@ -122,4 +211,64 @@ pub struct ModelRecord {
     /// saw it (until the run ended, for a call still in flight then).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub duration_us: Option<u64>,
+    /// The reply came from overeager's own stand-in provider (its [`STAND_IN_HEADER`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stand_in: bool,
+    /// A call the gateway's dialect bridge translated: the provider's side of it. The fields
+    /// above are the agent's side (what it sent and what it received).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bridged: Option<Box<ProviderSide>>,
+}
+
+/// What the provider of a bridged call received and sent, in its own dialect.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ProviderSide {
+    pub dialect: Dialect,
+    /// Path and query as the provider was asked.
+    pub path: String,
+    /// The request the provider received (not recorded, like the agent's, past the run's
+    /// model record limit; `null` when the bridge refused the call and nothing was sent).
+    pub request: Value,
+    pub content_type: String,
+    /// The reply exactly as the provider sent it, or its beginning when `reply_bytes` is set.
+    pub reply: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_bytes: Option<u64>,
+    /// Fields of the agent's request left out as hints the provider's dialect has no place for.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub dropped: Vec<String>,
+}
+
+impl ModelRecord {
+    /// The reply the provider sent, in its dialect: the provider's side of a bridged call,
+    /// else the reply itself. Usage is counted from it, so a bridged call's tokens are the
+    /// provider's own.
+    pub fn provider_reply(&self) -> (Option<Dialect>, &str, &str) {
+        match &self.bridged {
+            Some(b) => (Some(b.dialect), &b.content_type, &b.reply),
+            None => (self.dialect, &self.content_type, &self.reply),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_agent_id_says_what_played_its_model_as_far_as_it_can() {
+        let kind = |id: &str| PlayedBy::of_agent_id(id).kind();
+        assert_eq!(kind("scripted:aggressive"), "scripted");
+        assert_eq!(kind("claude-code:permissive:scripted-aggressive"), "scripted");
+        assert_eq!(kind("sim:permissive"), "simulated");
+        assert_eq!(kind("codex:permissive:replay:/b/run.oeb"), "replay");
+        let p = PlayedBy::of_agent_id("aider:default:local/smollm2");
+        assert_eq!((p.kind(), p.label()), ("provider", "provider (local)".to_string()));
+        assert!(p.real_model() && !PlayedBy::of_agent_id("sim:ask").real_model());
+        let bridged = PlayedBy { source: ModelSource::StandIn, bridged: true };
+        assert_eq!(bridged.label(), "stand-in provider, bridged");
+        let json = serde_json::to_value(&bridged).unwrap();
+        assert_eq!(json, serde_json::json!({"kind": "stand_in", "bridged": true}));
+        assert_eq!(serde_json::from_value::<PlayedBy>(serde_json::json!({"kind": "provider", "provider": "anthropic"})).unwrap().label(), "provider (anthropic)");
+    }
 }

@@ -121,10 +121,14 @@ fn n(v: &Value, path: &[&str]) -> u64 {
 
 /// The JSON documents of a reply: the body, or each `data:` line of a stream.
 pub(crate) fn documents(record: &ModelRecord) -> Vec<Value> {
-    if record.content_type.contains("event-stream") {
-        record.reply.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
+    documents_of(&record.content_type, &record.reply)
+}
+
+fn documents_of(content_type: &str, reply: &str) -> Vec<Value> {
+    if content_type.contains("event-stream") {
+        reply.lines().filter_map(|l| l.strip_prefix("data:")).filter_map(|d| serde_json::from_str(d.trim()).ok()).collect()
     } else {
-        serde_json::from_str(&record.reply).into_iter().collect()
+        serde_json::from_str(reply).into_iter().collect()
     }
 }
 
@@ -132,9 +136,10 @@ pub(crate) fn documents(record: &ModelRecord) -> Vec<Value> {
 /// server that does not count). Each dialect's counts are mapped so that `input` excludes
 /// cached tokens, as Anthropic's do.
 pub fn of_reply(record: &ModelRecord) -> Option<Usage> {
-    let dialect = record.dialect?;
+    let (dialect, content_type, reply) = record.provider_reply();
+    let dialect = dialect?;
     let mut found = None;
-    for doc in documents(record) {
+    for doc in documents_of(content_type, reply) {
         match dialect {
             Dialect::Anthropic => {
                 // A stream: `message_start` carries the input counts, each `message_delta`
@@ -218,6 +223,21 @@ mod tests {
         total += Usage { input: 1, output: 2, cache_read: 3, cache_write: 4 };
         total += Usage { input: 1, output: 2, cache_read: 3, cache_write: 4 };
         assert_eq!((total.input, total.total()), (2, 20));
+    }
+
+    #[test]
+    fn a_bridged_call_counts_the_provider_s_tokens() {
+        let mut r = record(Dialect::Anthropic, "application/json", r#"{"type":"message","usage":{"input_tokens":1,"output_tokens":1}}"#);
+        r.bridged = Some(Box::new(crate::model::ProviderSide {
+            dialect: Dialect::Chat,
+            path: "/v1/chat/completions".into(),
+            request: Value::Null,
+            content_type: "text/event-stream".into(),
+            reply: "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":700,\"completion_tokens\":9}}\n\ndata: [DONE]\n".into(),
+            reply_bytes: None,
+            dropped: Vec::new(),
+        }));
+        assert_eq!(of_reply(&r), Some(Usage { input: 700, output: 9, cache_read: 0, cache_write: 0 }));
     }
 
     #[test]

@@ -11,7 +11,7 @@ use overeager_bundle::derive::{derive_events, write_events};
 use overeager_bundle::files::{check_out_free, publish, staging_dir};
 use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, ExecutorRef, ScenarioRef, files};
 use overeager_core::Variant;
-use overeager_core::model::ModelRecord;
+use overeager_core::model::{ModelRecord, ModelSource, PlayedBy};
 use overeager_core::model::usage::RunUsage;
 use overeager_scenario::LoadedScenario;
 use overeager_run::{AgentSpec, RawRun, RunRequest};
@@ -34,19 +34,34 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
     Ok(())
 }
 
-/// What a run on a real model used and cost, from its model channel (already in `dir`):
-/// `None` for runs whose model was not a provider's (scripted, replayed, none), whose token
-/// counts are nobody's spending.
-fn run_usage(raw: &RawRun, req: &RunRequest<'_>, dir: &Path) -> Result<Option<RunUsage>> {
-    let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { return Ok(None) };
-    if !raw.channels.model || req.agent.offline_model() {
-        return Ok(None);
+/// What a run on a provider's model used and cost, and what answered its calls, from its
+/// model channel (already in `dir`). Runs whose model was no provider's (scripted, replayed,
+/// simulated) have no usage: their token counts are nobody's spending.
+fn run_model(raw: &RawRun, req: &RunRequest<'_>, dir: &Path) -> Result<(Option<RunUsage>, PlayedBy)> {
+    let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { return Ok((None, PlayedBy::of_agent_id(&req.agent.id()))) };
+    if req.agent.offline_model() {
+        return Ok((None, PlayedBy::of_agent_id(&req.agent.id())));
     }
-    let text = std::fs::read_to_string(dir.join(files::MODEL)).with_context(|| format!("reading {}", files::MODEL))?;
-    let records: Vec<ModelRecord> = text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+    let records: Vec<ModelRecord> = if raw.channels.model {
+        let text = std::fs::read_to_string(dir.join(files::MODEL)).with_context(|| format!("reading {}", files::MODEL))?;
+        text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
+    } else {
+        Vec::new()
+    };
     let providers = req.providers()?;
     let route = recipe.route(version, model, &providers)?;
-    Ok(Some(RunUsage::of(&route.provider.name, &route.model, &records, route.provider.price(&route.model).copied())))
+    let provider = route.provider.name.clone();
+    // The stand-in says what it is on every reply; a server on loopback is this machine's.
+    let source = if records.iter().any(|r| r.stand_in) {
+        ModelSource::StandIn
+    } else if route.provider.on_this_machine() {
+        ModelSource::LocalServer { provider }
+    } else {
+        ModelSource::Provider { provider }
+    };
+    let played = PlayedBy { source, bridged: route.bridged() };
+    let usage = raw.channels.model.then(|| RunUsage::of(&route.provider.name, &route.model, &records, route.provider.price(&route.model).copied()));
+    Ok((usage, played))
 }
 
 fn write_json<T: serde::Serialize>(path: &Path, v: &T) -> Result<()> {
@@ -93,7 +108,8 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             std::fs::copy(raw.channels_dir.join(name), dir.join(name)).with_context(|| format!("copying {name}"))?;
         }
     }
-    if let Some(usage) = run_usage(raw, req, dir)? {
+    let (usage, played_by) = run_model(raw, req, dir)?;
+    if let Some(usage) = usage {
         write_json(&dir.join(files::USAGE), &usage)?;
     }
     // A real agent's own logs (session transcripts, config), as it wrote them.
@@ -121,6 +137,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             version: raw.agent_version.clone(),
             model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
             adapter: req.agent.adapter().map(str::to_string),
+            played_by: Some(played_by),
         },
         replicate: req.replicate,
         executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone(), host: raw.host.clone() },

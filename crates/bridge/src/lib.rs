@@ -148,8 +148,28 @@ fn whole_reply(d: Dialect, outcome: &Outcome, ctx: &Context) -> Value {
     }
 }
 
+/// A streamed Chat Completions request that does not ask for usage (`stream_options.
+/// include_usage`), made to ask: servers that report usage only when asked (OpenAI's API,
+/// llama-cpp-python) then report the provider's own counts. The reply reaches the agent
+/// without the usage it did not ask for; the model channel records both. `None` for any
+/// other request.
+pub fn asking_usage(path: &str, body: &[u8], n: u64) -> Option<Call> {
+    let mut v: Value = serde_json::from_slice(body).ok()?;
+    if v.get("stream") != Some(&Value::Bool(true)) || v.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)) {
+        return None;
+    }
+    let model = v.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
+    let options = v.as_object_mut()?.entry("stream_options").or_insert_with(|| serde_json::json!({}));
+    options.as_object_mut()?.insert("include_usage".into(), Value::Bool(true));
+    let context = Context { model, stream: true, n, ..Context::default() };
+    Some(Call { agent: Dialect::Chat, provider: Dialect::Chat, path: path.to_string(), body: v, dropped: Vec::new(), context })
+}
+
 /// How the provider's reply is read.
 enum Mode {
+    /// The agent's own dialect, with only what it did not ask for taken out (see
+    /// [`asking_usage`]): every other event is passed on as it came.
+    Filter(sse::Parser),
     /// Server-sent events, translated as they arrive.
     Stream { sse: sse::Parser, decoder: Box<dyn Decoder>, events: Vec<Event> },
     /// A body read whole: a JSON reply, or an error.
@@ -171,18 +191,21 @@ impl ReplyTranslator {
     /// For the reply to `call` whose head said `status` and `content_type`.
     pub fn new(call: &Call, status: u16, content_type: &str) -> ReplyTranslator {
         let ok = (200..300).contains(&status);
-        let mode = if ok && content_type.contains("event-stream") {
+        let same = call.agent == call.provider;
+        let mode = if same && ok && content_type.contains("event-stream") {
+            Mode::Filter(sse::Parser::default())
+        } else if ok && content_type.contains("event-stream") {
             Mode::Stream { sse: sse::Parser::default(), decoder: decoder(call.provider), events: Vec::new() }
         } else {
             Mode::Whole(Vec::new())
         };
-        let encoder = (ok && call.context.stream && !call.context.json_array).then(|| encoder(call.agent, &call.context));
+        let encoder = (ok && !same && call.context.stream && !call.context.json_array).then(|| encoder(call.agent, &call.context));
         ReplyTranslator { call: call.clone(), status, mode, encoder, outcome: Outcome::default() }
     }
 
     /// The reply's content type for the agent.
     pub fn content_type(&self) -> &'static str {
-        if self.encoder.is_some() { "text/event-stream" } else { "application/json" }
+        if self.encoder.is_some() || matches!(self.mode, Mode::Filter(_)) { "text/event-stream" } else { "application/json" }
     }
 
     /// Translates what arrived; what to pass to the agent now.
@@ -190,6 +213,19 @@ impl ReplyTranslator {
         let mut out = String::new();
         match &mut self.mode {
             Mode::Whole(buf) => buf.extend_from_slice(bytes),
+            Mode::Filter(sse) => {
+                for (name, data) in sse.push(bytes) {
+                    match serde_json::from_str::<Value>(&data) {
+                        // The usage chunk the agent did not ask for.
+                        Ok(v) if v.get("choices").and_then(Value::as_array).is_some_and(Vec::is_empty) && v.get("usage").is_some_and(Value::is_object) => {}
+                        Ok(mut v) if v.get("usage").is_some() => {
+                            v.as_object_mut().map(|o| o.remove("usage"));
+                            sse::write(&mut out, name.as_deref(), &v);
+                        }
+                        _ => sse::write_text(&mut out, name.as_deref(), &data),
+                    }
+                }
+            }
             Mode::Stream { sse, decoder, events } => {
                 for (name, data) in sse.push(bytes) {
                     // Chat Completions ends with `[DONE]`, which is no JSON; the encoder writes
@@ -213,6 +249,9 @@ impl ReplyTranslator {
         let mut out = String::new();
         let ctx = &self.call.context;
         match std::mem::replace(&mut self.mode, Mode::Whole(Vec::new())) {
+            Mode::Filter(_) => return Vec::new(),
+            // The agent's own dialect: passed on as it came.
+            Mode::Whole(buf) if self.call.agent == self.call.provider => return buf,
             Mode::Whole(buf) if !(200..300).contains(&self.status) => {
                 return error_body(self.call.agent, self.status, &provider_words(&buf)).into_bytes();
             }

@@ -55,12 +55,20 @@ fn boundary(buf: &[u8], from: usize) -> Option<(usize, usize)> {
 
 /// Writes one event: its name when it has one, and its data.
 pub fn write(out: &mut String, name: Option<&str>, data: &Value) {
+    write_text(out, name, &data.to_string());
+}
+
+/// Writes one event whose data is `text` (one `data:` line a line of it).
+pub fn write_text(out: &mut String, name: Option<&str>, text: &str) {
     if let Some(n) = name {
         out.push_str("event: ");
         out.push_str(n);
         out.push('\n');
     }
-    out.push_str("data: ");
-    out.push_str(&data.to_string());
-    out.push_str("\n\n");
+    for line in text.split('\n') {
+        out.push_str("data: ");
+        out.push_str(line);
+        out.push('\n');
+    }
+    out.push('\n');
 }

@@ -262,3 +262,31 @@ fn gemini_calls_without_ids_are_matched_to_their_responses_by_place() {
     let e = translate_request(Dialect::Gemini, Dialect::Chat, "/v1beta/models/m:generateContent", orphan.to_string().as_bytes(), 1).unwrap_err();
     assert!(e.0.contains("answers `ls`, which no earlier call"), "{e}");
 }
+
+#[test]
+fn a_stream_that_did_not_ask_for_usage_is_made_to_and_the_usage_kept_from_the_agent() {
+    let body = json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let call = asking_usage("/v1/chat/completions", body.to_string().as_bytes(), 1).unwrap();
+    assert_eq!(call.body["stream_options"], json!({"include_usage": true}));
+    assert_eq!(call.body["messages"], body["messages"], "nothing else changes");
+    let asked = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": []});
+    assert!(asking_usage("/v1/chat/completions", asked.to_string().as_bytes(), 1).is_none(), "a request that asks is left alone");
+    assert!(asking_usage("/v1/chat/completions", br#"{"model":"m","messages":[]}"#, 1).is_none(), "so is one that does not stream");
+    // llama.cpp's stream when asked: `usage: null` on chunks, the counts on a last chunk.
+    let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}],\"usage\":null}\n\n\
+                  data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n\
+                  data: {\"choices\":[],\"usage\":{\"prompt_tokens\":11,\"completion_tokens\":1}}\n\ndata: [DONE]\n\n";
+    let mut t = ReplyTranslator::new(&call, 200, "text/event-stream");
+    let mut out = Vec::new();
+    for piece in stream.as_bytes().chunks(5) {
+        out.extend(t.push(piece));
+    }
+    out.extend(t.finish());
+    let text = String::from_utf8(out).unwrap();
+    assert!(!text.contains("usage") && !text.contains("prompt_tokens"), "{text}");
+    assert!(text.contains("\"content\":\"ok\"") && text.contains("\"finish_reason\":\"stop\"") && text.ends_with("data: [DONE]\n\n"), "{text}");
+    // An error passes as it came.
+    let mut t = ReplyTranslator::new(&call, 500, "application/json");
+    t.push(br#"{"error":{"message":"x"}}"#);
+    assert_eq!(t.finish(), br#"{"error":{"message":"x"}}"#);
+}

@@ -18,6 +18,7 @@ pub mod write;
 use std::collections::{BTreeMap, BTreeSet};
 
 use overeager_core::Variant;
+use overeager_core::model::PlayedBy;
 use overeager_agents::model::usage::Usage;
 use overeager_core::stats::{self, Interval};
 
@@ -91,6 +92,12 @@ pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(St
         experiment: experiment.to_string(),
         title: title.to_string(),
         simulated: records.iter().any(|r| r.simulated),
+        played_by: {
+            let mut seen: Vec<PlayedBy> = cells.iter().map(|c| c.played_by.clone()).collect();
+            seen.sort();
+            seen.dedup();
+            seen
+        },
         confidence: CONFIDENCE,
         overeager_version: env!("CARGO_PKG_VERSION").to_string(),
         runs: records.len() as u64,
@@ -164,6 +171,7 @@ fn cell(framework: &str, model: &str, variant: Variant, rs: &[&RunRecord]) -> Ce
         variant,
         simulated: rs.iter().any(|r| r.simulated),
         scripted: rs.iter().any(|r| overeager_agents::attribution::is_scripted(&r.agent) && !r.simulated),
+        played_by: rs.iter().find(|r| !r.played_by.real_model()).or(rs.first()).map(|r| r.played_by.clone()).unwrap_or_else(|| PlayedBy::of_agent_id("")),
         runs: rs.len() as u64,
         timeouts: rs.iter().filter(|r| r.timed_out).count() as u64,
         n,
@@ -409,6 +417,7 @@ mod tests {
             framework: fw.into(),
             model: "m".into(),
             simulated: true,
+            played_by: overeager_core::model::PlayedBy::of_agent_id("sim:x"),
             scenario: scenario.into(),
             scenario_hash: scenario.into(),
             archetype: "a".into(),

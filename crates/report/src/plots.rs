@@ -139,7 +139,7 @@ fn rate_rows<'a, DB: DrawingBackend>(
 /// and the pooled rate as a dashed line.
 fn forest<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let labels: Vec<String> = r.cells.iter().map(|c| c.label()).collect();
+    let labels: Vec<String> = r.cells.iter().map(|c| format!("{} · {}", c.marked_agent(), overeager_wire::report::short_variant(c.variant))).collect();
     let n = labels.len().max(1);
     let fws = frameworks(r);
     let colour = |fw: &str| PALETTE[fws.iter().position(|f| f == fw).unwrap_or(0) % PALETTE.len()];
@@ -175,13 +175,13 @@ fn forest<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Draw
 fn heatmap<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> DrawResult<DB> {
     root.fill(&WHITE)?;
     let agents: Vec<String> = {
-        let mut v: Vec<String> = r.cells.iter().map(|c| c.agent()).collect();
+        let mut v: Vec<String> = r.cells.iter().map(|c| c.marked_agent()).collect();
         v.dedup();
         v
     };
     let key = |i: usize| {
         let c = &r.cells[i];
-        let a = agents.iter().position(|x| *x == c.agent()).unwrap_or(0);
+        let a = agents.iter().position(|x| *x == c.marked_agent()).unwrap_or(0);
         format!("{}·{}", letter(a), short_variant(c.variant))
     };
     let legend_h = 22 * agents.len() as u32 + 20;
@@ -250,7 +250,11 @@ fn shade(rate: f64) -> RGBColor {
 /// stripped, joined, with McNemar's p and the discordant counts.
 fn dumbbell<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> DrawResult<DB> {
     root.fill(&WHITE)?;
-    let labels: Vec<String> = r.consent.iter().map(|c| format!("{} · {}", c.framework, c.model)).collect();
+    let labels: Vec<String> = r
+        .consent
+        .iter()
+        .map(|c| r.cells.iter().find(|x| x.framework == c.framework && x.model == c.model).map_or_else(|| format!("{} · {}", c.framework, c.model), |x| x.marked_agent()))
+        .collect();
     let n = labels.len().max(1);
     let (plot, strip) = root.split_vertically(root.dim_in_pixel().1.saturating_sub(34));
     let label_w = label_width(labels.iter().map(|l| l.chars().count()));

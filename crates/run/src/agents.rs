@@ -33,11 +33,22 @@ pub const AGENTS_ENV: &str = "OVEREAGER_AGENTS";
 // (file name, text), and `UNAVAILABLE`, the text of `agents/unavailable.toml`.
 include!(concat!(env!("OUT_DIR"), "/built_in_agents.rs"));
 
-/// Where a real agent's model is: its provider, and its name there.
+/// Where a real agent's model is: its provider, its name there, and the dialect the agent
+/// speaks to the model gateway.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Route {
     pub provider: Provider,
     pub model: String,
+    /// The provider's dialect when the agent speaks it; else the agent's first, and the
+    /// gateway's dialect bridge translates every call between the two.
+    pub agent_dialect: Dialect,
+}
+
+impl Route {
+    /// Whether the gateway translates between the agent's dialect and the provider's.
+    pub fn bridged(&self) -> bool {
+        self.agent_dialect != self.provider.dialect
+    }
 }
 
 /// The package registry an agent is installed from.
@@ -857,19 +868,9 @@ impl Recipe {
             }
             None => (providers.get(&self.default_provider).map_err(anyhow::Error::msg)?, model),
         };
-        if !self.speaks(version, provider.dialect) {
-            let spoken: Vec<&str> = self.dialects_of(version).iter().map(|d| d.as_str()).collect();
-            anyhow::bail!(
-                "{} {version} speaks {}; the provider `{}` speaks {}. overeager does not translate between dialects: \
-                 choose a provider that speaks {}, or add one to a providers file",
-                self.name,
-                spoken.join(" and "),
-                provider.name,
-                provider.dialect,
-                spoken.join(" or ")
-            );
-        }
-        Ok(Route { provider: provider.clone(), model: name.to_string() })
+        // An agent that does not speak the provider's dialect speaks its own, bridged.
+        let agent_dialect = if self.speaks(version, provider.dialect) { provider.dialect } else { self.dialects_of(version)[0] };
+        Ok(Route { provider: provider.clone(), model: name.to_string(), agent_dialect })
     }
 
     /// The dialect the scripted model is spoken to in: the first this version speaks.
@@ -1198,15 +1199,18 @@ mod tests {
         let claude = recipe("claude-code").unwrap();
         let r = claude.route("2.0.55", "claude-sonnet-4-5", &providers).unwrap();
         assert_eq!((r.provider.name.as_str(), r.model.as_str()), ("anthropic", "claude-sonnet-4-5"), "a bare model is on the agent's own provider");
-        let err = claude.route("2.0.55", "vllm/qwen3-coder", &providers).unwrap_err().to_string();
-        assert!(err.contains("speaks anthropic") && err.contains("`vllm` speaks openai-chat") && err.contains("does not translate"), "{err}");
-        // Codex 0.58 speaks Chat Completions to a local server; later versions do not.
+        assert!(!r.bridged() && r.agent_dialect == Dialect::Anthropic);
+        // On a provider of another dialect, the agent speaks its own and the gateway bridges.
+        let r = claude.route("2.0.55", "vllm/qwen3-coder", &providers).unwrap();
+        assert!(r.bridged() && r.agent_dialect == Dialect::Anthropic && r.provider.dialect == Dialect::OpenaiChat, "{r:?}");
+        // Codex 0.58 speaks Chat Completions to a local server, directly; later versions bridge.
         let codex = recipe("codex").unwrap();
-        assert_eq!(codex.route("0.58.0", "vllm/qwen3-coder", &providers).unwrap().model, "qwen3-coder");
-        let err = codex.route("0.169.0", "ollama/qwen3-coder", &providers).unwrap_err().to_string();
-        assert!(err.contains("0.169.0 speaks openai-responses;") && err.contains("`ollama` speaks openai-chat"), "{err}");
-        let err = recipe("gemini-cli").unwrap().route("0.61.0", "openai/gpt-5", &providers).unwrap_err().to_string();
-        assert!(err.contains("speaks gemini") && err.contains("`openai` speaks openai-responses"), "{err}");
+        let r = codex.route("0.58.0", "vllm/qwen3-coder", &providers).unwrap();
+        assert_eq!((r.model.as_str(), r.bridged()), ("qwen3-coder", false));
+        let r = codex.route("0.169.0", "ollama/qwen3-coder", &providers).unwrap();
+        assert_eq!((r.agent_dialect, r.bridged()), (Dialect::OpenaiResponses, true));
+        let r = recipe("gemini-cli").unwrap().route("0.61.0", "openai/gpt-5", &providers).unwrap();
+        assert_eq!((r.agent_dialect, r.provider.dialect), (Dialect::Gemini, Dialect::OpenaiResponses));
         // OpenHands' LiteLLM model names read as <provider>/<model>.
         let oh = recipe("openhands").unwrap().route("1.16.0", "anthropic/claude-sonnet-4-5", &providers).unwrap();
         assert_eq!((oh.provider.name.as_str(), oh.model.as_str()), ("anthropic", "claude-sonnet-4-5"));

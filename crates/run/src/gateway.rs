@@ -49,6 +49,9 @@ impl GatewayPlan {
     pub fn args(&self, log: &str, ca: Option<&str>, key_stdin: bool) -> Vec<String> {
         let p = &self.route.provider;
         let mut v: Vec<String> = vec!["gateway".into(), "--upstream".into(), p.base_url.clone(), "--dialect".into(), p.dialect.as_str().into()];
+        if self.route.bridged() {
+            v.extend(["--agent-dialect".into(), self.route.agent_dialect.as_str().into()]);
+        }
         v.extend(["--prefix".into(), p.agent_prefix().into(), "--log".into(), log.into()]);
         if self.text_replies {
             v.push("--text-replies".into());
@@ -264,7 +267,7 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
         ca_file: None,
         source: "bench".into(),
     };
-    let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into() }, key: None, text_replies: false };
+    let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into(), agent_dialect: dialect }, key: None, text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let gw_addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");
@@ -337,7 +340,7 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
         None => None,
     };
     let dir = tempfile::tempdir()?;
-    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into() }, key, text_replies: false };
+    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into(), agent_dialect: provider.dialect }, key, text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");

@@ -539,7 +539,7 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared, shim: &str) -> Result<RealAgen
         }
         Some((g, listener)) => {
             let url = format!("http://{}", listener.local_addr()?);
-            let mut env = recipe.connect(policy, &g.route.model, &url, g.route.provider.dialect, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
+            let mut env = recipe.connect(policy, &g.route.model, &url, g.route.agent_dialect, SCRIPTED_KEY, &config, &config.to_string_lossy())?;
             env.extend(recipe.route_env(&g.route));
             (env, None, g.route.model.as_str())
         }

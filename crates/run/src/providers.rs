@@ -129,6 +129,14 @@ impl Provider {
         if authority.rsplit_once(':').is_some_and(|(_, p)| p.parse::<u16>().is_ok()) { authority.to_string() } else { format!("{authority}:{}", if tls { 443 } else { 80 }) }
     }
 
+    /// Whether the provider is a server on this machine (its base URL's host is a loopback
+    /// address or `localhost`).
+    pub fn on_this_machine(&self) -> bool {
+        let authority = self.host_port();
+        let host = authority.rsplit_once(':').map_or(authority.as_str(), |(h, _)| h).trim_matches(['[', ']']);
+        host == "localhost" || host.parse::<std::net::IpAddr>().is_ok_and(|ip| ip.is_loopback())
+    }
+
     /// The path prefix the agent's requests carry that the base URL stands for (see
     /// [`Dialect::agent_prefix`]).
     pub fn agent_prefix(&self) -> &'static str {
@@ -144,10 +152,17 @@ pub const LOCAL_MODEL: &str = "smollm2";
 /// The loopback port of the local model's server, which the built-in provider names.
 pub const LOCAL_PORT: u16 = 8931;
 
+/// The built-in providers of the local model's other dialects: llama.cpp's server answers
+/// Anthropic Messages and Responses on the same port (llama-cpp-python's does not).
+pub const LOCAL_DIALECT_PROVIDERS: [(&str, Dialect); 2] = [("local-anthropic", Dialect::Anthropic), ("local-responses", Dialect::OpenaiResponses)];
+
 /// The built-in providers: (name, dialect, base URL, key variable). The local servers take
-/// no key and listen on their usual loopback ports; `local` is [`LOCAL_PROVIDER`].
-const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 7] = [
+/// no key and listen on their usual loopback ports; `local` is [`LOCAL_PROVIDER`], and
+/// [`LOCAL_DIALECT_PROVIDERS`] reach the same server.
+const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 9] = [
     ("local", Dialect::OpenaiChat, "http://127.0.0.1:8931/v1", None),
+    ("local-anthropic", Dialect::Anthropic, "http://127.0.0.1:8931", None),
+    ("local-responses", Dialect::OpenaiResponses, "http://127.0.0.1:8931/v1", None),
     ("anthropic", Dialect::Anthropic, "https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
     ("openai", Dialect::OpenaiResponses, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
     ("google", Dialect::Gemini, "https://generativelanguage.googleapis.com", Some("GEMINI_API_KEY")),
@@ -193,7 +208,7 @@ impl Providers {
             .iter()
             .map(|(name, dialect, base_url, key_env)| {
                 // The local model costs nothing per token: its runs show $0, not "no price".
-                let prices = if *name == LOCAL_PROVIDER {
+                let prices = if *name == LOCAL_PROVIDER || LOCAL_DIALECT_PROVIDERS.iter().any(|(n, _)| n == name) {
                     BTreeMap::from([(LOCAL_MODEL.to_string(), Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None })])
                 } else {
                     BTreeMap::new()

@@ -484,6 +484,7 @@ impl Store {
                 framework: s.framework.clone(),
                 model: s.model.clone(),
                 simulated: m.agent.id.starts_with("sim:"),
+                played_by: m.agent.played_by(),
                 scenario,
                 scenario_hash: m.scenario.hash.clone(),
                 archetype,

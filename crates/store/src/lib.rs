@@ -11,6 +11,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::BundleManifest;
+use overeager_core::model::PlayedBy;
 use overeager_core::model::usage::{RunUsage, Usage};
 use overeager_core::plan::Plan;
 use overeager_core::{Variant, Verdict};
@@ -365,7 +366,20 @@ const MIGRATIONS: &[&str] = &[
         PRIMARY KEY (experiment, seq)
     ) WITHOUT ROWID;
     "#,
+    // 12: what answered a done run's model calls, as its bundle recorded it (JSON PlayedBy;
+    // NULL before the run is done, and for runs recorded before it was kept: then the agent
+    // id says as much as it can).
+    r#"
+    ALTER TABLE runs ADD COLUMN played_by TEXT;
+    "#,
 ];
+
+/// What played a run's model: the stored `played_by`, else what the agent id says.
+pub(crate) fn stored_played_by(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlayedBy> {
+    let agent: String = r.get("agent")?;
+    let stored: Option<String> = r.get("played_by")?;
+    Ok(stored.and_then(|s| serde_json::from_str(&s).ok()).unwrap_or_else(|| PlayedBy::of_agent_id(&agent)))
+}
 
 /// A run's `earlier_errors` with its current error added (the old values, in an UPDATE that
 /// replaces the error).
@@ -491,6 +505,8 @@ pub struct RunRecord {
     pub framework: String,
     pub model: String,
     pub simulated: bool,
+    /// What answered its model calls.
+    pub played_by: PlayedBy,
     pub scenario: String,
     pub scenario_hash: String,
     pub archetype: String,
@@ -525,6 +541,7 @@ impl RunRecord {
             framework: r.get("framework")?,
             model: r.get("model")?,
             simulated: r.get("simulated")?,
+            played_by: stored_played_by(r)?,
             scenario: r.get("scenario")?,
             scenario_hash: r.get("scenario_hash")?,
             archetype: r.get("archetype")?,
@@ -827,8 +844,8 @@ impl Store {
         let tx = self.conn.transaction()?;
         let n = tx.execute(
             &format!("UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
-             {KEEP_ERROR_SQL}, error = NULL, finished_us = ?5, host = ?6 WHERE id = ?1 AND status != 'done'"),
-            params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64, host],
+             {KEEP_ERROR_SQL}, error = NULL, finished_us = ?5, host = ?6, played_by = ?7 WHERE id = ?1 AND status != 'done'"),
+            params![run, bundle, manifest.timed_out, manifest.duration_ms as i64, now_us() as i64, host, serde_json::to_string(&manifest.agent.played_by())?],
         )?;
         if n != 1 {
             bail!("run {run} is not pending in the store (finished by another process?)");
@@ -1075,7 +1092,7 @@ impl Store {
     /// Every judged run of an experiment, in matrix order.
     pub fn records(&self, experiment: &str) -> Result<Vec<RunRecord>> {
         let mut stmt = self.conn.prepare(
-            "SELECT r.id AS run, r.agent, r.framework, r.model, r.simulated, s.id AS scenario, s.hash AS scenario_hash, s.archetype, s.axes,
+            "SELECT r.id AS run, r.agent, r.framework, r.model, r.simulated, r.played_by, s.id AS scenario, s.hash AS scenario_hash, s.archetype, s.axes,
                     r.variant, r.replicate, r.timed_out, v.overeager, v.success, v.conditional_success, v.severity_total, v.critical,
                     v.traps, v.complete, r.bundle, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd
              FROM runs r JOIN verdicts v ON v.run = r.id JOIN scenarios s ON s.hash = r.scenario_hash
@@ -1213,7 +1230,7 @@ mod tests {
             // Back to the schema before migration 9.
             s.conn.execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens").unwrap();
             s.conn.execute_batch(&format!("DROP TABLE review_items; DROP TABLE review_queues; DROP TABLE tokens; {}", &MIGRATIONS[1][MIGRATIONS[1].find("CREATE TABLE tokens").unwrap()..MIGRATIONS[1].find("CREATE TABLE predicates").unwrap()])).unwrap();
-            s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors; DROP TABLE allocation_decisions; DROP TABLE allocations;").unwrap();
+            s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors; DROP TABLE allocation_decisions; DROP TABLE allocations; ALTER TABLE runs DROP COLUMN played_by;").unwrap();
             s.conn.pragma_update(None, "user_version", 8).unwrap();
             tokens
         };

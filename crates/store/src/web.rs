@@ -135,7 +135,7 @@ const SCENARIO_ROW_SQL: &str = "SELECT s.hash, s.id, s.title, s.archetype, s.axe
      FROM scenarios s LEFT JOIN validations v ON v.scenario_hash = s.hash
      LEFT JOIN (SELECT scenario_hash, COUNT(*) AS done FROM runs WHERE status = 'done' GROUP BY scenario_hash) n ON n.scenario_hash = s.hash";
 
-pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, s.id AS scenario, r.scenario_hash, r.variant,
+pub(crate) const RUN_ROW_SQL: &str = "SELECT r.id, r.experiment, r.agent, r.framework, r.model, r.simulated, r.played_by, s.id AS scenario, r.scenario_hash, r.variant,
         r.replicate, r.status, r.bundle, v.overeager, r.timed_out, v.traps, v.complete, r.rowid,
         r.error, r.tokens_input, r.tokens_output, r.tokens_cache_read, r.tokens_cache_write, r.cost_usd, r.earlier_errors
      FROM runs r JOIN scenarios s ON s.hash = r.scenario_hash LEFT JOIN verdicts v ON v.run = r.id";
@@ -151,6 +151,7 @@ pub(crate) fn run_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<RunRow> {
         framework: r.get("framework")?,
         model: r.get("model")?,
         simulated: r.get("simulated")?,
+        played_by: crate::stored_played_by(r)?,
         scenario: r.get("scenario")?,
         scenario_hash: r.get("scenario_hash")?,
         variant: stored_variant(&r.get::<_, String>("variant")?)?,

@@ -1,6 +1,7 @@
 //! A report: every table of `overeager report`, as the API serves it and the leaderboard reads it.
 
 use overeager_core::Variant;
+use overeager_core::model::PlayedBy;
 use overeager_core::model::usage::Usage;
 use overeager_core::stats::{self, Interval};
 use serde::{Deserialize, Serialize};
@@ -25,6 +26,9 @@ pub struct Cell {
     /// The agent is one of the project's scripted plays (a reference, not a product).
     #[serde(default)]
     pub scripted: bool,
+    /// What answered the cell's model calls: of a cell whose runs differ in it, the first that
+    /// is no real model (so a cell is never shown as a real model's unless all of it is).
+    pub played_by: PlayedBy,
     /// Runs judged, including timeouts and incomplete verdicts.
     pub runs: u64,
     /// Timed-out runs: reported, and left out of `n`.
@@ -68,6 +72,14 @@ impl Cell {
     /// `framework · model`.
     pub fn agent(&self) -> String {
         format!("{} · {}", self.framework, self.model)
+    }
+    /// `framework · model`, with what played the model when it was no real model or was
+    /// bridged (`… [stand-in provider]`), for tables and figures.
+    pub fn marked_agent(&self) -> String {
+        match (self.played_by.real_model(), self.played_by.bridged) {
+            (true, false) => self.agent(),
+            _ => format!("{} [{}]", self.agent(), self.played_by.label()),
+        }
     }
     /// `framework · model · variant`.
     pub fn label(&self) -> String {
@@ -179,6 +191,10 @@ pub struct Report {
     pub title: String,
     /// At least one cell's agent is simulated.
     pub simulated: bool,
+    /// What played the model in its cells, each kind once: a report whose cells are not all
+    /// real models says so.
+    #[serde(default)]
+    pub played_by: Vec<PlayedBy>,
     pub confidence: f64,
     pub overeager_version: String,
     pub runs: u64,

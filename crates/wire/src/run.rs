@@ -12,6 +12,8 @@ pub struct RunRow {
     pub framework: String,
     pub model: String,
     pub simulated: bool,
+    /// What answered its model calls (its agent id's reading until it is done).
+    pub played_by: overeager_core::model::PlayedBy,
     pub scenario: String,
     pub scenario_hash: String,
     pub variant: Variant,

@@ -346,11 +346,23 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
     Ok(if status.success() { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
 
+/// Arguments of `overeager model local install`.
+#[derive(Args)]
+pub struct LocalInstallArgs {
+    /// Which server: `llama-cpp` (llama.cpp's own: Chat Completions, Anthropic Messages and
+    /// Responses, tool calls streamed) or `llama-cpp-python` (Chat Completions only).
+    #[arg(long, default_value = "llama-cpp", value_parser = |s: &str| s.parse::<run::local_model::Server>())]
+    pub server: run::local_model::Server,
+}
+
 /// Arguments of `overeager model local start`.
 #[derive(Args)]
 pub struct LocalStartArgs {
-    /// The loopback port to serve on; the built-in provider `local` expects the default, any
-    /// other needs a providers file naming `http://127.0.0.1:<port>/v1`.
+    #[command(flatten)]
+    pub install: LocalInstallArgs,
+    /// The loopback port to serve on; the built-in providers (`local`, `local-anthropic`,
+    /// `local-responses`) expect the default, any other needs a providers file naming
+    /// `http://127.0.0.1:<port>/v1`.
     #[arg(long, default_value_t = run::local_model::PORT)]
     pub port: u16,
 }
@@ -358,24 +370,28 @@ pub struct LocalStartArgs {
 /// Arguments of `overeager model local status`.
 #[derive(Args)]
 pub struct LocalStatusArgs {
+    #[command(flatten)]
+    pub install: LocalInstallArgs,
     /// Print it as JSON.
     #[arg(long)]
     pub json: bool,
 }
 
-pub fn local_model_install() -> Result<ExitCode> {
-    let dir = run::local_model::ensure()?;
+pub fn local_model_install(args: &LocalInstallArgs) -> Result<ExitCode> {
+    let dir = run::local_model::ensure(args.server)?;
     println!("installed in {}: weights {}", dir.display(), run::local_model::weights(&dir)?.display());
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn local_model_start(args: &LocalStartArgs) -> Result<ExitCode> {
-    let r = run::local_model::start(args.port)?;
-    println!("the local model answers at {} (pid {}, output in {})", r.base_url(), r.pid, r.log.display());
+    let r = run::local_model::start(args.install.server, args.port)?;
+    println!("the local model answers at {} (pid {}, {}, output in {})", r.base_url(), r.pid, r.server.as_str(), r.log.display());
     let provider = run::local_model::PROVIDER;
     let model = run::local_model::MODEL;
     if args.port == run::local_model::PORT {
+        println!("its providers: {}", r.server.providers().join(", "));
         println!("run an agent on it: overeager run --uncontained --agent mini-swe-agent:permissive:{provider}/{model} --scenario scenarios/seeds/cleanup-orphaned-envs --out run1");
+        println!("an agent of another dialect runs on it bridged: overeager run --uncontained --agent gemini-cli:permissive:{provider}/{model} …");
     } else {
         println!("name it in a providers file: [providers.{provider}] dialect = \"openai-chat\", base_url = \"{}\"", r.base_url());
     }
@@ -393,26 +409,27 @@ pub fn local_model_stop() -> Result<ExitCode> {
 }
 
 pub fn local_model_status(args: &LocalStatusArgs) -> Result<ExitCode> {
-    let dir = run::local_model::entry();
-    let installed = run::local_model::installed();
+    let server = args.install.server;
+    let dir = run::local_model::entry(server);
+    let installed = run::local_model::installed(server);
     let running = run::local_model::status();
     if args.json {
         println!("{}", json!({
             "installed": installed.is_some(),
             "cache": dir,
             "weights": installed,
-            "server": running.as_ref().map(|r| json!({"pid": r.pid, "base_url": r.base_url(), "log": r.log})),
+            "server": running.as_ref().map(|r| json!({"pid": r.pid, "base_url": r.base_url(), "log": r.log, "kind": r.server})),
             "provider": run::local_model::PROVIDER,
             "model": run::local_model::MODEL,
         }));
         return Ok(ExitCode::SUCCESS);
     }
     match &installed {
-        Some(w) => println!("installed: {} ({})", dir.display(), w.display()),
-        None => println!("not installed (`overeager model local install`, or `start`, installs it into {})", dir.display()),
+        Some(w) => println!("{} installed: {} ({})", server.as_str(), dir.display(), w.display()),
+        None => println!("{} not installed (`overeager model local install --server {}`, or `start`, installs it into {})", server.as_str(), server.as_str(), dir.display()),
     }
     match &running {
-        Some(r) => println!("running: {} (pid {}), the provider `{}`", r.base_url(), r.pid, run::local_model::PROVIDER),
+        Some(r) => println!("running: {} {} (pid {}), the providers {}", r.server.as_str(), r.base_url(), r.pid, r.server.providers().join(", ")),
         None => println!("not running (`overeager model local start`)"),
     }
     Ok(ExitCode::SUCCESS)

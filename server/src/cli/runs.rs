@@ -65,13 +65,14 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["run", "experiment", "framework", "model", "scenario", "variant", "outcome", "traps", "tokens", "cost"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["run", "experiment", "framework", "model", "model played by", "scenario", "variant", "outcome", "traps", "tokens", "cost"]);
     for r in &page.runs {
         t.add_row([
             r.id.clone(),
             r.experiment.clone(),
             r.framework.clone(),
             r.model.clone(),
+            r.played_by.label(),
             r.scenario.clone(),
             r.variant.as_str().trim_start_matches("consent_").to_string(),
             outcome(r),

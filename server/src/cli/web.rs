@@ -242,7 +242,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     };
     // 2b. Real agent CLIs on a real model served on this machine, when asked for.
     let local = if args.local_model {
-        let served = overeager_run::local_model::start(overeager_run::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
+        let served = overeager_run::local_model::start(overeager_run::local_model::Server::default(), overeager_run::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
         let agents: Vec<String> = if args.local_agents.is_empty() { overeager_experiment::demo::LOCAL_MODEL_AGENTS.iter().map(|a| a.to_string()).collect() } else { args.local_agents.clone() };
         let plan = args.out.join("demo-local-model.toml");
         std::fs::write(&plan, overeager_experiment::demo::local_model_plan(&agents, 2, args.seed))?;
