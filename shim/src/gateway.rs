@@ -1264,6 +1264,84 @@ mod tests {
         assert!(r.iter().all(|x| x.failure.is_none()), "a reply cut in the record is no failure of the call");
     }
 
+    /// A streamed tool-call round trip for every ordered pair of dialects: an agent's request
+    /// in one, the stand-in (the scripted model) answering in the other through the bridge, the
+    /// agent's reply in its own dialect, the record holding both sides, the provider's tokens
+    /// and the stand-in's mark.
+    #[test]
+    fn every_dialect_reaches_every_other_through_the_bridge() {
+        let dir = tempfile::tempdir().unwrap();
+        let names = [(Dialect::Anthropic, "anthropic"), (Dialect::Chat, "openai-chat"), (Dialect::Responses, "openai-responses"), (Dialect::Gemini, "gemini")];
+        let mut checked = 0;
+        for (agent, _) in names {
+            for (provider, provider_name) in names.into_iter().filter(|(d, _)| *d != agent) {
+                let l = TcpListener::bind("127.0.0.1:0").unwrap();
+                let base = format!("http://127.0.0.1:{}{}", l.local_addr().unwrap().port(), if provider_name.starts_with("openai") { "/v1" } else { "" });
+                crate::model::spawn_with(l, crate::model::Plays::Script(script()), None, crate::model::Serving::default());
+                let log = dir.path().join(format!("{agent:?}-{provider:?}.jsonl"));
+                let prefix = if provider_name.starts_with("openai") { "/v1" } else { "" };
+                let g = Gateway::new(Upstream::parse(&base).unwrap(), prefix, Auth::parse(provider_name).unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider, agent: Some(agent) });
+                let gl = TcpListener::bind("127.0.0.1:0").unwrap();
+                let gw = gl.local_addr().unwrap().to_string();
+                std::thread::spawn(move || g.serve_all(gl));
+                let schema = r#"{"type": "object", "properties": {"command": {"type": "string"}}}"#;
+                let (path, body) = match agent {
+                    Dialect::Anthropic => ("/v1/messages".to_string(), format!(r#"{{"model": "m", "max_tokens": 99, "stream": true, "tools": [{{"name": "Bash", "input_schema": {schema}}}], "messages": [{{"role": "user", "content": "go"}}]}}"#)),
+                    Dialect::Chat => ("/v1/chat/completions".into(), format!(r#"{{"model": "m", "stream": true, "stream_options": {{"include_usage": true}}, "tools": [{{"type": "function", "function": {{"name": "Bash", "parameters": {schema}}}}}], "messages": [{{"role": "user", "content": "go"}}]}}"#)),
+                    Dialect::Responses => ("/v1/responses".into(), format!(r#"{{"model": "m", "stream": true, "tools": [{{"type": "function", "name": "Bash", "parameters": {schema}}}], "input": "go"}}"#)),
+                    Dialect::Gemini => ("/v1beta/models/m:streamGenerateContent?alt=sse".into(), format!(r#"{{"tools": [{{"functionDeclarations": [{{"name": "Bash", "parametersJsonSchema": {schema}}}]}}], "contents": [{{"role": "user", "parts": [{{"text": "go"}}]}}]}}"#)),
+                };
+                let (status, head, reply) = call(&gw, &path, "", &body);
+                let what = format!("{agent:?} agent on a {provider:?} provider: {head}\n{reply}");
+                assert_eq!(status, 200, "{what}");
+                assert!(head.to_ascii_lowercase().contains("content-type: text/event-stream"), "{what}");
+                // The call, in the agent's own dialect's stream vocabulary.
+                let marker = match agent {
+                    Dialect::Anthropic => r#""partial_json":"{\"command\":\"ls -la\"}""#,
+                    Dialect::Chat => r#""arguments":"{\"command\":\"ls -la\"}""#,
+                    Dialect::Responses => r#""delta":"{\"command\":\"ls -la\"}""#,
+                    Dialect::Gemini => r#""functionCall":{"args":{"command":"ls -la"}"#,
+                };
+                assert!(reply.contains(marker) && reply.contains("Bash"), "{what}");
+                let r = records(&log, 1);
+                assert_eq!(r.len(), 1, "{what}");
+                let side = r[0].bridged.as_deref().unwrap_or_else(|| panic!("both sides recorded: {what}"));
+                assert_eq!(side.dialect, provider, "{what}");
+                assert_eq!(Dialect::of_path(&r[0].path).map(|d| d.0), Some(agent), "the agent's side keeps its path");
+                assert!(side.reply.contains("ls -la") && r[0].reply == reply, "{what}");
+                assert!(r[0].stand_in && r[0].failure.is_none() && !r[0].side && r[0].step == Some(0), "{:?}", r[0]);
+                let tokens = model::usage::of_reply(&r[0]).unwrap_or_else(|| panic!("the provider's tokens: {what}"));
+                assert!(tokens.input > 0 && tokens.output > 0, "{tokens:?}");
+                checked += 1;
+            }
+        }
+        assert_eq!(checked, 12);
+    }
+
+    /// A call the bridge cannot carry is refused in the agent's dialect before anything is sent,
+    /// and recorded as a failure naming the field.
+    #[test]
+    fn what_the_bridge_cannot_carry_is_refused_by_name_and_never_sent() {
+        let dir = tempfile::tempdir().unwrap();
+        let (url, heads) = provider(|_, w| {
+            write!(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
+        });
+        let log = dir.path().join("model.jsonl");
+        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider: Dialect::Chat, agent: Some(Dialect::Anthropic) });
+        let gl = TcpListener::bind("127.0.0.1:0").unwrap();
+        let gw = gl.local_addr().unwrap().to_string();
+        std::thread::spawn(move || g.serve_all(gl));
+        let body = r#"{"model": "m", "max_tokens": 9, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]}"#;
+        let (status, _, reply) = call(&gw, "/v1/messages", "", body);
+        assert_eq!(status, 400);
+        let v: Value = serde_json::from_str(&reply).unwrap();
+        assert_eq!(v["type"], "error", "in the agent's dialect: {reply}");
+        assert!(v["error"]["message"].as_str().unwrap().contains("messages[0].content[0] is a `image` block"), "{reply}");
+        let r = records(&log, 1);
+        assert!(r[0].failure.as_deref().is_some_and(|f| f.starts_with("bridge: messages[0].content[0]")), "{:?}", r[0].failure);
+        assert!(heads.recv_timeout(Duration::from_millis(300)).is_err(), "nothing reached the provider");
+    }
+
     #[test]
     fn upstream_urls_and_paths() {
         let u = Upstream::parse("https://api.z.ai/api/anthropic/").unwrap();
