@@ -159,6 +159,9 @@ struct Dialects {
     provider: Dialect,
     /// Set when the agent speaks another dialect: its model calls are bridged.
     agent: Option<Dialect>,
+    /// The most tokens the provider answers with (`--max-output-tokens`): a request asking for
+    /// more, or for no limit, is sent with this one, and its record says so.
+    max_output: Option<u64>,
 }
 
 impl Dialects {
@@ -169,9 +172,8 @@ impl Dialects {
             return None;
         }
         match self.agent {
-            Some(agent) => Some(overeager_bridge::translate_request(agent, self.provider, path, body, seq)),
-            None if self.provider == Dialect::Chat => overeager_bridge::asking_usage(path, body, seq).map(Ok),
-            None => None,
+            Some(agent) => Some(overeager_bridge::translate_request(agent, self.provider, path, body, seq, self.max_output)),
+            None => overeager_bridge::adjust(self.provider, path, body, seq, self.max_output).map(Ok),
         }
     }
 }
@@ -479,7 +481,7 @@ impl Gateway {
         record.content_type = "application/json".into();
         record.reply = overeager_bridge::error_body(from, 400, &message);
         record.failure = Some(format!("bridge: {refused}"));
-        record.bridged = Some(Box::new(ProviderSide { dialect: to, path: String::new(), request: Value::Null, content_type: String::new(), reply: String::new(), reply_bytes: None, dropped: Vec::new() }));
+        record.bridged = Some(Box::new(ProviderSide { dialect: to, path: String::new(), request: Value::Null, content_type: String::new(), reply: String::new(), reply_bytes: None, dropped: Vec::new(), changed: Vec::new() }));
         record.duration_us = Some(t0.elapsed().as_micros() as u64);
         let reply = record.reply.clone();
         if self.settle(record.seq) {
@@ -575,7 +577,16 @@ impl Gateway {
         if let (Some(c), Some((_, provider))) = (&call, &relay.bridge) {
             let mut side = ModelRecord::default();
             provider.fill(&mut side);
-            record.bridged = Some(Box::new(ProviderSide { dialect: c.provider, path: self.upstream_path(&c.path), request: c.body.clone(), content_type: ctype.clone(), reply: side.reply, reply_bytes: side.reply_bytes, dropped: c.dropped.clone() }));
+            record.bridged = Some(Box::new(ProviderSide {
+                dialect: c.provider,
+                path: self.upstream_path(&c.path),
+                request: c.body.clone(),
+                content_type: ctype.clone(),
+                reply: side.reply,
+                reply_bytes: side.reply_bytes,
+                dropped: c.dropped.clone(),
+                changed: c.changed.clone(),
+            }));
         }
         let (_, provider_type, provider_reply) = record.provider_reply();
         let provider_path = record.bridged.as_ref().map_or(path.as_str(), |b| b.path.as_str());
@@ -863,7 +874,7 @@ fn take_key(stdin: bool, var: Option<&str>) -> Result<Option<String>, String> {
     Ok(Some(key))
 }
 
-/// `overeager-shim gateway --upstream <url> --dialect <d> [--agent-dialect <d>] (--listen <addr> | --fd <n>)
+/// `overeager-shim gateway --upstream <url> --dialect <d> [--agent-dialect <d>] [--max-output-tokens <n>] (--listen <addr> | --fd <n>)
 /// [--prefix /v1] [--key-stdin | --key-env VAR] [--ca <pem> | --ca-env VAR] [--log <model.jsonl>]
 /// [--until-stdin-closes]`: serve until killed, or with `--until-stdin-closes` until standard
 /// input ends, then finish the calls in flight.
@@ -874,7 +885,8 @@ pub fn main(args: &[String]) -> i32 {
         let auth = Auth::parse(provider)?;
         let provider = dialect_named(provider).map_err(|e| format!("--dialect: {e}"))?;
         let agent = flag(args, "--agent-dialect").map(dialect_named).transpose().map_err(|e| format!("--agent-dialect: {e}"))?;
-        let dialects = Dialects { provider, agent: agent.filter(|a| *a != provider) };
+        let max_output = flag(args, "--max-output-tokens").map(|n| n.parse::<u64>().map_err(|_| format!("--max-output-tokens `{n}` is not a number of tokens"))).transpose()?;
+        let dialects = Dialects { provider, agent: agent.filter(|a| *a != provider), max_output };
         let key = take_key(args.iter().any(|a| a == "--key-stdin"), flag(args, "--key-env"))?;
         // The extra authority: a file, or PEM text in a variable (a container whose root is
         // read-only gets it through its environment).
@@ -946,7 +958,7 @@ mod tests {
         (path("ca.pem", ca_cert.pem()), path("cert.pem", leaf.pem()), path("key.pem", leaf_key.serialize_pem()))
     }
 
-    const CHAT: Dialects = Dialects { provider: Dialect::Chat, agent: None };
+    const CHAT: Dialects = Dialects { provider: Dialect::Chat, agent: None, max_output: None };
 
     fn script() -> Script {
         Script { label: "cautious".into(), steps: vec![Step::Sh { command: "ls -la".into() }], roots: Roots { workspace: "/w".into(), home: "/h".into() }, default_shell: "Bash".into(), tools: Default::default(), replay: None, first_delay_ms: 0, learn_roots: false, finish_command: None, reply_format: None }
@@ -958,7 +970,7 @@ mod tests {
         let pem = ca.map(|c| std::fs::read(c).unwrap());
         let tls = up.tls.then(|| crate::tls::client(pem.as_deref().map(|p| (p, "ca.pem"))).unwrap());
         let prefix = if dialect.starts_with("openai") { "/v1" } else { "" };
-        let dialects = Dialects { provider: dialect_named(dialect).unwrap(), agent: None };
+        let dialects = Dialects { provider: dialect_named(dialect).unwrap(), agent: None, max_output: None };
         let g = Gateway::new(up, prefix, Auth::parse(dialect).unwrap(), key.map(str::to_string), tls, Some(Box::new(File::create(log).unwrap())), false, dialects);
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let addr = l.local_addr().unwrap().to_string();
@@ -1280,7 +1292,7 @@ mod tests {
                 crate::model::spawn_with(l, crate::model::Plays::Script(script()), None, crate::model::Serving::default());
                 let log = dir.path().join(format!("{agent:?}-{provider:?}.jsonl"));
                 let prefix = if provider_name.starts_with("openai") { "/v1" } else { "" };
-                let g = Gateway::new(Upstream::parse(&base).unwrap(), prefix, Auth::parse(provider_name).unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider, agent: Some(agent) });
+                let g = Gateway::new(Upstream::parse(&base).unwrap(), prefix, Auth::parse(provider_name).unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider, agent: Some(agent), max_output: None });
                 let gl = TcpListener::bind("127.0.0.1:0").unwrap();
                 let gw = gl.local_addr().unwrap().to_string();
                 std::thread::spawn(move || g.serve_all(gl));
@@ -1327,7 +1339,7 @@ mod tests {
             write!(w, "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{{}}").unwrap();
         });
         let log = dir.path().join("model.jsonl");
-        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider: Dialect::Chat, agent: Some(Dialect::Anthropic) });
+        let g = Gateway::new(Upstream::parse(&url).unwrap(), "/v1", Auth::parse("openai-chat").unwrap(), None, None, Some(Box::new(File::create(&log).unwrap())), false, Dialects { provider: Dialect::Chat, agent: Some(Dialect::Anthropic), max_output: None });
         let gl = TcpListener::bind("127.0.0.1:0").unwrap();
         let gw = gl.local_addr().unwrap().to_string();
         std::thread::spawn(move || g.serve_all(gl));

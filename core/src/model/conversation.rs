@@ -100,7 +100,7 @@ fn cut(text: &str) -> String {
 
 /// The text of a reply, in any dialect: a stream's deltas in order, or a whole reply's text
 /// blocks.
-fn reply_text(r: &ModelRecord) -> String {
+pub(crate) fn reply_text(r: &ModelRecord) -> String {
     let docs = documents(r);
     let mut deltas = String::new();
     for d in &docs {

@@ -214,8 +214,9 @@ pub struct ModelRecord {
     /// The reply came from overeager's own stand-in provider (its [`STAND_IN_HEADER`]).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stand_in: bool,
-    /// A call the gateway's dialect bridge translated: the provider's side of it. The fields
-    /// above are the agent's side (what it sent and what it received).
+    /// A call the gateway's dialect bridge translated, or sent changed (an answer's length kept
+    /// within the provider's limit, a stream's usage asked for): the provider's side of it. The
+    /// fields above are the agent's side (what it sent and what it received).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bridged: Option<Box<ProviderSide>>,
 }
@@ -237,6 +238,10 @@ pub struct ProviderSide {
     /// Fields of the agent's request left out as hints the provider's dialect has no place for.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dropped: Vec<String>,
+    /// What the gateway changed besides the dialect, in words (an answer's length kept within
+    /// the provider's limit, a stream's usage asked for).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub changed: Vec<String>,
 }
 
 impl ModelRecord {

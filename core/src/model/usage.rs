@@ -84,8 +84,14 @@ pub struct RunUsage {
     /// The provider and the model's name there.
     pub provider: String,
     pub model: String,
-    /// The calls whose replies reported usage, by their `seq` in the model channel.
+    /// The calls whose replies reported usage, or whose usage was estimated (`estimated`), by
+    /// their `seq` in the model channel.
     pub calls: Vec<(u64, Usage)>,
+    /// The calls among `calls` whose server reported no usage, counted here instead: about four
+    /// bytes of the request a token in, and of the answer's text a token out (an estimate, not
+    /// the provider's count).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub estimated: Vec<u64>,
     /// Calls in the model channel, reported usage or not.
     pub requests: u64,
     pub total: Usage,
@@ -99,20 +105,41 @@ pub struct RunUsage {
 impl RunUsage {
     /// The usage of a model channel's `records`, priced at `price`.
     pub fn of(provider: &str, model: &str, records: &[ModelRecord], price: Option<Price>) -> RunUsage {
-        let calls: Vec<(u64, Usage)> = records.iter().filter_map(|r| Some((r.seq, of_reply(r)?))).collect();
+        let mut calls = Vec::new();
+        let mut estimated = Vec::new();
+        for r in records {
+            match of_reply(r) {
+                Some(u) => calls.push((r.seq, u)),
+                // A call the server answered without counting it: its tokens are estimated,
+                // so that a run's input is never taken for zero.
+                None if (200..300).contains(&r.status) && r.failure.is_none() => {
+                    calls.push((r.seq, estimate(r)));
+                    estimated.push(r.seq);
+                }
+                None => {}
+            }
+        }
         let mut total = Usage::default();
         for (_, u) in &calls {
             total += *u;
         }
         let cost_usd = price.filter(|_| !calls.is_empty()).map(|p| p.cost(&total));
-        RunUsage { provider: provider.into(), model: model.into(), calls, requests: records.len() as u64, total, price, cost_usd }
+        RunUsage { provider: provider.into(), model: model.into(), calls, estimated, requests: records.len() as u64, total, price, cost_usd }
     }
 
-    /// Whether any reply reported usage (an OpenAI Chat Completions stream reports none unless
-    /// the agent asks for it; then the run's tokens are unknown, not zero).
+    /// Whether any call's tokens are known, reported or estimated (a call that failed has
+    /// none: a run of only such calls used an unknown number, not zero).
     pub fn counted(&self) -> bool {
         !self.calls.is_empty()
     }
+}
+
+/// A call's tokens estimated from its bytes, about four a token: the request the provider got
+/// in, the answer's text out.
+fn estimate(r: &ModelRecord) -> Usage {
+    let request = r.bridged.as_ref().map_or(&r.request, |b| &b.request);
+    let count = |bytes: usize| (bytes as u64).div_ceil(4);
+    Usage { input: count(request.to_string().len()).max(1), output: count(super::conversation::reply_text(r).len()), cache_read: 0, cache_write: 0 }
 }
 
 fn n(v: &Value, path: &[&str]) -> u64 {
@@ -236,6 +263,7 @@ mod tests {
             reply: "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":700,\"completion_tokens\":9}}\n\ndata: [DONE]\n".into(),
             reply_bytes: None,
             dropped: Vec::new(),
+            changed: Vec::new(),
         }));
         assert_eq!(of_reply(&r), Some(Usage { input: 700, output: 9, cache_read: 0, cache_write: 0 }));
     }
@@ -252,6 +280,13 @@ mod tests {
         assert!((u.cost_usd.unwrap() - (3.0 + 3.0 + 0.6)).abs() < 1e-9, "{:?}", u.cost_usd);
         assert_eq!(RunUsage::of("local", "m", &calls, None).cost_usd, None);
         let uncounted = RunUsage::of("local", "m", &calls[1..], Some(price));
-        assert!(!uncounted.counted() && uncounted.cost_usd.is_none(), "no usage reported is not zero cost");
+        assert!(!uncounted.counted() && uncounted.cost_usd.is_none(), "a failed call's usage is unknown, not zero");
+        // A server that answered without counting: estimated, and marked so.
+        let chat = "data: {\"choices\":[{\"delta\":{\"content\":\"All tidy now.\"}}]}\n\ndata: [DONE]\n";
+        let mut silent = record(Dialect::Chat, "text/event-stream", chat);
+        silent.seq = 7;
+        silent.request = serde_json::json!({"messages": [{"role": "user", "content": "tidy up the build directory, please"}]});
+        let u = RunUsage::of("local", "m", &[silent], None);
+        assert_eq!((u.estimated.as_slice(), u.calls[0].1.output, u.calls[0].1.input > 10), (&[7u64][..], 4, true), "{u:?}");
     }
 }

@@ -430,7 +430,7 @@ impl AppState {
                     let mut submitted: Vec<&overeager_report::SubmittedCell> = report.submitted.iter().filter(|c| c.cell.variant == v).collect();
                     submitted.sort_by(|a, b| a.cell.rate.total_cmp(&b.cell.rate).then_with(|| a.provenance.submission.cmp(&b.provenance.submission)));
                     let body = serde_json::json!({
-                        "experiment": report.experiment, "title": report.title, "variant": v, "simulated": report.simulated,
+                        "experiment": report.experiment, "title": report.title, "variant": v, "simulated": report.simulated, "played_by": report.played_by,
                         "confidence": report.confidence, "cells": cells, "submitted": submitted,
                     });
                     Ok(Bytes::from(serde_json::to_vec(&body).map_err(ApiError::internal)?))

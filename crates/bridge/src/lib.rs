@@ -67,6 +67,9 @@ pub struct Call {
     pub body: Value,
     /// Fields of the agent's request left out as hints the provider's dialect has no place for.
     pub dropped: Vec<String>,
+    /// What the gateway changed besides the dialect, each said in words (an answer's length
+    /// kept within the provider's limit, usage asked for).
+    pub changed: Vec<String>,
     pub context: Context,
 }
 
@@ -76,8 +79,9 @@ pub fn is_model_call(method: &str, path: &str) -> bool {
 }
 
 /// Translates the agent's request (`path` and `body`, in `agent`'s dialect) for a provider of
-/// `provider`'s dialect serving `model` (the model the agent named when the request does not).
-pub fn translate_request(agent: Dialect, provider: Dialect, path: &str, body: &[u8], n: u64) -> Result<Call, CannotCarry> {
+/// `provider`'s dialect, keeping the answer within `max_output` tokens when the provider has
+/// that limit.
+pub fn translate_request(agent: Dialect, provider: Dialect, path: &str, body: &[u8], n: u64, max_output: Option<u64>) -> Result<Call, CannotCarry> {
     let value: Value = serde_json::from_slice(body).map_err(|e| CannotCarry(format!("the request body is not JSON ({e})")))?;
     let mut dropped = Vec::new();
     let mut context = Context { n, ..Context::default() };
@@ -87,10 +91,36 @@ pub fn translate_request(agent: Dialect, provider: Dialect, path: &str, body: &[
         Dialect::Responses => responses::read_request(&value, &mut dropped, &mut context)?,
         Dialect::Gemini => gemini::read_request(path, &value, &mut dropped, &mut context)?,
     };
+    let mut request = request;
+    let mut changed = Vec::new();
+    if let Some(limit) = max_output.filter(|m| request.max_tokens.is_none_or(|t| t > *m)) {
+        changed.push(limited(request.max_tokens, limit));
+        request.max_tokens = Some(limit);
+    }
     context.model = request.model.clone();
     context.stream = request.stream;
     let (path, body) = write_request(provider, &request)?;
-    Ok(Call { agent, provider, path, body, dropped, context })
+    Ok(Call { agent, provider, path, body, dropped, changed, context })
+}
+
+/// What keeping an answer within `limit` tokens changed.
+fn limited(asked: Option<u64>, limit: u64) -> String {
+    match asked {
+        Some(t) => format!("an answer's length: {t} tokens asked, the provider's limit of {limit} sent"),
+        None => format!("an answer's length: none asked, the provider's limit of {limit} sent"),
+    }
+}
+
+/// The field of a request of `dialect` that limits the answer's length.
+fn max_output_field(dialect: Dialect, body: &mut Value) -> Option<(&mut serde_json::Map<String, Value>, &'static str)> {
+    let o = body.as_object_mut()?;
+    Some(match dialect {
+        Dialect::Anthropic => (o, "max_tokens"),
+        Dialect::Chat if o.contains_key("max_completion_tokens") => (o, "max_completion_tokens"),
+        Dialect::Chat => (o, "max_tokens"),
+        Dialect::Responses => (o, "max_output_tokens"),
+        Dialect::Gemini => (o.entry("generationConfig").or_insert_with(|| serde_json::json!({})).as_object_mut()?, "maxOutputTokens"),
+    })
 }
 
 fn write_request(provider: Dialect, request: &Request) -> Result<(String, Value), CannotCarry> {
@@ -148,27 +178,44 @@ fn whole_reply(d: Dialect, outcome: &Outcome, ctx: &Context) -> Value {
     }
 }
 
-/// A streamed Chat Completions request that does not ask for usage (`stream_options.
-/// include_usage`), made to ask: servers that report usage only when asked (OpenAI's API,
-/// llama-cpp-python) then report the provider's own counts. The reply reaches the agent
-/// without the usage it did not ask for; the model channel records both. `None` for any
-/// other request.
-pub fn asking_usage(path: &str, body: &[u8], n: u64) -> Option<Call> {
+/// A model call in the provider's own dialect, as the gateway sends it: a streamed Chat
+/// Completions request that does not ask for usage (`stream_options.include_usage`) made to
+/// ask, since servers that report usage only when asked (OpenAI's API, llama-cpp-python) then
+/// report the provider's own counts, and the reply reaches the agent without the usage it did
+/// not ask for; and an answer's length kept within the provider's limit (`max_output`), where it
+/// has one. The model channel records both sides. `None` when nothing changes.
+pub fn adjust(dialect: Dialect, path: &str, body: &[u8], n: u64, max_output: Option<u64>) -> Option<Call> {
     let mut v: Value = serde_json::from_slice(body).ok()?;
-    if v.get("stream") != Some(&Value::Bool(true)) || v.pointer("/stream_options/include_usage") == Some(&Value::Bool(true)) {
+    let mut changed = Vec::new();
+    let streams = v.get("stream") == Some(&Value::Bool(true));
+    let asked = v.pointer("/stream_options/include_usage") == Some(&Value::Bool(true));
+    if dialect == Dialect::Chat && streams && !asked {
+        let options = v.as_object_mut()?.entry("stream_options").or_insert_with(|| serde_json::json!({}));
+        options.as_object_mut()?.insert("include_usage".into(), Value::Bool(true));
+        changed.push("a stream's usage: asked for, and kept from the agent, who did not ask".to_string());
+    }
+    if let Some(limit) = max_output {
+        let (fields, name) = max_output_field(dialect, &mut v)?;
+        let asked = fields.get(name).and_then(Value::as_u64);
+        if asked.is_none_or(|t| t > limit) {
+            fields.insert(name.into(), limit.into());
+            changed.push(limited(asked, limit));
+        }
+    }
+    if changed.is_empty() {
         return None;
     }
     let model = v.get("model").and_then(Value::as_str).unwrap_or_default().to_string();
-    let options = v.as_object_mut()?.entry("stream_options").or_insert_with(|| serde_json::json!({}));
-    options.as_object_mut()?.insert("include_usage".into(), Value::Bool(true));
-    let context = Context { model, stream: true, n, ..Context::default() };
-    Some(Call { agent: Dialect::Chat, provider: Dialect::Chat, path: path.to_string(), body: v, dropped: Vec::new(), context })
+    // Only a Chat Completions agent that did not ask has usage kept from it.
+    let include_usage = dialect != Dialect::Chat || asked || !streams;
+    let context = Context { model, stream: streams, include_usage, n, ..Context::default() };
+    Some(Call { agent: dialect, provider: dialect, path: path.to_string(), body: v, dropped: Vec::new(), changed, context })
 }
 
 /// How the provider's reply is read.
 enum Mode {
-    /// The agent's own dialect, with only what it did not ask for taken out (see
-    /// [`asking_usage`]): every other event is passed on as it came.
+    /// The agent's own dialect, with only what it did not ask for taken out (see [`adjust`]):
+    /// every other event is passed on as it came.
     Filter(sse::Parser),
     /// Server-sent events, translated as they arrive.
     Stream { sse: sse::Parser, decoder: Box<dyn Decoder>, events: Vec<Event> },
@@ -214,8 +261,10 @@ impl ReplyTranslator {
         match &mut self.mode {
             Mode::Whole(buf) => buf.extend_from_slice(bytes),
             Mode::Filter(sse) => {
+                let keep_usage = self.call.context.include_usage;
                 for (name, data) in sse.push(bytes) {
                     match serde_json::from_str::<Value>(&data) {
+                        _ if keep_usage => sse::write_text(&mut out, name.as_deref(), &data),
                         // The usage chunk the agent did not ask for.
                         Ok(v) if v.get("choices").and_then(Value::as_array).is_some_and(Vec::is_empty) && v.get("usage").is_some_and(Value::is_object) => {}
                         Ok(mut v) if v.get("usage").is_some() => {

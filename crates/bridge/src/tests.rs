@@ -90,7 +90,7 @@ fn every_recorded_request_means_the_same_in_every_dialect() {
         let original = normalized(meaning(&read(a, &path, &body)));
         assert!(original["turns"].as_array().unwrap().len() >= 3, "{a:?}: a conversation with history");
         for b in ALL.into_iter().filter(|b| *b != a) {
-            let call = translate_request(a, b, &path, body.to_string().as_bytes(), 1).unwrap_or_else(|e| panic!("{a:?} → {b:?}: {e}"));
+            let call = translate_request(a, b, &path, body.to_string().as_bytes(), 1, None).unwrap_or_else(|e| panic!("{a:?} → {b:?}: {e}"));
             assert_eq!(Dialect::of_path(&call.path).map(|(d, _)| d), Some(b), "{}", call.path);
             let back = normalized(meaning(&read(b, &call.path, &call.body)));
             assert_eq!(back, original, "{a:?} → {b:?} changed the conversation");
@@ -103,15 +103,15 @@ fn every_recorded_request_means_the_same_in_every_dialect() {
 #[test]
 fn hints_are_listed_and_what_cannot_be_carried_fails_naming_it() {
     let (path, claude) = recorded(Dialect::Anthropic).unwrap();
-    let call = translate_request(Dialect::Anthropic, Dialect::Chat, &path, claude.to_string().as_bytes(), 1).unwrap();
+    let call = translate_request(Dialect::Anthropic, Dialect::Chat, &path, claude.to_string().as_bytes(), 1, None).unwrap();
     assert!(call.dropped.iter().any(|d| d == "metadata") && call.dropped.iter().any(|d| d.ends_with("cache_control")), "{:?}", call.dropped);
     assert_eq!(call.body["stream_options"], json!({"include_usage": true}), "a streamed bridged call asks for the provider's usage");
-    let fails = |a: Dialect, b: Dialect, path: &str, body: Value| translate_request(a, b, path, body.to_string().as_bytes(), 1).unwrap_err().0;
+    let fails = |a: Dialect, b: Dialect, path: &str, body: Value| translate_request(a, b, path, body.to_string().as_bytes(), 1, None).unwrap_err().0;
     let image = json!({"model": "m", "max_tokens": 5, "messages": [{"role": "user", "content": [{"type": "image", "source": {}}]}]});
     assert!(fails(Dialect::Anthropic, Dialect::Chat, "/v1/messages", image).contains("messages[0].content[0] is a `image` block"));
     let schema = json!({"model": "m", "messages": [{"role": "user", "content": "hi"}], "response_format": {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "object"}}}});
     assert!(fails(Dialect::Chat, Dialect::Anthropic, "/v1/chat/completions", schema.clone()).contains("`response_format.json_schema` asks for structured output"));
-    assert!(translate_request(Dialect::Chat, Dialect::Gemini, "/v1/chat/completions", schema.to_string().as_bytes(), 1).is_ok(), "Gemini has a response schema");
+    assert!(translate_request(Dialect::Chat, Dialect::Gemini, "/v1/chat/completions", schema.to_string().as_bytes(), 1, None).is_ok(), "Gemini has a response schema");
     let hosted = json!({"model": "m", "input": "hi", "tools": [{"type": "web_search"}]});
     assert!(fails(Dialect::Responses, Dialect::Chat, "/v1/responses", hosted).contains("hosted tool `web_search`"));
     let unknown = json!({"model": "m", "messages": [], "logit_bias": {}});
@@ -152,7 +152,7 @@ fn call_between(a: Dialect, b: Dialect, stream: bool) -> Call {
         Dialect::Responses => ("/v1/responses".into(), json!({"model": "m", "stream": stream, "input": "list", "tools": [{"type": "function", "name": "Bash", "parameters": {"type": "object"}}]})),
         Dialect::Gemini => (format!("/v1beta/models/m:{}", if stream { "streamGenerateContent?alt=sse" } else { "generateContent" }), json!({"contents": [{"role": "user", "parts": [{"text": "list"}]}], "tools": [{"functionDeclarations": [{"name": "Bash", "parametersJsonSchema": {"type": "object"}}]}]})),
     };
-    translate_request(a, b, &path, body.to_string().as_bytes(), 3).unwrap()
+    translate_request(a, b, &path, body.to_string().as_bytes(), 3, None).unwrap()
 }
 
 #[test]
@@ -250,7 +250,7 @@ fn gemini_calls_without_ids_are_matched_to_their_responses_by_place() {
         {"role": "model", "parts": [{"functionCall": {"name": "ls", "args": {}}}, {"functionCall": {"name": "ls", "args": {"p": 1}}}]},
         {"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {"output": "a"}}}, {"functionResponse": {"name": "ls", "response": {"error": "no"}}}]}
     ]});
-    let call = translate_request(Dialect::Gemini, Dialect::Chat, "/v1beta/models/m:generateContent", body.to_string().as_bytes(), 1).unwrap();
+    let call = translate_request(Dialect::Gemini, Dialect::Chat, "/v1beta/models/m:generateContent", body.to_string().as_bytes(), 1, None).unwrap();
     let m = call.body["messages"].as_array().unwrap();
     assert_eq!(m[1]["tool_calls"][0]["id"], "call_1_0");
     assert_eq!(m[1]["tool_calls"][1]["id"], "call_1_1");
@@ -259,19 +259,19 @@ fn gemini_calls_without_ids_are_matched_to_their_responses_by_place() {
     assert_eq!(call.path, "/v1/chat/completions");
     assert_eq!(call.body["stream"], json!(false));
     let orphan = json!({"contents": [{"role": "user", "parts": [{"functionResponse": {"name": "ls", "response": {}}}]}]});
-    let e = translate_request(Dialect::Gemini, Dialect::Chat, "/v1beta/models/m:generateContent", orphan.to_string().as_bytes(), 1).unwrap_err();
+    let e = translate_request(Dialect::Gemini, Dialect::Chat, "/v1beta/models/m:generateContent", orphan.to_string().as_bytes(), 1, None).unwrap_err();
     assert!(e.0.contains("answers `ls`, which no earlier call"), "{e}");
 }
 
 #[test]
 fn a_stream_that_did_not_ask_for_usage_is_made_to_and_the_usage_kept_from_the_agent() {
     let body = json!({"model": "m", "stream": true, "messages": [{"role": "user", "content": "hi"}]});
-    let call = asking_usage("/v1/chat/completions", body.to_string().as_bytes(), 1).unwrap();
+    let call = adjust(Dialect::Chat, "/v1/chat/completions", body.to_string().as_bytes(), 1, None).unwrap();
     assert_eq!(call.body["stream_options"], json!({"include_usage": true}));
     assert_eq!(call.body["messages"], body["messages"], "nothing else changes");
     let asked = json!({"model": "m", "stream": true, "stream_options": {"include_usage": true}, "messages": []});
-    assert!(asking_usage("/v1/chat/completions", asked.to_string().as_bytes(), 1).is_none(), "a request that asks is left alone");
-    assert!(asking_usage("/v1/chat/completions", br#"{"model":"m","messages":[]}"#, 1).is_none(), "so is one that does not stream");
+    assert!(adjust(Dialect::Chat, "/v1/chat/completions", asked.to_string().as_bytes(), 1, None).is_none(), "a request that asks is left alone");
+    assert!(adjust(Dialect::Chat, "/v1/chat/completions", br#"{"model":"m","messages":[]}"#, 1, None).is_none(), "so is one that does not stream");
     // llama.cpp's stream when asked: `usage: null` on chunks, the counts on a last chunk.
     let stream = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"ok\"}}],\"usage\":null}\n\n\
                   data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n\
@@ -289,4 +289,29 @@ fn a_stream_that_did_not_ask_for_usage_is_made_to_and_the_usage_kept_from_the_ag
     let mut t = ReplyTranslator::new(&call, 500, "application/json");
     t.push(br#"{"error":{"message":"x"}}"#);
     assert_eq!(t.finish(), br#"{"error":{"message":"x"}}"#);
+}
+
+#[test]
+fn an_answer_is_kept_within_the_provider_s_limit_and_the_change_said() {
+    // Claude Code asks for 32,000 tokens; a provider that answers at most 1,024 gets 1,024.
+    let claude = json!({"model": "m", "max_tokens": 32000, "stream": true, "messages": [{"role": "user", "content": "hi"}]});
+    let call = adjust(Dialect::Anthropic, "/v1/messages", claude.to_string().as_bytes(), 1, Some(1024)).unwrap();
+    assert_eq!(call.body["max_tokens"], 1024);
+    assert_eq!(call.changed, ["an answer's length: 32000 tokens asked, the provider's limit of 1024 sent"]);
+    // Its reply passes untouched, usage and all.
+    let (ctype, reply) = tool_call_reply(Dialect::Anthropic, true);
+    let mut t = ReplyTranslator::new(&call, 200, &ctype);
+    let mut out = t.push(reply.as_bytes());
+    out.extend(t.finish());
+    assert_eq!(String::from_utf8(out).unwrap().replace("\n\n", "\n"), reply.replace("\n\n", "\n"));
+    // Within the limit already: nothing to change.
+    let small = json!({"model": "m", "max_tokens": 100, "messages": []});
+    assert!(adjust(Dialect::Anthropic, "/v1/messages", small.to_string().as_bytes(), 1, Some(1024)).is_none());
+    // No limit asked: the provider's is sent (Gemini's lives in its generation config).
+    let gemini = json!({"contents": []});
+    let call = adjust(Dialect::Gemini, "/v1beta/models/m:generateContent", gemini.to_string().as_bytes(), 1, Some(512)).unwrap();
+    assert_eq!(call.body["generationConfig"]["maxOutputTokens"], 512);
+    // Bridged: the limit goes into the provider's dialect.
+    let call = translate_request(Dialect::Anthropic, Dialect::Responses, "/v1/messages", claude.to_string().as_bytes(), 1, Some(1024)).unwrap();
+    assert_eq!((call.body["max_output_tokens"].as_u64(), call.changed.len()), (Some(1024), 1));
 }

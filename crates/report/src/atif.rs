@@ -80,7 +80,7 @@ pub fn trajectory(run: &RunExport) -> Value {
         "schema_version": SCHEMA_VERSION,
         "session_id": run.run_id,
         // `claude-code:permissive`: the framework, and the permission policy it ran under.
-        "agent": {"name": framework, "version": agent.version, "model_name": agent.model, "extra": {"id": agent.id, "policy": policy}},
+        "agent": {"name": framework, "version": agent.version, "model_name": agent.model, "extra": {"id": agent.id, "policy": policy, "played_by": agent.played_by(), "model_played_by": agent.played_by().label()}},
         "steps": steps,
         "notes": format!("overeager run {} of scenario {}: {}", run.run_id, run.scenario.id, run.explanation()),
         "final_metrics": {"total_steps": run.timeline.len()},

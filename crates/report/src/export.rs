@@ -68,6 +68,9 @@ impl RunExport {
             "variant": self.manifest.variant,
             "cell": self.cell(),
             "agent": self.manifest.agent.id,
+            // What answered the model calls: whether this trace is a real model's at all.
+            "played_by": self.manifest.agent.played_by(),
+            "model_played_by": self.manifest.agent.played_by().label(),
             "replicate": self.manifest.replicate,
             "bundle_sha256": self.bundle_digest,
             "timed_out": self.manifest.timed_out,

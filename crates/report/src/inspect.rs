@@ -70,9 +70,13 @@ fn stable_id(parts: &[&str]) -> String {
     hex::encode(&h.finalize()[..11])
 }
 
-/// Inspect's model name for a run's agent: `framework/model`.
+/// Inspect's model name for a run's agent: `framework/model`, and what played the model when
+/// that was no real model or was bridged (`…/scripted-model (stand-in provider)`), so that no
+/// viewer of the log takes it for a real model's.
 fn model_name(run: &RunExport) -> String {
-    format!("{}/{}", run.manifest.agent.framework, run.manifest.agent.model)
+    let played = run.manifest.agent.played_by();
+    let mark = if played.real_model() && !played.bridged { String::new() } else { format!(" ({})", played.label()) };
+    format!("{}/{}{mark}", run.manifest.agent.framework, run.manifest.agent.model)
 }
 
 fn seconds_since(t_us: u64, start_us: u64) -> f64 {
@@ -227,7 +231,8 @@ pub fn header(task: &str, runs: &[RunExport]) -> Value {
             "dataset": {"name": "overeager", "samples": runs.len(), "sample_ids": ids, "shuffled": false},
             "model": model, "config": {"epochs": 1},
             "packages": {"overeager": env!("CARGO_PKG_VERSION")},
-            "metadata": {"exporter": "overeager", "cells": runs.iter().map(RunExport::cell).collect::<std::collections::BTreeSet<_>>()},
+            "metadata": {"exporter": "overeager", "cells": runs.iter().map(RunExport::cell).collect::<std::collections::BTreeSet<_>>(),
+                         "played_by": runs.iter().map(|r| r.manifest.agent.played_by()).collect::<std::collections::BTreeSet<_>>()},
             "scorers": [{"name": SCORER, "options": {}, "metrics": [{"name": "overeager_rate", "options": {}}, {"name": "in_scope_rate", "options": {}}], "metadata": {}}],
         },
         "plan": {"name": "plan", "steps": [], "config": {}},

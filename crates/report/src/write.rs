@@ -77,10 +77,11 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
         dir,
         "cells.csv",
         &[
-            "framework", "model", "variant", "simulated", "played_by", "bridged", "runs", "timeouts", "n", "overeager", "rate", "ci_lo", "ci_hi",
+            "framework", "model", "variant", "simulated", "runs", "timeouts", "n", "overeager", "rate", "ci_lo", "ci_hi",
             "critical_traps", "critical_runs", "severity_total", "severity_mean", "completed", "completion_known",
             "completion_rate", "conditional_success", "conditional_success_rate", "incomplete_verdicts",
             "usage_runs", "tokens_input", "tokens_output", "tokens_cache_read", "tokens_cache_write", "priced_runs", "cost_usd",
+            "played_by", "played_by_provider", "bridged",
         ],
         r.cells
             .iter()
@@ -90,8 +91,6 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
                     c.model.clone(),
                     c.variant.to_string(),
                     c.simulated.to_string(),
-                    c.played_by.kind().to_string(),
-                    c.played_by.bridged.to_string(),
                     c.runs.to_string(),
                     c.timeouts.to_string(),
                     c.n.to_string(),
@@ -116,6 +115,12 @@ pub fn data_files(dir: &Path, r: &Report) -> Result<Vec<PathBuf>> {
                     c.tokens.cache_write.to_string(),
                     c.priced_runs.to_string(),
                     c.cost_usd.map(|x| x.to_string()).unwrap_or_default(),
+                    c.played_by.kind().to_string(),
+                    match &c.played_by.source {
+                        overeager_core::model::ModelSource::LocalServer { provider } | overeager_core::model::ModelSource::Provider { provider } => provider.clone(),
+                        _ => String::new(),
+                    },
+                    c.played_by.bridged.to_string(),
                 ]
             })
             .collect(),

@@ -52,6 +52,9 @@ impl GatewayPlan {
         if self.route.bridged() {
             v.extend(["--agent-dialect".into(), self.route.agent_dialect.as_str().into()]);
         }
+        if let Some(n) = p.max_output_tokens {
+            v.extend(["--max-output-tokens".into(), n.to_string()]);
+        }
         v.extend(["--prefix".into(), p.agent_prefix().into(), "--log".into(), log.into()]);
         if self.text_replies {
             v.push("--text-replies".into());
@@ -265,6 +268,7 @@ pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, rec
         key_env: None,
         prices: Default::default(),
         ca_file: None,
+        max_output_tokens: None,
         source: "bench".into(),
     };
     let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into(), agent_dialect: dialect }, key: None, text_replies: false };

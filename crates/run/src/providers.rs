@@ -109,6 +109,11 @@ pub struct Provider {
     /// web's, for a server with a certificate of its own authority.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ca_file: Option<PathBuf>,
+    /// The most tokens one answer may have: the gateway sends a request asking for more, or
+    /// for no limit, with this one, and records that it did (a server that never stops a small
+    /// model's answer otherwise keeps a run waiting for minutes).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
     /// Built in, or read from which file.
     pub source: String,
 }
@@ -151,6 +156,8 @@ pub const LOCAL_PROVIDER: &str = "local";
 pub const LOCAL_MODEL: &str = "smollm2";
 /// The loopback port of the local model's server, which the built-in provider names.
 pub const LOCAL_PORT: u16 = 8931;
+/// The most tokens the local model writes in one answer (its built-in providers' limit).
+pub const LOCAL_MAX_OUTPUT_TOKENS: u64 = 1024;
 
 /// The built-in providers of the local model's other dialects: llama.cpp's server answers
 /// Anthropic Messages and Responses on the same port (llama-cpp-python's does not).
@@ -191,6 +198,7 @@ struct RawProvider {
     base_url: Spanned<String>,
     key_env: Option<Spanned<String>>,
     ca_file: Option<Spanned<String>>,
+    max_output_tokens: Option<Spanned<u64>>,
     #[serde(default)]
     prices: BTreeMap<String, Price>,
 }
@@ -208,12 +216,16 @@ impl Providers {
             .iter()
             .map(|(name, dialect, base_url, key_env)| {
                 // The local model costs nothing per token: its runs show $0, not "no price".
-                let prices = if *name == LOCAL_PROVIDER || LOCAL_DIALECT_PROVIDERS.iter().any(|(n, _)| n == name) {
+                let local = *name == LOCAL_PROVIDER || LOCAL_DIALECT_PROVIDERS.iter().any(|(n, _)| n == name);
+                let prices = if local {
                     BTreeMap::from([(LOCAL_MODEL.to_string(), Price { input: 0.0, output: 0.0, cache_read: None, cache_write: None })])
                 } else {
                     BTreeMap::new()
                 };
-                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices, ca_file: None, source: "built in".into() };
+                // The local model's server writes until its context is full when asked for
+                // 32,000 tokens: its answers are kept to a length it writes in about a minute.
+                let max_output_tokens = local.then_some(LOCAL_MAX_OUTPUT_TOKENS);
+                let p = Provider { name: name.to_string(), dialect: *dialect, base_url: base_url.to_string(), key_env: key_env.map(str::to_string), prices, ca_file: None, max_output_tokens, source: "built in".into() };
                 (p.name.clone(), p)
             })
             .collect();
@@ -268,8 +280,12 @@ impl Providers {
             {
                 errs.at(c.span(), field("ca_file"), format!("{} is not a file; name a PEM file of the certificate authority, relative to this file or absolute", path.display()));
             }
+            if let Some(m) = p.max_output_tokens.as_ref().filter(|m| *m.get_ref() == 0) {
+                errs.at(m.span(), field("max_output_tokens"), "the most tokens one answer may have: a whole number above 0 (leave it out for no limit)");
+            }
             if let Some(dialect) = dialect {
-                added.push(Provider { name, dialect, base_url, key_env: p.key_env.map(Spanned::into_inner), prices: p.prices, ca_file, source: file.to_string() });
+                let max_output_tokens = p.max_output_tokens.map(Spanned::into_inner);
+                added.push(Provider { name, dialect, base_url, key_env: p.key_env.map(Spanned::into_inner), prices: p.prices, ca_file, max_output_tokens, source: file.to_string() });
             }
         }
         errs.finish(())?;

@@ -325,11 +325,16 @@ fn print_summary(b: &Bundle) {
         let t = u.total;
         let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd);
         if u.counted() {
-            println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
+            let estimated = match u.estimated.len() {
+                0 => String::new(),
+                n => format!(" ({n} of them counted here, estimated: the server reported no usage)"),
+            };
+            println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls{estimated}; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
         } else {
-            println!("model     {}/{}: {} calls; the replies reported no token usage", u.provider, u.model, u.requests);
+            println!("model     {}/{}: {} calls, none answered; their token usage is unknown", u.provider, u.model, u.requests);
         }
     }
+    println!("played by {}", m.agent.played_by().label());
     let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
     println!("deleted   {}", list(&d.deleted));
     println!("created   {}", list(&d.created));

@@ -26,6 +26,7 @@ mod layout;
 mod links;
 mod local_model;
 mod pack;
+mod played_by;
 mod pool;
 mod precision;
 mod providers;

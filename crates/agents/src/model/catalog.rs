@@ -75,13 +75,16 @@ impl Catalog {
     }
 
     /// The agent a request comes from: of those speaking its dialect, the one whose shell tool
-    /// it declares, or the one without tool calling when it declares none.
+    /// it declares, or the one without tool calling when it declares none; else (an agent the
+    /// model gateway bridged to this dialect) any agent whose shell tool it declares.
     fn agent_for(&self, dialect: Dialect, body: &Value) -> Result<&CatalogAgent, String> {
         let speaking: Vec<&CatalogAgent> = self.agents.iter().filter(|a| a.dialect == dialect).collect();
         let declared = Vocab::of_request(dialect, body);
-        let by_shell = speaking.iter().find(|a| a.reply_format.is_none() && declared.tools.iter().any(|t| t.name == a.shell));
-        let by_text = || speaking.iter().find(|a| a.reply_format.is_some() && declared.tools.is_empty());
-        by_shell.or_else(by_text).or(speaking.first()).copied().ok_or_else(|| {
+        let declares = |a: &&CatalogAgent| a.reply_format.is_none() && declared.tools.iter().any(|t| t.name == a.shell);
+        let by_shell = speaking.iter().copied().find(declares);
+        let by_text = || speaking.iter().copied().find(|a| a.reply_format.is_some() && declared.tools.is_empty());
+        let bridged = || self.agents.iter().find(declares);
+        by_shell.or_else(by_text).or_else(bridged).or(speaking.first().copied()).ok_or_else(|| {
             let names: Vec<String> = self.agents.iter().map(|a| format!("{} ({})", a.id, a.dialect.as_str())).collect();
             format!("no agent this stand-in serves speaks {}; it serves {}", dialect.as_str(), names.join(", "))
         })
@@ -132,5 +135,9 @@ mod tests {
         assert!(c.script_for("/v1/messages", &json!({"model": "m", "messages": [{"role": "user", "content": "a title please"}]})).unwrap().steps.is_empty());
         let err = c.script_for("/v1/responses", &json!({"model": "m", "input": []})).unwrap_err();
         assert!(err.contains("speaks responses") && err.contains("claude-code (anthropic)"), "{err}");
+        // Claude Code bridged to the Responses API: told by the shell tool it declares.
+        let bridged = json!({"model": "m-aggressive", "tools": [{"type": "function", "name": "Bash", "parameters": {}}], "input": "Fix the migration."});
+        let s = c.script_for("/v1/responses", &bridged).unwrap();
+        assert_eq!((s.default_shell.as_str(), s.steps.clone()), ("Bash", vec![Step::Sh { command: "db aggressive".into() }]));
     }
 }
