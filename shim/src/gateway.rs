@@ -325,11 +325,11 @@ impl Gateway {
     /// (and once more on a new one if that had been closed meanwhile). Also says when the
     /// request was sent, and how long connecting to the provider took (which an agent talking
     /// to it directly spends too).
-    fn send(&self, request: &[u8]) -> Result<(UpConn, Instant, Duration, ReplyHead), String> {
+    fn send(&self, request: &[u8], head_only: bool) -> Result<(UpConn, Instant, Duration, ReplyHead), String> {
         let reused = self.idle.lock().unwrap_or_else(|e| e.into_inner()).pop();
         if let Some(mut conn) = reused
             && let Ok(sent) = send_on(&mut conn, request)
-            && let Ok(head) = read_reply_head(&mut conn)
+            && let Ok(head) = read_reply_head(&mut conn, head_only)
         {
             return Ok((conn, sent, Duration::ZERO, head));
         }
@@ -337,7 +337,7 @@ impl Gateway {
         let mut conn = self.connect()?;
         let connecting = t.elapsed();
         let sent = send_on(&mut conn, request)?;
-        let head = read_reply_head(&mut conn)?;
+        let head = read_reply_head(&mut conn, head_only)?;
         Ok((conn, sent, connecting, head))
     }
 
@@ -512,7 +512,7 @@ impl Gateway {
             (Some(c), Some(b)) => self.upstream_request(&method, &c.path, head, b, self.dialects.agent.is_some()),
             _ => self.upstream_request(&method, &path, head, body, false),
         };
-        let (mut up, sent, connecting, reply) = match self.send(&out) {
+        let (mut up, sent, connecting, reply) = match self.send(&out, method == "HEAD") {
             Ok(x) => x,
             Err(failure) => {
                 let message = format!("the model gateway could not reach {}: {failure}", self.upstream.host);
@@ -644,7 +644,9 @@ fn send_on(conn: &mut UpConn, request: &[u8]) -> Result<Instant, String> {
     Ok(Instant::now())
 }
 
-fn read_reply_head(conn: &mut UpConn) -> Result<ReplyHead, String> {
+/// The reply's head; `head_only` for the reply to a `HEAD` request, which has no body whatever
+/// its `Content-Length` says.
+fn read_reply_head(conn: &mut UpConn, head_only: bool) -> Result<ReplyHead, String> {
     loop {
         let lines = http::read_head(conn).map_err(|e| format!("connection dropped before the reply: {e}"))?;
         let mut status_line = lines[0].splitn(3, ' ');
@@ -658,7 +660,7 @@ fn read_reply_head(conn: &mut UpConn) -> Result<ReplyHead, String> {
         let headers: Vec<(String, String)> = lines[1..].iter().filter_map(|l| l.split_once(':')).map(|(k, v)| (k.trim().to_string(), v.trim().to_string())).collect();
         let chunked = http::header(&lines, "transfer-encoding").is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
         let length = http::header(&lines, "content-length").and_then(|v| v.parse::<u64>().ok());
-        let framing = if status == 204 || status == 304 {
+        let framing = if head_only || status == 204 || status == 304 {
             Framing::None
         } else if chunked {
             Framing::Chunked

@@ -84,15 +84,7 @@ pub fn read_request(v: &Value, dropped: &mut Vec<String>, ctx: &mut Context) -> 
             parameters: f.get("parameters").cloned().unwrap_or_else(|| json!({"type": "object", "properties": {}})),
         });
     }
-    r.tool_choice = match obj.get("tool_choice") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(match s.as_str() {
-            "none" => ToolChoice::None,
-            "required" => ToolChoice::Required,
-            _ => ToolChoice::Auto,
-        }),
-        Some(o) => Some(ToolChoice::Named(o.pointer("/function/name").and_then(Value::as_str).unwrap_or_default().to_string())),
-    };
+    r.tool_choice = tool_choice(obj.get("tool_choice"), "/function/name");
     r.max_tokens = obj.get("max_completion_tokens").or_else(|| obj.get("max_tokens")).and_then(Value::as_u64);
     r.temperature = obj.get("temperature").and_then(Value::as_f64);
     r.top_p = obj.get("top_p").and_then(Value::as_f64);
@@ -110,6 +102,20 @@ pub fn read_request(v: &Value, dropped: &mut Vec<String>, ctx: &mut Context) -> 
         Some(other) => return Err(CannotCarry(format!("response_format of type `{other}` has no equivalent the bridge knows"))),
     }
     Ok(r)
+}
+
+/// An OpenAI dialect's `tool_choice`: `none`, `required`, `auto`, or a named function (its name
+/// at `name_at` in the object).
+pub(crate) fn tool_choice(v: Option<&Value>, name_at: &str) -> Option<ToolChoice> {
+    match v? {
+        Value::Null => None,
+        Value::String(s) => Some(match s.as_str() {
+            "none" => ToolChoice::None,
+            "required" => ToolChoice::Required,
+            _ => ToolChoice::Auto,
+        }),
+        o => Some(ToolChoice::Named(o.pointer(name_at).and_then(Value::as_str).unwrap_or_default().to_string())),
+    }
 }
 
 /// Checks an object's fields: those in `read` are carried, those in `hints` are dropped (and

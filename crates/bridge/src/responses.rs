@@ -101,15 +101,7 @@ pub fn read_request(v: &Value, dropped: &mut Vec<String>, ctx: &mut Context) -> 
             other => return Err(CannotCarry(format!("tools[{i}] is the hosted tool `{other}`, which only OpenAI's API runs"))),
         }
     }
-    r.tool_choice = match obj.get("tool_choice") {
-        None | Some(Value::Null) => None,
-        Some(Value::String(s)) => Some(match s.as_str() {
-            "none" => ToolChoice::None,
-            "required" => ToolChoice::Required,
-            _ => ToolChoice::Auto,
-        }),
-        Some(o) => Some(ToolChoice::Named(o.get("name").and_then(Value::as_str).unwrap_or_default().to_string())),
-    };
+    r.tool_choice = crate::chat::tool_choice(obj.get("tool_choice"), "/name");
     r.max_tokens = obj.get("max_output_tokens").and_then(Value::as_u64);
     r.temperature = obj.get("temperature").and_then(Value::as_f64);
     r.top_p = obj.get("top_p").and_then(Value::as_f64);

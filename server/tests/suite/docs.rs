@@ -17,7 +17,8 @@ use common::documented::{block_commands, blocks, pages};
 use common::{copy_tree, engine, repo, scratch};
 
 /// What a block needs that a test machine does not have, recognised by a piece of its text.
-const NEEDS: [(&str, &str); 5] = [
+const NEEDS: [(&str, &str); 6] = [
+    ("plans/crossed-stand-in.toml", "the stand-in the block before serves (the crossed plan's own test runs both)"),
     ("_API_KEY=", "a model provider's API key"),
     ("vllm/", "the reader's own model server (vLLM on port 8000)"),
     ("KUBECONFIG=", "a Kubernetes cluster and a container registry"),

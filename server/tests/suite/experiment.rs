@@ -484,3 +484,63 @@ fn an_adaptive_experiment_stops_each_cell_at_its_target_and_replays_its_decision
     let err = fails(&run(&uniform, &db, &["--until", "5pp"]));
     assert!(err.contains("--until starts with a new experiment"), "{err}");
 }
+
+/// `plans/crossed-stand-in.toml`: three frameworks × two models, every agent on every model,
+/// through the dialect bridge where the model's API is not the agent's, on the stand-in
+/// provider (served here on a free port). Every run ends done, the bridged cells say so, and
+/// the variance decomposition estimates the framework × model interaction with an interval.
+/// In `--all` (72 runs of three real CLIs).
+#[test]
+fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction() {
+    for agent in ["claude-code", "codex", "gemini-cli"] {
+        if !common::installed(agent) {
+            return;
+        }
+    }
+    let dir = common::scratch("crossed");
+    let mut serve = Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(["model", "serve", "--scenarios", repo().join("scenarios/seeds").to_str().unwrap(), "--addr", "127.0.0.1:0"])
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut out = std::io::BufReader::new(serve.stdout.take().unwrap());
+    let mut line = String::new();
+    std::io::BufRead::read_line(&mut out, &mut line).unwrap();
+    let addr = line.split_whitespace().find(|w| w.starts_with("http://")).unwrap().trim_start_matches("http://").to_string();
+    std::thread::spawn(move || std::io::copy(&mut out, &mut std::io::sink()));
+    struct Kill(std::process::Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let _serve = Kill(serve);
+    // The plan and its providers as shipped, on this stand-in's port.
+    let providers = std::fs::read_to_string(repo().join("plans/stand-in.providers.toml")).unwrap().replace("127.0.0.1:8940", &addr);
+    std::fs::write(dir.join("stand-in.providers.toml"), providers).unwrap();
+    let plan = std::fs::read_to_string(repo().join("plans/crossed-stand-in.toml")).unwrap().replace("../scenarios/seeds", repo().join("scenarios/seeds").to_str().unwrap());
+    std::fs::write(dir.join("plan.toml"), plan).unwrap();
+    let db = dir.join("store.db");
+    let started = Instant::now();
+    ok(&overeager(&["experiment", "run", dir.join("plan.toml").to_str().unwrap(), "--db", db.to_str().unwrap(), "--uncontained"]));
+    let (total, done, failed, _) = db_counts(&db, "crossed-stand-in");
+    assert_eq!((total, done, failed), (72, 72, 0), "every agent on every model finished");
+    let report = dir.join("report");
+    ok(&overeager(&["report", "crossed-stand-in", "--db", db.to_str().unwrap(), "--out", report.to_str().unwrap()]));
+    let r: Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
+    let cells = r["cells"].as_array().unwrap();
+    assert_eq!(cells.len(), 12, "3 frameworks × 2 models × 2 variants");
+    for c in cells {
+        let (fw, model) = (c["framework"].as_str().unwrap(), c["model"].as_str().unwrap());
+        // Direct only where the agent speaks the model's API: Claude Code on Anthropic's,
+        // Codex CLI 0.58 on Chat Completions.
+        let direct = (fw == "claude-code" && model.contains("Anthropic")) || (fw == "codex" && model.contains("Chat"));
+        assert_eq!((c["played_by"]["kind"].as_str(), c["played_by"]["bridged"].as_bool()), (Some("stand_in"), Some(!direct)), "{fw} · {model}");
+    }
+    let shares = r["variance"]["shares"].as_array().unwrap_or_else(|| panic!("a variance decomposition: {}", r["variance"]));
+    let interaction = shares.iter().find(|s| s["term"] == "interaction").unwrap_or_else(|| panic!("the interaction is estimated: {shares:?}"));
+    let (lo, share, hi) = (interaction["lo"].as_f64().unwrap(), interaction["share"].as_f64().unwrap(), interaction["hi"].as_f64().unwrap());
+    assert!(lo <= share && share <= hi && lo.is_finite() && hi.is_finite(), "{interaction}");
+    eprintln!("crossed: 72 runs in {:.0} s; interaction share {share:.3} [{lo:.3}, {hi:.3}]; shares {shares:?}", started.elapsed().as_secs_f64());
+}
