@@ -315,3 +315,35 @@ fn an_answer_is_kept_within_the_provider_s_limit_and_the_change_said() {
     let call = translate_request(Dialect::Anthropic, Dialect::Responses, "/v1/messages", claude.to_string().as_bytes(), 1, Some(1024)).unwrap();
     assert_eq!((call.body["max_output_tokens"].as_u64(), call.changed.len()), (Some(1024), 1));
 }
+
+/// Streamed replies llama.cpp's server wrote (SmolLM2-135M on its Chat Completions, Anthropic
+/// Messages and Responses routes, recorded through the gateway), translated to every other
+/// dialect piece by piece: the same text, the server's usage, the same stop.
+#[test]
+fn a_real_server_s_streams_translate_to_every_other_dialect() {
+    let fixtures = format!("{}/tests/fixtures/replies", env!("CARGO_MANIFEST_DIR"));
+    let mut checked = 0;
+    for (provider, file) in [(Dialect::Chat, "llama-cpp-chat.sse"), (Dialect::Anthropic, "llama-cpp-anthropic.sse"), (Dialect::Responses, "llama-cpp-responses.sse")] {
+        let reply = std::fs::read(format!("{fixtures}/{file}")).unwrap();
+        let original = read_reply(provider, "text/event-stream", &reply);
+        let text = |o: &ir::Outcome| o.parts.iter().map(|p| if let Part::Text(t) = p { t.clone() } else { String::new() }).collect::<String>();
+        assert!(text(&original).len() > 100 && original.usage.is_some_and(|u| u.input > 0 && u.output > 0), "{file}: a real answer with the server's usage");
+        for agent in ALL.into_iter().filter(|a| *a != provider) {
+            let call = call_between(agent, provider, true);
+            let mut t = ReplyTranslator::new(&call, 200, "text/event-stream");
+            let mut out = Vec::new();
+            for piece in reply.chunks(97) {
+                out.extend(t.push(piece));
+            }
+            out.extend(t.finish());
+            let got = read_reply(agent, t.content_type(), &out);
+            let what = format!("{file} → {agent:?}");
+            assert_eq!(text(&got), text(&original), "{what}");
+            assert_eq!(got.usage.map(|u| (u.input, u.output)), original.usage.map(|u| (u.input, u.output)), "{what}");
+            assert_eq!(got.stop_reason(), original.stop_reason(), "{what}");
+            assert!(got.error.is_none() && got.calls().next().is_none(), "{what}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 9);
+}

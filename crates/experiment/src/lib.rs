@@ -314,6 +314,18 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // Read before anything is stored: a wrong providers file stops the experiment at once.
     let provider_files: Vec<PathBuf> = lp.placement.providers.iter().map(|f| lp.dir.join(f)).chain(opts.providers.iter().cloned()).collect();
     let providers = std::sync::Arc::new(run::providers::load(&provider_files)?);
+    // Each cell whose agent reaches its model through the dialect bridge says so once.
+    for a in &lp.plan.agents {
+        if let Ok(spec) = a.agent.parse::<run::AgentSpec>()
+            && let Some(Ok(route)) = spec.route(&providers)
+            && route.bridged()
+        {
+            eprintln!(
+                "bridged: {} · {} ({}) speaks {}, the provider `{}` {}; the model gateway translates every call",
+                a.framework, a.model, a.agent, route.agent_dialect, route.provider.name, route.provider.dialect
+            );
+        }
+    }
     let mut store = store;
     // Locked before creating, so two runners started at once cannot both create it.
     let _lock = lock_experiment(&store, &lp.plan.id)?;

@@ -144,6 +144,16 @@ impl AgentSpec {
     pub fn offline_model(&self) -> bool {
         self.scripted_model().is_some() || self.replayed_bundle().is_some()
     }
+
+    /// Where a real agent's model calls go on `providers`, for a real agent on a provider's
+    /// model (`None` for any other agent): its provider, the model's name there, and whether
+    /// the gateway bridges the agent's dialect to the provider's.
+    pub fn route(&self, providers: &providers::Providers) -> Option<anyhow::Result<agents::Route>> {
+        match self {
+            AgentSpec::Agent { recipe, version, model, .. } if !self.offline_model() => Some(recipe.route(version, model, providers)),
+            _ => None,
+        }
+    }
 }
 
 impl std::str::FromStr for AgentSpec {
