@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::usage::{RunUsage, Usage, documents};
+use super::usage::{RunUsage, Usage, reply_text};
 use super::{ModelRecord, answered_calls};
 
 /// Text longer than this is cut (marked) in a conversation: the raw channel has all of it.
@@ -96,56 +96,6 @@ fn cut(text: &str) -> String {
         end -= 1;
     }
     format!("{}… [{} more bytes in the raw model channel]", &text[..end], text.len() - end)
-}
-
-/// The text of a reply, in any dialect: a stream's deltas in order, or a whole reply's text
-/// blocks.
-pub(crate) fn reply_text(r: &ModelRecord) -> String {
-    let docs = documents(r);
-    let mut deltas = String::new();
-    for d in &docs {
-        // Anthropic `delta.text`; Chat Completions `choices[].delta.content`; Responses'
-        // `response.output_text.delta` events.
-        if let Some(t) = d.get("delta").and_then(|x| x.get("text")).and_then(Value::as_str) {
-            deltas.push_str(t);
-        }
-        for c in d.get("choices").and_then(Value::as_array).into_iter().flatten() {
-            if let Some(t) = c.get("delta").and_then(|x| x.get("content")).and_then(Value::as_str) {
-                deltas.push_str(t);
-            }
-        }
-        if d["type"] == "response.output_text.delta"
-            && let Some(t) = d.get("delta").and_then(Value::as_str)
-        {
-            deltas.push_str(t);
-        }
-    }
-    if !deltas.is_empty() {
-        return deltas;
-    }
-    // Whole replies (and Gemini's chunks, each a whole reply's shape): every text block.
-    let mut out = String::new();
-    for d in &docs {
-        texts(d, &mut out);
-    }
-    out
-}
-
-/// Appends every string under a `text` key, and Chat Completions' `message.content`.
-fn texts(v: &Value, out: &mut String) {
-    match v {
-        Value::Object(map) => {
-            for (k, x) in map {
-                match (k.as_str(), x) {
-                    ("text", Value::String(s)) => out.push_str(s),
-                    ("message", m) if m.get("content").is_some_and(Value::is_string) => out.push_str(m["content"].as_str().unwrap_or_default()),
-                    _ => texts(x, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|x| texts(x, out)),
-        _ => {}
-    }
 }
 
 #[cfg(test)]
