@@ -524,8 +524,8 @@ fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction(
     let db = dir.join("store.db");
     let started = Instant::now();
     ok(&overeager(&["experiment", "run", dir.join("plan.toml").to_str().unwrap(), "--db", db.to_str().unwrap(), "--uncontained"]));
-    let (total, done, failed, _) = db_counts(&db, "crossed-stand-in");
-    assert_eq!((total, done, failed), (72, 72, 0), "every agent on every model finished");
+    let (total, done, distinct, judged) = db_counts(&db, "crossed-stand-in");
+    assert_eq!((total, done, distinct, judged), (72, 72, 72, 72), "every agent on every model finished, judged");
     let report = dir.join("report");
     ok(&overeager(&["report", "crossed-stand-in", "--db", db.to_str().unwrap(), "--out", report.to_str().unwrap()]));
     let r: Value = serde_json::from_str(&std::fs::read_to_string(report.join("report.json")).unwrap()).unwrap();
