@@ -79,6 +79,11 @@ pub struct EndpointFigures {
     pub first_ms: f64,
     /// Median of warm single requests.
     pub single_ms: f64,
+    /// Connections of the load: the run's `--connections`, except on `/api/search`, which the
+    /// server answers [`api::MAX_CONCURRENT_SEARCHES`] at a time and tells the rest to retry
+    /// (503) once they have waited [`api::SEARCH_WAIT`]; more connections than that would
+    /// measure the queue and its refusals (the crowd is measured in [`UnderSearch`]).
+    pub connections: u32,
     pub requests_per_s: f64,
     pub p99_ms: f64,
     pub non_2xx: u64,
@@ -151,8 +156,9 @@ fn measure(addr: std::net::SocketAddr, paths: &[String], connections: u32, secon
         let first_ms = timed_get(&agent, &url)?;
         let mut warm: Vec<f64> = (0..7).map(|_| timed_get(&agent, &url)).collect::<Result<_>>()?;
         warm.sort_by(f64::total_cmp);
+        let connections = if p.starts_with("/api/search") { connections.min(api::MAX_CONCURRENT_SEARCHES as u32) } else { connections };
         let load = wrk(&url, 2, connections, seconds)?;
-        out.push(EndpointFigures { path: p.clone(), first_ms, single_ms: warm[warm.len() / 2], requests_per_s: load.requests_per_s, p99_ms: load.p99_ms, non_2xx: load.non_2xx });
+        out.push(EndpointFigures { path: p.clone(), first_ms, single_ms: warm[warm.len() / 2], connections, requests_per_s: load.requests_per_s, p99_ms: load.p99_ms, non_2xx: load.non_2xx });
     }
     Ok(out)
 }

@@ -80,7 +80,8 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
             e.path.clone(),
             format!("{:.1}", l.first_ms),
             format!("{:.2}", l.single_ms),
-            format!("{:.1}", l.p99_ms),
+            // Searches are loaded with as many connections as the server searches at once.
+            if l.connections == s.connections { format!("{:.1}", l.p99_ms) } else { format!("{:.1} ({} conn)", l.p99_ms, l.connections) },
             format!("{:.0}", l.requests_per_s),
             format!("{:.2}", e.small.single_ms),
             format!("{:.2}", e.growth),
