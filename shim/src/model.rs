@@ -120,8 +120,16 @@ fn exchange(s: &Shared, head: &[String], raw: &[u8]) -> (u16, &'static str, Stri
     let t_us = now_us();
     let mut parts = head[0].split_whitespace();
     let (method, path) = (parts.next().unwrap_or("").to_string(), parts.next().unwrap_or("").to_string());
-    let request: Value = serde_json::from_slice(raw).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
+    let parsed = serde_json::from_slice::<Value>(raw);
+    let malformed = parsed.as_ref().err().map(ToString::to_string);
+    let request: Value = parsed.unwrap_or_else(|_| Value::String(String::from_utf8_lossy(raw).into_owned()));
     let n = s.seq.fetch_add(1, Ordering::SeqCst);
+    // A model call must be JSON: what is not is refused as a provider would, where it breaks.
+    if let Some(why) = malformed.filter(|_| method == "POST" && overeager_core::model::Dialect::of_path(&path).is_some()) {
+        let body = serde_json::json!({"type": "error", "error": {"type": "invalid_request_error", "message": format!("the request body is not JSON: {why}")}}).to_string();
+        write_record(s, &ModelRecord { seq: n, t_us, method, path, request, status: 400, content_type: "application/json".into(), reply: body.clone(), ..Default::default() });
+        return (400, "application/json", body);
+    }
     if let Some((from, status)) = s.opts.fail_from.filter(|(from, _)| n >= *from) {
         let body = serde_json::json!({"type": "error", "error": {"type": "api_error", "message": format!("the scripted provider is down from request {from} on (request {n})")}}).to_string();
         let record = ModelRecord { seq: n, t_us, method, path, request, status, content_type: "application/json".into(), reply: body.clone(), ..Default::default() };
@@ -277,9 +285,15 @@ mod tests {
         let (_, body) = post(&addr, "/v1/messages", &json!({"model": "m", "tools": [], "messages": [{"role": "user", "content": "title?"}]}));
         assert!(body.contains("\"OK\""), "{body}");
         assert_eq!(post(&addr, "/v1/nothing", &json!({})).0, 404);
+        // A model call that is not JSON is refused, as a provider would, and recorded.
+        let mut conn = TcpStream::connect(&addr).unwrap();
+        write!(conn, "POST /v1/messages HTTP/1.1\r\nHost: {addr}\r\nContent-Length: 9\r\n\r\n{{\"model\":").unwrap();
+        let mut out = String::new();
+        conn.read_to_string(&mut out).unwrap();
+        assert!(out.starts_with("HTTP/1.1 400") && out.contains("not JSON"), "{out}");
         let lines: Vec<ModelRecord> = std::fs::read_to_string(&log).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
-        assert_eq!(lines.len(), 4);
-        assert_eq!((lines[0].step, lines[1].step, lines[2].side, lines[3].status), (Some(0), Some(1), true, 404));
+        assert_eq!(lines.len(), 5);
+        assert_eq!((lines[0].step, lines[1].step, lines[2].side, lines[3].status, lines[4].status), (Some(0), Some(1), true, 404, 400));
     }
 
     #[test]
