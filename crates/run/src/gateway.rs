@@ -344,7 +344,7 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
         None => None,
     };
     let dir = tempfile::tempdir()?;
-    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into(), agent_dialect: provider.dialect }, key, text_replies: false };
+    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into(), agent_dialect: provider.dialect }, key: key.clone(), text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");
@@ -366,16 +366,21 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
     let ms = started.elapsed().as_millis() as u64;
     let ended = gateway.stop(&stderr);
     let record = model_records_in(&log).into_iter().next();
+    // A provider's error may echo the key it was sent: cleared as a bundle's files are, before
+    // any of it is cut short or printed.
+    let secrets: Vec<(String, String)> = key.into_iter().collect();
+    let clear = |text: &str| crate::secrets::redact_text(text, &secrets);
+    let reply = record.as_ref().map(|r| clear(&r.reply)).unwrap_or_default();
     let (status, failure, tokens) = match &record {
-        Some(r) => (r.status, r.failure.clone().map(|f| format!("{f}: {}", r.reply.chars().take(300).collect::<String>())), overeager_agents::model::usage::of_reply(r).map(|u| u.total())),
+        Some(r) => (r.status, r.failure.as_deref().map(|f| format!("{}: {}", clear(f), reply.chars().take(300).collect::<String>())), overeager_agents::model::usage::of_reply(r).map(|u| u.total())),
         None => (0, Some(match (sent, ended) {
-            (_, Some(e)) => format!("the gateway stopped: {}", e.trim()),
+            (_, Some(e)) => format!("the gateway stopped: {}", clear(e.trim())),
             (Err(e), None) => format!("no reply within {} s: {e:#}", timeout.as_secs()),
             (Ok(()), None) => "the gateway recorded no call".into(),
         }), None),
     };
     let ok = failure.is_none() && (200..300).contains(&status);
-    let error = failure.or_else(|| (!ok).then(|| format!("http {status}: {}", record.as_ref().map_or(String::new(), |r| r.reply.chars().take(300).collect()))));
+    let error = failure.or_else(|| (!ok).then(|| format!("http {status}: {}", reply.chars().take(300).collect::<String>())));
     Ok(ProviderCheck { provider: provider.name.clone(), model: model.into(), ok, status, ms, tokens, error })
 }
 

@@ -254,12 +254,9 @@ impl Providers {
                 }
             };
             let base_url = p.base_url.get_ref().trim_end_matches('/').to_string();
-            let host = base_url.strip_prefix("https://").or_else(|| base_url.strip_prefix("http://"));
-            if host.is_none_or(|h| h.is_empty() || h.starts_with('/')) {
-                errs.at(p.base_url.span(), field("base_url"), "use an http:// or https:// URL, e.g. `https://api.example.com/v1`");
-            } else if host.is_some_and(|h| h.split(['/', '?', '#']).next().is_some_and(|authority| authority.contains('@'))) {
+            if let Err(why) = check_base_url(&base_url) {
                 // Never repeated: the URL is printed, stored with failures and passed to the gateway.
-                errs.at(p.base_url.span(), field("base_url"), "a base URL carries no user name or password (`user:secret@` before the host): put the secret in an environment variable and name it with `key_env`");
+                errs.at(p.base_url.span(), field("base_url"), why);
             }
             if let Some(k) = &p.key_env {
                 if !is_env_name(k.get_ref()) {
@@ -314,6 +311,30 @@ impl Providers {
     }
 }
 
+/// Why `url` cannot be a provider's base URL: it is printed by `providers list`, stored with a
+/// run's failures and handed to the gateway, so it may carry no secret (a user name, password,
+/// query or fragment) and nothing a terminal would act on; and it must be a URL one can reach.
+fn check_base_url(url: &str) -> Result<(), String> {
+    const EXAMPLE: &str = "e.g. `https://api.example.com/v1`";
+    if url.chars().any(|c| c.is_control() || c.is_whitespace()) {
+        return Err(format!("a base URL has no spaces or control characters (line ends, tabs, terminal escapes); write it on one line, {EXAMPLE}"));
+    }
+    let parsed = url::Url::parse(url).map_err(|e| format!("not a URL ({e}): use an http:// or https:// URL, {EXAMPLE}"))?;
+    if !matches!(parsed.scheme(), "http" | "https") || !parsed.has_host() || parsed.host_str().is_some_and(str::is_empty) {
+        return Err(format!("use an http:// or https:// URL with a host, {EXAMPLE}"));
+    }
+    if !parsed.username().is_empty() || parsed.password().is_some() {
+        return Err("a base URL carries no user name or password (`user:secret@` before the host): put the secret in an environment variable and name it with `key_env`".into());
+    }
+    if parsed.query().is_some() || parsed.fragment().is_some() {
+        return Err("a base URL has no `?query` or `#fragment` (a key in one would be printed and stored): put the key in an environment variable and name it with `key_env`".into());
+    }
+    if parsed.port() == Some(0) {
+        return Err(format!("port 0 is no port a server listens on; name the server's port, {EXAMPLE}"));
+    }
+    Ok(())
+}
+
 fn is_name(s: &str) -> bool {
     !s.is_empty() && s.len() <= 64 && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
 }
@@ -322,7 +343,7 @@ fn is_name(s: &str) -> bool {
 /// takes a key's variable out of its environment as it starts, which would break them).
 fn is_shared_env(s: &str) -> bool {
     const SHARED: &[&str] = &["PATH", "HOME", "USER", "LOGNAME", "SHELL", "PWD", "OLDPWD", "LANG", "TERM", "TMPDIR", "TZ", "HOSTNAME", "DISPLAY", "CI", "DOCKER_HOST", "KUBECONFIG", "OVEREAGER_PROVIDERS"];
-    SHARED.contains(&s) || ["LC_", "LD_", "XDG_", "CARGO", "RUST", "NODE_", "NPM_", "PYTHON", "SSL_CERT"].iter().any(|p| s.starts_with(p))
+    SHARED.contains(&s) || ["LC_", "LD_", "XDG_", "CARGO", "RUST", "NODE_", "NPM_", "PYTHON", "SSL_CERT", "OVEREAGER"].iter().any(|p| s.starts_with(p))
 }
 
 /// Whether `s` can name an environment variable.
@@ -440,5 +461,34 @@ mod tests {
         assert_eq!(fields, vec![("providers.leaky.base_url", 3), ("providers.pathy.key_env", 8)], "an `@` in the path is no credential");
         assert!(errs.iter().all(|e| !e.message.contains("pa55word")), "{errs:?}");
         assert!(errs[0].message.contains("key_env") && errs[1].message.contains("`PATH`"), "{errs:?}");
+    }
+
+    /// `?key=…` in a base URL was printed by `providers list`; spaces, line ends, terminal
+    /// escapes and port 99999 were accepted; `key_env = "OVEREAGER_DB"` broke every command.
+    #[test]
+    fn a_base_url_with_a_query_odd_characters_or_no_port_and_overeager_s_own_variables_are_refused() {
+        for (url, says) in [
+            ("https://api.example.com/v1?key=sk-secret-123", "`?query`"),
+            ("https://api.example.com/v1#sk-secret-123", "`#fragment`"),
+            ("https://api.example.com/v 1", "no spaces"),
+            // TOML escapes: a line end and a terminal escape in the value.
+            (r"https://api.example.com/v1\nInjected: yes", "control characters"),
+            (r"https://api.example.com/\u001b[31mred", "control characters"),
+            ("http://127.0.0.1:99999/v1", "invalid port"),
+            ("http://127.0.0.1:0/v1", "port 0"),
+            ("http://:8080/v1", "empty host"),
+        ] {
+            let text = format!("[providers.x]\ndialect = \"anthropic\"\nbase_url = \"{url}\"\n");
+            let errs = Providers::built_in().add_file("f.toml", &text).unwrap_err();
+            assert_eq!((errs[0].field.as_str(), errs[0].line), ("providers.x.base_url", 3), "{url}: {errs:?}");
+            assert!(errs[0].message.contains(says) && !errs[0].message.contains("sk-secret"), "{url}: {}", errs[0].message);
+        }
+        for var in ["OVEREAGER_DB", "OVEREAGER_PROVIDERS", "OVEREAGER_HOME"] {
+            let text = format!("[providers.x]\ndialect = \"anthropic\"\nbase_url = \"https://a.example\"\nkey_env = \"{var}\"\n");
+            let errs = Providers::built_in().add_file("f.toml", &text).unwrap_err();
+            assert_eq!(errs[0].field, "providers.x.key_env", "{var}");
+        }
+        let fine = "[providers.x]\ndialect = \"anthropic\"\nbase_url = \"http://[::1]:8080/v1/\"\nkey_env = \"X_API_KEY\"\n";
+        Providers::built_in().add_file("f.toml", fine).unwrap();
     }
 }

@@ -68,6 +68,21 @@ pub(crate) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()>
     Ok(())
 }
 
+/// `text` with every secret's value replaced by `[redacted:NAME]`, as [`redact`] clears a
+/// bundle's files: found byte for byte, and across a streamed reply's events. Values shorter
+/// than 8 bytes are left, as there (too likely to be ordinary text).
+pub(crate) fn redact_text(text: &str, secrets: &[(String, String)]) -> String {
+    let mut out = text.to_string();
+    for (name, value) in secrets.iter().filter(|(_, v)| v.len() >= 8) {
+        let marker = format!("[redacted:{name}]");
+        out = out.replace(value.as_str(), &marker);
+        if let Some(r) = redact_streamed(&out, value, &marker) {
+            out = r;
+        }
+    }
+    out
+}
+
 fn replace_all(hay: &[u8], needle: &[u8], with: &[u8]) -> Vec<u8> {
     let mut out = Vec::with_capacity(hay.len());
     let mut i = 0;

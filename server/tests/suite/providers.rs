@@ -101,3 +101,59 @@ fn an_experiment_reads_its_providers_files_and_an_unknown_provider_is_named() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!out.status.success() && stderr.contains("the provider `acme`, which is not known") && !stderr.contains("ANTHROPIC_API_KEY"), "{stderr}");
 }
+
+/// `providers check` printed the API key when the provider's error echoed it (in the table and
+/// in `--json`, in every dialect). A server here answers 401 with the whole request it got,
+/// key and all: what is printed names the key's variable instead.
+#[test]
+fn a_provider_error_that_echoes_the_key_is_printed_redacted() {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for conn in listener.incoming().flatten() {
+            let mut r = BufReader::new(conn);
+            let mut head = String::new();
+            let mut len = 0;
+            loop {
+                let mut line = String::new();
+                if r.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                let lower = line.to_ascii_lowercase();
+                if let Some(v) = lower.strip_prefix("content-length:") {
+                    len = v.trim().parse().unwrap_or(0);
+                }
+                // The request line (a key may ride in its query) and the credential headers.
+                if head.is_empty() || ["authorization:", "x-api-key:", "x-goog-api-key:", "api-key:"].iter().any(|h| lower.starts_with(h)) {
+                    head.push_str(line.trim_end());
+                    head.push(' ');
+                }
+            }
+            let mut body = vec![0; len];
+            let _ = r.read_exact(&mut body);
+            let echo = serde_json::json!({"error": {"message": format!("invalid credentials in {head}")}}).to_string();
+            let _ = write!(r.get_mut(), "HTTP/1.1 401 Unauthorized\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{echo}", echo.len());
+        }
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("providers.toml");
+    let mut text = String::new();
+    for (name, dialect) in [("echo-a", "anthropic"), ("echo-c", "openai-chat"), ("echo-r", "openai-responses"), ("echo-g", "gemini")] {
+        text += &format!("[providers.{name}]\ndialect = \"{dialect}\"\nbase_url = \"http://127.0.0.1:{port}/v1\"\nkey_env = \"ECHO_API_KEY\"\n\n");
+    }
+    std::fs::write(&file, text).unwrap();
+    let secret = "sk-echo-5d1f0a9c3b7e";
+    for json in [false, true] {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_overeager"));
+        cmd.args(["providers", "check", "echo-a/m", "echo-c/m", "echo-r/m", "echo-g/m", "--providers", file.to_str().unwrap(), "--timeout", "20s"]).current_dir(repo()).env("ECHO_API_KEY", secret);
+        if json {
+            cmd.arg("--json");
+        }
+        let out = cmd.output().unwrap();
+        let said = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+        assert!(!out.status.success(), "every check failed: {said}");
+        assert!(!said.contains(secret) && !said.contains("5d1f0a9c"), "the key is never printed: {said}");
+        assert!(said.matches("[redacted:ECHO_API_KEY]").count() >= 4, "each dialect's echo names the key's variable: {said}");
+    }
+}
