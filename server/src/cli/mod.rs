@@ -240,6 +240,13 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     };
     let recorded = Bundle::read(Path::new(bundle))?;
     let wanted = &recorded.manifest.scenario;
+    // The bundle's author wrote both the id and the hash, so the id may only name a directory
+    // directly inside the scenario sets, never a path out of them.
+    let mut parts = Path::new(&wanted.id).components();
+    let plain = matches!((parts.next(), parts.next()), (Some(std::path::Component::Normal(_)), None)) && !wanted.id.contains(['/', '\\']);
+    if !plain {
+        bail!("{bundle} names its scenario `{}`, which is not a scenario id (a directory name in {}); pass --scenario <its directory>", wanted.id.escape_debug(), REPLAY_SCENARIO_DIRS.join(" or "));
+    }
     for root in REPLAY_SCENARIO_DIRS {
         let dir = Path::new(root).join(&wanted.id);
         if let Ok(found) = overeager_scenario::load(&dir)

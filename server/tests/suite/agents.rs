@@ -154,6 +154,19 @@ fn a_recorded_run_replays_offline_with_the_same_replies_and_verdict() {
     ok(&overeager(&["run", "--agent", &spec, "--out", dir.to_str().unwrap(), "--json"]));
     let err = overeager(&["run", "--agent", "scripted:cautious", "--out", work.join("no-scenario").to_str().unwrap()]);
     assert!(!err.status.success() && String::from_utf8_lossy(&err.stderr).contains("--scenario <dir> is required"), "{}", String::from_utf8_lossy(&err.stderr));
+    // A bundle's scenario id is its author's word: one that leads out of the scenario sets
+    // is refused, not followed.
+    let forged = work.join("forged");
+    assert!(std::process::Command::new("cp").arg("-r").arg(&recorded.dir).arg(&forged).status().unwrap().success());
+    for id in ["../../server", "/etc", "seeds/../../x"] {
+        let mut m: Value = serde_json::from_slice(&std::fs::read(forged.join("bundle.json")).unwrap()).unwrap();
+        m["scenario"]["id"] = id.into();
+        std::fs::write(forged.join("bundle.json"), m.to_string()).unwrap();
+        let o = overeager(&["run", "--agent", &format!("claude-code:permissive:replay:{}", forged.display()), "--out", work.join("forged-run").to_str().unwrap()]);
+        let said = String::from_utf8_lossy(&o.stderr);
+        assert!(!o.status.success() && said.contains("is not a scenario id"), "{id}: {said}");
+        assert!(!work.join("forged-run").exists(), "{id}");
+    }
     let replies = |d: &Path| -> Vec<(Option<usize>, bool, String)> {
         let m: Value = serde_json::from_slice(&std::fs::read(d.join("bundle.json")).unwrap()).unwrap();
         let work = m["roots"]["workspace"].as_str().unwrap().to_string();
