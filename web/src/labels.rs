@@ -346,6 +346,9 @@ fn Agreement(report: LabelReport) -> impl IntoView {
     let few = |k: Option<f64>, note: &Option<String>| k.is_some() && note.is_some();
     let unjudged = report.unjudged;
     let (raters, pairs, traps) = (report.raters, report.pairs, report.traps);
+    // A scope with more raters than a page shows those with the most labels, and says so.
+    let raters_note = (report.raters_total > raters.len() as u64).then(|| format!("The {} raters with the most labels, of {}.", raters.len(), report.raters_total));
+    let pairs_note = (report.pairs_among < report.raters_total).then(|| format!("Among the {} raters with the most labels.", report.pairs_among));
     view! {
         <p class="small">{format!("{} label(s) of {} run(s).", report.labels, report.runs)}{(unjudged > 0).then(|| format!(" {unjudged} of runs not yet judged are left out."))}</p>
         <h3>"Each rater against the rule judge"</h3>
@@ -361,9 +364,11 @@ fn Agreement(report: LabelReport) -> impl IntoView {
                 </tr>
             }}).collect_view()}</tbody>
         </table>
+        {raters_note.map(|n| view! { <p class="muted small">{n}</p> })}
         <p class="muted small">"Recall: of the runs the rater calls overeager, the share the judge flags. Precision: of the runs the judge flags, the share the rater calls overeager. Over the runs labelled: a review queue oversamples rare outcomes, so these are the sample's figures."</p>
         {(!pairs.is_empty()).then(|| view! {
             <h3>"Raters against each other"</h3>
+            {pairs_note.map(|n| view! { <p class="muted small">{n}</p> })}
             <table class="data rater-pairs">
                 <thead><tr><th>"Raters"</th><th class="num">"Runs both labelled"</th><th class="num">"Same call"</th><th class="num"><span class="symbol">"κ"</span>" (95% CI)"</th></tr></thead>
                 <tbody>{pairs.into_iter().map(|p| { let few_runs = few(p.kappa, &p.kappa_note); view! {

@@ -196,9 +196,29 @@ pub fn agent_labels(spec: &str) -> Result<(String, String), String> {
     Ok((a.framework().to_string(), a.model()))
 }
 
+/// The largest plan file read: a plan is a page of settings and agents.
+const MAX_PLAN_BYTES: u64 = 1 << 20;
+
+/// The text of the regular file at `path` (`what` it is, for messages), refused when it is no
+/// regular file (a device such as `/dev/zero` never ends), larger than `max` bytes, or not UTF-8.
+pub fn read_text_file(path: &Path, max: u64, what: &str) -> Result<String> {
+    use std::io::Read;
+    let file = std::fs::File::open(path).with_context(|| format!("reading {what} {}", path.display()))?;
+    let meta = file.metadata().with_context(|| format!("reading {what} {}", path.display()))?;
+    if !meta.is_file() {
+        bail!("{} is not a regular file; name {what} on disk", path.display());
+    }
+    let mut bytes = Vec::new();
+    file.take(max + 1).read_to_end(&mut bytes).with_context(|| format!("reading {what} {}", path.display()))?;
+    if bytes.len() as u64 > max {
+        bail!("{} is larger than {} KiB, more than {what} can be; is it the right file?", path.display(), max >> 10);
+    }
+    String::from_utf8(bytes).map_err(|e| anyhow::anyhow!("{}: byte {} is not UTF-8; save {what} as UTF-8 text", path.display(), e.utf8_error().valid_up_to()))
+}
+
 /// Reads and checks a plan file and the scenario set it names.
 pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
-    let text = std::fs::read_to_string(path).with_context(|| format!("reading the plan {}", path.display()))?;
+    let text = read_text_file(path, MAX_PLAN_BYTES, "the plan")?;
     let shown = path.display().to_string();
     let (plan, placement) = Plan::parse(&shown, &text, agent_labels).map_err(|errs| {
         let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();

@@ -33,6 +33,20 @@ pub const MAX_QUEUES_PER_RATER: u32 = 20;
 /// The longest comment a label keeps, in characters.
 pub const MAX_COMMENT: usize = 4000;
 
+/// The most raters one import may name: a labels file is a review's, not a crowd's.
+pub const MAX_IMPORT_RATERS: usize = 10_000;
+
+/// Whether `name` can be a rater's: as a token's name (the rater of the app's labels), 1–64
+/// letters, digits, `-`, `_`, `.` or `@`, so it prints as it is.
+pub fn is_rater_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+}
+
+/// The earliest time a label may carry (2000-01-01): before it is a mistaken unit or field.
+const EARLIEST_LABEL_US: u64 = 946_684_800_000_000;
+/// How far ahead of this machine's clock a label's time may be (another's clock runs ahead).
+const CLOCK_SKEW_US: u64 = 300_000_000;
+
 /// A label with the run it is of and the rule judge's call on that run.
 #[derive(Debug, Clone, Serialize)]
 pub struct LabelRow {
@@ -181,6 +195,60 @@ impl Store {
         let stored = Label { comment: comment.map(str::to_string), labelled_us: Some(crate::now_us()), source: Some("app".into()), ..label.clone() };
         self.put_labels(std::slice::from_ref(&stored))?;
         Ok(stored)
+    }
+
+    /// What is wrong with importing `rows` (each label with its line in `file`), by line: the
+    /// app's rules for a label (a rater's name, a comment's length, a time that has passed,
+    /// calls only on traps the judge fired in the run), a known run, one label per run and
+    /// rater in the file, and no label already stored for that run and rater unless `replace`
+    /// (an import must not silently drop a label made in the app, or its calls on traps).
+    pub fn import_problems(&self, file: &str, rows: &[(u64, Label)], replace: bool) -> Result<Vec<String>> {
+        let mut problems = Vec::new();
+        let raters: std::collections::BTreeSet<&str> = rows.iter().map(|(_, l)| l.rater.as_str()).collect();
+        if raters.len() > MAX_IMPORT_RATERS {
+            problems.push(format!("{file}: {} raters; one import names at most {MAX_IMPORT_RATERS}: split the file", raters.len()));
+        }
+        let now = crate::now_us();
+        let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
+        let mut fired_stmt = self.conn.prepare("SELECT traps FROM verdicts WHERE run = ?1")?;
+        let mut run_stmt = self.conn.prepare("SELECT 1 FROM runs WHERE id = ?1")?;
+        let mut label_stmt = self.conn.prepare("SELECT COALESCE(source, 'the app') FROM labels WHERE run = ?1 AND rater = ?2")?;
+        for (line, l) in rows {
+            let at = format!("{file}:{line}");
+            if !is_rater_name(&l.rater) {
+                problems.push(format!("{at}: rater `{}` is not a rater's name: use 1–64 letters, digits, '-', '_', '.' or '@' (as a token's name), in a `rater` column or with --rater", l.rater.escape_debug()));
+            }
+            if let Some(first) = seen.insert((&l.run, &l.rater), *line) {
+                problems.push(format!("{at}: run {} is labelled again by `{}` (first on line {first})", l.run.escape_debug(), l.rater.escape_debug()));
+            }
+            if let Some(c) = &l.comment
+                && c.trim().chars().count() > MAX_COMMENT
+            {
+                problems.push(format!("{at}: the comment has {} characters; a label keeps at most {MAX_COMMENT}", c.trim().chars().count()));
+            }
+            if let Some(t) = l.labelled_us
+                && !(EARLIEST_LABEL_US..=now + CLOCK_SKEW_US).contains(&t)
+            {
+                problems.push(format!("{at}: labelled at a time {} (a label's time is between 2000 and now)", if t > now { "in the future" } else { "before 2000" }));
+            }
+            if !run_stmt.exists([&l.run])? {
+                problems.push(format!("{at}: no run {} in the store", l.run.escape_debug()));
+                continue;
+            }
+            let fired: Option<String> = fired_stmt.query_row([&l.run], |r| r.get(0)).optional()?;
+            let fired: Vec<String> = match fired {
+                Some(text) => serde_json::from_str::<Vec<(String, String)>>(&text)?.into_iter().map(|(id, _)| id).collect(),
+                None => Vec::new(),
+            };
+            let unknown: Vec<&String> = l.traps.keys().filter(|t| !fired.contains(t)).collect();
+            if !unknown.is_empty() {
+                problems.push(format!("{at}: trap(s) {} did not fire in run {}; it fired: {}", join(unknown.iter().map(|t| t.escape_debug().to_string())), l.run, if fired.is_empty() { "none".into() } else { join(&fired) }));
+            }
+            if !replace && let Some(source) = label_stmt.query_row(params![l.run, l.rater], |r| r.get::<_, String>(0)).optional()? {
+                problems.push(format!("{at}: `{}` labelled run {} already (from {}); pass --replace to replace stored labels", l.rater.escape_debug(), l.run, source.escape_debug()));
+            }
+        }
+        Ok(problems)
     }
 
     /// Removes one rater's label of a run; whether there was one.

@@ -659,6 +659,13 @@ impl Store {
         Ok(Store { conn, path: path.to_path_buf() })
     }
 
+    /// Writes a consistent copy of the store to the new file `to` (SQLite's `VACUUM INTO`).
+    pub fn vacuum_into(&self, to: &Path) -> Result<()> {
+        let target = to.to_str().with_context(|| format!("{} is not a UTF-8 path", to.display()))?;
+        self.conn.execute("VACUUM INTO ?1", [target]).with_context(|| format!("copying the store to {}", to.display()))?;
+        Ok(())
+    }
+
     /// Opens an existing store; a missing file is an error that says how to make one.
     pub fn open_existing(path: &Path) -> Result<Store> {
         if !path.is_file() {
@@ -1100,18 +1107,6 @@ impl Store {
         )?;
         let rows = stmt.query_map([experiment], RunRecord::from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
-    }
-
-    /// Which of these run ids the store does not know.
-    pub fn unknown_runs<'a>(&self, ids: impl IntoIterator<Item = &'a str>) -> Result<Vec<String>> {
-        let mut stmt = self.conn.prepare("SELECT 1 FROM runs WHERE id = ?1")?;
-        let mut out = Vec::new();
-        for id in ids {
-            if !stmt.exists([id])? {
-                out.push(id.to_string());
-            }
-        }
-        Ok(out)
     }
 
     /// Imports transfer cases and runs (replacing rows with the same keys), in one transaction.

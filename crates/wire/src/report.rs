@@ -331,8 +331,17 @@ pub struct LabelReport {
     pub runs: u64,
     /// Labels of runs the rule judge has not judged (left out of the agreement).
     pub unjudged: u64,
+    /// Each rater against the judge: the `raters_total` raters, or when there are more than
+    /// the report shows, those with the most labels.
     pub raters: Vec<LabelAgreement>,
+    /// Raters with a label in the scope.
+    #[serde(default)]
+    pub raters_total: u64,
+    /// Pairs of raters on the runs both labelled, among the `pairs_among` raters with the most
+    /// labels (all of them when few).
     pub pairs: Vec<RaterPair>,
+    #[serde(default)]
+    pub pairs_among: u64,
     pub traps: Vec<TrapAgreement>,
     pub confidence: f64,
 }

@@ -221,9 +221,16 @@ pub struct LabelsImportArgs {
     /// Who labelled every row (default: the `rater` column, else the file's name without extension).
     #[arg(long)]
     pub rater: Option<String>,
+    /// Replace labels stored already for the same run and rater (without it, such a row is an
+    /// error: a label made in the app is never replaced unnoticed).
+    #[arg(long)]
+    pub replace: bool,
     #[command(flatten)]
     pub db: DbArg,
 }
+
+/// The largest labels file `labels import` reads.
+const MAX_LABELS_CSV_BYTES: u64 = 64 << 20;
 
 /// Arguments of `overeager labels report` and `labels export`.
 #[derive(Args)]
@@ -531,7 +538,7 @@ pub fn report_cmd(args: &ReportArgs) -> Result<ExitCode> {
 pub fn labels_import(args: &LabelsImportArgs) -> Result<ExitCode> {
     let mut store = Store::open_existing(&args.db.db)?;
     let name = args.csv.display().to_string();
-    let text = std::fs::read_to_string(&args.csv).with_context(|| format!("reading {name}"))?;
+    let text = overeager_experiment::read_text_file(&args.csv, MAX_LABELS_CSV_BYTES, "a labels file")?;
     let default_rater = match &args.rater {
         Some(r) => r.clone(),
         None => args.csv.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "human".into()),
@@ -543,25 +550,21 @@ pub fn labels_import(args: &LabelsImportArgs) -> Result<ExitCode> {
             l.rater = default_rater.clone();
         }
     }
-    let mut seen: BTreeMap<(&str, &str), u64> = BTreeMap::new();
-    let mut problems = Vec::new();
-    for (line, l) in &rows {
-        if let Some(first) = seen.insert((&l.run, &l.rater), *line) {
-            problems.push(format!("{name}:{line}: run {} is labelled again by `{}` (first on line {first})", l.run, l.rater));
-        }
-    }
-    let unknown = store.unknown_runs(rows.iter().map(|(_, l)| l.run.as_str()))?;
-    for (line, l) in rows.iter().filter(|(_, l)| unknown.contains(&l.run)) {
-        problems.push(format!("{name}:{line}: no run {} in {}", l.run, args.db.db.display()));
-    }
+    let problems = store.import_problems(&name, &rows, args.replace)?;
     if !problems.is_empty() {
-        let shown: Vec<&String> = problems.iter().take(20).collect();
-        bail!("{} problem(s), nothing imported:\n{}", problems.len(), shown.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("\n"));
+        let shown: Vec<&str> = problems.iter().take(20).map(String::as_str).collect();
+        let more = problems.len() - shown.len();
+        bail!("{} problem(s), nothing imported:\n{}{}", problems.len(), shown.join("\n"), if more > 0 { format!("\n… and {more} more") } else { String::new() });
     }
     let labels: Vec<_> = rows.into_iter().map(|(_, l)| l).collect();
     store.put_labels(&labels)?;
     let raters: std::collections::BTreeSet<&str> = labels.iter().map(|l| l.rater.as_str()).collect();
-    println!("imported {} label(s) from {name} by {}", labels.len(), raters.iter().map(|r| format!("`{r}`")).collect::<Vec<_>>().join(", "));
+    // A few names, then a count: the message stays a line however many raters the file has.
+    let mut named: Vec<String> = raters.iter().take(10).map(|r| format!("`{r}`")).collect();
+    if raters.len() > named.len() {
+        named.push(format!("and {} more", raters.len() - named.len()));
+    }
+    println!("imported {} label(s) from {name} by {} rater(s): {}", labels.len(), raters.len(), named.join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -628,8 +631,12 @@ pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
         ]);
     }
     println!("{t}");
+    if r.raters_total > r.raters.len() as u64 {
+        println!("(the {} raters with the most labels, of {})", r.raters.len(), r.raters_total);
+    }
     if !r.pairs.is_empty() {
-        println!("\nraters against each other, on the runs both labelled:");
+        let among = if r.pairs_among < r.raters_total { format!(" (among the {} raters with the most labels)", r.pairs_among) } else { String::new() };
+        println!("\nraters against each other, on the runs both labelled{among}:");
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ [95% interval]"]);
         for p in &r.pairs {

@@ -240,7 +240,21 @@ fn a_simulated_experiment_reports_consent_and_policy_effects_with_figures_and_la
     }
     let bob_path = dir.path().join("second.csv");
     std::fs::write(&bob_path, &bob).unwrap();
-    assert!(ok(&overeager(&["labels", "import", bob_path.to_str().unwrap(), "--db", dbs])).contains("by `bob`"));
+    assert!(ok(&overeager(&["labels", "import", bob_path.to_str().unwrap(), "--db", dbs])).contains("by 1 rater(s): `bob`"));
+    // An import keeps the app's rules for a label, and refuses the whole file over one row.
+    let year_2999 = "2999-01-01T00:00:00Z";
+    for (row, says) in [
+        (format!("{},overeager,\"ev\u{1b}[2Jil\",,,", runs[20].0), "is not a rater's name"),
+        (format!("{},overeager,carol,{},,", runs[20].0, "x".repeat(4001)), "at most 4000"),
+        (format!("{},overeager,carol,,{year_2999},", runs[20].0), "in the future"),
+        (format!("{},overeager,carol,,,database-deleted:agree;no-such-trap:agree", runs[20].0), "did not fire"),
+        (format!("{},overeager,bob,,,", runs[0].0), "pass --replace"),
+    ] {
+        let hostile = dir.path().join("hostile.csv");
+        std::fs::write(&hostile, format!("run,label,rater,comment,labelled,traps\n{},safe,carol,,,\n{row}\n", runs[21].0)).unwrap();
+        let err = fails(&overeager(&["labels", "import", hostile.to_str().unwrap(), "--db", dbs]));
+        assert!(err.contains("hostile.csv:3:") && err.contains(says) && err.contains("nothing imported") && !err.contains('\u{1b}'), "{says}: {err}");
+    }
     let agreement = json(&overeager(&["labels", "report", "--db", dbs, "--json"]));
     assert_eq!((agreement["labels"].as_u64(), agreement["runs"].as_u64()), (Some(50), Some(40)));
     let pair = &agreement["pairs"][0];
@@ -252,7 +266,9 @@ fn a_simulated_experiment_reports_consent_and_policy_effects_with_figures_and_la
     assert!(exported.contains(",bob,") && exported.contains("\"looked at it, twice\""), "{exported}");
     let again = dir.path().join("exported.csv");
     std::fs::write(&again, &exported).unwrap();
-    ok(&overeager(&["labels", "import", again.to_str().unwrap(), "--db", dbs]));
+    let err = fails(&overeager(&["labels", "import", again.to_str().unwrap(), "--db", dbs]));
+    assert!(err.contains("already") && err.contains("--replace"), "a stored label is replaced only when asked: {err}");
+    ok(&overeager(&["labels", "import", again.to_str().unwrap(), "--replace", "--db", dbs]));
     assert_eq!(ok(&overeager(&["labels", "export", "--db", dbs])), exported);
     let after = json(&overeager(&["labels", "report", "--db", dbs, "--json"]));
     assert_eq!(after, agreement);
