@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use overeager_report::labels::{label_report, to_csv};
+use overeager_report::labels::{label_report, label_report_until, to_csv};
 use overeager_store::labels::{Label, LabelScope};
 use overeager_store::web::Role;
 use overeager_wire::labels::{LabelBody, LabelDeleted, NewQueue, Whoami};
@@ -89,7 +89,7 @@ pub async fn labels(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery
                 LabelScope::Queue(x) => format!("labels-{x}.csv"),
                 _ => "labels.csv".to_string(),
             };
-            let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
+            let disposition = super::attachment(&name);
             let body = to_csv(&rows).map_err(ApiError::internal)?;
             Ok(([(header::CONTENT_TYPE, HeaderValue::from_static("text/csv; charset=utf-8")), (header::CONTENT_DISPOSITION, disposition)], body).into_response())
         }
@@ -102,8 +102,24 @@ pub async fn labels(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery
     params(("experiment" = Option<String>, Query, description = "only this experiment's runs"), ("queue" = Option<String>, Query, description = "only this review queue's runs")),
     responses((status = 200, description = "Per rater κ, recall and precision against the rule judge; κ between raters; each trap's firings as called")))]
 pub async fn labels_report(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery>) -> Api<Json<Value>> {
-    let rows = st.read(|s| s.labels(q.scope()))?;
-    Ok(Json(serde_json::to_value(label_report(&rows)).map_err(ApiError::internal)?))
+    // On a blocking thread, awaited: a client that leaves drops this handler, and with it the
+    // guard that stops the report.
+    let cancelled = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let _cancel = super::read::CancelOnDrop(cancelled.clone());
+    let report = tokio::task::spawn_blocking(move || -> Result<Option<Value>, ApiError> {
+        let rows = st.read(|s| s.labels(q.scope()))?;
+        let stop = || cancelled.load(std::sync::atomic::Ordering::Relaxed);
+        let Some(report) = label_report_until(&rows, &stop) else { return Ok(None) };
+        drop(rows);
+        let value = serde_json::to_value(report).map_err(ApiError::internal)?;
+        super::give_back_memory();
+        Ok(Some(value))
+    })
+    .await
+    .map_err(ApiError::internal)??;
+    // Stopped only when the client has gone: nobody reads this answer.
+    let report = report.ok_or_else(|| ApiError::new(StatusCode::SERVICE_UNAVAILABLE, "the report was stopped: its client left"))?;
+    Ok(Json(report))
 }
 
 /// `?experiment=&limit=&offset=` of the queue list.

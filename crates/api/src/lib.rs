@@ -4,9 +4,11 @@
 //! predicates; uploaded predicates are verified, self-tested and held until an admin approves
 //! them.
 
+mod autoreply;
 pub mod board;
 pub mod body;
 pub mod client;
+mod flight;
 mod labels;
 mod openapi;
 pub mod publish;
@@ -155,6 +157,9 @@ pub struct AppState {
     store: Mutex<Store>,
     judge: RwLock<Arc<Judge>>,
     reports: Mutex<BTreeMap<String, Arc<CachedReport>>>,
+    /// Reports and traces being computed: one computation per cold key, however many wait.
+    pub(crate) report_flights: flight::Flights<Option<Arc<CachedReport>>>,
+    pub(crate) trace_flights: flight::Flights<Arc<trace::Trace>>,
     traces: trace::Cache,
     /// Experiments this server is running now.
     running: Mutex<BTreeMap<String, Instant>>,
@@ -255,6 +260,8 @@ impl AppState {
             store: Mutex::new(store),
             judge: RwLock::new(Arc::new(judge)),
             reports: Mutex::new(BTreeMap::new()),
+            report_flights: Default::default(),
+            trace_flights: Default::default(),
             traces: trace::Cache::new(6, TRACE_CACHE_BYTES),
             running: Mutex::new(BTreeMap::new()),
             errors: Mutex::new(BTreeMap::new()),
@@ -491,7 +498,7 @@ pub(crate) fn load_trust(path: &Path) -> Result<TrustStore> {
 }
 
 /// An API error: a status and a sentence that says what is wrong and what to do.
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct ApiError {
     pub status: StatusCode,
     pub message: String,
@@ -612,6 +619,18 @@ pub(crate) fn json_bytes(body: Bytes) -> Response {
     ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
 }
 
+/// `Content-Disposition` of a download named `name`. Names carry what a caller wrote (an
+/// experiment or queue id), so everything but letters, digits, `.`, `-` and `_` becomes `_`:
+/// no quote, line end or `;` can end the header's value early or add a `filename*` that
+/// renames the file.
+pub(crate) fn attachment(name: &str) -> HeaderValue {
+    let mut safe: String = name.chars().take(120).map(|c| if c.is_ascii_alphanumeric() || "._-".contains(c) { c } else { '_' }).collect();
+    if safe.trim_matches(['.', '_']).is_empty() {
+        safe = "download".into();
+    }
+    HeaderValue::from_str(&format!("attachment; filename=\"{safe}\"")).expect("only ASCII letters, digits and `._-` are left")
+}
+
 /// The whole application: API routes, then the web app for every other path.
 pub fn router(state: Arc<AppState>) -> Router {
     let api = Router::new()
@@ -667,11 +686,32 @@ pub fn router(state: Arc<AppState>) -> Router {
         .layer(axum::middleware::from_fn_with_state(state.clone(), cached_lists));
     let app = match &state.config.dist {
         Some(dist) if dist.join("index.html").is_file() => {
-            api.fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html"))))
+            let files = Router::new()
+                .fallback_service(ServeDir::new(dist).fallback(ServeFile::new(dist.join("index.html"))))
+                .layer(axum::middleware::from_fn_with_state(Arc::new(dist.clone()), no_links));
+            api.fallback_service(files)
         }
         _ => api.fallback(read::no_web_app),
     };
     app.layer(axum::middleware::from_fn(json_errors)).layer(CompressionLayer::new())
+}
+
+/// Refuses a path of the web app that passes through a symbolic link inside `dist`: only the
+/// built app's own files are served, never what a link leads to (a file or directory
+/// elsewhere on the server).
+async fn no_links(axum::extract::State(dist): axum::extract::State<Arc<PathBuf>>, req: axum::extract::Request, next: axum::middleware::Next) -> Response {
+    let decoded = percent_encoding::percent_decode_str(req.uri().path()).decode_utf8_lossy().into_owned();
+    let mut at = dist.to_path_buf();
+    for part in decoded.split('/').filter(|p| !p.is_empty() && *p != ".") {
+        at.push(part);
+        match tokio::fs::symlink_metadata(&at).await {
+            Ok(m) if m.file_type().is_symlink() => return ApiError::not_found(format!("no file `{}` in the web app", decoded.escape_debug())).into_response(),
+            Ok(_) => {}
+            // Not there: the app's index answers (its router shows the page).
+            Err(_) => break,
+        }
+    }
+    next.run(req).await
 }
 
 /// Hands memory freed after a large request back to the system (glibc keeps freed heap
@@ -752,7 +792,7 @@ pub async fn serve(state: Arc<AppState>, addr: SocketAddr, on_ready: impl FnOnce
         let conn = hyper::server::conn::http1::Builder::new()
             .timer(hyper_util::rt::TokioTimer::new())
             .header_read_timeout(HEADER_READ_TIMEOUT)
-            .serve_connection(hyper_util::rt::TokioIo::new(socket), service);
+            .serve_connection(hyper_util::rt::TokioIo::new(autoreply::JsonAutoReplies::new(socket)), service);
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
             let _ = conn.await;
@@ -779,4 +819,54 @@ pub fn serve_in_process(db: &Path) -> Result<(tokio::runtime::Runtime, std::net:
     }));
     let addr = rx.recv().context("the server did not start")?;
     Ok((rt, addr))
+}
+
+#[cfg(test)]
+mod tests {
+    /// A link inside `--dist` to a file or directory elsewhere was served.
+    #[test]
+    fn the_web_app_s_links_are_not_followed() {
+        let tmp = tempfile::tempdir().unwrap();
+        let (dist, outside) = (tmp.path().join("dist"), tmp.path().join("outside"));
+        std::fs::create_dir_all(dist.join("assets")).unwrap();
+        std::fs::create_dir_all(&outside).unwrap();
+        std::fs::write(dist.join("index.html"), "<html>app</html>").unwrap();
+        std::fs::write(dist.join("assets/app.js"), "js").unwrap();
+        std::fs::write(outside.join("secret.txt"), "server secret").unwrap();
+        std::os::unix::fs::symlink(outside.join("secret.txt"), dist.join("leak.txt")).unwrap();
+        std::os::unix::fs::symlink(&outside, dist.join("out")).unwrap();
+        let state = super::AppState::open(super::Config { db: tmp.path().join("store.db"), dist: Some(dist), trust: "/nonexistent".into(), plans: "plans".into() }).unwrap();
+        let rt = super::runtime().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        rt.spawn(super::serve(state, "127.0.0.1:0".parse().unwrap(), move |a| tx.send(a).unwrap()));
+        let addr = rx.recv().unwrap();
+        let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build());
+        let get = |path: &str| {
+            let mut r = agent.get(&format!("http://{addr}{path}")).call().unwrap();
+            (r.status().as_u16(), r.body_mut().read_to_string().unwrap())
+        };
+        assert_eq!(get("/assets/app.js"), (200, "js".to_string()));
+        assert_eq!(get("/runs/abc").1, "<html>app</html>", "the app's own routes get its index");
+        for path in ["/leak.txt", "/out/secret.txt", "/%6Ceak.txt", "/./out/secret.txt"] {
+            let (status, body) = get(path);
+            assert_eq!(status, 404, "{path}: {body}");
+            assert!(!body.contains("server secret") && body.contains("\"error\""), "{path}: {body}");
+        }
+        rt.shutdown_background();
+    }
+
+    /// `?experiment=x"; filename*=UTF-8''evil.html` renamed the labels download, and a line end
+    /// in it answered an anonymous 500.
+    #[test]
+    fn a_download_s_name_cannot_end_its_header_or_rename_the_file() {
+        for (name, want) in [
+            ("labels-exp-1.csv", "attachment; filename=\"labels-exp-1.csv\""),
+            ("labels-x\"; filename*=UTF-8''evil.html.csv", "attachment; filename=\"labels-x___filename__UTF-8__evil.html.csv\""),
+            ("labels-a\r\nSet-Cookie: s=1.csv", "attachment; filename=\"labels-a__Set-Cookie__s_1.csv\""),
+            ("", "attachment; filename=\"download\""),
+            ("..", "attachment; filename=\"download\""),
+        ] {
+            assert_eq!(super::attachment(name).to_str().unwrap(), want, "{name:?}");
+        }
+    }
 }

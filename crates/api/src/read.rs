@@ -45,7 +45,7 @@ async fn cached_report(st: &Arc<AppState>, experiment: &str) -> Api<Arc<super::C
     }
     let st2 = st.clone();
     let id = experiment.to_string();
-    let r = tokio::task::spawn_blocking(move || st2.report(&id)).await.map_err(ApiError::internal)??;
+    let r = st.report_flights.run(experiment, || async move { tokio::task::spawn_blocking(move || st2.report(&id)).await.map_err(ApiError::internal)? }).await?;
     r.ok_or_else(|| ApiError::not_found(format!("no experiment `{experiment}` in this store; GET /api/experiments lists them")))
 }
 
@@ -197,7 +197,7 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<PlanList>> {
         }
     }
     names.sort();
-    Ok(Json(PlanList { dir: st.config.plans.display().to_string(), plans: names }))
+    Ok(Json(PlanList { plans: names }))
 }
 
 /// Scenarios, filtered by archetype and by axis levels (`?archetype=…&ambiguity=implicit`).
@@ -292,7 +292,7 @@ const MAX_SEARCH_OFFSET: usize = 1_000_000;
 
 /// Sets its flag when dropped: a request handler that axum drops (the client went away)
 /// tells the search it started to stop.
-struct CancelOnDrop(Arc<std::sync::atomic::AtomicBool>);
+pub(crate) struct CancelOnDrop(pub(crate) Arc<std::sync::atomic::AtomicBool>);
 
 impl Drop for CancelOnDrop {
     fn drop(&mut self) {
@@ -386,7 +386,7 @@ pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>,
     .map_err(ApiError::internal)??
     .map_err(ApiError::not_found)?;
     let (bytes, media, name) = overeager_report::formats::single_file(&run, format).map_err(ApiError::internal)?;
-    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{name}\"")).map_err(ApiError::internal)?;
+    let disposition = super::attachment(&name);
     Ok(([(header::CONTENT_TYPE, HeaderValue::from_static(media)), (header::CONTENT_DISPOSITION, disposition)], bytes).into_response())
 }
 
@@ -406,6 +406,17 @@ pub(crate) async fn load_trace(st: &Arc<AppState>, digest: &str) -> Api<Arc<trac
     }
     let st2 = st.clone();
     let d = digest.to_string();
+    st.trace_flights.run(digest, || build_trace(st2, d)).await
+}
+
+/// Builds a trace on a blocking thread and caches it.
+async fn build_trace(st: Arc<AppState>, digest: String) -> Api<Arc<trace::Trace>> {
+    // A request that waited for the one before it finds its trace here.
+    if let Some(t) = st.traces.get(&digest) {
+        return Ok(t);
+    }
+    let st2 = st.clone();
+    let d = digest.clone();
     let t = tokio::task::spawn_blocking(move || -> Api<Arc<trace::Trace>> {
         let (path, run, verdict, submission) = st2.read(|s| {
             let path = object_path_in(&s.objects_dir(), &d);
@@ -430,7 +441,7 @@ pub(crate) async fn load_trace(st: &Arc<AppState>, digest: &str) -> Api<Arc<trac
     })
     .await
     .map_err(ApiError::internal)??;
-    st.traces.put(digest, t.clone());
+    st.traces.put(&digest, t.clone());
     Ok(t)
 }
 
@@ -477,7 +488,7 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
     let len = file.metadata().await.map_err(ApiError::internal)?.len();
     // Streamed in pieces: a large bundle costs the server no memory.
     let body = axum::body::Body::from_stream(tokio_util::io::ReaderStream::with_capacity(file, 64 << 10));
-    let disposition = HeaderValue::from_str(&format!("attachment; filename=\"{digest}.oeb\"")).map_err(ApiError::internal)?;
+    let disposition = super::attachment(&format!("{digest}.oeb"));
     Ok((
         [(header::CONTENT_TYPE, HeaderValue::from_static("application/octet-stream")), (header::CONTENT_DISPOSITION, disposition), (header::CONTENT_LENGTH, HeaderValue::from(len))],
         body,

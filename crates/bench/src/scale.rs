@@ -68,7 +68,43 @@ pub struct Scale {
     pub seconds: u32,
     pub endpoints: Vec<Endpoint>,
     pub under_search: Option<UnderSearch>,
+    /// Cold pages asked for by a crowd at once, on the large store.
+    pub cold: Vec<ColdCrowd>,
+    /// The labels report of a copy of the large store labelled by many raters.
+    pub many_raters: Option<ManyRaters>,
     pub published: Option<Published>,
+}
+
+/// What a crowd asking for one cold page at once costs the server, against one request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ColdCrowd {
+    pub path: String,
+    /// Requests sent at once.
+    pub crowd: u32,
+    /// CPU time of the server process for one request on fresh caches.
+    pub one_cpu_ms: f64,
+    pub one_ms: f64,
+    /// CPU time for the crowd's requests, on fresh caches again.
+    pub crowd_cpu_ms: f64,
+    /// The slowest answer of the crowd.
+    pub crowd_ms: f64,
+    /// `crowd_cpu_ms / one_cpu_ms`: 1 when the crowd shares one computation.
+    pub cpu_ratio: f64,
+    pub non_2xx: u32,
+}
+
+/// `GET /api/labels/report` with many raters.
+#[derive(Debug, Clone, Serialize)]
+pub struct ManyRaters {
+    pub raters: usize,
+    pub labels: usize,
+    pub status: u16,
+    pub ms: f64,
+    /// The answer's size.
+    pub bytes: usize,
+    /// The server process's resident memory at its highest during the request, above what it
+    /// was before.
+    pub peak_rss_growth_mb: f64,
 }
 
 /// One endpoint's figures.
@@ -157,7 +193,8 @@ fn measure(addr: std::net::SocketAddr, paths: &[String], connections: u32, secon
         let mut warm: Vec<f64> = (0..7).map(|_| timed_get(&agent, &url)).collect::<Result<_>>()?;
         warm.sort_by(f64::total_cmp);
         let connections = if p.starts_with("/api/search") { connections.min(api::MAX_CONCURRENT_SEARCHES as u32) } else { connections };
-        let load = wrk(&url, 2, connections, seconds)?;
+        // wrk runs at most one thread per connection.
+        let load = wrk(&url, connections.min(2), connections, seconds)?;
         out.push(EndpointFigures { path: p.clone(), first_ms, single_ms: warm[warm.len() / 2], connections, requests_per_s: load.requests_per_s, p99_ms: load.p99_ms, non_2xx: load.non_2xx });
     }
     Ok(out)
@@ -173,6 +210,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
     std::fs::create_dir_all(&opts.dir)?;
     let mut sizes = Vec::with_capacity(2);
     let mut under_search = None;
+    let mut cold = Vec::new();
     for runs in [opts.small_runs, opts.runs] {
         let db = opts.dir.join(format!("scale-{runs}.db"));
         let t = Instant::now();
@@ -186,8 +224,15 @@ pub fn scale(opts: &Options) -> Result<Scale> {
             under_search = Some(leaderboard_while_searched(addr, opts.connections, opts.seconds.max(5))?);
         }
         rt.shutdown_background();
+        if runs == opts.runs {
+            let conversation = format!("/api/bundles/{}/raw/conversation", figures_bundle(&db)?);
+            for path in ["/api/leaderboard".to_string(), conversation] {
+                cold.push(cold_crowd(&db, &path, COLD_CROWD)?);
+            }
+        }
         sizes.push(figures);
     }
+    let many_raters = Some(many_raters(&opts.dir.join(format!("scale-{}.db", opts.runs)), MANY_RATERS)?);
     let published = match &opts.dist {
         Some(dist) => {
             let out = opts.dir.join("site");
@@ -205,7 +250,119 @@ pub fn scale(opts: &Options) -> Result<Scale> {
         .zip(large)
         .map(|(small, large)| Endpoint { path: large.path.clone(), growth: large.single_ms / small.single_ms, linear_growth, small, large })
         .collect();
-    Ok(Scale { scenarios: opts.scenarios, runs: opts.runs, small_runs: opts.small_runs, connections: opts.connections, seconds: opts.seconds, endpoints, under_search, published })
+    Ok(Scale { scenarios: opts.scenarios, runs: opts.runs, small_runs: opts.small_runs, connections: opts.connections, seconds: opts.seconds, endpoints, under_search, cold, many_raters, published })
+}
+
+/// Requests of a cold crowd.
+const COLD_CROWD: u32 = 16;
+/// Raters of the labels report's measurement.
+const MANY_RATERS: usize = 10_000;
+
+/// The bundle every run of the scale store points at.
+fn figures_bundle(db: &Path) -> Result<String> {
+    let store = Store::open_existing(db)?;
+    let page = store.run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(1), ..Default::default() })?;
+    page.runs.first().and_then(|r| r.bundle.clone()).context("scale runs have a bundle")
+}
+
+/// CPU time this process has used, in milliseconds.
+fn cpu_ms() -> f64 {
+    // SAFETY: getrusage writes the struct it is given and nothing else.
+    let mut u: libc::rusage = unsafe { std::mem::zeroed() };
+    unsafe { libc::getrusage(libc::RUSAGE_SELF, &mut u) };
+    let ms = |t: libc::timeval| t.tv_sec as f64 * 1000.0 + t.tv_usec as f64 / 1000.0;
+    ms(u.ru_utime) + ms(u.ru_stime)
+}
+
+/// `n` GETs of `url` at once: the slowest one's milliseconds and how many were not 2xx.
+fn crowd_get(url: &str, n: u32) -> (f64, u32) {
+    let answers: Vec<(f64, bool)> = std::thread::scope(|sc| {
+        let threads: Vec<_> = (0..n)
+            .map(|_| {
+                sc.spawn(|| {
+                    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build());
+                    let t = Instant::now();
+                    let ok = agent.get(url).call().is_ok_and(|mut r| r.body_mut().read_to_vec().is_ok() && r.status().is_success());
+                    (t.elapsed().as_secs_f64() * 1000.0, ok)
+                })
+            })
+            .collect();
+        threads.into_iter().map(|t| t.join().expect("a crowd thread")).collect()
+    });
+    (answers.iter().map(|a| a.0).fold(0.0, f64::max), answers.iter().filter(|a| !a.1).count() as u32)
+}
+
+/// One request for `path` on a freshly started server (its caches cold), then `crowd` at once
+/// on another: the server's CPU time for each. The client threads' own CPU is counted too (it
+/// is the same process): a few milliseconds.
+fn cold_crowd(db: &Path, path: &str, crowd: u32) -> Result<ColdCrowd> {
+    let measure = |n: u32| -> Result<(f64, f64, u32)> {
+        let (rt, addr) = api::serve_in_process(db)?;
+        let before = cpu_ms();
+        let (ms, failed) = crowd_get(&format!("http://{addr}{path}"), n);
+        // Work a crowd's leaver left running is counted once it has ended.
+        rt.shutdown_timeout(std::time::Duration::from_secs(60));
+        Ok((cpu_ms() - before, ms, failed))
+    };
+    let (one_cpu_ms, one_ms, failed_one) = measure(1)?;
+    let (crowd_cpu_ms, crowd_ms, failed) = measure(crowd)?;
+    Ok(ColdCrowd { path: path.into(), crowd, one_cpu_ms, one_ms, crowd_cpu_ms, crowd_ms, cpu_ratio: crowd_cpu_ms / one_cpu_ms, non_2xx: failed + failed_one })
+}
+
+/// This process's resident memory, in bytes.
+fn rss_bytes() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    status.lines().find_map(|l| l.strip_prefix("VmRSS:")).and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok()).unwrap_or(0) * 1024
+}
+
+/// A copy of the store at `db` labelled by `raters` raters (two runs each, every run by
+/// several), and its `GET /api/labels/report`: time, size and memory.
+fn many_raters(db: &Path, raters: usize) -> Result<ManyRaters> {
+    let copy = db.with_file_name(format!("raters-{raters}.db"));
+    if !copy.exists() {
+        let partial = copy.with_extension("partial");
+        let _ = std::fs::remove_file(&partial);
+        Store::open_existing(db)?.vacuum_into(&partial)?;
+        let mut store = Store::open_existing(&partial)?;
+        let runs: Vec<String> = store
+            .run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(2000), ..Default::default() })?
+            .runs
+            .into_iter()
+            .map(|r| r.id)
+            .collect();
+        let labels: Vec<overeager_store::labels::Label> = (0..raters)
+            .flat_map(|i| {
+                let rater = format!("rater-{i:05}");
+                [i, i * 7 + 3].map(|k| overeager_store::labels::Label { run: runs[k % runs.len()].clone(), rater: rater.clone(), overeager: (i + k) % 3 == 0, traps: Default::default(), comment: None, labelled_us: None, source: Some("bench".into()) })
+            })
+            .collect();
+        store.put_labels(&labels)?;
+        drop(store);
+        std::fs::rename(&partial, &copy)?;
+    }
+    let labels = raters * 2;
+    let (rt, addr) = api::serve_in_process(&copy)?;
+    let url = format!("http://{addr}/api/labels/report?experiment={SCALE_EXPERIMENT}");
+    let base = rss_bytes();
+    let done = std::sync::atomic::AtomicBool::new(false);
+    let (peak, answer) = std::thread::scope(|sc| {
+        let watch = sc.spawn(|| {
+            let mut peak = base;
+            while !done.load(std::sync::atomic::Ordering::Relaxed) {
+                peak = peak.max(rss_bytes());
+                std::thread::sleep(std::time::Duration::from_millis(5));
+            }
+            peak
+        });
+        let t = Instant::now();
+        let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).build());
+        let answer = agent.get(&url).call().map_err(anyhow::Error::from).and_then(|mut r| Ok((r.status().as_u16(), r.body_mut().with_config().limit(1 << 30).read_to_vec()?.len(), t.elapsed().as_secs_f64() * 1000.0)));
+        done.store(true, std::sync::atomic::Ordering::Relaxed);
+        (watch.join().expect("the memory watch"), answer)
+    });
+    rt.shutdown_background();
+    let (status, bytes, ms) = answer?;
+    Ok(ManyRaters { raters, labels, status, ms, bytes, peak_rss_growth_mb: peak.saturating_sub(base) as f64 / 1e6 })
 }
 
 /// The leaderboard's latency while `connections` clients search at once.

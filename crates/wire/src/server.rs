@@ -30,11 +30,10 @@ pub struct CellsDoc {
     pub cells: Vec<Cell>,
 }
 
-/// `GET /api/plans`: the plans `POST /api/experiments` may start, by file stem.
+/// `GET /api/plans`: the plans `POST /api/experiments` may start, by file stem. Where the
+/// server keeps them is its own business: anonymous callers are not told its paths.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct PlanList {
-    /// The server's plans directory.
-    pub dir: String,
     pub plans: Vec<String>,
 }
 

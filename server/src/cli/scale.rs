@@ -95,6 +95,15 @@ pub fn bench_scale(args: &BenchScaleArgs) -> Result<ExitCode> {
             u.connections, u.query, u.seconds, u.leaderboard.p99_ms, u.leaderboard_alone.p99_ms, u.leaderboard.requests_per_s, u.search.requests_per_s, u.search.non_2xx, u.search.max_ms
         );
     }
+    for c in &s.cold {
+        println!(
+            "cold {}: one request {:.0} ms of CPU ({:.0} ms); {} at once {:.0} ms of CPU ({:.2}× one; the slowest {:.0} ms){}",
+            c.path, c.one_cpu_ms, c.one_ms, c.crowd, c.crowd_cpu_ms, c.cpu_ratio, c.crowd_ms, if c.non_2xx > 0 { format!("; {} not 2xx", c.non_2xx) } else { String::new() }
+        );
+    }
+    if let Some(m) = &s.many_raters {
+        println!("labels report of {} raters ({} labels): http {} in {:.0} ms, {:.1} MB, resident memory +{:.0} MB at most", m.raters, m.labels, m.status, m.ms, m.bytes as f64 / 1e6, m.peak_rss_growth_mb);
+    }
     if let Some(p) = &s.published {
         println!("published site: {} runs, {} files, {:.1} s", p.runs, p.files, p.seconds);
     }

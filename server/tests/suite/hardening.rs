@@ -320,6 +320,29 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     let (st, v) = get(&format!("{}/api/runs?limit=many", s.url));
     assert_eq!(st, 400);
     assert!(v["error"].as_str().unwrap().contains("limit"), "{v}");
+    // What hyper refuses before any handler runs is JSON too (it was an empty body).
+    let addr = s.url.trim_start_matches("http://").to_string();
+    for (request, status, says) in [
+        // More headers than hyper takes (a head it reads whole, so the connection closes cleanly).
+        (format!("GET /api/health HTTP/1.1\r\nHost: x\r\n{}\r\n", (0..150).map(|i| format!("X-H{i}: v\r\n")).collect::<String>()), 431, "header section"),
+        (format!("GET /api/search?q={} HTTP/1.1\r\nHost: x\r\n\r\n", "a".repeat(70 << 10)), 414, "URI is too long"),
+        ("GET /api/health HTTP/1.1\r\nHost: x\r\nBad Header\r\n\r\n".to_string(), 400, "malformed"),
+    ] {
+        use std::io::{Read, Write};
+        let mut c = std::net::TcpStream::connect(&addr).unwrap();
+        let _ = c.write_all(request.as_bytes());
+        let mut answer = Vec::new();
+        let _ = c.read_to_end(&mut answer);
+        let answer = String::from_utf8_lossy(&answer);
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap_or_else(|| panic!("{status}: {answer}"));
+        assert!(head.starts_with(&format!("HTTP/1.1 {status} ")) && head.contains("application/json"), "{head}");
+        let v: Value = serde_json::from_str(body).unwrap_or_else(|e| panic!("{status}: {e}: {body}"));
+        assert!(v["status"] == status && v["error"].as_str().unwrap().contains(says), "{v}");
+    }
+    // The plans a server may start are listed by name; where it keeps them is not said.
+    let (st, plans) = get(&format!("{}/api/plans", s.url));
+    assert_eq!(st, 200, "{plans}");
+    assert!(plans.get("dir").is_none() && !plans.to_string().contains(common::repo().to_str().unwrap()), "{plans}");
 }
 
 #[test]
@@ -351,6 +374,12 @@ fn a_store_beyond_one_page_is_served_and_published_whole() {
         assert_eq!(e["large"]["non_2xx"], 0, "{e}");
         assert!(e["large"]["requests_per_s"].as_f64().unwrap() > 0.0, "{e}");
     }
+    // A crowd of cold requests for one page, and a labels report of 10,000 raters, answer.
+    assert_eq!(v["cold"].as_array().unwrap().len(), 2, "{}", v["cold"]);
+    for c in v["cold"].as_array().unwrap() {
+        assert_eq!(c["non_2xx"], 0, "{c}");
+    }
+    assert_eq!(v["many_raters"]["status"], 200, "{}", v["many_raters"]);
     // The site's run list of the experiment has all of them.
     let runs: Value = serde_json::from_slice(&std::fs::read(dir.join("site/api/experiments/scale-bench/runs.json")).unwrap()).unwrap();
     assert_eq!(runs["runs"].as_array().unwrap().len(), 5200);
