@@ -60,7 +60,7 @@ exec {web_lock}>target/web-build.lock
 flock -x "$web_lock"
 echo "test.sh: ── build: web app (wasm), in the background (its output: $timings/web-build.log)"
 (
-  if ! phase "build: web app (wasm), beside what follows" env PATH="$HOME/.cargo/bin:$PATH" trunk build --offline \
+  if ! phase "build: web app (wasm), beside what follows" env PATH="$HOME/.cargo/bin:$PATH" trunk build --offline --cargo-profile wasm-test \
       >"$timings/web-build.log" 2>&1; then
     echo "trunk build failed; its output: $timings/web-build.log" >target/web-build.failed
     exit 1
