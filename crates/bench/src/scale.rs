@@ -225,7 +225,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
         }
         rt.shutdown_background();
         if runs == opts.runs {
-            let conversation = format!("/api/bundles/{}/raw/conversation", figures_bundle(&db)?);
+            let conversation = format!("/api/bundles/{}/raw/conversation", scale_bundle(&db)?);
             for path in ["/api/leaderboard".to_string(), conversation] {
                 cold.push(cold_crowd(&db, &path, COLD_CROWD)?);
             }
@@ -259,7 +259,7 @@ const COLD_CROWD: u32 = 16;
 const MANY_RATERS: usize = 10_000;
 
 /// The bundle every run of the scale store points at.
-fn figures_bundle(db: &Path) -> Result<String> {
+fn scale_bundle(db: &Path) -> Result<String> {
     let store = Store::open_existing(db)?;
     let page = store.run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(1), ..Default::default() })?;
     page.runs.first().and_then(|r| r.bundle.clone()).context("scale runs have a bundle")
