@@ -349,6 +349,11 @@ enum BenchCmd {
     /// endpoint's single-request time and p99 under load, growth from 2,400 runs, and a
     /// published site of it.
     Scale(cli::scale::BenchScaleArgs),
+    /// The server (a process of its own) under a mixed load of readers, searchers, label
+    /// writers and uploaders for a set time, killed with SIGKILL and restarted in the middle:
+    /// throughput, p50/p99 per route, peak memory, and every answered write checked against
+    /// the store (exit 1 if one is lost or one it refused was kept).
+    Soak(cli::scale::BenchSoakArgs),
     /// Mutation fuzzing of the `.oeb` reader, the scenario parser or the plan parser: every
     /// input is accepted or refused, never a panic.
     Fuzz(cli::fuzz::BenchFuzzArgs),
@@ -473,6 +478,7 @@ fn main() -> ExitCode {
         Command::Submissions(cmd) => cli::submit::submissions(&cmd),
         Command::Bench(BenchCmd::Api(args)) => cli::web::bench_api(&args),
         Command::Bench(BenchCmd::Scale(args)) => cli::scale::bench_scale(&args),
+        Command::Bench(BenchCmd::Soak(args)) => cli::scale::bench_soak(&args),
         Command::Bench(BenchCmd::Allocation(args)) => cli::experiment::bench_allocation(&args),
         Command::Bench(BenchCmd::Fuzz(args)) => cli::fuzz::bench_fuzz(&args),
         Command::Bench(BenchCmd::Run(args)) => cli::bench_run(&args),

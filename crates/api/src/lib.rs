@@ -13,6 +13,7 @@ mod labels;
 mod openapi;
 pub mod publish;
 mod read;
+mod reports;
 pub mod trace;
 mod upload;
 mod write;
@@ -35,7 +36,6 @@ use tower_http::services::{ServeDir, ServeFile};
 
 use overeager_judge::trust::TrustStore;
 use overeager_judge::{Judge, JudgeOptions};
-use overeager_report::Report;
 use overeager_store::Store;
 use overeager_store::web::{Role, TokenOwner};
 
@@ -56,7 +56,7 @@ const TRACE_CACHE_BYTES: usize = 256 << 20;
 /// Read connections kept open between requests.
 const MAX_IDLE_READERS: usize = 8;
 /// How long a cached report is served before the store is asked whether it changed.
-const REPORT_RECHECK: Duration = Duration::from_millis(500);
+pub const REPORT_RECHECK: Duration = Duration::from_millis(500);
 /// List endpoints whose answers are kept while the store is unchanged (see [`Bodies`]).
 const CACHED_LISTS: [&str; 3] = ["/api/runs", "/api/scenarios", "/api/experiments"];
 /// Most answers, and most bytes, [`Bodies`] keeps; and the largest answer it keeps.
@@ -132,23 +132,11 @@ impl Bodies {
 impl AppState {
     /// Forgets the newest experiment after this server changed the store.
     pub(crate) fn changed(&self) {
-        // The lists follow the store's version by themselves; reports are asked about it only
-        // every REPORT_RECHECK, so this server's own writes retire them at once.
+        // The lists follow the store's version by themselves; reports compare theirs only every
+        // REPORT_RECHECK, so they are asked to compare at the next request.
         *self.newest.lock().unwrap_or_else(|p| p.into_inner()) = None;
-        self.reports.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        self.recheck_reports();
     }
-}
-
-/// A report computed from the store, with its serialized forms.
-pub(crate) struct CachedReport {
-    key: i64,
-    /// When the store was last asked whether it changed.
-    checked: Mutex<Instant>,
-    pub report: Arc<Report>,
-    pub json: Bytes,
-    /// Cells of each variant, as the leaderboard endpoint returns them: kept, stripped.
-    pub leaderboard: [Bytes; 2],
-    pub plots: Mutex<BTreeMap<String, Bytes>>,
 }
 
 /// What every handler shares.
@@ -156,9 +144,9 @@ pub struct AppState {
     pub config: Config,
     store: Mutex<Store>,
     judge: RwLock<Arc<Judge>>,
-    reports: Mutex<BTreeMap<String, Arc<CachedReport>>>,
+    reports: Mutex<BTreeMap<String, Arc<reports::CachedReport>>>,
     /// Reports and traces being computed: one computation per cold key, however many wait.
-    pub(crate) report_flights: flight::Flights<Option<Arc<CachedReport>>>,
+    pub(crate) report_flights: flight::Flights<Option<Arc<reports::CachedReport>>>,
     pub(crate) trace_flights: flight::Flights<Arc<trace::Trace>>,
     traces: trace::Cache,
     /// Experiments this server is running now.
@@ -305,6 +293,14 @@ impl AppState {
         out
     }
 
+    /// The versions of what reports are computed from (see [`reports`]).
+    pub(crate) fn topic_versions(&self) -> Result<overeager_store::web::TopicVersions> {
+        self.version
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .topic_versions()
+    }
+
     /// The store's version: it changes whenever anyone commits.
     pub(crate) fn store_version(&self) -> Result<i64> {
         Ok(self.version.lock().unwrap_or_else(|p| p.into_inner()).data_version()?.0)
@@ -393,61 +389,6 @@ impl AppState {
         let id = self.read(|s| Ok(s.experiments()?.into_iter().max_by_key(|e| e.created_us).map(|e| e.id)))?;
         *newest = Some((Instant::now(), id.clone()));
         Ok(id)
-    }
-
-    /// The cached report of an experiment if the store was checked for changes recently: the
-    /// fast path, which touches neither the store nor a blocking thread.
-    pub(crate) fn recent_report(&self, experiment: &str) -> Option<Arc<CachedReport>> {
-        let c = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned()?;
-        let fresh = c.checked.lock().unwrap_or_else(|p| p.into_inner()).elapsed() < REPORT_RECHECK;
-        fresh.then_some(c)
-    }
-
-    /// The report of an experiment, recomputed only when the store changed.
-    pub(crate) fn report(&self, experiment: &str) -> Result<Option<Arc<CachedReport>>, ApiError> {
-        if let Some(c) = self.recent_report(experiment) {
-            return Ok(Some(c));
-        }
-        let now = Instant::now();
-        let cached = self.reports.lock().unwrap_or_else(|p| p.into_inner()).get(experiment).cloned();
-        let key = self.store_version()?;
-        let (key, fresh) = self.read(|s| {
-            if cached.as_ref().is_some_and(|c| c.key == key) {
-                return Ok((key, None));
-            }
-            let Some(e) = s.experiment(experiment)? else { return Ok((key, Some(None))) };
-            let records = s.records(experiment)?;
-            let labels = s.labelled(Some(experiment))?;
-            let mut report = overeager_report::build(&e.id, &e.title, &records, &labels);
-            report.submitted = overeager_report::submitted_cells(s.approved_cells(&e.id)?);
-            Ok((key, Some(Some(report))))
-        })?;
-        let entry = match fresh {
-            None => {
-                let c = cached.expect("an unchanged key means a cached report");
-                *c.checked.lock().unwrap_or_else(|p| p.into_inner()) = now;
-                return Ok(Some(c));
-            }
-            Some(None) => return Ok(None),
-            Some(Some(report)) => {
-                let json = Bytes::from(serde_json::to_vec(&report).map_err(ApiError::internal)?);
-                let board = |v: overeager_core::Variant| -> Result<Bytes, ApiError> {
-                    let mut cells: Vec<&overeager_report::Cell> = report.cells.iter().filter(|c| c.variant == v).collect();
-                    cells.sort_by(|a, b| a.rate.total_cmp(&b.rate).then_with(|| a.agent().cmp(&b.agent())));
-                    let mut submitted: Vec<&overeager_report::SubmittedCell> = report.submitted.iter().filter(|c| c.cell.variant == v).collect();
-                    submitted.sort_by(|a, b| a.cell.rate.total_cmp(&b.cell.rate).then_with(|| a.provenance.submission.cmp(&b.provenance.submission)));
-                    let body = serde_json::json!({
-                        "experiment": report.experiment, "title": report.title, "variant": v, "simulated": report.simulated, "played_by": report.played_by,
-                        "confidence": report.confidence, "cells": cells, "submitted": submitted,
-                    });
-                    Ok(Bytes::from(serde_json::to_vec(&body).map_err(ApiError::internal)?))
-                };
-                let leaderboard = [board(overeager_core::Variant::ConsentKept)?, board(overeager_core::Variant::ConsentStripped)?];
-                Arc::new(CachedReport { key, checked: Mutex::new(now), report: Arc::new(report), json, leaderboard, plots: Mutex::new(BTreeMap::new()) })
-            }
-        };
-        self.reports.lock().unwrap_or_else(|p| p.into_inner()).insert(experiment.to_string(), entry.clone());
-        Ok(Some(entry))
     }
 
     /// Who sent this request, if it carries a token with at least `need`.

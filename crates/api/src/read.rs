@@ -39,7 +39,10 @@ async fn experiment_or_newest(st: &AppState, named: Option<String>) -> Api<Strin
     }
 }
 
-async fn cached_report(st: &Arc<AppState>, experiment: &str) -> Api<Arc<super::CachedReport>> {
+async fn cached_report(
+    st: &Arc<AppState>,
+    experiment: &str,
+) -> Api<Arc<super::reports::CachedReport>> {
     if let Some(r) = st.recent_report(experiment) {
         return Ok(r);
     }
@@ -139,7 +142,24 @@ pub async fn experiment(State(st): State<Arc<AppState>>, Path(id): Path<String>)
 #[utoipa::path(get, path = "/api/experiments/{id}/report", params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "The report"), (status = 404, description = "No such experiment")))]
 pub async fn report(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Response> {
-    Ok(json_bytes(cached_report(&st, &id).await?.json.clone()))
+    let (_, json) = full_report(&st, &id).await?;
+    Ok(json_bytes(json))
+}
+
+/// The whole report of an experiment, with its variance decomposition (computed once for a set
+/// of results, on a blocking thread).
+async fn full_report(
+    st: &Arc<AppState>,
+    experiment: &str,
+) -> Api<(Arc<overeager_report::Report>, Bytes)> {
+    let r = cached_report(st, experiment).await?;
+    if let Some(full) = r.full_if_current() {
+        return Ok(full);
+    }
+    let st = st.clone();
+    tokio::task::spawn_blocking(move || st.full_report(&r))
+        .await
+        .map_err(ApiError::internal)?
 }
 
 /// The names of an experiment's figures.
@@ -159,8 +179,10 @@ pub async fn plot(State(st): State<Arc<AppState>>, Path((id, name)): Path<(Strin
     let svg = match svg {
         Some(s) => s,
         None => {
-            let report = r.report.clone();
-            let all = tokio::task::spawn_blocking(move || render_plots(&report)).await.map_err(ApiError::internal)??;
+            let (report, _) = full_report(&st, &id).await?;
+            let all = tokio::task::spawn_blocking(move || render_plots(&report))
+                .await
+                .map_err(ApiError::internal)??;
             let mut cache = r.plots.lock().unwrap_or_else(|p| p.into_inner());
             cache.extend(all);
             cache.get(&stem).cloned().ok_or_else(|| ApiError::not_found(format!("experiment `{id}` has no {stem} figure (it has nothing to show)")))?

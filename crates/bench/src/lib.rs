@@ -15,6 +15,7 @@ pub mod http;
 pub mod judging;
 pub mod runs;
 pub mod scale;
+pub mod soak;
 
 /// The machine a measurement ran on.
 #[derive(Debug, Clone, Copy, Serialize)]

@@ -70,6 +70,8 @@ pub struct Scale {
     pub under_search: Option<UnderSearch>,
     /// Cold pages asked for by a crowd at once, on the large store.
     pub cold: Vec<ColdCrowd>,
+    /// The report's cost: computing its decomposition, finding it kept, and after a label.
+    pub report: Option<ReportCosts>,
     /// The labels report of a copy of the large store labelled by many raters.
     pub many_raters: Option<ManyRaters>,
     pub published: Option<Published>,
@@ -91,6 +93,21 @@ pub struct ColdCrowd {
     /// `crowd_cpu_ms / one_cpu_ms`: 1 when the crowd shares one computation.
     pub cpu_ratio: f64,
     pub non_2xx: u32,
+}
+
+/// What the large store's report and leaderboard cost a server, in milliseconds of one request.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReportCosts {
+    /// The report on a fresh server whose store keeps no decomposition (it is computed).
+    pub computed_ms: f64,
+    /// The report on a fresh server whose store kept the decomposition.
+    pub kept_ms: f64,
+    /// The leaderboard and the report, warm, just before one label is written.
+    pub warm_leaderboard_ms: f64,
+    pub warm_report_ms: f64,
+    /// The same two requests once the server has seen the label.
+    pub leaderboard_after_label_ms: f64,
+    pub report_after_label_ms: f64,
 }
 
 /// `GET /api/labels/report` with many raters.
@@ -211,6 +228,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
     let mut sizes = Vec::with_capacity(2);
     let mut under_search = None;
     let mut cold = Vec::new();
+    let mut report = None;
     for runs in [opts.small_runs, opts.runs] {
         let db = opts.dir.join(format!("scale-{runs}.db"));
         let t = Instant::now();
@@ -229,6 +247,7 @@ pub fn scale(opts: &Options) -> Result<Scale> {
             for path in ["/api/leaderboard".to_string(), conversation] {
                 cold.push(cold_crowd(&db, &path, COLD_CROWD)?);
             }
+            report = Some(report_costs(&db)?);
         }
         sizes.push(figures);
     }
@@ -250,7 +269,19 @@ pub fn scale(opts: &Options) -> Result<Scale> {
         .zip(large)
         .map(|(small, large)| Endpoint { path: large.path.clone(), growth: large.single_ms / small.single_ms, linear_growth, small, large })
         .collect();
-    Ok(Scale { scenarios: opts.scenarios, runs: opts.runs, small_runs: opts.small_runs, connections: opts.connections, seconds: opts.seconds, endpoints, under_search, cold, many_raters, published })
+    Ok(Scale {
+        scenarios: opts.scenarios,
+        runs: opts.runs,
+        small_runs: opts.small_runs,
+        connections: opts.connections,
+        seconds: opts.seconds,
+        endpoints,
+        under_search,
+        cold,
+        report,
+        many_raters,
+        published,
+    })
 }
 
 /// Requests of a cold crowd.
@@ -307,6 +338,70 @@ fn cold_crowd(db: &Path, path: &str, crowd: u32) -> Result<ColdCrowd> {
     let (one_cpu_ms, one_ms, failed_one) = measure(1)?;
     let (crowd_cpu_ms, crowd_ms, failed) = measure(crowd)?;
     Ok(ColdCrowd { path: path.into(), crowd, one_cpu_ms, one_ms, crowd_cpu_ms, crowd_ms, cpu_ratio: crowd_cpu_ms / one_cpu_ms, non_2xx: failed + failed_one })
+}
+
+/// The report computed and found kept on fresh servers, then the leaderboard and the report
+/// before and after a label is written (by another connection, as `overeager labels` would).
+fn report_costs(db: &Path) -> Result<ReportCosts> {
+    let agent = ureq::Agent::new_with_config(
+        ureq::config::Config::builder()
+            .http_status_as_error(false)
+            .build(),
+    );
+    let report = format!("/api/experiments/{SCALE_EXPERIMENT}/report");
+    Store::open_existing(db)?.forget_decompositions()?;
+    let fresh = |path: &str| -> Result<f64> {
+        let (rt, addr) = api::serve_in_process(db)?;
+        let ms = timed_get(&agent, &format!("http://{addr}{path}"));
+        rt.shutdown_timeout(std::time::Duration::from_secs(60));
+        ms
+    };
+    let computed_ms = fresh(&report)?;
+    let kept_ms = fresh(&report)?;
+    let (rt, addr) = api::serve_in_process(db)?;
+    let (board_url, report_url) = (
+        format!("http://{addr}/api/leaderboard"),
+        format!("http://{addr}{report}"),
+    );
+    timed_get(&agent, &board_url)?;
+    timed_get(&agent, &report_url)?;
+    let (warm_leaderboard_ms, warm_report_ms) = (
+        timed_get(&agent, &board_url)?,
+        timed_get(&agent, &report_url)?,
+    );
+    let mut store = Store::open_existing(db)?;
+    let run = store
+        .run_rows(&overeager_store::web::RunFilter {
+            experiment: Some(SCALE_EXPERIMENT.into()),
+            limit: Some(1),
+            ..Default::default()
+        })?
+        .runs
+        .remove(0);
+    store.put_labels(&[overeager_store::labels::Label {
+        run: run.id,
+        rater: "bench-after".into(),
+        overeager: true,
+        traps: Default::default(),
+        comment: None,
+        labelled_us: None,
+        source: Some("bench scale".into()),
+    }])?;
+    // A write by another process shows once the server compares versions again.
+    std::thread::sleep(api::REPORT_RECHECK + std::time::Duration::from_millis(100));
+    let (leaderboard_after_label_ms, report_after_label_ms) = (
+        timed_get(&agent, &board_url)?,
+        timed_get(&agent, &report_url)?,
+    );
+    rt.shutdown_timeout(std::time::Duration::from_secs(60));
+    Ok(ReportCosts {
+        computed_ms,
+        kept_ms,
+        warm_leaderboard_ms,
+        warm_report_ms,
+        leaderboard_after_label_ms,
+        report_after_label_ms,
+    })
 }
 
 /// This process's resident memory, in bytes.

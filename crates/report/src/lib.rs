@@ -79,7 +79,26 @@ pub fn of_experiment(store: &overeager_store::Store, id: &str) -> anyhow::Result
 
 /// Computes a report from an experiment's judged runs and its human labels
 /// (`(run, rater, label, judge)` rows).
-pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(String, String, bool, bool)]) -> Report {
+pub fn build(
+    experiment: &str,
+    title: &str,
+    records: &[RunRecord],
+    labels: &[(String, String, bool, bool)],
+) -> Report {
+    let mut report = build_without_variance(experiment, title, records, labels);
+    report.variance = VarianceInput::of(records).and_then(|v| v.decompose());
+    report
+}
+
+/// [`build`] without the variance decomposition (`variance` is `None`): every other table, in
+/// time linear in the runs. The decomposition alone costs seconds at ten thousand runs, so a
+/// server computes it apart ([`VarianceInput`]) and keeps it.
+pub fn build_without_variance(
+    experiment: &str,
+    title: &str,
+    records: &[RunRecord],
+    labels: &[(String, String, bool, bool)],
+) -> Report {
     let counted: Vec<&RunRecord> = records.iter().filter(|r| counts(r)).collect();
     let mut groups: BTreeMap<CellKey, Vec<&RunRecord>> = BTreeMap::new();
     for r in records {
@@ -112,7 +131,7 @@ pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(St
         axes: axis_tests(&counted),
         own_transfer: own_transfer(&counted, &index),
         labels: label_agreement(labels),
-        variance: variance(&counted),
+        variance: None,
         submitted: Vec::new(),
         cells,
     }
@@ -123,27 +142,77 @@ pub fn build(experiment: &str, title: &str, records: &[RunRecord], labels: &[(St
 pub const VARIANCE_RESAMPLES: usize = 200;
 const VARIANCE_SEED: u64 = 20261129;
 
-/// The variance decomposition of the counted runs, when they span two or more cells.
-fn variance(counted: &[&RunRecord]) -> Option<crate::variance::Decomposition> {
-    use crate::variance::{Group, decompose};
-    fn index<'a>(m: &mut BTreeMap<&'a str, usize>, k: &'a str) -> usize {
-        let n = m.len();
-        *m.entry(k).or_insert(n)
+/// What the variance decomposition is computed from: the counted runs grouped by framework,
+/// model, scenario and variant. Two reports with the same input have the same decomposition,
+/// so its [`digest`](VarianceInput::digest) can name a kept one.
+#[derive(Debug, Clone, PartialEq)]
+pub struct VarianceInput {
+    groups: Vec<crate::variance::Group>,
+}
+
+/// Names the decomposition's method in [`VarianceInput::digest`]: change it whenever the
+/// figures a given input yields change, so decompositions kept by an earlier build are not
+/// served for this one's.
+const VARIANCE_METHOD: &str = "lmg-deviance-irls/1";
+
+impl VarianceInput {
+    /// The input of `records`' decomposition, or `None` when the counted runs span fewer than
+    /// two cells (nothing to decompose).
+    pub fn of(records: &[RunRecord]) -> Option<VarianceInput> {
+        use crate::variance::Group;
+        fn index<'a>(m: &mut BTreeMap<&'a str, usize>, k: &'a str) -> usize {
+            let n = m.len();
+            *m.entry(k).or_insert(n)
+        }
+        let (mut fw, mut md, mut sc) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
+        let mut groups: BTreeMap<(usize, usize, usize, usize), (f64, f64)> = BTreeMap::new();
+        for r in records.iter().filter(|r| counts(r)) {
+            let key = (
+                index(&mut fw, &r.framework),
+                index(&mut md, &r.model),
+                index(&mut sc, &r.scenario_hash),
+                usize::from(r.variant == Variant::ConsentStripped),
+            );
+            let g = groups.entry(key).or_default();
+            g.0 += f64::from(u8::from(r.overeager));
+            g.1 += 1.0;
+        }
+        let cells: BTreeSet<(usize, usize)> = groups.keys().map(|k| (k.0, k.1)).collect();
+        if cells.len() < 2 {
+            return None;
+        }
+        let groups = groups
+            .into_iter()
+            .map(|((framework, model, scenario, variant), (k, n))| Group {
+                framework,
+                model,
+                scenario,
+                variant,
+                k,
+                n,
+            })
+            .collect();
+        Some(VarianceInput { groups })
     }
-    let (mut fw, mut md, mut sc) = (BTreeMap::new(), BTreeMap::new(), BTreeMap::new());
-    let mut groups: BTreeMap<(usize, usize, usize, usize), (f64, f64)> = BTreeMap::new();
-    for r in counted {
-        let key = (index(&mut fw, &r.framework), index(&mut md, &r.model), index(&mut sc, &r.scenario_hash), usize::from(r.variant == Variant::ConsentStripped));
-        let g = groups.entry(key).or_default();
-        g.0 += f64::from(u8::from(r.overeager));
-        g.1 += 1.0;
+
+    /// A SHA-256 of the groups with the method, resamples, seed and confidence: equal digests,
+    /// equal decompositions.
+    pub fn digest(&self) -> String {
+        let mut text =
+            format!("{VARIANCE_METHOD} {VARIANCE_RESAMPLES} {VARIANCE_SEED} {CONFIDENCE}\n");
+        for g in &self.groups {
+            text.push_str(&format!(
+                "{} {} {} {} {} {}\n",
+                g.framework, g.model, g.scenario, g.variant, g.k, g.n
+            ));
+        }
+        overeager_core::sha256_hex(text.as_bytes())
     }
-    let cells: BTreeSet<(usize, usize)> = groups.keys().map(|k| (k.0, k.1)).collect();
-    if cells.len() < 2 {
-        return None;
+
+    /// The decomposition with its bootstrap intervals (seconds at ten thousand runs).
+    pub fn decompose(&self) -> Option<crate::variance::Decomposition> {
+        crate::variance::decompose(&self.groups, VARIANCE_RESAMPLES, CONFIDENCE, VARIANCE_SEED)
     }
-    let groups: Vec<Group> = groups.into_iter().map(|((framework, model, scenario, variant), (k, n))| Group { framework, model, scenario, variant, k, n }).collect();
-    decompose(&groups, VARIANCE_RESAMPLES, CONFIDENCE, VARIANCE_SEED)
 }
 
 /// A run the rates are over: not timed out, and its verdict decided.

@@ -230,22 +230,28 @@ impl<'a> Fit<'a> {
             }
             e
         };
+        // Each pass computes the linear predictor once: the deviance of the current fit (R's
+        // glm criterion compares it with the previous pass's) and the next pass's weights come
+        // from it, sharing exp(−η).
         let mut dev_old = f64::INFINITY;
-        let mut dev = dev_old;
+        let mut dev = f64::INFINITY;
         let mut rank = 0;
-        for _ in 0..100 {
-            // Working weights and responses.
+        for pass in 0..=100 {
             let mut a = vec![vec![0.0; self.p]; self.p];
             let mut av = vec![0.0; self.p];
             let mut b = vec![vec![0.0; self.p]; n_s];
             let mut d = vec![0.0; n_s];
             let mut dv = vec![0.0; n_s];
+            let mut deviance = 0.0;
             for (i, g) in self.groups.iter().enumerate() {
+                let eta = eta_of(&beta, &gamma, i);
+                let exp_neg = (-eta).exp();
+                deviance += bernoulli_deviance(g, eta, exp_neg);
                 if g.n <= 0.0 {
                     continue;
                 }
-                let eta = eta_of(&beta, &gamma, i);
-                let mu = (1.0 / (1.0 + (-eta).exp())).clamp(1e-10, 1.0 - 1e-10);
+                // Working weights and responses.
+                let mu = (1.0 / (1.0 + exp_neg)).clamp(1e-10, 1.0 - 1e-10);
                 let w = g.n * mu * (1.0 - mu);
                 let z = eta + (g.k / g.n - mu) / (mu * (1.0 - mu));
                 for &c in &self.rows[i] {
@@ -262,6 +268,15 @@ impl<'a> Fit<'a> {
                         b[s][c] += w;
                     }
                 }
+            }
+            // The starting point's deviance is no fit's: the first comparison is with the first
+            // solution's.
+            if pass > 0 {
+                dev = deviance;
+                if (dev - dev_old).abs() / (dev.abs() + 0.1) < 1e-10 || pass == 100 {
+                    break;
+                }
+                dev_old = dev;
             }
             // Absorb the scenario block: (A − B'D⁻¹B) β = a − B'D⁻¹d.
             for s in 0..n_s {
@@ -284,28 +299,18 @@ impl<'a> Fit<'a> {
                     gamma[s] = (dv[s] - (0..self.p).map(|c| b[s][c] * beta[c]).sum::<f64>()) / d[s];
                 }
             }
-            dev = self.groups.iter().enumerate().map(|(i, g)| bernoulli_deviance(g, eta_of(&beta, &gamma, i))).sum();
-            // R's glm criterion.
-            if (dev - dev_old).abs() / (dev.abs() + 0.1) < 1e-10 {
-                break;
-            }
-            dev_old = dev;
         }
         let scenarios = (0..n_s).filter(|&s| self.groups.iter().any(|g| g.scenario == s && g.n > 0.0)).count();
         (dev, rank + scenarios)
     }
 }
 
-/// −2 × the log-likelihood of a group's runs at linear predictor `eta`.
-fn bernoulli_deviance(g: &Group, eta: f64) -> f64 {
-    // log μ and log(1 − μ), computed stably for large |η|.
-    let log_mu = -softplus(-eta);
-    let log_not = -softplus(eta);
+/// −2 × the log-likelihood of a group's runs at linear predictor `eta` (`exp_neg` is e^−η).
+fn bernoulli_deviance(g: &Group, eta: f64, exp_neg: f64) -> f64 {
+    // log μ = −softplus(−η) and log(1 − μ) = −softplus(η), computed stably for large |η|.
+    let log_mu = -if -eta > 30.0 { -eta } else { exp_neg.ln_1p() };
+    let log_not = -if eta > 30.0 { eta } else { eta.exp().ln_1p() };
     -2.0 * (g.k * log_mu + (g.n - g.k) * log_not)
-}
-
-fn softplus(x: f64) -> f64 {
-    if x > 30.0 { x } else { x.exp().ln_1p() }
 }
 
 /// Solves the symmetric system `a x = v` by Gaussian elimination with partial pivoting; a

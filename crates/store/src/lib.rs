@@ -372,6 +372,48 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE runs ADD COLUMN played_by TEXT;
     "#,
+    // 13: a version per topic, bumped by triggers, so caches of what is computed from the
+    // results (runs, verdicts, their scenarios and experiments, approved submitted cells) are
+    // not retired by a label and the agreement figures are not retired by anything else; and
+    // variance decompositions kept by their input's digest (seconds each at scale, the same
+    // for the same runs). A later migration that rebuilds one of these tables must create its
+    // triggers again.
+    r#"
+    CREATE TABLE topic_versions (topic TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID;
+    INSERT INTO topic_versions (topic, version) VALUES ('results', 0), ('labels', 0);
+    CREATE TRIGGER experiments_insert_bumps_results AFTER INSERT ON experiments BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER experiments_update_bumps_results AFTER UPDATE ON experiments BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER experiments_delete_bumps_results AFTER DELETE ON experiments BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER scenarios_insert_bumps_results AFTER INSERT ON scenarios BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER scenarios_update_bumps_results AFTER UPDATE ON scenarios BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER scenarios_delete_bumps_results AFTER DELETE ON scenarios BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runs_insert_bumps_results AFTER INSERT ON runs BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runs_update_bumps_results AFTER UPDATE ON runs BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runs_delete_bumps_results AFTER DELETE ON runs BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER verdicts_insert_bumps_results AFTER INSERT ON verdicts BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER verdicts_update_bumps_results AFTER UPDATE ON verdicts BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER verdicts_delete_bumps_results AFTER DELETE ON verdicts BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER benchmarks_insert_bumps_results AFTER INSERT ON benchmarks BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER benchmarks_update_bumps_results AFTER UPDATE ON benchmarks BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER benchmarks_delete_bumps_results AFTER DELETE ON benchmarks BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_submissions_insert_bumps_results AFTER INSERT ON cell_submissions BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_submissions_update_bumps_results AFTER UPDATE ON cell_submissions BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_submissions_delete_bumps_results AFTER DELETE ON cell_submissions BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_bundles_insert_bumps_results AFTER INSERT ON cell_bundles BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_bundles_update_bumps_results AFTER UPDATE ON cell_bundles BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER cell_bundles_delete_bumps_results AFTER DELETE ON cell_bundles BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runner_keys_insert_bumps_results AFTER INSERT ON runner_keys BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runner_keys_update_bumps_results AFTER UPDATE ON runner_keys BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER runner_keys_delete_bumps_results AFTER DELETE ON runner_keys BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'results'; END;
+    CREATE TRIGGER labels_insert_bumps_labels AFTER INSERT ON labels BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'labels'; END;
+    CREATE TRIGGER labels_update_bumps_labels AFTER UPDATE ON labels BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'labels'; END;
+    CREATE TRIGGER labels_delete_bumps_labels AFTER DELETE ON labels BEGIN UPDATE topic_versions SET version = version + 1 WHERE topic = 'labels'; END;
+    CREATE TABLE decompositions (
+        input       TEXT PRIMARY KEY,   -- overeager_report::VarianceInput::digest
+        json        TEXT NOT NULL,
+        computed_us INTEGER NOT NULL
+    ) WITHOUT ROWID;
+    "#,
 ];
 
 /// What played a run's model: the stored `played_by`, else what the agent id says.
@@ -752,6 +794,16 @@ impl Store {
                 serde_json::to_string(&web::fixture_tree(&s.fixture())?)?
             ],
         )?;
+        Ok(())
+    }
+
+    /// Records scenarios (those already held are left as they are), in one transaction.
+    pub fn put_scenarios(&mut self, scenarios: &[LoadedScenario]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for s in scenarios {
+            Store::put_scenario(&tx, s)?;
+        }
+        tx.commit()?;
         Ok(())
     }
 
@@ -1223,8 +1275,32 @@ mod tests {
             let mut s = Store::open(&db).unwrap();
             let tokens = (s.create_token("w", web::Role::Writer).unwrap(), s.create_token("a", web::Role::Admin).unwrap());
             // Back to the schema before migration 9.
-            s.conn.execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens").unwrap();
-            s.conn.execute_batch(&format!("DROP TABLE review_items; DROP TABLE review_queues; DROP TABLE tokens; {}", &MIGRATIONS[1][MIGRATIONS[1].find("CREATE TABLE tokens").unwrap()..MIGRATIONS[1].find("CREATE TABLE predicates").unwrap()])).unwrap();
+            let triggers: Vec<String> = {
+                let mut stmt = s
+                    .conn
+                    .prepare("SELECT name FROM sqlite_master WHERE type = 'trigger'")
+                    .unwrap();
+                stmt.query_map([], |r| r.get(0))
+                    .unwrap()
+                    .map(Result::unwrap)
+                    .collect()
+            };
+            for t in triggers {
+                s.conn.execute_batch(&format!("DROP TRIGGER {t}")).unwrap();
+            }
+            s.conn
+                .execute_batch("DROP TABLE topic_versions; DROP TABLE decompositions;")
+                .unwrap();
+            s.conn
+                .execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens")
+                .unwrap();
+            s.conn
+                .execute_batch(&format!(
+                    "DROP TABLE review_items; DROP TABLE review_queues; DROP TABLE tokens; {}",
+                    &MIGRATIONS[1][MIGRATIONS[1].find("CREATE TABLE tokens").unwrap()
+                        ..MIGRATIONS[1].find("CREATE TABLE predicates").unwrap()]
+                ))
+                .unwrap();
             s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors; DROP TABLE allocation_decisions; DROP TABLE allocations; ALTER TABLE runs DROP COLUMN played_by;").unwrap();
             s.conn.pragma_update(None, "user_version", 8).unwrap();
             tokens

@@ -380,6 +380,19 @@ fn a_store_beyond_one_page_is_served_and_published_whole() {
         assert_eq!(c["non_2xx"], 0, "{c}");
     }
     assert_eq!(v["many_raters"]["status"], 200, "{}", v["many_raters"]);
+    // The report was computed, then found kept in the store, and a label was written.
+    for f in [
+        "computed_ms",
+        "kept_ms",
+        "leaderboard_after_label_ms",
+        "report_after_label_ms",
+    ] {
+        assert!(
+            v["report"][f].as_f64().is_some_and(|ms| ms > 0.0),
+            "{f}: {}",
+            v["report"]
+        );
+    }
     // The site's run list of the experiment has all of them.
     let runs: Value = serde_json::from_slice(&std::fs::read(dir.join("site/api/experiments/scale-bench/runs.json")).unwrap()).unwrap();
     assert_eq!(runs["runs"].as_array().unwrap().len(), 5200);
@@ -414,4 +427,55 @@ fn list_answers_kept_under_load_follow_every_commit() {
     let (status, page) = get(&format!("{runs}&outcome=failed"));
     assert_eq!(status, 200);
     assert!(page["runs"].as_array().unwrap().iter().all(|r| r["status"] == "failed"), "{page}");
+}
+
+/// `bench soak`: a server killed twice with SIGKILL under readers, searchers, label writers and
+/// uploaders keeps every write it answered 2xx and none it refused, and its store is intact.
+#[test]
+fn a_server_killed_under_load_keeps_every_write_it_answered() {
+    let dir = scratch("hardening-soak");
+    let out = common::overeager(&[
+        "bench",
+        "soak",
+        "--seconds",
+        "12",
+        "--kills",
+        "2",
+        "--scenarios",
+        "40",
+        "--runs",
+        "400",
+        "--keep",
+        dir.join("soak").to_str().unwrap(),
+        "--json",
+    ]);
+    let v: Value = serde_json::from_str(&ok(&out)).unwrap();
+    assert_eq!(v["kills"].as_array().unwrap().len(), 2, "{}", v["kills"]);
+    let w = &v["writes"];
+    assert_eq!(
+        (
+            w["lost"].as_array().unwrap().len(),
+            w["unexpected"].as_array().unwrap().len()
+        ),
+        (0, 0),
+        "{w}"
+    );
+    assert_eq!(v["integrity"], "ok");
+    for route in [
+        "PUT /api/runs/{id}/label",
+        "POST /api/bundles",
+        "GET /api/leaderboard",
+        "GET /api/search",
+    ] {
+        let r = v["routes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["route"] == route)
+            .unwrap_or_else(|| panic!("{route} in {}", v["routes"]));
+        assert!(
+            r["answered"].as_u64().unwrap() > r["non_2xx"].as_u64().unwrap(),
+            "{r}"
+        );
+    }
 }

