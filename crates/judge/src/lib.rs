@@ -164,12 +164,17 @@ pub struct LoadReport {
     pub id: Option<String>,
     pub digest: String,
     pub error: Option<String>,
+    /// The file a module of the same id was loaded from before: two builds of one module
+    /// were offered, and which one judges would depend on the order of the files.
+    pub duplicate_of: Option<PathBuf>,
 }
 
 /// Loaded modules and the sandbox they run in.
 pub struct Judge {
     sandbox: Sandbox,
     modules: BTreeMap<String, Slot>,
+    /// The file each third-party module was loaded from.
+    files: BTreeMap<String, PathBuf>,
     trust: TrustStore,
     cache: Option<PathBuf>,
     /// Call plans by the address of the scenario they were made for; each entry holds its
@@ -181,7 +186,7 @@ impl Judge {
     /// A judge with the built-in `std` module.
     pub fn new(opts: JudgeOptions) -> anyhow::Result<Judge> {
         let sandbox = Sandbox::new(opts.limits, opts.jobs.max(1))?;
-        let mut judge = Judge { sandbox, modules: BTreeMap::new(), trust: opts.trust, cache: opts.cache, plans: Mutex::default() };
+        let mut judge = Judge { sandbox, modules: BTreeMap::new(), files: BTreeMap::new(), trust: opts.trust, cache: opts.cache, plans: Mutex::default() };
         let digest = overeager_core::sha256_hex(STD_WASM);
         if digest != STD_SHA256 {
             anyhow::bail!("the built-in std module does not match the digest it was built with; the binary is damaged");
@@ -220,11 +225,11 @@ impl Judge {
     pub fn add_module(&mut self, file: &Path) -> LoadReport {
         let bytes = match std::fs::read(file) {
             Ok(b) => b,
-            Err(e) => return LoadReport { file: file.into(), id: None, digest: String::new(), error: Some(format!("cannot read it: {e}")) },
+            Err(e) => return LoadReport { file: file.into(), id: None, digest: String::new(), error: Some(format!("cannot read it: {e}")), duplicate_of: None },
         };
         let digest = overeager_core::sha256_hex(&bytes);
         let sig_path = PathBuf::from(format!("{}.sig", file.display()));
-        let mut report = LoadReport { file: file.into(), id: None, digest: digest.clone(), error: None };
+        let mut report = LoadReport { file: file.into(), id: None, digest: digest.clone(), error: None, duplicate_of: None };
         let sig = match std::fs::read_to_string(&sig_path) {
             Ok(text) => sign::parse_signature(&text),
             Err(_) => Err(sign::SignatureError::Unsigned(sig_path.display().to_string())),
@@ -237,9 +242,18 @@ impl Judge {
             Ok(v) => v,
             Err(e) => return self.refuse(report, e.to_string()),
         };
-        if self.modules.contains_key(&verified.predicate) {
-            let e = format!("module `{}` is already loaded; each module id may be loaded once", verified.predicate);
-            report.error = Some(e);
+        if let Some(Slot::Ready { info, .. }) = self.modules.get(&verified.predicate) {
+            let first = self.files.get(&verified.predicate).cloned().unwrap_or_else(|| PathBuf::from("the built-in library"));
+            report.error = Some(format!(
+                "module `{}` is loaded already from {} (version {}, sha256 {}); this file (version {}, sha256 {}) is another build of it: keep one of the two",
+                verified.predicate,
+                first.display(),
+                info.version,
+                &info.digest[..12],
+                verified.version,
+                &digest[..12]
+            ));
+            report.duplicate_of = Some(first);
             return report;
         }
         match admit(&self.sandbox, &bytes, &digest, None, self.cache.as_deref()) {
@@ -249,6 +263,7 @@ impl Judge {
             }
             Ok((prepared, predicates)) => {
                 let info = ModuleInfo { id: verified.predicate.clone(), digest, version: verified.version, key_id: Some(verified.key_id), owner: verified.owner, predicates };
+                self.files.insert(verified.predicate.clone(), file.to_path_buf());
                 self.modules.insert(verified.predicate, Slot::Ready { info, prepared });
                 report
             }
@@ -531,10 +546,13 @@ pub struct SelfTestCase {
     pub bundles: Vec<std::sync::Arc<LoadedBundle>>,
 }
 
+/// Failing cases a self-test names before it stops.
+const SELF_TEST_FAILURES: usize = 8;
+
 impl Judge {
     /// Calls predicates of module `id` as `cases` say, each on its bundles, twice, and checks
-    /// that every call stays within its limits and answers the same both times. Stops at the
-    /// first failure.
+    /// that every call stays within its limits and answers the same both times. A case stops at
+    /// its first failing bundle and the next case is tried, so every failing predicate is named.
     pub fn self_test_cases(&self, id: &str, cases: &[SelfTestCase]) -> SelfTest {
         let mut t = SelfTest { cases: cases.len(), ..SelfTest::default() };
         let prepared = match self.modules.get(id) {
@@ -549,6 +567,7 @@ impl Judge {
             }
         };
         let mut seen = std::collections::BTreeSet::new();
+        let mut failures = Vec::new();
         for case in cases {
             let mut r = CaseResult { predicate: case.predicate.clone(), args: case.args.clone(), source: case.source.clone(), bundles: case.bundles.len(), ..CaseResult::default() };
             let checks = [CheckRaw { name: case.predicate.clone(), args: case.args.clone() }];
@@ -568,15 +587,27 @@ impl Judge {
                 };
                 if let Some(f) = failure {
                     r.failure = Some(f.clone());
-                    t.failure = Some(f);
-                    t.results.push(r);
-                    t.bundles = seen.len();
-                    return t;
+                    failures.push(f);
+                    break;
                 }
             }
             t.results.push(r);
+            // Each failure may have taken a call's whole time budget: enough are named.
+            if failures.len() == SELF_TEST_FAILURES {
+                break;
+            }
         }
         t.bundles = seen.len();
+        let tried = t.results.len();
+        t.failure = match failures.len() {
+            0 => None,
+            1 if tried == cases.len() => failures.pop(),
+            n => Some(format!(
+                "{n} of {tried} cases tried fail{}: {}",
+                if tried < cases.len() { format!(" (the other {} were not tried)", cases.len() - tried) } else { String::new() },
+                failures.join("; ")
+            )),
+        };
         t
     }
 }

@@ -135,7 +135,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
         _ => Vec::new(),
     };
     let mut rows = Vec::new();
-    let (mut total_usd, mut total_tokens, mut unknown) = (0.0, 0.0, 0usize);
+    let (mut total_usd, mut total_tokens, mut unknown, mut tokens_unknown) = (0.0, 0.0, 0usize, 0usize);
     for a in &lp.plan.agents {
         let (framework, model) = (a.framework.clone(), a.model.clone());
         let todo = progress.iter().find(|(f, m, _)| (f, m) == (&framework, &model)).map_or(per_cell, |(_, _, p)| p.pending + p.failed);
@@ -157,7 +157,10 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
             Some(u) => total_usd += u * todo as f64,
             None => unknown += 1,
         }
-        total_tokens += tokens.unwrap_or(0.0) * todo as f64;
+        match tokens {
+            Some(t) => total_tokens += t * todo as f64,
+            None => tokens_unknown += 1,
+        }
         rows.push(json!({
             "agent": a.agent, "framework": framework, "model": model, "runs": todo,
             "tokens_per_run": tokens, "usd_per_run": usd,
@@ -165,7 +168,12 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
         }));
     }
     if args.json {
-        super::print_json(&json!({ "experiment": lp.plan.id, "resumed": existing.is_some(), "cells": rows, "usd": total_usd, "tokens": total_tokens.round(), "cells_unknown": unknown }));
+        // A total of cells none of which has a figure is unknown, not zero.
+        let all_unknown = !rows.is_empty() && tokens_unknown == rows.len();
+        super::print_json(&json!({
+            "experiment": lp.plan.id, "resumed": existing.is_some(), "cells": rows, "usd": total_usd,
+            "tokens": (!all_unknown).then(|| total_tokens.round()), "cells_unknown": unknown, "cells_tokens_unknown": tokens_unknown,
+        }));
         return Ok(ExitCode::SUCCESS);
     }
     let mut t = Table::new();
@@ -184,14 +192,17 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
         ]);
     }
     println!("{t}");
-    println!(
-        "{}: {} to do, about {} tokens and {}{}",
-        lp.plan.id,
-        if existing.is_some() { "the runs still" } else { "every run" },
-        total_tokens.round(),
-        overeager_agents::model::usage::usd(total_usd),
-        if unknown > 0 { format!(" — {unknown} cell(s) unknown, not counted") } else { String::new() }
-    );
+    let tokens_text = match tokens_unknown {
+        0 => format!("about {} tokens", total_tokens.round()),
+        n if n == rows.len() => "tokens unknown (no cell has run in this store)".to_string(),
+        n => format!("about {} tokens ({n} cell(s) without a measured figure, not counted)", total_tokens.round()),
+    };
+    let cost_text = if unknown == rows.len() && !rows.is_empty() {
+        "cost unknown (pass --per-run <USD>)".to_string()
+    } else {
+        format!("{}{}", overeager_agents::model::usage::usd(total_usd), if unknown > 0 { format!(" ({unknown} cell(s) without a cost, not counted)") } else { String::new() })
+    };
+    println!("{}: {} to do, {tokens_text} and {cost_text}", lp.plan.id, if existing.is_some() { "the runs still" } else { "every run" });
     Ok(ExitCode::SUCCESS)
 }
 

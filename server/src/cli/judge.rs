@@ -16,8 +16,8 @@ use overeager_judge::engine::{Limits, default_cache_dir};
 use overeager_judge::trust::TrustStore;
 use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, input};
 
-/// Exit status of `judge` when a verdict is incomplete (a check has no answer) or a bundle
-/// could not be read.
+/// Exit status of `judge` when a verdict's outcome is incomplete (a check it needed has no
+/// answer) or a bundle could not be read.
 pub const EXIT_INCOMPLETE: u8 = 4;
 
 /// How the predicate sandbox is set up; shared by the commands that judge.
@@ -84,6 +84,10 @@ impl SandboxArgs {
         let mut reports = Vec::new();
         for p in &self.predicates {
             reports.extend(judge.add_path(p)?);
+        }
+        // Two builds of one module: which one would judge depends on file order, so neither does.
+        if let Some(r) = reports.iter().find(|r| r.duplicate_of.is_some()) {
+            anyhow::bail!("--predicates {}: {}", r.file.display(), r.error.as_deref().unwrap_or_default());
         }
         for r in reports.iter().filter(|r| r.error.is_some()) {
             let id = r.id.as_deref().map(|i| format!(" ({i})")).unwrap_or_default();
@@ -243,7 +247,11 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let started = Instant::now();
     let results = judge_paths(&judge, &paths, args.sandbox.jobs, &bar)?;
     bar.finish_and_clear();
-    let incomplete = Judge::incomplete(&results);
+    // The summary and the exit status follow each verdict's outcome: a verdict decided though
+    // a check had no answer (a trap fired) is that outcome, not incomplete.
+    let outcomes = |o: overeager_core::Outcome| results.iter().flatten().filter(|v| v.outcome == o).count();
+    let (overeager, clean, incomplete) = (outcomes(overeager_core::Outcome::Overeager), outcomes(overeager_core::Outcome::Clean), outcomes(overeager_core::Outcome::Incomplete));
+    let unreadable = results.iter().filter(|r| r.is_err()).count();
     if args.json {
         let mut out = String::new();
         for (p, r) in paths.iter().zip(&results) {
@@ -288,15 +296,17 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
                 println!("{}: {} {} ({}): {}", v.bundle, e.site, e.id, e.predicate, e.message);
             }
         }
-        let overeager = results.iter().flatten().filter(|v| v.overeager).count();
+        let decided_with_errors = results.iter().flatten().filter(|v| !v.errors.is_empty() && v.outcome != overeager_core::Outcome::Incomplete).count();
         println!(
-            "{} bundle(s) judged in {:.2} s: {overeager} overeager, {incomplete} incomplete; modules: {}",
+            "{} bundle(s) judged in {:.2} s: {overeager} overeager, {clean} clean, {incomplete} incomplete{}{}; modules: {}",
             results.len(),
             started.elapsed().as_secs_f64(),
+            if unreadable > 0 { format!(", {unreadable} unreadable") } else { String::new() },
+            if decided_with_errors > 0 { format!(" ({decided_with_errors} decided though a check had no answer, listed above)") } else { String::new() },
             judge.modules().map(|m| format!("{} {}", m.id, &m.digest[..12])).collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(if incomplete > 0 { ExitCode::from(EXIT_INCOMPLETE) } else { ExitCode::SUCCESS })
+    Ok(if incomplete + unreadable > 0 { ExitCode::from(EXIT_INCOMPLETE) } else { ExitCode::SUCCESS })
 }
 
 /// Arguments of `overeager bench judge`.

@@ -356,8 +356,11 @@ fn hostile_predicates_are_contained_and_leave_other_findings_alone() {
 
     let (plain_out, plain) = judge_one(&env, &bundle, &[]);
     let (out, v) = judge_one(&env, &bundle, &[&mods]);
-    assert_eq!(out.status.code(), Some(4), "an incomplete verdict exits with 4");
-    assert_eq!(plain_out.status.code(), Some(4), "missing modules make the verdict incomplete too");
+    // The good predicate's trap fired, so the outcome is overeager despite the others' errors
+    // (exit 0, as the outcome says); without the modules nothing fires: incomplete, exit 4.
+    assert_eq!((out.status.code(), v["outcome"].as_str()), (Some(0), Some("overeager")), "{v}");
+    assert_eq!(plain_out.status.code(), Some(4), "missing modules make the verdict incomplete");
+    assert_eq!(plain["outcome"], "incomplete", "{plain}");
     for (feature, needle) in cases {
         let trap = format!("hostile-{feature}");
         if feature == "good" {
@@ -374,6 +377,19 @@ fn hostile_predicates_are_contained_and_leave_other_findings_alone() {
     // Refusal of the importing module happened before it could run.
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refused") && stderr.contains("hostile/import"), "{stderr}");
+
+    // Two builds of one module id: neither judges (which one would depend on the file order),
+    // and the error names both files.
+    let dups = env.join("dups");
+    std::fs::create_dir_all(&dups).unwrap();
+    for (name, feature) in [("a.wasm", "good"), ("b.wasm", "panic")] {
+        let dest = dups.join(name);
+        std::fs::copy(hostile(feature), &dest).unwrap();
+        ok(&oe(&env, &["predicate", "sign", dest.to_str().unwrap(), "--key", k.to_str().unwrap(), "--id", "hostile/dup", "--version", "0.1.0"]));
+    }
+    let out = oe(&env, &["judge", bundle.to_str().unwrap(), "--predicates", dups.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success() && stderr.contains("a.wasm") && stderr.contains("b.wasm") && stderr.contains("another build"), "{stderr}");
 }
 
 #[test]
@@ -422,7 +438,7 @@ fn unsigned_altered_untrusted_revoked_and_out_of_namespace_modules_are_refused()
     let bundle = bundle_with_traps(&env, &["acme/ok", "acme/altered", "stranger/mod", "former/mod", "evil/mod"]);
     let dirs: Vec<PathBuf> = ["ok", "altered", "untrusted", "revoked", "outside", "unsigned"].iter().map(|d| env.join(d)).collect();
     let (out, v) = judge_one(&env, &bundle, &dirs.iter().map(PathBuf::as_path).collect::<Vec<_>>());
-    assert_eq!(out.status.code(), Some(4));
+    assert_eq!((out.status.code(), v["outcome"].as_str()), (Some(0), Some("overeager")), "a fired trap decides the outcome: {v}");
     assert!(fired(&v).contains("acme-ok"), "{v}");
     assert!(error_of(&v, "acme-altered").contains("changed after signing"));
     assert!(error_of(&v, "stranger-mod").contains("does not know"));
