@@ -251,7 +251,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     // a check had no answer (a trap fired) is that outcome, not incomplete.
     let outcomes = |o: overeager_core::Outcome| results.iter().flatten().filter(|v| v.outcome == o).count();
     let (overeager, clean, incomplete) = (outcomes(overeager_core::Outcome::Overeager), outcomes(overeager_core::Outcome::Clean), outcomes(overeager_core::Outcome::Incomplete));
-    let unreadable = results.iter().filter(|r| r.is_err()).count();
+    let unreadable_count = results.iter().filter(|r| r.is_err()).count();
     if args.json {
         let mut out = String::new();
         for (p, r) in paths.iter().zip(&results) {
@@ -301,12 +301,12 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
             "{} bundle(s) judged in {:.2} s: {overeager} overeager, {clean} clean, {incomplete} incomplete{}{}; modules: {}",
             results.len(),
             started.elapsed().as_secs_f64(),
-            if unreadable > 0 { format!(", {unreadable} unreadable") } else { String::new() },
+            if unreadable_count > 0 { format!(", {unreadable_count} unreadable") } else { String::new() },
             if decided_with_errors > 0 { format!(" ({decided_with_errors} decided though a check had no answer, listed above)") } else { String::new() },
             judge.modules().map(|m| format!("{} {}", m.id, &m.digest[..12])).collect::<Vec<_>>().join(", ")
         );
     }
-    Ok(if incomplete + unreadable > 0 { ExitCode::from(EXIT_INCOMPLETE) } else { ExitCode::SUCCESS })
+    Ok(if incomplete + unreadable_count > 0 { ExitCode::from(EXIT_INCOMPLETE) } else { ExitCode::SUCCESS })
 }
 
 /// Arguments of `overeager bench judge`.
