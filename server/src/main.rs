@@ -147,6 +147,9 @@ enum ExperimentCmd {
     /// Project the tokens and cost of a plan's runs still to do, per cell, before running it:
     /// from the cell's earlier runs in the store, or a stated cost per run.
     Estimate(cli::experiment::EstimateArgs),
+    /// Judge an experiment's stored runs again with the predicates trusted now (after a module
+    /// was approved, or one revoked) and list the runs whose outcome moved.
+    Rejudge(cli::experiment::RejudgeArgs),
 }
 
 #[derive(Subcommand)]
@@ -492,6 +495,7 @@ fn main() -> ExitCode {
         Command::Experiment(ExperimentCmd::Run(args)) => cli::experiment::run(&args),
         Command::Experiment(ExperimentCmd::List(args)) => cli::experiment::list(&args),
         Command::Experiment(ExperimentCmd::Status(args)) => cli::experiment::status(&args),
+        Command::Experiment(ExperimentCmd::Rejudge(args)) => cli::experiment::rejudge(&args),
         Command::Experiment(ExperimentCmd::Estimate(args)) => cli::experiment::estimate(&args),
         Command::Report(args) => cli::experiment::report_cmd(&args),
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),

@@ -336,11 +336,28 @@ impl AppState {
         let judge = Arc::new(self.with_store(|s| build_judge(s, &self.config.trust))?);
         let old = std::mem::replace(&mut *self.judge.write().unwrap_or_else(|p| p.into_inner()), judge.clone());
         *self.trust_seen.lock().unwrap_or_else(|p| p.into_inner()) = Some(seen);
-        let gone: Vec<(String, String)> = old.module_versions().into_iter().filter(|m| !judge.module_versions().contains(m)).collect();
+        let (before, after) = (old.module_versions(), judge.module_versions());
+        let gone: Vec<(String, String)> = before.iter().filter(|m| !after.contains(m)).cloned().collect();
+        let added: Vec<(String, String)> = after.iter().filter(|m| !before.contains(m)).cloned().collect();
         if !gone.is_empty() {
             let moved = self.with_store(|s| board::rejudge_judged_by(s, &judge, &gone))?;
             tracing::info!("modules no longer trusted: {gone:?}; {moved} verdict(s) judged again");
             self.traces.clear();
+        }
+        // This server's own experiments: every run a module that came or went judged, or could
+        // not be judged without.
+        let changed: std::collections::BTreeSet<&str> = gone.iter().chain(&added).map(|(id, _)| id.as_str()).collect();
+        if !changed.is_empty() {
+            let r = self.with_store(|s| {
+                let mut runs: BTreeMap<String, overeager_store::JudgedRun> = BTreeMap::new();
+                for id in &changed {
+                    runs.extend(s.runs_touching_module(id)?.into_iter().map(|r| (r.run.clone(), r)));
+                }
+                overeager_experiment::rejudge::rejudge_runs(s, &judge, &runs.into_values().collect::<Vec<_>>())
+            })?;
+            tracing::info!("modules changed: {changed:?}; {} run(s) of this store's experiments judged again, {} outcome(s) moved", r.bundles, r.moved.len());
+            self.traces.clear();
+            self.changed();
         }
         Ok(())
     }

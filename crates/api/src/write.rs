@@ -420,7 +420,9 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, digest: String, approve: 
     }
     let row = st.with_store(|s| s.decide_predicate(&digest, approve, &who.name))?;
     if approve {
-        st.reload_judge()?;
+        // Loading it re-judges what it can now judge: seconds on a large store, off the workers.
+        let st2 = st.clone();
+        tokio::task::spawn_blocking(move || st2.reload_judge()).await.map_err(ApiError::internal)??;
     }
     Ok(Json(serde_json::to_value(&row).map_err(ApiError::internal)?))
 }

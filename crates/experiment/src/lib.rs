@@ -17,6 +17,7 @@ pub mod allocation_bench;
 pub mod demo;
 pub mod fidelity;
 pub mod plays;
+pub mod rejudge;
 pub mod sweep;
 pub mod synthetic;
 

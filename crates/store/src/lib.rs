@@ -416,6 +416,40 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// A done run with its bundle and its stored verdict.
+#[derive(Debug, Clone)]
+pub struct JudgedRun {
+    pub run: String,
+    pub experiment: String,
+    pub framework: String,
+    pub model: String,
+    pub variant: Variant,
+    /// sha256 of the packed bundle in the object store.
+    pub bundle: String,
+    pub verdict: Verdict,
+}
+
+/// Writes a run's verdict row (and the columns reports count by).
+fn put_verdict(tx: &rusqlite::Transaction<'_>, run: &str, verdict: &Verdict) -> Result<()> {
+    let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
+    tx.execute(
+        "INSERT OR REPLACE INTO verdicts (run, overeager, success, conditional_success, severity_total, critical, traps, complete, verdict)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+        params![
+            run,
+            verdict.overeager,
+            verdict.success,
+            verdict.conditional_success,
+            verdict.severity_total,
+            verdict.critical,
+            serde_json::to_string(&traps)?,
+            verdict.errors.is_empty(),
+            serde_json::to_string(verdict)?
+        ],
+    )?;
+    Ok(())
+}
+
 /// What played a run's model: the stored `played_by`, else what the agent id says.
 pub(crate) fn stored_played_by(r: &rusqlite::Row<'_>) -> rusqlite::Result<PlayedBy> {
     let agent: String = r.get("agent")?;
@@ -899,7 +933,6 @@ impl Store {
     /// search index, `done`. One transaction.
     pub fn finish_run(&mut self, run: &str, bundle: &str, manifest: &BundleManifest, verdict: &Verdict, usage: Option<&RunUsage>, events: &[overeager_core::Event]) -> Result<()> {
         let host = manifest.executor.host.as_deref().unwrap_or(manifest.executor.kind.as_str());
-        let traps: Vec<(&str, String)> = verdict.traps.iter().map(|t| (t.id.as_str(), t.severity.to_string())).collect();
         let tx = self.conn.transaction()?;
         let n = tx.execute(
             &format!("UPDATE runs SET status = 'done', attempts = attempts + 1, bundle = ?2, timed_out = ?3, duration_ms = ?4,
@@ -916,22 +949,53 @@ impl Store {
                 params![run, t.input as i64, t.output as i64, t.cache_read as i64, t.cache_write as i64, u.cost_usd],
             )?;
         }
-        tx.execute(
-            "INSERT OR REPLACE INTO verdicts (run, overeager, success, conditional_success, severity_total, critical, traps, complete, verdict)
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-            params![
-                run,
-                verdict.overeager,
-                verdict.success,
-                verdict.conditional_success,
-                verdict.severity_total,
-                verdict.critical,
-                serde_json::to_string(&traps)?,
-                verdict.errors.is_empty(),
-                serde_json::to_string(verdict)?
-            ],
-        )?;
+        put_verdict(&tx, run, verdict)?;
         search::index_events(&tx, run, events)?;
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// The done runs of an experiment with their bundle, variant and verdict, in run order.
+    pub fn judged_runs(&self, experiment: &str) -> Result<Vec<JudgedRun>> {
+        self.judged_runs_where("r.experiment = ?1", [experiment])
+    }
+
+    /// The done runs of any experiment whose verdict module `id` took part in, or has a check of
+    /// module `id` without an answer: what a change of that module's status may change.
+    pub fn runs_touching_module(&self, id: &str) -> Result<Vec<JudgedRun>> {
+        self.judged_runs_where(
+            "(json_extract(v.verdict, '$.versions.\"' || replace(?1, '\"', '') || '\"') IS NOT NULL
+              OR EXISTS (SELECT 1 FROM json_each(v.verdict, '$.errors') e WHERE substr(json_extract(e.value, '$.predicate'), 1, length(?1) + 1) = ?1 || ':'))",
+            [id],
+        )
+    }
+
+    fn judged_runs_where(&self, condition: &str, args: [&str; 1]) -> Result<Vec<JudgedRun>> {
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT r.id, r.experiment, r.framework, r.model, r.variant, r.bundle, v.verdict FROM runs r JOIN verdicts v ON v.run = r.id
+             WHERE r.status = 'done' AND r.bundle IS NOT NULL AND {condition} ORDER BY r.rowid"
+        ))?;
+        let rows = stmt.query_map(args, |r| {
+            let verdict: String = r.get("verdict")?;
+            Ok(JudgedRun {
+                run: r.get("id")?,
+                experiment: r.get("experiment")?,
+                framework: r.get("framework")?,
+                model: r.get("model")?,
+                variant: stored_variant(&r.get::<_, String>("variant")?)?,
+                bundle: r.get("bundle")?,
+                verdict: serde_json::from_str(&verdict).map_err(|e| rusqlite::Error::FromSqlConversionFailure(6, rusqlite::types::Type::Text, e.into()))?,
+            })
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Replaces the verdicts of done runs (judged again), in one transaction.
+    pub fn replace_verdicts(&mut self, verdicts: &[(String, Verdict)]) -> Result<()> {
+        let tx = self.conn.transaction()?;
+        for (run, v) in verdicts {
+            put_verdict(&tx, run, v)?;
+        }
         tx.commit()?;
         Ok(())
     }

@@ -104,6 +104,46 @@ pub struct StatusArgs {
     pub json: bool,
 }
 
+/// Arguments of `overeager experiment rejudge`.
+#[derive(Args)]
+pub struct RejudgeArgs {
+    /// The experiment id.
+    pub id: String,
+    #[command(flatten)]
+    pub db: DbArg,
+    #[command(flatten)]
+    pub modules: super::judge::ModulesArgs,
+    /// Print what moved as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `overeager experiment rejudge`.
+pub fn rejudge(args: &RejudgeArgs) -> Result<ExitCode> {
+    let mut store = Store::open_existing(&args.db.db)?;
+    store.require_experiment(&args.id)?;
+    let runs = store.judged_runs(&args.id)?;
+    let judge = args.modules.judge(std::thread::available_parallelism().map_or(1, |n| n.get()))?;
+    let r = overeager_experiment::rejudge::rejudge_runs(&mut store, &judge, &runs)?;
+    if args.json {
+        super::print_json(&serde_json::to_value(&r)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    let modules: Vec<String> = r.judge.iter().map(|(id, v)| format!("{id} {v}")).collect();
+    println!("{}: {} run(s) judged again with {}; {} moved", args.id, r.bundles, modules.join(", "), r.moved.len());
+    if !r.moved.is_empty() {
+        let cells: BTreeMap<&str, (&str, &str)> = runs.iter().map(|j| (j.run.as_str(), (j.framework.as_str(), j.model.as_str()))).collect();
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["run", "cell", "variant", "before", "after"]);
+        for m in &r.moved {
+            let (f, md) = cells.get(m.run.as_str()).copied().unwrap_or_default();
+            t.add_row([m.run.clone(), format!("{f} · {md}"), overeager_wire::report::short_variant(m.variant).to_string(), m.before.as_str().to_string(), m.after.as_str().to_string()]);
+        }
+        println!("{t}");
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Arguments of `overeager experiment estimate`.
 #[derive(Args)]
 pub struct EstimateArgs {

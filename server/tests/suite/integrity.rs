@@ -231,6 +231,41 @@ fn revoking_a_predicate_key_or_a_runner_key_bites_at_once_and_what_the_module_ju
     let v = single["submissions"].as_array().unwrap().iter().find(|x| x["bundle"] == digest.as_str()).unwrap()["verdict"].clone();
     assert!(v["versions"]["acme/ok"].is_null(), "{v}");
     assert_eq!(v["outcome"], "incomplete", "{v}");
+    // So are the runs of the server's own experiment that it judged.
+    let runs_judged = || -> Vec<(String, Option<String>)> {
+        let conn = rusqlite::Connection::open(&s.server_db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT json_extract(v.verdict, '$.outcome'), json_extract(v.verdict, '$.versions.\"acme/ok\"') FROM verdicts v JOIN runs r ON r.id = v.run WHERE r.experiment = 'third-party'")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    };
+    let judged = runs_judged();
+    assert!(!judged.is_empty() && judged.iter().all(|(o, v)| o == "incomplete" && v.is_none()), "{judged:?}");
+    // Another build of the module (it loops only when given a `path`, which this scenario does
+    // not give), signed by a new key and approved: those runs get verdicts again at once.
+    let pkey2 = key(&s.dir, "acme-predicates-2", Some("acme"));
+    let module2 = s.dir.join("modules2").join("acme-ok.wasm");
+    std::fs::create_dir_all(module2.parent().unwrap()).unwrap();
+    std::fs::copy(hostile("loop-on-path"), &module2).unwrap();
+    ok(&oe(&s.dir, &["predicate", "sign", module2.to_str().unwrap(), "--key", pkey2.to_str().unwrap(), "--id", "acme/ok", "--version", "0.2.0"]));
+    let (status, row) = upload_module(url, &s.tokens["acme"], &module2);
+    assert_eq!(status, 202, "{row}");
+    let digest2 = row["digest"].as_str().unwrap().to_string();
+    assert_eq!(post(&format!("{url}/api/predicates/{digest2}/approve"), &s.tokens["admin"], &json!({})).0, 200);
+    let judged = runs_judged();
+    assert!(judged.iter().all(|(o, v)| o == "overeager" && v.as_deref() == Some("0.2.0")), "{judged:?}");
+    // Offline, `experiment rejudge` judges them with the modules it is given and says what moved.
+    let rejudge = |extra: &[&str]| -> Value {
+        let mut args = vec!["experiment", "rejudge", "third-party", "--db", s.server_db.to_str().unwrap(), "--json"];
+        args.extend_from_slice(extra);
+        serde_json::from_str(&ok(&oe(&s.dir, &args))).unwrap()
+    };
+    let without = rejudge(&[]);
+    let moved = without["moved"].as_array().unwrap();
+    assert!(moved.len() == judged.len() && moved.iter().all(|m| m["before"] == "overeager" && m["after"] == "incomplete"), "{without}");
+    let with = rejudge(&["--predicates", module2.to_str().unwrap()]);
+    assert!(with["moved"].as_array().unwrap().iter().all(|m| m["after"] == "overeager") && with["judge"]["acme/ok"] == "0.2.0", "{with}");
+    assert!(runs_judged().iter().all(|(o, _)| o == "overeager"));
 
     // A runner key revoked through the API: the cell it signed is self-reported at once.
     let (status, answer, _) = submit_raw(url, &s.tokens["acme"], &runs_of(&s, "mine"), None);
