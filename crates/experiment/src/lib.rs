@@ -65,6 +65,10 @@ pub struct Options {
     /// plan's `max_cost`): no run starts once the spend so far and what the runs in flight are
     /// expected to cost would pass it; the runs left stay pending.
     pub max_cost: Option<f64>,
+    /// What a run costs, in US dollars, for cells that have no run of their own or of their
+    /// agent spec in the store to say (`experiment estimate --per-run`); without it such a
+    /// cell's first run is a probe, run alone.
+    pub per_run: Option<f64>,
     /// Adaptive allocation to this precision (`--until`): each cell runs only until its
     /// intervals are this narrow (see [`allocate`]). An experiment started this way stays
     /// adaptive, and goes on to its last target when none is given.
@@ -86,6 +90,7 @@ impl Default for Options {
             providers: Vec::new(),
             pause_after: Some(PAUSE_AFTER),
             max_cost: None,
+            per_run: None,
             until: None,
         }
     }
@@ -144,36 +149,94 @@ pub struct BudgetStop {
     pub left_pending: usize,
 }
 
-/// The spending limit as runs start and end: the experiment's recorded spend, the runs in
-/// flight, and what a run has cost on average.
+/// The spending limit as runs start and end: the experiment's recorded spend, each cell's
+/// cost of a run, and what the runs in flight are expected to cost.
+///
+/// A cell's cost of a run is its own mean once one of its runs has ended (0 for runs without a
+/// price), else what the same agent spec cost in earlier experiments, else `--per-run`; a cell
+/// with none of these runs one probe at a time until its first run ends. So the spend passes
+/// the limit by at most one run per cell in flight. Once one run is held, every later one is:
+/// with the runs interleaved across cells, a stop leaves the cells at the same share.
 struct Budget {
     max: f64,
     spent: f64,
-    /// Runs whose cost is in `spent` (the mean cost of a run is `spent / priced`).
-    priced: u64,
+    cells: BTreeMap<(String, String), CellSpend>,
+    /// The cost of a run stated with `--per-run`, for cells with nothing better.
+    per_run: Option<f64>,
+    /// Expected cost of the runs in flight.
+    reserved: f64,
     in_flight: usize,
     /// Runs not started because of the limit.
     held: usize,
 }
 
+/// One cell's spending.
+#[derive(Debug, Clone, Default)]
+struct CellSpend {
+    spent: f64,
+    /// Runs with a cost, and runs ended (with a cost or without).
+    priced: u64,
+    ended: u64,
+    in_flight: usize,
+    /// What a run of this agent spec cost in earlier experiments.
+    prior: Option<f64>,
+}
+
+/// Whether a run may start under the limit.
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum Start {
+    /// Yes, with its expected cost reserved.
+    Go(f64),
+    /// Not before the cell's first run has ended (its cost is unknown).
+    Wait,
+    /// No: the limit is reached.
+    Hold,
+}
+
 impl Budget {
-    /// Whether one more run may start: the spend so far, plus the runs in flight and this one
-    /// at the mean cost of a run, stays within the limit. Reserves it if so.
-    fn start(&mut self) -> bool {
-        let mean = if self.priced > 0 { self.spent / self.priced as f64 } else { 0.0 };
-        if self.spent >= self.max || self.spent + (self.in_flight + 1) as f64 * mean > self.max {
-            self.held += 1;
-            return false;
+    /// A cell's expected cost of a run, if anything says.
+    fn estimate(&self, cell: &(String, String)) -> Option<f64> {
+        let c = self.cells.get(cell);
+        match c {
+            Some(c) if c.priced > 0 => Some(c.spent / c.priced as f64),
+            Some(c) if c.ended > 0 => Some(0.0),
+            _ => c.and_then(|c| c.prior).or(self.per_run),
         }
-        self.in_flight += 1;
-        true
     }
 
-    fn end(&mut self, cost: Option<f64>) {
+    /// Whether one more run of `cell` may start: the spend so far, what the runs in flight are
+    /// expected to cost and this one stay within the limit. Reserves it if so.
+    fn start(&mut self, cell: &(String, String)) -> Start {
+        if self.held > 0 || self.spent >= self.max {
+            self.held += 1;
+            return Start::Hold;
+        }
+        let cost = match self.estimate(cell) {
+            Some(e) => e,
+            None if self.cells.get(cell).is_some_and(|c| c.in_flight > 0) => return Start::Wait,
+            // The cell's probe: its cost is learnt from it.
+            None => 0.0,
+        };
+        if self.spent + self.reserved + cost > self.max {
+            self.held += 1;
+            return Start::Hold;
+        }
+        self.reserved += cost;
+        self.in_flight += 1;
+        self.cells.entry(cell.clone()).or_default().in_flight += 1;
+        Start::Go(cost)
+    }
+
+    fn end(&mut self, cell: &(String, String), reserved: f64, cost: Option<f64>) {
+        self.reserved = (self.reserved - reserved).max(0.0);
         self.in_flight -= 1;
-        if let Some(c) = cost {
-            self.spent += c;
-            self.priced += 1;
+        let c = self.cells.entry(cell.clone()).or_default();
+        c.in_flight -= 1;
+        c.ended += 1;
+        if let Some(x) = cost {
+            self.spent += x;
+            c.spent += x;
+            c.priced += 1;
         }
     }
 }
@@ -366,7 +429,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
             true
         }
     };
-    let todo = store.runs_to_do(&lp.plan.id, opts.retry_failed)?;
+    let todo = interleave(store.runs_to_do(&lp.plan.id, opts.retry_failed)?, &store.spend_by_cell(&lp.plan.id)?);
     if opts.until.is_some() && store.allocation(&lp.plan.id)?.is_none() {
         let p = store.progress(&lp.plan.id)?;
         if p.done + p.failed > 0 {
@@ -381,8 +444,16 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let mut allocation = adaptive::Allocation::load(&store, &lp.plan.id, opts.until)?;
     let budget = match opts.max_cost.or(lp.placement.max_cost) {
         Some(max) => {
-            let (spent, priced) = store.spend(&lp.plan.id)?;
-            Some(Mutex::new(Budget { max, spent, priced, in_flight: 0, held: 0 }))
+            let (spent, _) = store.spend(&lp.plan.id)?;
+            let by_cell = store.spend_by_cell(&lp.plan.id)?;
+            let mut cells = BTreeMap::new();
+            for a in &lp.plan.agents {
+                let key = (a.framework.clone(), a.model.clone());
+                let (cell_spent, priced, ended, _) = by_cell.get(&key).copied().unwrap_or_default();
+                let (_, _, earlier_priced, mean) = store.usage_of_agent(&a.agent)?;
+                cells.insert(key, CellSpend { spent: cell_spent, priced, ended, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
+            }
+            Some((Mutex::new(Budget { max, spent, cells, per_run: opts.per_run, reserved: 0.0, in_flight: 0, held: 0 }), std::sync::Condvar::new()))
         }
         None => None,
     };
@@ -398,6 +469,10 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let objects = store.objects_dir();
     let places = Places { shim: &shim, scratch: scratch.path(), objects: &objects, runner_key: opts.runner_key.as_ref(), uncontained: opts.uncontained, providers };
     let by_hash: BTreeMap<&str, &LoadedScenario> = lp.scenarios.iter().map(|s| (s.hash.as_str(), s)).collect();
+    let spent_before = {
+        let p = store.progress(&lp.plan.id)?;
+        (p.tokens, p.cost_usd.unwrap_or(0.0))
+    };
     let bar = if opts.progress { ProgressBar::new(todo.len() as u64) } else { ProgressBar::hidden() };
     bar.set_style(
         ProgressStyle::with_template("{spinner} {msg} [{bar:30}] {pos}/{len} runs, {per_sec}, eta {eta}")
@@ -413,7 +488,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         judge,
         store: Mutex::new(store),
         bar,
-        live: Live::new(todo.len(), opts.progress),
+        live: Live::new(todo.len(), opts.progress, spent_before),
         pause_after: opts.pause_after,
         cells: Mutex::new(BTreeMap::new()),
         budget,
@@ -424,7 +499,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         Some(a) => drive_adaptive(a, &hosts, &todo, &runner, slots)?,
     };
     runner.bar.finish_and_clear();
-    let skipped = runner.live.skipped.load(Ordering::Relaxed);
+    let skipped = runner.live.skipped.load(Ordering::Relaxed) + runner.live.held.load(Ordering::Relaxed);
     let paused: Vec<(String, String)> = runner
         .cells
         .into_inner()
@@ -433,7 +508,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         .filter_map(|((f, m), h)| h.paused.then(|| (format!("{f} · {m}"), h.last_error)))
         .collect();
     let store = runner.store.into_inner().expect("no panics while holding the store");
-    let budget = runner.budget.map(|b| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
+    let budget = runner.budget.map(|(b, _)| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
     let allocation = match allocation {
         Some(a) => {
             let decisions = a.allocator.decisions();
@@ -464,6 +539,54 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     })
 }
 
+/// The runs to do in the order that keeps the cells level: at every point each cell has ended
+/// the same share of its plan as the others, within one unit (a scenario and replicate, both
+/// consent variants together, so a pair is never split by a stop). `cells` gives each cell's
+/// runs ended and planned ([`Store::spend_by_cell`]); the order within a cell is kept.
+fn interleave(todo: Vec<NewRun>, cells: &BTreeMap<(String, String), (f64, u64, u64, u64)>) -> Vec<NewRun> {
+    type Unit = Vec<NewRun>;
+    let mut queues: BTreeMap<(String, String), std::collections::VecDeque<Unit>> = BTreeMap::new();
+    let mut unit_of: BTreeMap<(String, String, String, u32), usize> = BTreeMap::new();
+    for r in todo {
+        let cell = (r.framework.clone(), r.model.clone());
+        let q = queues.entry(cell).or_default();
+        let key = (r.framework.clone(), r.model.clone(), r.scenario_hash.clone(), r.replicate);
+        match unit_of.get(&key) {
+            Some(&i) => q[i].push(r),
+            None => {
+                unit_of.insert(key, q.len());
+                q.push_back(vec![r]);
+            }
+        }
+    }
+    // Ended runs (before this call, then as ordered here) over planned runs, per cell.
+    let mut share: BTreeMap<(String, String), (u64, u64)> = queues
+        .iter()
+        .map(|(cell, q)| {
+            let (_, _, ended, planned) = cells.get(cell).copied().unwrap_or_default();
+            (cell.clone(), (ended, planned.max(q.iter().map(Vec::len).sum::<usize>() as u64).max(1)))
+        })
+        .collect();
+    let mut out = Vec::new();
+    loop {
+        let next = queues
+            .iter()
+            .filter(|(_, q)| !q.is_empty())
+            .map(|(cell, _)| cell)
+            .min_by(|a, b| {
+                let (sa, sb) = (share[*a], share[*b]);
+                // ea / pa < eb / pb, without division; ties go to the cell first in order.
+                (u128::from(sa.0) * u128::from(sb.1)).cmp(&(u128::from(sb.0) * u128::from(sa.1)))
+            })
+            .cloned();
+        let Some(cell) = next else { break };
+        let unit = queues.get_mut(&cell).and_then(|q| q.pop_front()).expect("a cell with units left");
+        share.get_mut(&cell).expect("every cell has a share").0 += unit.len() as u64;
+        out.extend(unit);
+    }
+    out
+}
+
 /// Runs an adaptive experiment batch by batch: the decided units still in flight first, then
 /// `slots` units at a time as the allocator decides them (each batch's decisions recorded
 /// before its runs start), until every cell is finished, the spending limit stops it, or no
@@ -492,7 +615,7 @@ fn drive_adaptive(a: &mut adaptive::Allocation, hosts: &[(Executor, usize)], tod
         }
         // A paused cell's units stay pending for a later run.
         in_flight.retain(|d| !a.allocator.is_stopped(d.cell));
-        if !left.is_empty() || runner.budget.as_ref().is_some_and(|b| b.lock().unwrap_or_else(|p| p.into_inner()).held > 0) {
+        if !left.is_empty() || runner.budget.as_ref().is_some_and(|(b, _)| b.lock().unwrap_or_else(|p| p.into_inner()).held > 0) {
             return Ok(left);
         }
     }
@@ -543,7 +666,8 @@ struct Runner<'a> {
     pause_after: Option<u32>,
     /// Each cell's model-API failures in a row, by (framework, model).
     cells: Mutex<BTreeMap<(String, String), CellHealth>>,
-    budget: Option<Mutex<Budget>>,
+    /// The spending limit, and the signal that a run ended (a cell's probe waits for it).
+    budget: Option<(Mutex<Budget>, std::sync::Condvar)>,
 }
 
 /// A cell's standing under the failure policy.
@@ -566,13 +690,17 @@ struct Live {
     running: AtomicUsize,
     /// Runs of paused cells, left pending.
     skipped: AtomicUsize,
+    /// Runs the spending limit held, left pending.
+    held: AtomicUsize,
+    /// Tokens and US dollars the experiment has used: what was recorded before this call, and
+    /// its runs since (one figure, the experiment's, as the limit counts it).
     spent: Mutex<(u64, f64)>,
     /// Plain lines (no terminal to draw a bar on).
     lines: bool,
 }
 
 impl Live {
-    fn new(total: usize, bar: bool) -> Live {
+    fn new(total: usize, bar: bool, spent_before: (u64, f64)) -> Live {
         Live {
             started: Instant::now(),
             total,
@@ -580,7 +708,8 @@ impl Live {
             failed: AtomicUsize::new(0),
             running: AtomicUsize::new(0),
             skipped: AtomicUsize::new(0),
-            spent: Mutex::new((0, 0.0)),
+            held: AtomicUsize::new(0),
+            spent: Mutex::new(spent_before),
             lines: !bar,
         }
     }
@@ -591,7 +720,7 @@ impl Live {
         let skipped = self.skipped.load(Ordering::Relaxed);
         let rate = finished as f64 / self.started.elapsed().as_secs_f64().max(1e-3);
         let mut line = format!(
-            "{finished}/{} finished ({} failed), {} running, {tokens} tokens, {} spent, {rate:.2} runs/s",
+            "{finished}/{} finished ({} failed), {} running, the experiment's {tokens} tokens and {} spent, {rate:.2} runs/s",
             self.total,
             self.failed.load(Ordering::Relaxed),
             self.running.load(Ordering::Relaxed),
@@ -599,6 +728,10 @@ impl Live {
         );
         if skipped > 0 {
             line.push_str(&format!(", {skipped} left pending (paused cells)"));
+        }
+        let held = self.held.load(Ordering::Relaxed);
+        if held > 0 {
+            line.push_str(&format!(", {held} held at the spending limit"));
         }
         line
     }
@@ -654,13 +787,18 @@ impl Runner<'_> {
         }
     }
 
-    /// Whether the spending limit lets one more run start (reserving it); says so the first
-    /// time it does not.
-    fn budget_allows(&self) -> bool {
-        let Some(b) = &self.budget else { return true };
+    /// Whether the spending limit lets one more run of `r`'s cell start: `Some(reserved cost)`
+    /// if so. Waits while the cell's probe is in flight; says so the first time it holds a run.
+    fn budget_allows(&self, r: &NewRun) -> Option<f64> {
+        let Some((b, ended)) = &self.budget else { return Some(0.0) };
+        let cell = (r.framework.clone(), r.model.clone());
         let mut b = b.lock().unwrap_or_else(|p| p.into_inner());
-        if b.start() {
-            return true;
+        loop {
+            match b.start(&cell) {
+                Start::Go(cost) => return Some(cost),
+                Start::Wait => b = ended.wait(b).unwrap_or_else(|p| p.into_inner()),
+                Start::Hold => break,
+            }
         }
         if b.held == 1 {
             let (spent, max, in_flight) = (b.spent, b.max, b.in_flight);
@@ -674,7 +812,15 @@ impl Runner<'_> {
                 )
             });
         }
-        false
+        None
+    }
+
+    /// Records the end of a run the budget let start.
+    fn budget_end(&self, r: &NewRun, reserved: f64, cost: Option<f64>) {
+        if let Some((b, ended)) = &self.budget {
+            b.lock().unwrap_or_else(|p| p.into_inner()).end(&(r.framework.clone(), r.model.clone()), reserved, cost);
+            ended.notify_all();
+        }
     }
 
     fn paused(&self, r: &NewRun) -> bool {
@@ -688,20 +834,25 @@ impl Runner<'_> {
 
 impl pool::Work<Executor, NewRun> for Runner<'_> {
     fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
-        if self.paused(r) || !self.budget_allows() {
+        if self.paused(r) {
             // Left pending: a later `experiment run` takes it.
             self.live.skipped.fetch_add(1, Ordering::Relaxed);
             self.bar.inc(1);
             return Ok(());
         }
-        let s = self.by_hash.get(r.scenario_hash.as_str()).ok_or_else(|| anyhow::anyhow!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id))?;
+        let Some(reserved) = self.budget_allows(r) else {
+            self.live.held.fetch_add(1, Ordering::Relaxed);
+            self.bar.inc(1);
+            return Ok(());
+        };
+        let Some(s) = self.by_hash.get(r.scenario_hash.as_str()) else {
+            self.budget_end(r, reserved, None);
+            bail!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id);
+        };
         self.live.running.fetch_add(1, Ordering::Relaxed);
         let result = execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store);
         self.live.running.fetch_sub(1, Ordering::Relaxed);
-        if let Some(b) = &self.budget {
-            let cost = result.as_ref().ok().and_then(|u| u.as_ref()).and_then(|u| u.cost_usd);
-            b.lock().unwrap_or_else(|p| p.into_inner()).end(cost);
-        }
+        self.budget_end(r, reserved, result.as_ref().ok().and_then(|u| u.as_ref()).and_then(|u| u.cost_usd));
         let usage = result?;
         self.note_cell(r, None);
         self.finished(usage.as_ref(), false);
@@ -808,30 +959,76 @@ impl Drop for ExperimentLock {
 
 #[cfg(test)]
 mod tests {
-    use super::Budget;
+    use std::collections::BTreeMap;
 
-    /// Runs start while the spend and the runs in flight, at the mean cost of a run, stay
-    /// within the limit; the overspend is at most what was in flight.
-    #[test]
-    fn the_budget_starts_no_run_that_would_pass_the_limit() {
-        let mut b = Budget { max: 1.0, spent: 0.0, priced: 0, in_flight: 0, held: 0 };
-        // Nothing known of a run's cost: the first runs start.
-        assert!(b.start() && b.start());
-        b.end(Some(0.3));
-        b.end(Some(0.3));
-        // 0.6 spent; one more at the mean, 0.3: 0.9, within the limit.
-        assert!(b.start());
-        // Another beside it: 0.6 + 2 × 0.3 = 1.2 — held.
-        assert!(!b.start());
-        // The run in flight cost more than the mean: over by no more than it.
-        b.end(Some(0.5));
-        assert!((b.spent - 1.1).abs() < 1e-12);
-        assert!(!b.start(), "past the limit nothing starts");
-        assert_eq!((b.in_flight, b.held, b.priced), (0, 2, 3));
-        // A run whose cost is unknown (a model without a price) does not move the spend.
-        let mut free = Budget { max: 1.0, spent: 0.0, priced: 0, in_flight: 0, held: 0 };
-        assert!(free.start());
-        free.end(None);
-        assert!(free.start());
+    use overeager_core::Variant;
+
+    use super::{Budget, NewRun, Start, interleave};
+
+    fn cell(f: &str) -> (String, String) {
+        (f.to_string(), "m".to_string())
     }
+
+    fn limit(max: f64, per_run: Option<f64>) -> Budget {
+        Budget { max, spent: 0.0, cells: BTreeMap::new(), per_run, reserved: 0.0, in_flight: 0, held: 0 }
+    }
+
+    /// A cell whose cost nothing says runs one probe at a time; once a run has ended its mean
+    /// cost is reserved for each run in flight, and nothing starts that would pass the limit.
+    #[test]
+    fn the_budget_probes_each_cell_and_starts_no_run_that_would_pass_the_limit() {
+        let (a, b) = (cell("a"), cell("b"));
+        let mut budget = limit(1.0, None);
+        assert_eq!(budget.start(&a), Start::Go(0.0), "the probe");
+        assert_eq!(budget.start(&a), Start::Wait, "no second run before the probe's cost is known");
+        assert_eq!(budget.start(&b), Start::Go(0.0), "another cell probes beside it");
+        budget.end(&a, 0.0, Some(0.3));
+        // 0.3 spent; a's next at 0.3 reserved: 0.6.
+        assert_eq!(budget.start(&a), Start::Go(0.3));
+        // Another beside it: 0.3 + 0.3 + 0.3 = 0.9, within the limit.
+        assert_eq!(budget.start(&a), Start::Go(0.3));
+        // A third: 1.2 — held, and from then on everything is.
+        assert_eq!(budget.start(&a), Start::Hold);
+        budget.end(&b, 0.0, Some(0.05));
+        assert_eq!(budget.start(&b), Start::Hold, "once held, every later run is");
+        // The runs in flight cost more than the mean: over by no more than them.
+        budget.end(&a, 0.3, Some(0.5));
+        budget.end(&a, 0.3, Some(0.5));
+        assert!((budget.spent - 1.35).abs() < 1e-12);
+        assert_eq!((budget.in_flight, budget.held), (0, 2));
+        // A stated cost per run is used before any run of the cell ended.
+        let mut stated = limit(1.0, Some(0.4));
+        assert_eq!(stated.start(&a), Start::Go(0.4));
+        assert_eq!(stated.start(&a), Start::Go(0.4));
+        assert_eq!(stated.start(&a), Start::Hold);
+        // Runs without a price (a model with none, a scripted one) cost the budget nothing.
+        let mut free = limit(1.0, None);
+        assert_eq!(free.start(&a), Start::Go(0.0));
+        free.end(&a, 0.0, None);
+        assert_eq!((free.start(&a), free.start(&a)), (Start::Go(0.0), Start::Go(0.0)));
+    }
+
+    fn run(f: &str, scenario: &str, variant: Variant) -> NewRun {
+        NewRun { id: format!("{f}-{scenario}-{variant:?}"), agent: format!("scripted:{f}"), framework: f.into(), model: "m".into(), simulated: false, scenario_hash: scenario.into(), variant, replicate: 0, seed: 0 }
+    }
+
+    /// Cells take turns a unit at a time, a consent pair together, the cell furthest behind its
+    /// plan first.
+    #[test]
+    fn runs_interleave_across_cells_by_share_with_pairs_together() {
+        let mut todo = Vec::new();
+        for f in ["a", "b"] {
+            for s in ["s1", "s2", "s3"] {
+                todo.extend([run(f, s, Variant::ConsentKept), run(f, s, Variant::ConsentStripped)]);
+            }
+        }
+        let ids = |runs: &[NewRun]| runs.iter().map(|r| format!("{}{}", r.framework, &r.scenario_hash[1..])).collect::<Vec<_>>();
+        let fresh = interleave(todo.clone(), &BTreeMap::new());
+        assert_eq!(ids(&fresh), ["a1", "a1", "b1", "b1", "a2", "a2", "b2", "b2", "a3", "a3", "b3", "b3"]);
+        // b ended two of its six runs before: a catches up first.
+        let cells = BTreeMap::from([(cell("a"), (0.0, 0, 0, 6)), (cell("b"), (0.0, 0, 2, 6))]);
+        let todo_b_behind: Vec<NewRun> = todo.into_iter().filter(|r| !(r.framework == "b" && r.scenario_hash == "s1")).collect();
+        assert_eq!(ids(&interleave(todo_b_behind, &cells)), ["a1", "a1", "a2", "a2", "b2", "b2", "a3", "a3", "b3", "b3"]);
+    }
+
 }

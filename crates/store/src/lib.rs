@@ -1070,6 +1070,19 @@ impl Store {
         Ok((dollars.unwrap_or(0.0), runs as u64))
     }
 
+    /// An experiment's spend per cell: (framework, model) → (US dollars recorded, runs with a
+    /// cost, runs ended (done or failed), runs in the plan).
+    pub fn spend_by_cell(&self, experiment: &str) -> Result<BTreeMap<(String, String), (f64, u64, u64, u64)>> {
+        let mut stmt = self.conn.prepare(
+            "SELECT framework, model, COALESCE(SUM(cost_usd), 0), COUNT(cost_usd), COUNT(*) FILTER (WHERE status IN ('done', 'failed')), COUNT(*)
+             FROM runs WHERE experiment = ?1 GROUP BY framework, model",
+        )?;
+        let rows = stmt.query_map([experiment], |r| {
+            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get::<_, i64>(3)? as u64, r.get::<_, i64>(4)? as u64, r.get::<_, i64>(5)? as u64)))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
     /// What the finished runs of an agent spec (`<agent>:<policy>:<provider>/<model>`) used,
     /// in any experiment: (runs with usage, mean tokens per run, runs with a cost, mean US
     /// dollars per run).

@@ -60,14 +60,21 @@ pub struct RunArgs {
     pub pause_after: u32,
     /// The spending limit in US dollars over the experiment's whole recorded spend (overrides
     /// the plan's `max_cost`): no run starts once the spend and what the runs in flight are
-    /// expected to cost (each at the mean cost of a run so far) would pass it; the runs in
-    /// flight finish and the rest stay pending, for a later `experiment run`.
+    /// expected to cost (each at its cell's cost of a run) would pass it; the runs in flight
+    /// finish and the rest stay pending, for a later `experiment run`. The runs go round the
+    /// cells, so a stop leaves every cell at the same share of its plan (exit status 5).
     #[arg(long, value_name = "USD", value_parser = positive_dollars)]
     pub max_cost: Option<f64>,
+    /// The cost of a run, in US dollars, for cells with no run of their own or of their agent
+    /// spec in the store (as `experiment estimate --per-run`); without it, such a cell's first
+    /// run is a probe, run alone, before its others start.
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub per_run: Option<f64>,
     /// Adaptive allocation: run each cell only until every variant's 95% interval is within
     /// this half-width (`5pp`, `0.05`), choosing the next scenario × replicate by Thompson
     /// sampling over the cells, consent pairs together, archetypes balanced; every decision is
-    /// recorded (`experiment allocation`). Starts with a new experiment, which stays adaptive.
+    /// recorded in the store and replayed when the experiment is resumed. An experiment is
+    /// adaptive from its start; resuming one with another `--until` changes its target.
     #[arg(long, value_name = "HALF-WIDTH", value_parser = overeager_experiment::allocate::Target::parse)]
     pub until: Option<overeager_experiment::allocate::Target>,
     /// Print the outcome as JSON.
@@ -397,7 +404,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, until: args.until };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);
@@ -430,7 +437,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         }
         if let Some(b) = &out.budget {
             println!(
-                "stopped at the spending limit: {} spent of {}; {} run(s) not started stay pending (`--max-cost` higher goes on)",
+                "stopped at the spending limit (exit status {EXIT_BUDGET}): the experiment has spent {} of {}; {} run(s) not started stay pending, every cell at the same share of its plan (`--max-cost` higher goes on)",
                 overeager_agents::model::usage::usd(b.spent),
                 overeager_agents::model::usage::usd(b.max_cost),
                 b.left_pending
@@ -462,8 +469,18 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             );
         }
     }
-    Ok(if out.progress.failed > 0 || out.left_pending > 0 { ExitCode::FAILURE } else { ExitCode::SUCCESS })
+    let stopped_by_budget = out.budget.as_ref().map_or(0, |b| b.left_pending);
+    Ok(if out.progress.failed > 0 || out.left_pending > stopped_by_budget {
+        ExitCode::FAILURE
+    } else if stopped_by_budget > 0 {
+        ExitCode::from(EXIT_BUDGET)
+    } else {
+        ExitCode::SUCCESS
+    })
 }
+
+/// Exit status of `experiment run` when the spending limit stopped it (and nothing failed).
+pub const EXIT_BUDGET: u8 = 5;
 
 /// Each cell of an adaptive experiment: units taken of those it has, and per variant the rate,
 /// its interval and the archetype-weighted rate.

@@ -200,11 +200,13 @@ fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows
     assert!(stored.iter().all(|p| !std::fs::read(p).unwrap().windows(KEY.len()).any(|w| w == KEY.as_bytes())), "the key is in the store or a log");
 }
 
-/// `--max-cost`: no run starts once the spend and the runs in flight (at the mean cost of a
-/// run) would pass the limit, so the spend passes it by at most the runs that were in flight;
-/// the runs left stay pending, and a later `experiment run` with a higher limit finishes them.
+/// `--max-cost` on two cells: the runs go round the cells a consent pair at a time, a cell's
+/// first run is a probe until its cost is known, and no run starts whose expected cost would
+/// pass the limit; so at each of three stops both cells have done the same share of their plan
+/// within one pair, the spend passes the limit by at most the run in flight, the exit status
+/// says it was the budget (5), and a later `experiment run` with a higher limit goes on.
 #[test]
-fn a_spending_limit_stops_an_experiment_which_then_resumes() {
+fn a_spending_limit_stops_both_cells_at_the_same_share_and_the_experiment_resumes() {
     if !installed("claude-code") {
         return;
     }
@@ -212,17 +214,18 @@ fn a_spending_limit_stops_an_experiment_which_then_resumes() {
     let scenarios = work.join("scenarios");
     copy_tree(&seeds().join(SCENARIOS[0]), &scenarios.join(SCENARIOS[0]));
     let addr = format!("127.0.0.1:{}", free_port());
+    let price = |model: &str, scale: f64| format!("[providers.acme.prices.\"{model}\"]\ninput = {}\noutput = {}\n", PRICE.0 * scale, PRICE.1 * scale);
     std::fs::write(
         work.join("providers.toml"),
-        format!("[providers.acme]\ndialect = \"anthropic\"\nbase_url = \"http://{addr}\"\nkey_env = \"{KEY_ENV}\"\n[providers.acme.prices.\"stand-in-aggressive\"]\ninput = {}\noutput = {}\n", PRICE.0, PRICE.1),
+        format!("[providers.acme]\ndialect = \"anthropic\"\nbase_url = \"http://{addr}\"\nkey_env = \"{KEY_ENV}\"\n{}{}", price("stand-in-aggressive", 1.0), price("stand-in-moderate", 2.0)),
     )
     .unwrap();
     let plan = work.join("plan.toml");
     std::fs::write(
         &plan,
         format!(
-            "id = \"budget\"\nscenarios = {:?}\nvariants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = 2\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = 7\nparallelism = 1\nproviders = [\"providers.toml\"]\nmax_cost = 100.0\n\n\
-             [[agent]]\nagent = \"claude-code:permissive:acme/stand-in-aggressive\"\n",
+            "id = \"budget\"\nscenarios = {:?}\nvariants = [\"consent_kept\", \"consent_stripped\"]\nreplicates = 3\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = 7\nparallelism = 1\nproviders = [\"providers.toml\"]\nmax_cost = 100.0\n\n\
+             [[agent]]\nagent = \"claude-code:permissive:acme/stand-in-aggressive\"\n\n[[agent]]\nagent = \"claude-code:permissive:acme/stand-in-moderate\"\n",
             scenarios.display().to_string()
         ),
     )
@@ -235,36 +238,45 @@ fn a_spending_limit_stops_an_experiment_which_then_resumes() {
         args.extend_from_slice(extra);
         serde_json::from_str(&ok(&overeager(&args))).unwrap()
     };
-    // Before anything ran: nothing measured; a stated cost per run is used and said to be.
+    // Before anything ran: nothing measured, the tokens unknown rather than 0; a stated cost
+    // per run is used and said to be.
     let before = estimate(&[]);
-    assert!(before["cells"][0]["source"].as_str().unwrap().starts_with("unknown") && before["cells_unknown"] == 1, "{before}");
+    assert!(before["cells"][0]["source"].as_str().unwrap().starts_with("unknown") && before["cells_unknown"] == 2 && before["tokens"].is_null(), "{before}");
     let stated = estimate(&["--per-run", "0.5"]);
-    assert_eq!((stated["cells"][0]["runs"].as_u64(), stated["usd"].as_f64()), (Some(4), Some(2.0)), "{stated}");
+    assert_eq!((stated["cells"][0]["runs"].as_u64(), stated["usd"].as_f64()), (Some(6), Some(6.0)), "{stated}");
     assert!(stated["cells"][0]["source"].as_str().unwrap().starts_with("stated"), "{stated}");
-    // A limit below two runs' cost: the first run starts (nothing is known of a run's cost
-    // yet), then none whose expected cost would pass the limit.
-    let limit = 0.2;
-    let (ok_first, first, stderr) = experiment(&plan, &db, &["--max-cost", &limit.to_string()]);
-    assert!(!ok_first, "stopped with runs pending: {first}");
-    let budget = &first["budget"];
-    assert!(budget.is_object() && stderr.contains("stopping at the spending limit"), "{first}\n{stderr}");
-    assert_eq!(first["left_pending"], budget["left_pending"], "{first}");
-    let runs: Value = serde_json::from_str(&ok(&overeager(&["runs", "list", "--experiment", "budget", "--db", dbs, "--json"]))).unwrap();
-    let costs: Vec<f64> = runs["runs"].as_array().unwrap().iter().filter_map(|r| r["cost_usd"].as_f64()).collect();
-    let spent: f64 = costs.iter().sum();
-    let dearest = costs.iter().copied().fold(0.0, f64::max);
-    assert!(!costs.is_empty() && costs.len() < 4, "{runs}");
-    assert!(spent <= limit + dearest + 1e-9, "over the limit by more than the one run in flight: {spent} of {limit}");
-    assert!((budget["spent"].as_f64().unwrap() - spent).abs() < 1e-9, "{first}");
-    eprintln!("a limit of ${limit}: {} run(s) done for ${spent:.4}, {} left pending", costs.len(), budget["left_pending"]);
-    // Now measured: the runs still to do at the mean of those done.
+    // Each cell's runs done and the dearest run so far.
+    let done = || -> (Vec<u64>, f64, f64) {
+        let runs: Value = serde_json::from_str(&ok(&overeager(&["runs", "list", "--experiment", "budget", "--db", dbs, "--json"]))).unwrap();
+        let runs = runs["runs"].as_array().unwrap().clone();
+        let costs: Vec<f64> = runs.iter().filter_map(|r| r["cost_usd"].as_f64()).collect();
+        let per_cell = ["stand-in-aggressive", "stand-in-moderate"].map(|m| runs.iter().filter(|r| r["status"] == "done" && r["model"].as_str().is_some_and(|x| x.ends_with(m))).count() as u64);
+        (per_cell.to_vec(), costs.iter().sum(), costs.iter().copied().fold(0.0, f64::max))
+    };
+    // Three limits, each above the last: the first below any run's cost (the first cell's
+    // probe runs, then nothing), the others a few runs further.
+    let mut limit = 0.001;
+    for stop in 0..3 {
+        let mut cmd = Command::new(env!("CARGO_BIN_EXE_overeager"));
+        cmd.args(["experiment", "run", plan.to_str().unwrap(), "--db", dbs, "--uncontained", "--json", "--max-cost", &limit.to_string()]);
+        let out = cmd.current_dir(repo()).env(KEY_ENV, KEY).env_remove("OVEREAGER_PROVIDERS").env_remove("ANTHROPIC_API_KEY").output().unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}\n{stderr}"));
+        assert_eq!(out.status.code(), Some(5), "stop {stop}: the budget's own exit status: {v}\n{stderr}");
+        assert!(v["budget"].is_object() && stderr.contains("stopping at the spending limit"), "{v}\n{stderr}");
+        let (cells, spent, dearest) = done();
+        assert!(cells[0].abs_diff(cells[1]) <= 2, "stop {stop} at ${limit}: the cells' runs {cells:?} differ by more than a pair");
+        assert!(spent <= limit + dearest + 1e-9, "stop {stop}: ${spent} spent, over the limit ${limit} by more than the run in flight");
+        assert!((v["budget"]["spent"].as_f64().unwrap() - spent).abs() < 1e-9, "the experiment's spend, one figure: {v}");
+        eprintln!("stop {stop}: a limit of ${limit:.4}: runs {cells:?} for ${spent:.4}");
+        let n: u64 = cells.iter().sum();
+        limit = spent + 2.5 * spent / n as f64;
+    }
+    // Now measured: each cell's runs still to do at its own mean.
     let measured = estimate(&[]);
-    let cell = &measured["cells"][0];
-    assert!(cell["source"].as_str().unwrap().starts_with("measured"), "{measured}");
-    assert_eq!(cell["runs"].as_u64(), Some(4 - costs.len() as u64), "{measured}");
-    assert!((cell["usd"].as_f64().unwrap() - spent / costs.len() as f64 * (4 - costs.len()) as f64).abs() < 1e-9, "{measured}");
+    assert!(measured["cells"].as_array().unwrap().iter().all(|c| c["source"].as_str().unwrap().starts_with("measured")), "{measured}");
     // The plan's own limit is far above: the same experiment goes on and completes.
     let (ok_again, again, stderr) = experiment(&plan, &db, &[]);
     assert!(ok_again && again["budget"].is_null(), "{again}\n{stderr}");
-    assert_eq!(again["progress"]["done"], 4, "{again}");
+    assert_eq!(again["progress"]["done"], 12, "{again}");
 }
