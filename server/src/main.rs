@@ -150,6 +150,13 @@ enum ExperimentCmd {
     /// Judge an experiment's stored runs again with the predicates trusted now (after a module
     /// was approved, or one revoked) and list the runs whose outcome moved.
     Rejudge(cli::experiment::RejudgeArgs),
+    /// Pause a running experiment from anywhere: its runner starts no new run (those in flight
+    /// finish) until `experiment resume`; obeyed within a second.
+    Pause(cli::experiment::SteerArgs),
+    /// Resume a paused experiment's runner.
+    Resume(cli::experiment::SteerArgs),
+    /// Change a running experiment's spending limit or runs at once; obeyed within a second.
+    Limit(cli::experiment::LimitArgs),
 }
 
 #[derive(Subcommand)]
@@ -496,6 +503,9 @@ fn main() -> ExitCode {
         Command::Experiment(ExperimentCmd::List(args)) => cli::experiment::list(&args),
         Command::Experiment(ExperimentCmd::Status(args)) => cli::experiment::status(&args),
         Command::Experiment(ExperimentCmd::Rejudge(args)) => cli::experiment::rejudge(&args),
+        Command::Experiment(ExperimentCmd::Pause(args)) => cli::experiment::steer(&args, Some(true), None, None),
+        Command::Experiment(ExperimentCmd::Resume(args)) => cli::experiment::steer(&args, Some(false), None, None),
+        Command::Experiment(ExperimentCmd::Limit(args)) => cli::experiment::steer(&args.of, None, args.max_cost, args.jobs),
         Command::Experiment(ExperimentCmd::Estimate(args)) => cli::experiment::estimate(&args),
         Command::Report(args) => cli::experiment::report_cmd(&args),
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),

@@ -46,6 +46,8 @@ pub struct Options {
     pub progress: bool,
     /// Run failed runs again as well as pending ones.
     pub retry_failed: bool,
+    /// Of the failed runs, only those a model API failed ([`overeager_agents::model::MODEL_API_ERROR`]).
+    pub only_errored: bool,
     /// Sign each bundle with this runner key (see [`overeager_bundle::signature`]).
     pub runner_key: Option<ed25519_dalek::SigningKey>,
     /// Third-party predicate modules the runs are judged with besides `std`, and the trust
@@ -84,6 +86,7 @@ impl Default for Options {
             jobs: None,
             progress: false,
             retry_failed: false,
+            only_errored: false,
             runner_key: None,
             modules: Default::default(),
             uncontained: false,
@@ -93,6 +96,21 @@ impl Default for Options {
             per_run: None,
             until: None,
         }
+    }
+}
+
+/// How often a running experiment reads its control: a pause or a new limit is obeyed within
+/// this (and the run in flight).
+const STEER_POLL: Duration = Duration::from_millis(250);
+
+/// A place among the runs the control allows at once, given back when dropped.
+struct SteerSlot<'r, 'a>(&'r Runner<'a>);
+
+impl Drop for SteerSlot<'_, '_> {
+    fn drop(&mut self) {
+        let (steer, changed) = &self.0.steer;
+        steer.lock().unwrap_or_else(|p| p.into_inner()).running -= 1;
+        changed.notify_all();
     }
 }
 
@@ -168,6 +186,8 @@ struct Budget {
     in_flight: usize,
     /// Runs not started because of the limit.
     held: usize,
+    /// Set by the first run held: no later run starts until the limit is raised.
+    stopped: bool,
 }
 
 /// One cell's spending.
@@ -207,24 +227,36 @@ impl Budget {
     /// Whether one more run of `cell` may start: the spend so far, what the runs in flight are
     /// expected to cost and this one stay within the limit. Reserves it if so.
     fn start(&mut self, cell: &(String, String)) -> Start {
-        if self.held > 0 || self.spent >= self.max {
-            self.held += 1;
-            return Start::Hold;
+        if self.stopped || self.spent >= self.max {
+            return self.hold();
         }
         let cost = match self.estimate(cell) {
             Some(e) => e,
+            // Without a limit (it may be set while the experiment runs) nothing waits.
+            None if self.max.is_infinite() => 0.0,
             None if self.cells.get(cell).is_some_and(|c| c.in_flight > 0) => return Start::Wait,
             // The cell's probe: its cost is learnt from it.
             None => 0.0,
         };
         if self.spent + self.reserved + cost > self.max {
-            self.held += 1;
-            return Start::Hold;
+            return self.hold();
         }
         self.reserved += cost;
         self.in_flight += 1;
         self.cells.entry(cell.clone()).or_default().in_flight += 1;
         Start::Go(cost)
+    }
+
+    fn hold(&mut self) -> Start {
+        self.held += 1;
+        self.stopped = true;
+        Start::Hold
+    }
+
+    /// A new limit, set while the experiment runs: raised, the runs after those held start.
+    fn set_max(&mut self, max: f64) {
+        self.max = max;
+        self.stopped = self.spent >= max;
     }
 
     fn end(&mut self, cell: &(String, String), reserved: f64, cost: Option<f64>) {
@@ -429,7 +461,8 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
             true
         }
     };
-    let todo = interleave(store.runs_to_do(&lp.plan.id, opts.retry_failed)?, &store.spend_by_cell(&lp.plan.id)?);
+    let failed_with = opts.only_errored.then_some(overeager_agents::model::MODEL_API_ERROR);
+    let todo = interleave(store.runs_to_do_of(&lp.plan.id, opts.retry_failed, failed_with)?, &store.spend_by_cell(&lp.plan.id)?);
     if opts.until.is_some() && store.allocation(&lp.plan.id)?.is_none() {
         let p = store.progress(&lp.plan.id)?;
         if p.done + p.failed > 0 {
@@ -442,20 +475,19 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         store.start_allocation(&lp.plan.id, allocate::RULE, lp.plan.seed)?;
     }
     let mut allocation = adaptive::Allocation::load(&store, &lp.plan.id, opts.until)?;
-    let budget = match opts.max_cost.or(lp.placement.max_cost) {
-        Some(max) => {
-            let (spent, _) = store.spend(&lp.plan.id)?;
-            let by_cell = store.spend_by_cell(&lp.plan.id)?;
-            let mut cells = BTreeMap::new();
-            for a in &lp.plan.agents {
-                let key = (a.framework.clone(), a.model.clone());
-                let (cell_spent, priced, ended, _) = by_cell.get(&key).copied().unwrap_or_default();
-                let (_, _, earlier_priced, mean) = store.usage_of_agent(&a.agent)?;
-                cells.insert(key, CellSpend { spent: cell_spent, priced, ended, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
-            }
-            Some((Mutex::new(Budget { max, spent, cells, per_run: opts.per_run, reserved: 0.0, in_flight: 0, held: 0 }), std::sync::Condvar::new()))
+    // Always kept, without a limit as an infinite one: a limit may be set while it runs.
+    let budget = {
+        let max = opts.max_cost.or(lp.placement.max_cost).unwrap_or(f64::INFINITY);
+        let (spent, _) = store.spend(&lp.plan.id)?;
+        let by_cell = store.spend_by_cell(&lp.plan.id)?;
+        let mut cells = BTreeMap::new();
+        for a in &lp.plan.agents {
+            let key = (a.framework.clone(), a.model.clone());
+            let (cell_spent, priced, ended, _) = by_cell.get(&key).copied().unwrap_or_default();
+            let (_, _, earlier_priced, mean) = store.usage_of_agent(&a.agent)?;
+            cells.insert(key, CellSpend { spent: cell_spent, priced, ended, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
         }
-        None => None,
+        (Mutex::new(Budget { max, spent, cells, per_run: opts.per_run, reserved: 0.0, in_flight: 0, held: 0, stopped: false }), std::sync::Condvar::new())
     };
     let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
     let slots = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
@@ -492,12 +524,21 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         pause_after: opts.pause_after,
         cells: Mutex::new(BTreeMap::new()),
         budget,
+        steer: (Mutex::new(Steer { paused: false, jobs: jobs.max(1), slots: jobs.max(1), running: 0 }), std::sync::Condvar::new()),
     };
     let decided_before = allocation.as_ref().map_or(0, |a| a.allocator.decisions());
-    let left = match allocation.as_mut() {
-        None => pool::drain(&hosts, todo, &runner),
-        Some(a) => drive_adaptive(a, &hosts, &todo, &runner, slots)?,
-    };
+    // A new runner goes by its own options until someone steers it.
+    runner.store().clear_control(&lp.plan.id)?;
+    let watching = std::sync::atomic::AtomicBool::new(true);
+    let left = std::thread::scope(|sc| {
+        sc.spawn(|| runner.watch_control(&watching));
+        let left = match allocation.as_mut() {
+            None => Ok(pool::drain(&hosts, todo, &runner)),
+            Some(a) => drive_adaptive(a, &hosts, &todo, &runner, slots),
+        };
+        watching.store(false, Ordering::Relaxed);
+        left
+    })?;
     runner.bar.finish_and_clear();
     let skipped = runner.live.skipped.load(Ordering::Relaxed) + runner.live.held.load(Ordering::Relaxed);
     let paused: Vec<(String, String)> = runner
@@ -508,7 +549,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         .filter_map(|((f, m), h)| h.paused.then(|| (format!("{f} · {m}"), h.last_error)))
         .collect();
     let store = runner.store.into_inner().expect("no panics while holding the store");
-    let budget = runner.budget.map(|(b, _)| b.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
+    let budget = Some(runner.budget.0.into_inner().unwrap_or_else(|p| p.into_inner())).filter(|b| b.held > 0).map(|b| BudgetStop { max_cost: b.max, spent: b.spent, left_pending: b.held });
     let allocation = match allocation {
         Some(a) => {
             let decisions = a.allocator.decisions();
@@ -615,7 +656,7 @@ fn drive_adaptive(a: &mut adaptive::Allocation, hosts: &[(Executor, usize)], tod
         }
         // A paused cell's units stay pending for a later run.
         in_flight.retain(|d| !a.allocator.is_stopped(d.cell));
-        if !left.is_empty() || runner.budget.as_ref().is_some_and(|(b, _)| b.lock().unwrap_or_else(|p| p.into_inner()).held > 0) {
+        if !left.is_empty() || runner.budget.0.lock().unwrap_or_else(|p| p.into_inner()).held > 0 {
             return Ok(left);
         }
     }
@@ -667,7 +708,19 @@ struct Runner<'a> {
     /// Each cell's model-API failures in a row, by (framework, model).
     cells: Mutex<BTreeMap<(String, String), CellHealth>>,
     /// The spending limit, and the signal that a run ended (a cell's probe waits for it).
-    budget: Option<(Mutex<Budget>, std::sync::Condvar)>,
+    budget: (Mutex<Budget>, std::sync::Condvar),
+    /// What the experiment's control asks ([`Store::steer`]), and the signal that it changed
+    /// or a run ended.
+    steer: (Mutex<Steer>, std::sync::Condvar),
+}
+
+/// Pause and parallelism as the experiment's control sets them while it runs.
+struct Steer {
+    paused: bool,
+    /// Runs at once now, at most `slots`.
+    jobs: usize,
+    slots: usize,
+    running: usize,
 }
 
 /// A cell's standing under the failure policy.
@@ -790,7 +843,7 @@ impl Runner<'_> {
     /// Whether the spending limit lets one more run of `r`'s cell start: `Some(reserved cost)`
     /// if so. Waits while the cell's probe is in flight; says so the first time it holds a run.
     fn budget_allows(&self, r: &NewRun) -> Option<f64> {
-        let Some((b, ended)) = &self.budget else { return Some(0.0) };
+        let (b, ended) = &self.budget;
         let cell = (r.framework.clone(), r.model.clone());
         let mut b = b.lock().unwrap_or_else(|p| p.into_inner());
         loop {
@@ -815,12 +868,65 @@ impl Runner<'_> {
         None
     }
 
+    /// Waits while the experiment is paused or as many runs as its control allows are running,
+    /// then holds a place until dropped.
+    fn steer_slot(&self) -> SteerSlot<'_, '_> {
+        let (steer, changed) = &self.steer;
+        let mut s = steer.lock().unwrap_or_else(|p| p.into_inner());
+        while s.paused || s.running >= s.jobs {
+            s = changed.wait(s).unwrap_or_else(|p| p.into_inner());
+        }
+        s.running += 1;
+        SteerSlot(self)
+    }
+
+    /// Reads the experiment's control every [`STEER_POLL`] until `watching` is cleared, and
+    /// applies what changed, saying so: pause, resume, parallelism, the spending limit.
+    fn watch_control(&self, watching: &std::sync::atomic::AtomicBool) {
+        let reader = match Store::open_reader(self.store().path()) {
+            Ok(r) => r,
+            Err(e) => {
+                self.bar.suspend(|| eprintln!("experiment {}: its control cannot be read ({e:#}); it runs as started", self.experiment));
+                return;
+            }
+        };
+        let mut seen: Option<overeager_store::Control> = None;
+        while watching.load(Ordering::Relaxed) {
+            std::thread::sleep(STEER_POLL);
+            let Ok(Some(c)) = reader.control(self.experiment) else { continue };
+            if seen.as_ref() == Some(&c) {
+                continue;
+            }
+            let before = seen.replace(c.clone());
+            let mut said = Vec::new();
+            {
+                let mut s = self.steer.0.lock().unwrap_or_else(|p| p.into_inner());
+                if before.as_ref().map_or(c.paused, |b| b.paused != c.paused) {
+                    s.paused = c.paused;
+                    said.push(if c.paused { "paused: the runs in flight finish, none starts until `experiment resume`".to_string() } else { "resumed".to_string() });
+                }
+                if let Some(j) = c.jobs.filter(|j| before.as_ref().is_none_or(|b| b.jobs != Some(*j))) {
+                    s.jobs = j.clamp(1, s.slots);
+                    said.push(if j > s.slots { format!("{} run(s) at once (at most the {} it started with)", s.jobs, s.slots) } else { format!("{} run(s) at once", s.jobs) });
+                }
+            }
+            if let Some(m) = c.max_cost.filter(|m| before.as_ref().is_none_or(|b| b.max_cost != Some(*m))) {
+                self.budget.0.lock().unwrap_or_else(|p| p.into_inner()).set_max(m);
+                said.push(format!("spending limit {}", overeager_agents::model::usage::usd(m)));
+            }
+            self.steer.1.notify_all();
+            self.budget.1.notify_all();
+            if !said.is_empty() {
+                self.bar.suspend(|| eprintln!("experiment {}: {} (asked by {})", self.experiment, said.join("; "), c.updated_by));
+            }
+        }
+    }
+
     /// Records the end of a run the budget let start.
     fn budget_end(&self, r: &NewRun, reserved: f64, cost: Option<f64>) {
-        if let Some((b, ended)) = &self.budget {
-            b.lock().unwrap_or_else(|p| p.into_inner()).end(&(r.framework.clone(), r.model.clone()), reserved, cost);
-            ended.notify_all();
-        }
+        let (b, ended) = &self.budget;
+        b.lock().unwrap_or_else(|p| p.into_inner()).end(&(r.framework.clone(), r.model.clone()), reserved, cost);
+        ended.notify_all();
     }
 
     fn paused(&self, r: &NewRun) -> bool {
@@ -834,6 +940,7 @@ impl Runner<'_> {
 
 impl pool::Work<Executor, NewRun> for Runner<'_> {
     fn run(&self, host: &Executor, r: &NewRun) -> Result<()> {
+        let _slot = self.steer_slot();
         if self.paused(r) {
             // Left pending: a later `experiment run` takes it.
             self.live.skipped.fetch_add(1, Ordering::Relaxed);
@@ -970,7 +1077,7 @@ mod tests {
     }
 
     fn limit(max: f64, per_run: Option<f64>) -> Budget {
-        Budget { max, spent: 0.0, cells: BTreeMap::new(), per_run, reserved: 0.0, in_flight: 0, held: 0 }
+        Budget { max, spent: 0.0, cells: BTreeMap::new(), per_run, reserved: 0.0, in_flight: 0, held: 0, stopped: false }
     }
 
     /// A cell whose cost nothing says runs one probe at a time; once a run has ended its mean

@@ -414,7 +414,32 @@ const MIGRATIONS: &[&str] = &[
         computed_us INTEGER NOT NULL
     ) WITHOUT ROWID;
     "#,
+    // 14: steering a running experiment from elsewhere (`experiment pause|resume|limit`, the
+    // API): what its runner should do now. NULL: as the runner was started.
+    r#"
+    CREATE TABLE experiment_controls (
+        experiment TEXT PRIMARY KEY REFERENCES experiments(id),
+        paused     INTEGER NOT NULL DEFAULT 0,
+        max_cost   REAL,
+        jobs       INTEGER,
+        updated_us INTEGER NOT NULL,
+        updated_by TEXT NOT NULL
+    ) WITHOUT ROWID;
+    "#,
 ];
+
+/// What an experiment's runner is asked to do ([`Store::steer`]).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Control {
+    /// Start no run until resumed (runs in flight finish).
+    pub paused: bool,
+    /// The spending limit in US dollars, replacing the one the runner was started with.
+    pub max_cost: Option<f64>,
+    /// Runs at once, at most the slots the runner was started with.
+    pub jobs: Option<usize>,
+    pub updated_us: u64,
+    pub updated_by: String,
+}
 
 /// A done run with its bundle and its stored verdict.
 #[derive(Debug, Clone)]
@@ -921,11 +946,17 @@ impl Store {
 
     /// Runs still to do: pending ones and, with `retry_failed`, failed ones.
     pub fn runs_to_do(&self, experiment: &str, retry_failed: bool) -> Result<Vec<NewRun>> {
+        self.runs_to_do_of(experiment, retry_failed, None)
+    }
+
+    /// [`Store::runs_to_do`], the failed runs taken only when their error contains `failed_with`
+    /// (given).
+    pub fn runs_to_do_of(&self, experiment: &str, retry_failed: bool, failed_with: Option<&str>) -> Result<Vec<NewRun>> {
         let mut stmt = self.conn.prepare(
             "SELECT id, agent, framework, model, simulated, scenario_hash, variant, replicate, seed FROM runs
-             WHERE experiment = ?1 AND (status = 'pending' OR (?2 AND status = 'failed')) ORDER BY rowid",
+             WHERE experiment = ?1 AND (status = 'pending' OR (?2 AND status = 'failed' AND (?3 IS NULL OR instr(COALESCE(error, ''), ?3) > 0))) ORDER BY rowid",
         )?;
-        let rows = stmt.query_map(params![experiment, retry_failed], NewRun::from_row)?;
+        let rows = stmt.query_map(params![experiment, retry_failed, failed_with], NewRun::from_row)?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
 
@@ -1068,6 +1099,38 @@ impl Store {
         let (dollars, runs): (Option<f64>, i64) =
             self.conn.query_row("SELECT SUM(cost_usd), COUNT(cost_usd) FROM runs WHERE experiment = ?1", [experiment], |r| Ok((r.get(0)?, r.get(1)?)))?;
         Ok((dollars.unwrap_or(0.0), runs as u64))
+    }
+
+    /// What the running runner of an experiment is asked to do now, if anyone asked.
+    pub fn control(&self, experiment: &str) -> Result<Option<Control>> {
+        Ok(self
+            .conn
+            .query_row("SELECT paused, max_cost, jobs, updated_us, updated_by FROM experiment_controls WHERE experiment = ?1", [experiment], |r| {
+                Ok(Control { paused: r.get(0)?, max_cost: r.get(1)?, jobs: r.get::<_, Option<i64>>(2)?.map(|j| j as usize), updated_us: r.get::<_, i64>(3)? as u64, updated_by: r.get(4)? })
+            })
+            .optional()?)
+    }
+
+    /// Forgets what an experiment's runner was asked: a runner started now goes by its own
+    /// options until asked again.
+    pub fn clear_control(&mut self, experiment: &str) -> Result<()> {
+        self.conn.execute("DELETE FROM experiment_controls WHERE experiment = ?1", [experiment])?;
+        Ok(())
+    }
+
+    /// Changes what an experiment's runner is asked to do: each `Some` replaces that setting.
+    /// Returns the whole control as it now is.
+    pub fn steer(&mut self, experiment: &str, paused: Option<bool>, max_cost: Option<f64>, jobs: Option<usize>, by: &str) -> Result<Control> {
+        self.require_experiment(experiment)?;
+        let tx = self.conn.transaction()?;
+        tx.execute(
+            "INSERT INTO experiment_controls (experiment, paused, max_cost, jobs, updated_us, updated_by) VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6)
+             ON CONFLICT (experiment) DO UPDATE SET paused = COALESCE(?2, paused), max_cost = COALESCE(?3, max_cost), jobs = COALESCE(?4, jobs),
+               updated_us = ?5, updated_by = ?6",
+            params![experiment, paused, max_cost, jobs.map(|j| j as i64), now_us() as i64, by],
+        )?;
+        tx.commit()?;
+        self.control(experiment)?.context("the control just written")
     }
 
     /// An experiment's spend per cell: (framework, model) → (US dollars recorded, runs with a
@@ -1366,7 +1429,7 @@ mod tests {
                 s.conn.execute_batch(&format!("DROP TRIGGER {t}")).unwrap();
             }
             s.conn
-                .execute_batch("DROP TABLE topic_versions; DROP TABLE decompositions;")
+                .execute_batch("DROP TABLE topic_versions; DROP TABLE decompositions; DROP TABLE experiment_controls;")
                 .unwrap();
             s.conn
                 .execute_batch("CREATE TABLE t8 AS SELECT * FROM tokens")

@@ -39,6 +39,10 @@ pub struct RunArgs {
     /// agent) last time.
     #[arg(long)]
     pub retry_failed: bool,
+    /// With `--retry-failed`: redo only the runs a model API failed (an outage), not those
+    /// the executor or the judge did.
+    #[arg(long, requires = "retry_failed")]
+    pub only_errored: bool,
     /// Run real agents on real models on the local executor, uncontained: they can touch
     /// anything this user can (see `overeager run --uncontained`).
     #[arg(long)]
@@ -148,6 +152,50 @@ pub fn rejudge(args: &RejudgeArgs) -> Result<ExitCode> {
         }
         println!("{t}");
     }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Arguments of `overeager experiment pause` and `resume`.
+#[derive(Args)]
+pub struct SteerArgs {
+    /// The experiment id.
+    pub id: String,
+    #[command(flatten)]
+    pub db: DbArg,
+}
+
+/// Arguments of `overeager experiment limit`.
+#[derive(Args)]
+pub struct LimitArgs {
+    #[command(flatten)]
+    pub of: SteerArgs,
+    /// The new spending limit in US dollars over the experiment's whole spend.
+    #[arg(long, value_name = "USD", value_parser = positive_dollars)]
+    pub max_cost: Option<f64>,
+    /// Runs at once (at most what the runner started with).
+    #[arg(long)]
+    pub jobs: Option<usize>,
+}
+
+/// `overeager experiment pause|resume|limit`: writes the experiment's control, which its
+/// running `experiment run` (here or in a server) reads within a second.
+pub fn steer(args: &SteerArgs, paused: Option<bool>, max_cost: Option<f64>, jobs: Option<usize>) -> Result<ExitCode> {
+    if paused.is_none() && max_cost.is_none() && jobs.is_none() {
+        bail!("say what to change: --max-cost USD and/or --jobs N");
+    }
+    if jobs == Some(0) {
+        bail!("--jobs must be at least 1 (`experiment pause` stops starting runs)");
+    }
+    let by = std::env::var("USER").unwrap_or_else(|_| "the command line".into());
+    let c = Store::open_existing(&args.db.db)?.steer(&args.id, paused, max_cost, jobs, &by)?;
+    let mut now = vec![if c.paused { "paused".to_string() } else { "running".to_string() }];
+    if let Some(m) = c.max_cost {
+        now.push(format!("spending limit {}", overeager_agents::model::usage::usd(m)));
+    }
+    if let Some(j) = c.jobs {
+        now.push(format!("{j} run(s) at once"));
+    }
+    println!("experiment {}: {}; its running `experiment run` obeys within a second (a new one goes by its own options)", args.id, now.join(", "));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -404,7 +452,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, only_errored: args.only_errored, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);

@@ -560,3 +560,66 @@ fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction(
     assert!(lo <= share && share <= hi && lo.is_finite() && hi.is_finite(), "{interaction}");
     eprintln!("crossed: 72 runs in {:.0} s; interaction share {share:.3} [{lo:.3}, {hi:.3}]; shares {shares:?}", started.elapsed().as_secs_f64());
 }
+
+/// A running experiment steered from a second terminal: `experiment pause` stops it starting
+/// runs (those in flight finish), `experiment limit --jobs` and `--max-cost` are taken up and
+/// said, `experiment resume` lets it finish; each is obeyed as soon as the runner reads its
+/// control (how long that took is printed, not asserted).
+#[test]
+fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let plan = sim_plan(dir.path(), "steered", 2, 30);
+    let db = dir.path().join("store.db");
+    let dbs = db.to_str().unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager"))
+        .args(["experiment", "run", plan.to_str().unwrap(), "--db", dbs])
+        .current_dir(repo())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // The runner's lines, as they come.
+    let (tx, said) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let wait_for = |what: &str| -> Duration {
+        let t = Instant::now();
+        loop {
+            let line = said.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("the runner never said `{what}`"));
+            if line.contains(what) {
+                return t.elapsed();
+            }
+        }
+    };
+    let steer = |args: &[&str]| ok(&overeager(&[&["experiment"], args, &["--db", dbs]].concat()));
+    let done = || std::panic::catch_unwind(|| db_counts(&db, "steered").1).unwrap_or(0);
+    while done() < 10 {
+        assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be steered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    assert!(steer(&["pause", "steered"]).contains("paused"));
+    eprintln!("paused after {:?}", wait_for("paused: the runs in flight finish"));
+    // Once the two runs in flight have ended, nothing more is done while it is paused.
+    let runs_when_paused = db_counts(&db, "steered").1;
+    std::thread::sleep(Duration::from_secs(2));
+    let still = db_counts(&db, "steered").1;
+    assert!(still <= runs_when_paused + 2, "{still} runs done while paused at {runs_when_paused}");
+    assert!(child.try_wait().unwrap().is_none(), "a paused runner waits");
+    steer(&["limit", "steered", "--jobs", "1", "--max-cost", "5"]);
+    eprintln!("limited after {:?}", wait_for("1 run(s) at once; spending limit $5.00"));
+    steer(&["resume", "steered"]);
+    eprintln!("resumed after {:?}", wait_for("resumed"));
+    assert!(child.wait().unwrap().success());
+    let (total, done, _, _) = db_counts(&db, "steered");
+    assert_eq!(done, total, "it finished every run once resumed");
+    // Asking for nothing, or for no runs at once, is refused with what to do.
+    let refused = overeager(&["experiment", "limit", "steered", "--db", dbs]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--max-cost"));
+}
