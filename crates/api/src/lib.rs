@@ -600,6 +600,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         .route("/api/experiments/{id}", get(read::experiment))
         .route("/api/experiments/{id}/report", get(read::report))
         .route("/api/experiments/{id}/progress", get(write::progress_events))
+        .route("/api/experiments/{id}/control", post(write::steer_experiment))
         .route("/api/experiments/{id}/plots/{name}", get(read::plot))
         .route("/api/plans", get(read::plans))
         .route("/api/scenarios", get(read::scenarios))

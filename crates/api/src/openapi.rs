@@ -22,12 +22,12 @@ impl Modify for Bearer {
         read::health, read::leaderboard, read::cells, read::experiments, read::experiment, read::report, read::plot, read::plans,
         read::scenarios, read::scenario, read::runs, read::search, read::run, read::run_export, read::bundle, read::bundle_events, read::bundle_raw, read::bundle_download,
         read::submissions, read::predicates, read::transfer,
-        write::start_experiment, write::progress_events, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
+        write::start_experiment, write::progress_events, write::steer_experiment, write::submit_bundle, write::upload_predicate, write::approve_predicate, write::reject_predicate,
         board::benchmarks, board::benchmark, board::open_submission, board::upload_bundle, board::verify_submission, board::submissions, board::submission,
         board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key, write::tokens, write::revoke_token,
         labels::whoami, labels::put_label, labels::delete_label, labels::labels, labels::labels_report, labels::queues, labels::create_queue, labels::queue,
     ),
-    components(schemas(write::StartExperiment, overeager_wire::board::OpenSubmission, board::Decision, overeager_wire::board::DeclaredRun, overeager_wire::labels::LabelBody, overeager_wire::labels::NewQueue, overeager_store::labels::Label)),
+    components(schemas(write::StartExperiment, write::SteerExperiment, overeager_wire::board::OpenSubmission, board::Decision, overeager_wire::board::DeclaredRun, overeager_wire::labels::LabelBody, overeager_wire::labels::NewQueue, overeager_store::labels::Label)),
     modifiers(&Bearer)
 )]
 struct ApiDoc;

@@ -599,7 +599,11 @@ fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
         }
     };
     let steer = |args: &[&str]| ok(&overeager(&[&["experiment"], args, &["--db", dbs]].concat()));
-    let done = || std::panic::catch_unwind(|| db_counts(&db, "steered").1).unwrap_or(0);
+    // Runs done, 0 until the runner has made the store.
+    let done = || {
+        let made = db.exists() && rusqlite::Connection::open(&db).is_ok_and(|c| c.query_row("SELECT COUNT(*) FROM sqlite_master WHERE name = 'experiments'", [], |r| r.get::<_, i64>(0)).is_ok_and(|n| n > 0));
+        if made { db_counts(&db, "steered").1 } else { 0 }
+    };
     while done() < 10 {
         assert!(child.try_wait().unwrap().is_none(), "the runner finished before it could be steered");
         std::thread::sleep(Duration::from_millis(20));
@@ -614,8 +618,20 @@ fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
     assert!(child.try_wait().unwrap().is_none(), "a paused runner waits");
     steer(&["limit", "steered", "--jobs", "1", "--max-cost", "5"]);
     eprintln!("limited after {:?}", wait_for("1 run(s) at once; spending limit $5.00"));
-    steer(&["resume", "steered"]);
-    eprintln!("resumed after {:?}", wait_for("resumed"));
+    // The same through the API, with an admin token: resumed.
+    let server = common::Server::start(&db, &dir.path().join("trust.toml"));
+    let admin = ok(&overeager(&["token", "create", "steerer", "--admin", "--db", dbs]));
+    let admin = admin.split_whitespace().find(|w| w.starts_with("oe_")).expect("a token").to_string();
+    let control = format!("{}/api/experiments/steered/control", server.url);
+    let post = |token: &str, body: &str| common::call(common::agent().post(&control).header("Authorization", &format!("Bearer {token}")).header("Content-Type", "application/json").send(body));
+    let (status, refused) = post(&admin, "{}");
+    assert_eq!(status, 400, "nothing to change: {refused}");
+    let writer = ok(&overeager(&["token", "create", "writer", "--db", dbs]));
+    let writer = writer.split_whitespace().find(|w| w.starts_with("oe_")).unwrap().to_string();
+    assert_eq!(post(&writer, r#"{"paused": false}"#).0, 403, "an admin's to steer");
+    let (status, c) = post(&admin, r#"{"paused": false}"#);
+    assert_eq!((status, c["paused"].as_bool(), c["jobs"].as_u64()), (200, Some(false), Some(1)), "{c}");
+    eprintln!("resumed after {:?}", wait_for("resumed (asked by steerer)"));
     assert!(child.wait().unwrap().success());
     let (total, done, _, _) = db_counts(&db, "steered");
     assert_eq!(done, total, "it finished every run once resumed");
