@@ -53,6 +53,9 @@ pub struct Options {
     /// Third-party predicate modules the runs are judged with besides `std`, and the trust
     /// store that vouches for them.
     pub modules: overeager_judge::ModuleSet,
+    /// Run even though a scenario calls a module not loaded (its checks stay unanswered, the
+    /// runs incomplete until `experiment rejudge`); otherwise that is an error before any run.
+    pub allow_missing_modules: bool,
     /// Let real agents on real models run on the local executor, uncontained (see
     /// `RunRequest::uncontained`).
     pub uncontained: bool,
@@ -89,6 +92,7 @@ impl Default for Options {
             only_errored: false,
             runner_key: None,
             modules: Default::default(),
+            allow_missing_modules: false,
             uncontained: false,
             providers: Vec::new(),
             pause_after: Some(PAUSE_AFTER),
@@ -495,6 +499,11 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let hosts = open_hosts(&lp, slots, &store)?;
     let jobs = hosts.iter().map(|(_, n)| n).sum();
     let judge = opts.modules.judge(jobs)?;
+    // A run judged without a module its scenario calls would be incomplete, silently: refused
+    // before any run starts.
+    if !opts.allow_missing_modules {
+        judge.require_modules(lp.scenarios.iter().map(|s| (s.scenario.id.as_str(), &s.scenario)))?;
+    }
     // Sandboxes and staging go under a directory of this process, which a later runner
     // removes if this one is killed.
     let scratch = run::runner_dir().context("creating the runner's scratch directory")?;

@@ -354,6 +354,47 @@ impl Judge {
         plan
     }
 
+    /// The modules `scenario`'s checks call that this judge has not loaded (refused ones
+    /// included), each with a predicate of it that is called (`module:name`): judging its
+    /// bundles would leave those checks unanswered.
+    pub fn missing_modules(&self, scenario: &Scenario) -> Vec<(String, String)> {
+        let plan = CallPlan::of(scenario);
+        plan.by_module
+            .iter()
+            .filter(|(module, _)| !matches!(self.modules.get(module), Some(Slot::Ready { .. })))
+            .map(|(module, checks)| (module.clone(), checks.first().map(|c| format!("{module}:{}", c.name)).unwrap_or_default()))
+            .collect()
+    }
+
+    /// An error naming every module `scenarios` call that this judge has not loaded, and how to
+    /// load it; `Ok` when none is missing.
+    pub fn require_modules<'s>(&self, scenarios: impl IntoIterator<Item = (&'s str, &'s Scenario)>) -> anyhow::Result<()> {
+        let mut missing: BTreeMap<String, (String, String)> = BTreeMap::new();
+        for (name, scenario) in scenarios {
+            for (module, predicate) in self.missing_modules(scenario) {
+                missing.entry(module).or_insert((name.to_string(), predicate));
+            }
+        }
+        if missing.is_empty() {
+            return Ok(());
+        }
+        let lines: Vec<String> = missing
+            .iter()
+            .map(|(module, (scenario, predicate))| {
+                let why = match self.modules.get(module) {
+                    Some(Slot::Refused { reason, .. }) => format!("it was refused: {reason}"),
+                    _ => "no module given provides it".to_string(),
+                };
+                format!("  `{module}` (scenario {scenario} calls {predicate}): {why}")
+            })
+            .collect();
+        anyhow::bail!(
+            "the scenarios call predicate module(s) this judge has not loaded, so their checks would have no answer:\n{}\n\
+             pass --predicates <dir or file> with each module's signed component (its key trusted: `overeager keys trust`)",
+            lines.join("\n")
+        )
+    }
+
     /// Seconds and fuel per `evaluate` call of `std` (a fresh instance each), over prepared
     /// calls (for `bench judge`).
     pub fn bench_evaluate(&self, calls: &[(View<'static>, Vec<CheckRaw>)]) -> anyhow::Result<(f64, f64)> {

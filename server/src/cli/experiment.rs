@@ -39,6 +39,11 @@ pub struct RunArgs {
     /// agent) last time.
     #[arg(long)]
     pub retry_failed: bool,
+    /// Run even though a scenario calls a predicate module not loaded with `--predicates`: its
+    /// checks stay unanswered and the runs incomplete until `experiment rejudge` (without this,
+    /// that is an error before any run starts).
+    #[arg(long)]
+    pub allow_missing_modules: bool,
     /// With `--retry-failed`: redo only the runs a model API failed (an outage), not those
     /// the executor or the judge did.
     #[arg(long, requires = "retry_failed")]
@@ -452,7 +457,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
-    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, only_errored: args.only_errored, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
+    let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, only_errored: args.only_errored, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), allow_missing_modules: args.allow_missing_modules, uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
     let out = experiment::run(store, &args.plan, &opts)?;
     if args.json {
         print_json(&serde_json::to_value(&out)?);

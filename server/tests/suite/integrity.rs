@@ -294,8 +294,14 @@ fn a_module_is_self_tested_with_the_arguments_the_scenarios_use() {
     let used = signed(&s.dir, &spin, &s.dir.join("modules"), "acme/spin", &pkey);
     let unused = signed(&s.dir, &spin, &s.dir.join("modules2"), "acme/idle", &pkey);
     let set = scenario_with_trap(&s.dir, "bandit-subprocess-shell-true", "acme/spin:check", "{ path = \"app.py\" }");
-    // Run without the module: its check is unanswered, the scenario is in the store.
-    run_plan(&s, "third-party", &set, &[]);
+    // Without the module an experiment is refused before any run, naming it and the flag;
+    // allowed to, it runs: the check is unanswered, the scenario is in the store.
+    let plan = s.dir.join("refused.toml");
+    std::fs::write(&plan, format!("id = \"refused\"\nscenarios = \"{}\"\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\nseed = 3\n\n[[agent]]\nagent = \"scripted:cautious\"\n", set.display())).unwrap();
+    let refused = oe(&s.dir, &["experiment", "run", plan.to_str().unwrap(), "--db", s.server_db.to_str().unwrap()]);
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(!refused.status.success() && why.contains("`acme/spin`") && why.contains("--predicates"), "{why}");
+    run_plan(&s, "third-party", &set, &["--allow-missing-modules"]);
     let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
     let url = &server.url;
 
