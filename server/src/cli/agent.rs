@@ -82,14 +82,18 @@ pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
         super::print_json(&json!(rows.map(|(p, key)| json!({"provider": p, "key": key})).collect::<Vec<_>>()));
         return Ok(ExitCode::SUCCESS);
     }
+    // A table, so long base URLs and variable names keep the columns aligned.
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(["provider", "dialect", "base URL", "key", "prices", "from"]);
     for (p, key) in rows {
         let key = match (&p.key_env, key) {
             (Some(var), run::providers::KeyState::Present) => format!("${var} set"),
             (Some(var), _) => format!("${var} NOT SET"),
             (None, _) => "no key".into(),
         };
-        println!("{:<12} {:<17} {:<44} {:<26} {} price(s), {}", p.name, p.dialect, p.base_url, key, p.prices.len(), p.source);
+        t.add_row([p.name.clone(), p.dialect.to_string(), p.base_url.clone(), key, p.prices.len().to_string(), p.source.to_string()]);
     }
+    println!("{t}");
     println!("\nAn agent's model on a provider is written <provider>/<model>, e.g. anthropic/claude-sonnet-4-5.");
     Ok(ExitCode::SUCCESS)
 }

@@ -511,6 +511,16 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
                 }
             );
             println!("{}", allocation_table(&a.cells));
+            println!(
+                "reached: every variant's interval within ±{:.1} pp even at the end of its 50% interval nearest ½ (the stopping rule, stricter than the interval shown: a rate that looks low by chance does not stop its cell early)",
+                100.0 * a.half_width
+            );
+            for c in &a.cells {
+                let weights: Vec<String> = c.weights.iter().map(|(arch, plan, sample, w)| format!("{arch} {w:.2} ({} of the plan, {} of the units)", write::pct(*plan), write::pct(*sample))).collect();
+                if !weights.is_empty() {
+                    println!("archetype weights of {} · {}: {}", c.framework, c.model, weights.join(", "));
+                }
+            }
         }
         if out.left_pending > out.budget.as_ref().map_or(0, |b| b.left_pending) {
             let why = if out.paused.is_empty() { "every engine failed (see above)" } else { "their cell was paused, or every engine failed (see above)" };
@@ -539,7 +549,7 @@ pub const EXIT_BUDGET: u8 = 5;
 /// its interval and the archetype-weighted rate.
 fn allocation_table(cells: &[overeager_experiment::adaptive::CellEstimate]) -> Table {
     let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "units", "variant", "overeager", "rate (95% CI)", "archetype-weighted", "reached"]);
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "units", "variant", "overeager", "rate (95% CI)", "archetype-weighted", "reached (rule below)"]);
     for c in cells {
         for v in &c.variants {
             t.add_row([
