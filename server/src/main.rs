@@ -195,6 +195,12 @@ enum PredicateCmd {
     Inspect(cli::predicate::InspectArgs),
     /// Verify a signed component and store it by digest in the module store.
     Install(cli::predicate::InstallArgs),
+    /// Call a component's predicate on any bundle (as one of its traps would be called, or
+    /// with arguments given), without editing its scenario, signing or installing anything.
+    Try(cli::predicate::TryArgs),
+    /// Offer a signed component to a leaderboard server: it verifies and self-tests it and
+    /// holds it for an admin's approval.
+    Submit(cli::predicate::SubmitArgs),
 }
 
 #[derive(Subcommand)]
@@ -525,6 +531,8 @@ fn main() -> ExitCode {
         Command::Predicate(PredicateCmd::Verify(args)) => cli::predicate::verify(&args),
         Command::Predicate(PredicateCmd::Inspect(args)) => cli::predicate::inspect(&args),
         Command::Predicate(PredicateCmd::Install(args)) => cli::predicate::install(&args),
+        Command::Predicate(PredicateCmd::Try(args)) => cli::predicate::try_on(&args),
+        Command::Predicate(PredicateCmd::Submit(args)) => cli::predicate::submit(&args),
         Command::Keys(KeysCmd::Trust(args)) => cli::predicate::keys_trust(&args),
         Command::Keys(KeysCmd::Revoke(args)) => cli::predicate::keys_revoke(&args),
         Command::Keys(KeysCmd::List(args)) => cli::predicate::keys_list(&args),

@@ -70,6 +70,27 @@ fn server_error(what: &str, status: u16, body: &Value) -> anyhow::Error {
     anyhow::anyhow!("{what}: the server answered {status}: {msg}")
 }
 
+/// Offers a signed predicate module (`module`, its signature `sig`) to `server`'s
+/// `POST /api/predicates` with a writer `token`: the status and the server's JSON answer (the
+/// upload's row with its self-test, or the error).
+pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> Result<(u16, Value)> {
+    let boundary = format!("overeager-{}", &overeager_core::sha256_hex(module)[..16]);
+    let mut body = Vec::with_capacity(module.len() + sig.len() + 512);
+    for (field, file, bytes) in [("module", "module.wasm", module), ("signature", "module.wasm.sig", sig)] {
+        body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
+        body.extend_from_slice(bytes);
+        body.extend_from_slice(b"\r\n");
+    }
+    body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    let url = format!("{}/api/predicates", server.trim_end_matches('/'));
+    // The server self-tests the module before it answers: minutes at most.
+    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
+    answer(
+        agent.post(&url).header("Authorization", &format!("Bearer {token}")).header("Content-Type", &format!("multipart/form-data; boundary={boundary}")).send(&body[..]),
+        &format!("POST {url}"),
+    )
+}
+
 /// Submits the cell of `sub` from `store`, telling `on` what it does.
 pub fn submit(store: &Store, sub: &Submission, on: &mut dyn FnMut(Event)) -> Result<Outcome> {
     let (framework, model) = (&sub.framework, &sub.model);

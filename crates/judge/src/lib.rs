@@ -395,6 +395,22 @@ impl Judge {
         )
     }
 
+    /// Calls `predicate` of a component on one bundle with `args` (a JSON object), as a trap
+    /// of its scenario would be called (on the agent's actions alone), without a signature and
+    /// without loading it: the component is admitted as the judge admits one (no imports,
+    /// the same limits) and its answer checked the same way. For trying a predicate locally.
+    pub fn try_predicate(&self, component: &[u8], predicate: &str, args: &serde_json::Value, bundle: &LoadedBundle) -> anyhow::Result<Result<Finding, String>> {
+        let digest = overeager_core::sha256_hex(component);
+        let (prepared, predicates) = admit(&self.sandbox, component, &digest, None, self.cache.as_deref()).map_err(|e| anyhow::anyhow!("the judge would refuse this component: {e}"))?;
+        if !predicates.iter().any(|p| p.name == predicate) {
+            anyhow::bail!("the component has no predicate `{predicate}`; it has {}", predicates.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", "));
+        }
+        let b = bundle.agent_only().unwrap_or(bundle);
+        let checks = [CheckRaw { name: predicate.to_string(), args: args.to_string() }];
+        let answer = b.view(prepared.interface).and_then(|v| self.sandbox.evaluate(&prepared, v.arg(), &checks)).and_then(|r| self.check_answers(r, 1, b.n_events));
+        Ok(answer.and_then(|mut r| r.pop().expect("one answer per check")))
+    }
+
     /// Seconds and fuel per `evaluate` call of `std` (a fresh instance each), over prepared
     /// calls (for `bench judge`).
     pub fn bench_evaluate(&self, calls: &[(View<'static>, Vec<CheckRaw>)]) -> anyhow::Result<(f64, f64)> {

@@ -447,3 +447,122 @@ pub fn keys_list(args: &ListArgs) -> Result<ExitCode> {
     println!("{} key(s) in {}", store.keys.len(), path.display());
     Ok(ExitCode::SUCCESS)
 }
+
+/// Arguments of `overeager predicate try`.
+#[derive(Args)]
+pub struct TryArgs {
+    /// The component (`.wasm`), signed or not.
+    pub module: PathBuf,
+    /// The bundle to call it on: a bundle directory or a packed `.oeb` (e.g. `bundles/*.oeb`).
+    #[arg(long)]
+    pub bundle: PathBuf,
+    /// Call it as this trap of the bundle's scenario is called (its predicate's name and its
+    /// arguments), whatever module the trap names.
+    #[arg(long, conflicts_with_all = ["predicate", "args"])]
+    pub trap: Option<String>,
+    /// The predicate to call [default: the component's only one].
+    #[arg(long)]
+    pub predicate: Option<String>,
+    /// Its arguments, a JSON object [default: {}].
+    #[arg(long, value_name = "JSON")]
+    pub args: Option<String>,
+    /// Print the finding as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `overeager predicate try`: one predicate of a component on one bundle, without editing the
+/// bundle's scenario, signing or installing anything.
+pub fn try_on(args: &TryArgs) -> Result<ExitCode> {
+    let component = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let bundle = overeager_judge::input::load(&args.bundle).with_context(|| format!("reading the bundle {}", args.bundle.display()))?;
+    let (predicate, call_args) = match &args.trap {
+        Some(id) => {
+            let trap = bundle.scenario.traps.iter().find(|t| &t.id == id).with_context(|| {
+                format!("the bundle's scenario `{}` has no trap `{id}`; its traps: {}", bundle.scenario.id, bundle.scenario.traps.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", "))
+            })?;
+            let name = trap.call.predicate.split_once(':').map_or(trap.call.predicate.as_str(), |(_, n)| n).to_string();
+            (name, trap.call.args.clone())
+        }
+        None => {
+            let predicates = overeager_judge::admission_check(&component).with_context(|| format!("{}: the judge would refuse it", args.module.display()))?;
+            let name = match (&args.predicate, predicates.as_slice()) {
+                (Some(p), _) => p.clone(),
+                (None, [only]) => only.name.clone(),
+                (None, many) => bail!("{} has {} predicates ({}); name one with --predicate", args.module.display(), many.len(), many.iter().map(|p| p.name.as_str()).collect::<Vec<_>>().join(", ")),
+            };
+            let call_args: serde_json::Value = match &args.args {
+                Some(text) => serde_json::from_str(text).with_context(|| format!("--args must be a JSON object, like '{{\"path\": \".env\"}}': {text}"))?,
+                None => json!({}),
+            };
+            if !call_args.is_object() {
+                bail!("--args must be a JSON object, like '{{\"path\": \".env\"}}'");
+            }
+            (name, call_args)
+        }
+    };
+    let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: overeager_judge::engine::default_cache_dir(), trust: TrustStore::default() })?;
+    let answer = judge.try_predicate(&component, &predicate, &call_args, &bundle)?;
+    if args.json {
+        print_json(&json!({ "predicate": predicate, "args": call_args, "bundle": args.bundle, "finding": answer.as_ref().ok(), "error": answer.as_ref().err() }));
+        return Ok(if answer.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(super::judge::EXIT_INCOMPLETE) });
+    }
+    println!("{predicate} {call_args} on {} (scenario {}):", args.bundle.display(), bundle.scenario.id);
+    match answer {
+        Ok(f) => {
+            println!("  {}", if f.fired { "fired" } else { "did not fire" });
+            if !f.evidence.is_empty() {
+                println!("  evidence: event(s) {}", f.evidence.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
+            }
+            if let Some(n) = f.note {
+                println!("  note: {n}");
+            }
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(e) => {
+            println!("  no answer: {e}");
+            Ok(ExitCode::from(super::judge::EXIT_INCOMPLETE))
+        }
+    }
+}
+
+/// Arguments of `overeager predicate submit`.
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// The signed component (its signature beside it, `<file>.sig`).
+    pub module: PathBuf,
+    /// The server, e.g. `https://leaderboard.example.org`.
+    #[arg(long)]
+    pub server: String,
+    /// A writer token of the server.
+    #[arg(long, env = "OVEREAGER_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Print the server's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `overeager predicate submit`: offers a signed module to a server, which verifies and
+/// self-tests it and holds it for an admin's approval.
+pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
+    let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
+    let sig_path = PathBuf::from(format!("{}.sig", args.module.display()));
+    let sig = std::fs::read(&sig_path).with_context(|| format!("reading {} (sign it first: overeager predicate sign)", sig_path.display()))?;
+    let (status, answer) = overeager_api::client::offer_predicate(&args.server, &args.token, &module, &sig)?;
+    if args.json {
+        print_json(&json!({ "status": status, "answer": answer }));
+    } else if (200..300).contains(&status) {
+        println!(
+            "{} offered to {}: {} (self-test: {} case(s) on {} bundle(s)); an admin approves it with POST /api/predicates/{}/approve",
+            args.module.display(),
+            args.server,
+            answer["status"].as_str().unwrap_or("taken"),
+            answer["self_test"]["cases"],
+            answer["self_test"]["bundles"],
+            answer["digest"].as_str().unwrap_or("<digest>")
+        );
+    } else {
+        println!("{} refused by {} ({status}): {}", args.module.display(), args.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
+    }
+    Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}

@@ -277,6 +277,12 @@ fn predicate_uploads_are_verified_self_tested_and_wait_for_an_admin() {
     let kept: Vec<_> = std::fs::read_dir(e.db.with_file_name("overeager.db.objects").join("predicates")).map(|d| d.flatten().map(|e| e.file_name()).collect()).unwrap_or_default();
     assert!(kept.is_empty(), "{kept:?}");
 
+    // `predicate submit` is the same upload from the command line: an untrusted key's module
+    // is refused, with the server's reason, and exits 1.
+    let stranger_file = keys.join("stranger-mod").join("stranger-mod.wasm");
+    let out = overeager(&["predicate", "submit", stranger_file.to_str().unwrap(), "--server", &s.url, "--token", &e.writer]);
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.code() == Some(1) && said.contains("refused") && said.contains("does not know"), "{said}");
     // A good one: pending until an admin approves it.
     let (st, body) = upload(&m, &sig);
     assert_eq!(st, 202, "{body}");

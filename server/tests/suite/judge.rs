@@ -378,6 +378,14 @@ fn hostile_predicates_are_contained_and_leave_other_findings_alone() {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("refused") && stderr.contains("hostile/import"), "{stderr}");
 
+    // `predicate try` calls one module's predicate on the bundle without a signature or a
+    // scenario that names it (in the same sandbox, so the hostile ones are contained alike).
+    let tried: Value = serde_json::from_str(&ok(&oe(&env, &["predicate", "try", hostile("good").to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--json"]))).unwrap();
+    assert_eq!((tried["finding"]["fired"].as_bool(), tried["predicate"].as_str()), (Some(true), Some("check")), "{tried}");
+    let panicked = oe(&env, &["predicate", "try", hostile("panic").to_str().unwrap(), "--bundle", bundle.to_str().unwrap(), "--json"]);
+    let panicked_v: Value = serde_json::from_slice(&panicked.stdout).unwrap();
+    assert!(panicked.status.code() == Some(4) && panicked_v["error"].as_str().unwrap().contains("panicked"), "{panicked_v}");
+
     // Two builds of one module id: neither judges (which one would depend on the file order),
     // and the error names both files.
     let dups = env.join("dups");
