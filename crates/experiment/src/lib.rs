@@ -263,12 +263,14 @@ impl Budget {
         self.stopped = self.spent >= max;
     }
 
-    fn end(&mut self, cell: &(String, String), reserved: f64, cost: Option<f64>) {
+    /// A run that started has ended: `done` (recorded, its cost if it has one) or failed (it
+    /// says nothing of what a run costs, so a probe that failed leaves the cell unknown).
+    fn end(&mut self, cell: &(String, String), reserved: f64, done: bool, cost: Option<f64>) {
         self.reserved = (self.reserved - reserved).max(0.0);
         self.in_flight -= 1;
         let c = self.cells.entry(cell.clone()).or_default();
         c.in_flight -= 1;
-        c.ended += 1;
+        c.ended += u64::from(done);
         if let Some(x) = cost {
             self.spent += x;
             c.spent += x;
@@ -932,9 +934,9 @@ impl Runner<'_> {
     }
 
     /// Records the end of a run the budget let start.
-    fn budget_end(&self, r: &NewRun, reserved: f64, cost: Option<f64>) {
+    fn budget_end(&self, r: &NewRun, reserved: f64, done: bool, cost: Option<f64>) {
         let (b, ended) = &self.budget;
-        b.lock().unwrap_or_else(|p| p.into_inner()).end(&(r.framework.clone(), r.model.clone()), reserved, cost);
+        b.lock().unwrap_or_else(|p| p.into_inner()).end(&(r.framework.clone(), r.model.clone()), reserved, done, cost);
         ended.notify_all();
     }
 
@@ -962,13 +964,13 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
             return Ok(());
         };
         let Some(s) = self.by_hash.get(r.scenario_hash.as_str()) else {
-            self.budget_end(r, reserved, None);
+            self.budget_end(r, reserved, false, None);
             bail!("scenario {} of run {} is not in the plan's set", r.scenario_hash, r.id);
         };
         self.live.running.fetch_add(1, Ordering::Relaxed);
         let result = execute_one(s, r, host, self.timeout, &self.places, &self.judge, &self.store);
         self.live.running.fetch_sub(1, Ordering::Relaxed);
-        self.budget_end(r, reserved, result.as_ref().ok().and_then(|u| u.as_ref()).and_then(|u| u.cost_usd));
+        self.budget_end(r, reserved, result.is_ok(), result.as_ref().ok().and_then(|u| u.as_ref()).and_then(|u| u.cost_usd));
         let usage = result?;
         self.note_cell(r, None);
         self.finished(usage.as_ref(), false);
@@ -1098,18 +1100,18 @@ mod tests {
         assert_eq!(budget.start(&a), Start::Go(0.0), "the probe");
         assert_eq!(budget.start(&a), Start::Wait, "no second run before the probe's cost is known");
         assert_eq!(budget.start(&b), Start::Go(0.0), "another cell probes beside it");
-        budget.end(&a, 0.0, Some(0.3));
+        budget.end(&a, 0.0, true, Some(0.3));
         // 0.3 spent; a's next at 0.3 reserved: 0.6.
         assert_eq!(budget.start(&a), Start::Go(0.3));
         // Another beside it: 0.3 + 0.3 + 0.3 = 0.9, within the limit.
         assert_eq!(budget.start(&a), Start::Go(0.3));
         // A third: 1.2 — held, and from then on everything is.
         assert_eq!(budget.start(&a), Start::Hold);
-        budget.end(&b, 0.0, Some(0.05));
+        budget.end(&b, 0.0, true, Some(0.05));
         assert_eq!(budget.start(&b), Start::Hold, "once held, every later run is");
         // The runs in flight cost more than the mean: over by no more than them.
-        budget.end(&a, 0.3, Some(0.5));
-        budget.end(&a, 0.3, Some(0.5));
+        budget.end(&a, 0.3, true, Some(0.5));
+        budget.end(&a, 0.3, true, Some(0.5));
         assert!((budget.spent - 1.35).abs() < 1e-12);
         assert_eq!((budget.in_flight, budget.held), (0, 2));
         // A stated cost per run is used before any run of the cell ended.
@@ -1120,7 +1122,10 @@ mod tests {
         // Runs without a price (a model with none, a scripted one) cost the budget nothing.
         let mut free = limit(1.0, None);
         assert_eq!(free.start(&a), Start::Go(0.0));
-        free.end(&a, 0.0, None);
+        // A probe that failed says nothing of the cost: the next run is a probe again.
+        free.end(&a, 0.0, false, None);
+        assert_eq!((free.start(&a), free.start(&a)), (Start::Go(0.0), Start::Wait));
+        free.end(&a, 0.0, true, None);
         assert_eq!((free.start(&a), free.start(&a)), (Start::Go(0.0), Start::Go(0.0)));
     }
 
