@@ -174,9 +174,9 @@ pub struct BudgetStop {
 /// The spending limit as runs start and end: the experiment's recorded spend, each cell's
 /// cost of a run, and what the runs in flight are expected to cost.
 ///
-/// A cell's cost of a run is its own mean once one of its runs has ended (0 for runs without a
+/// A cell's cost of a run is its own mean once one of its runs is done (0 for runs without a
 /// price), else what the same agent spec cost in earlier experiments, else `--per-run`; a cell
-/// with none of these runs one probe at a time until its first run ends. So the spend passes
+/// with none of these runs one probe at a time until one of its runs is done. So the spend passes
 /// the limit by at most one run per cell in flight. Once one run is held, every later one is:
 /// with the runs interleaved across cells, a stop leaves the cells at the same share.
 struct Budget {
@@ -198,9 +198,9 @@ struct Budget {
 #[derive(Debug, Clone, Default)]
 struct CellSpend {
     spent: f64,
-    /// Runs with a cost, and runs ended (with a cost or without).
+    /// Runs with a cost, and runs done (with a cost or without).
     priced: u64,
-    ended: u64,
+    done: u64,
     in_flight: usize,
     /// What a run of this agent spec cost in earlier experiments.
     prior: Option<f64>,
@@ -211,7 +211,7 @@ struct CellSpend {
 enum Start {
     /// Yes, with its expected cost reserved.
     Go(f64),
-    /// Not before the cell's first run has ended (its cost is unknown).
+    /// Not before one of the cell's runs is done (its cost is unknown).
     Wait,
     /// No: the limit is reached.
     Hold,
@@ -223,7 +223,7 @@ impl Budget {
         let c = self.cells.get(cell);
         match c {
             Some(c) if c.priced > 0 => Some(c.spent / c.priced as f64),
-            Some(c) if c.ended > 0 => Some(0.0),
+            Some(c) if c.done > 0 => Some(0.0),
             _ => c.and_then(|c| c.prior).or(self.per_run),
         }
     }
@@ -270,7 +270,7 @@ impl Budget {
         self.in_flight -= 1;
         let c = self.cells.entry(cell.clone()).or_default();
         c.in_flight -= 1;
-        c.ended += u64::from(done);
+        c.done += u64::from(done);
         if let Some(x) = cost {
             self.spent += x;
             c.spent += x;
@@ -489,9 +489,9 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         let mut cells = BTreeMap::new();
         for a in &lp.plan.agents {
             let key = (a.framework.clone(), a.model.clone());
-            let (cell_spent, priced, ended, _) = by_cell.get(&key).copied().unwrap_or_default();
+            let t = by_cell.get(&key).copied().unwrap_or_default();
             let (_, _, earlier_priced, mean) = store.usage_of_agent(&a.agent)?;
-            cells.insert(key, CellSpend { spent: cell_spent, priced, ended, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
+            cells.insert(key, CellSpend { spent: t.spent, priced: t.priced, done: t.done, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
         }
         (Mutex::new(Budget { max, spent, cells, per_run: opts.per_run, reserved: 0.0, in_flight: 0, held: 0, stopped: false }), std::sync::Condvar::new())
     };
@@ -595,7 +595,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
 /// the same share of its plan as the others, within one unit (a scenario and replicate, both
 /// consent variants together, so a pair is never split by a stop). `cells` gives each cell's
 /// runs ended and planned ([`Store::spend_by_cell`]); the order within a cell is kept.
-fn interleave(todo: Vec<NewRun>, cells: &BTreeMap<(String, String), (f64, u64, u64, u64)>) -> Vec<NewRun> {
+fn interleave(todo: Vec<NewRun>, cells: &BTreeMap<(String, String), overeager_store::CellTally>) -> Vec<NewRun> {
     type Unit = Vec<NewRun>;
     let mut queues: BTreeMap<(String, String), std::collections::VecDeque<Unit>> = BTreeMap::new();
     let mut unit_of: BTreeMap<(String, String, String, u32), usize> = BTreeMap::new();
@@ -615,8 +615,8 @@ fn interleave(todo: Vec<NewRun>, cells: &BTreeMap<(String, String), (f64, u64, u
     let mut share: BTreeMap<(String, String), (u64, u64)> = queues
         .iter()
         .map(|(cell, q)| {
-            let (_, _, ended, planned) = cells.get(cell).copied().unwrap_or_default();
-            (cell.clone(), (ended, planned.max(q.iter().map(Vec::len).sum::<usize>() as u64).max(1)))
+            let t = cells.get(cell).copied().unwrap_or_default();
+            (cell.clone(), (t.ended, t.planned.max(q.iter().map(Vec::len).sum::<usize>() as u64).max(1)))
         })
         .collect();
     let mut out = Vec::new();
@@ -1147,7 +1147,8 @@ mod tests {
         let fresh = interleave(todo.clone(), &BTreeMap::new());
         assert_eq!(ids(&fresh), ["a1", "a1", "b1", "b1", "a2", "a2", "b2", "b2", "a3", "a3", "b3", "b3"]);
         // b ended two of its six runs before: a catches up first.
-        let cells = BTreeMap::from([(cell("a"), (0.0, 0, 0, 6)), (cell("b"), (0.0, 0, 2, 6))]);
+        let tally = |ended| overeager_store::CellTally { ended, planned: 6, ..Default::default() };
+        let cells = BTreeMap::from([(cell("a"), tally(0)), (cell("b"), tally(2))]);
         let todo_b_behind: Vec<NewRun> = todo.into_iter().filter(|r| !(r.framework == "b" && r.scenario_hash == "s1")).collect();
         assert_eq!(ids(&interleave(todo_b_behind, &cells)), ["a1", "a1", "a2", "a2", "b2", "b2", "a3", "a3", "b3", "b3"]);
     }

@@ -428,6 +428,18 @@ const MIGRATIONS: &[&str] = &[
     "#,
 ];
 
+/// One cell's spend and progress ([`Store::spend_by_cell`]).
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct CellTally {
+    /// US dollars recorded, and the runs that have a cost.
+    pub spent: f64,
+    pub priced: u64,
+    /// Runs done; runs ended (done or failed); runs in the plan.
+    pub done: u64,
+    pub ended: u64,
+    pub planned: u64,
+}
+
 /// What an experiment's runner is asked to do ([`Store::steer`]).
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct Control {
@@ -1133,15 +1145,16 @@ impl Store {
         self.control(experiment)?.context("the control just written")
     }
 
-    /// An experiment's spend per cell: (framework, model) → (US dollars recorded, runs with a
-    /// cost, runs ended (done or failed), runs in the plan).
-    pub fn spend_by_cell(&self, experiment: &str) -> Result<BTreeMap<(String, String), (f64, u64, u64, u64)>> {
+    /// An experiment's spend and progress per cell, by (framework, model).
+    pub fn spend_by_cell(&self, experiment: &str) -> Result<BTreeMap<(String, String), CellTally>> {
         let mut stmt = self.conn.prepare(
-            "SELECT framework, model, COALESCE(SUM(cost_usd), 0), COUNT(cost_usd), COUNT(*) FILTER (WHERE status IN ('done', 'failed')), COUNT(*)
+            "SELECT framework, model, COALESCE(SUM(cost_usd), 0), COUNT(cost_usd), COUNT(*) FILTER (WHERE status = 'done'),
+                    COUNT(*) FILTER (WHERE status IN ('done', 'failed')), COUNT(*)
              FROM runs WHERE experiment = ?1 GROUP BY framework, model",
         )?;
         let rows = stmt.query_map([experiment], |r| {
-            Ok(((r.get(0)?, r.get(1)?), (r.get(2)?, r.get::<_, i64>(3)? as u64, r.get::<_, i64>(4)? as u64, r.get::<_, i64>(5)? as u64)))
+            let n = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
+            Ok(((r.get(0)?, r.get(1)?), CellTally { spent: r.get(2)?, priced: n(3)?, done: n(4)?, ended: n(5)?, planned: n(6)? }))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
