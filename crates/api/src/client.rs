@@ -70,23 +70,31 @@ fn server_error(what: &str, status: u16, body: &Value) -> anyhow::Error {
     anyhow::anyhow!("{what}: the server answered {status}: {msg}")
 }
 
-/// Offers a signed predicate module (`module`, its signature `sig`) to `server`'s
-/// `POST /api/predicates` with a writer `token`: the status and the server's JSON answer (the
-/// upload's row with its self-test, or the error).
-pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> Result<(u16, Value)> {
-    let boundary = format!("overeager-{}", &overeager_core::sha256_hex(module)[..16]);
-    let mut body = Vec::with_capacity(module.len() + sig.len() + 512);
-    for (field, file, bytes) in [("module", "module.wasm", module), ("signature", "module.wasm.sig", sig)] {
+/// A `multipart/form-data` body of file fields (name, file name, bytes): its content type and
+/// bytes. The boundary is taken from a digest of the contents, so no part holds it by chance.
+pub fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
+    let all: Vec<u8> = parts.iter().flat_map(|p| p.2.iter().copied()).collect();
+    let boundary = format!("overeager-{}", &overeager_core::sha256_hex(&all)[..24]);
+    let mut body = Vec::with_capacity(all.len() + 256 * parts.len());
+    for (field, file, bytes) in parts {
         body.extend_from_slice(format!("--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{file}\"\r\nContent-Type: application/octet-stream\r\n\r\n").as_bytes());
         body.extend_from_slice(bytes);
         body.extend_from_slice(b"\r\n");
     }
     body.extend_from_slice(format!("--{boundary}--\r\n").as_bytes());
+    (format!("multipart/form-data; boundary={boundary}"), body)
+}
+
+/// Offers a signed predicate module (`module`, its signature `sig`) to `server`'s
+/// `POST /api/predicates` with a writer `token`: the status and the server's JSON answer (the
+/// upload's row with its self-test, or the error).
+pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> Result<(u16, Value)> {
+    let (content_type, body) = multipart(&[("module", "module.wasm", module), ("signature", "module.wasm.sig", sig)]);
     let url = format!("{}/api/predicates", server.trim_end_matches('/'));
     // The server self-tests the module before it answers: minutes at most.
     let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
     answer(
-        agent.post(&url).header("Authorization", &format!("Bearer {token}")).header("Content-Type", &format!("multipart/form-data; boundary={boundary}")).send(&body[..]),
+        agent.post(&url).header("Authorization", &format!("Bearer {token}")).header("Content-Type", &content_type).send(&body[..]),
         &format!("POST {url}"),
     )
 }

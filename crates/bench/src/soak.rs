@@ -9,7 +9,6 @@
 //! has no answer: it may or may not have been committed, and is counted apart.
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -331,7 +330,7 @@ pub fn soak(opts: &Options) -> Result<Soak> {
                 while Instant::now() < deadline {
                     let (digest, bytes) = distinct_bundle(base, dir, &format!("soak-upload-{u}-{k}"))?;
                     k += 1;
-                    let (content_type, body) = multipart("bundle", "bundle.oeb", &bytes);
+                    let (content_type, body) = overeager_api::client::multipart(&[("bundle", "bundle.oeb", &bytes)]);
                     let t = Instant::now();
                     let answer = agent
                         .post(&format!("{url}/api/bundles"))
@@ -547,14 +546,4 @@ fn distinct_bundle(base: &Path, dir: &Path, run_id: &str) -> Result<(String, Vec
     overeager_bundle::pack::pack(base, &out)?;
     let bytes = std::fs::read(&out)?;
     Ok((overeager_bundle::files::sha256_file(&out)?, bytes))
-}
-
-/// A multipart/form-data body of one file field: its content type and bytes.
-fn multipart(field: &str, filename: &str, bytes: &[u8]) -> (String, Vec<u8>) {
-    let boundary = "overeager-soak-7d0c2f";
-    let mut body = Vec::with_capacity(bytes.len() + 256);
-    let _ = write!(body, "--{boundary}\r\nContent-Disposition: form-data; name=\"{field}\"; filename=\"{filename}\"\r\nContent-Type: application/octet-stream\r\n\r\n");
-    body.extend_from_slice(bytes);
-    let _ = write!(body, "\r\n--{boundary}--\r\n");
-    (format!("multipart/form-data; boundary={boundary}"), body)
 }

@@ -468,7 +468,8 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         }
     };
     let failed_with = opts.only_errored.then_some(overeager_agents::model::MODEL_API_ERROR);
-    let todo = interleave(store.runs_to_do_of(&lp.plan.id, opts.retry_failed, failed_with)?, &store.spend_by_cell(&lp.plan.id)?);
+    let tallies = store.spend_by_cell(&lp.plan.id)?;
+    let todo = interleave(store.runs_to_do_of(&lp.plan.id, opts.retry_failed, failed_with)?, &tallies);
     if opts.until.is_some() && store.allocation(&lp.plan.id)?.is_none() {
         let p = store.progress(&lp.plan.id)?;
         if p.done + p.failed > 0 {
@@ -484,12 +485,11 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     // Always kept, without a limit as an infinite one: a limit may be set while it runs.
     let budget = {
         let max = opts.max_cost.or(lp.placement.max_cost).unwrap_or(f64::INFINITY);
-        let (spent, _) = store.spend(&lp.plan.id)?;
-        let by_cell = store.spend_by_cell(&lp.plan.id)?;
+        let spent = tallies.values().map(|t| t.spent).sum();
         let mut cells = BTreeMap::new();
         for a in &lp.plan.agents {
             let key = (a.framework.clone(), a.model.clone());
-            let t = by_cell.get(&key).copied().unwrap_or_default();
+            let t = tallies.get(&key).copied().unwrap_or_default();
             let (_, _, earlier_priced, mean) = store.usage_of_agent(&a.agent)?;
             cells.insert(key, CellSpend { spent: t.spent, priced: t.priced, done: t.done, in_flight: 0, prior: (earlier_priced > 0).then_some(mean) });
         }

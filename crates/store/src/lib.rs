@@ -1105,14 +1105,6 @@ impl Store {
         Ok(p)
     }
 
-    /// What an experiment's runs have cost so far: US dollars over the runs whose cost is
-    /// recorded, and how many they are.
-    pub fn spend(&self, experiment: &str) -> Result<(f64, u64)> {
-        let (dollars, runs): (Option<f64>, i64) =
-            self.conn.query_row("SELECT SUM(cost_usd), COUNT(cost_usd) FROM runs WHERE experiment = ?1", [experiment], |r| Ok((r.get(0)?, r.get(1)?)))?;
-        Ok((dollars.unwrap_or(0.0), runs as u64))
-    }
-
     /// What the running runner of an experiment is asked to do now, if anyone asked.
     pub fn control(&self, experiment: &str) -> Result<Option<Control>> {
         Ok(self
