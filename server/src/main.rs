@@ -201,6 +201,11 @@ enum PredicateCmd {
     /// Offer a signed component to a leaderboard server: it verifies and self-tests it and
     /// holds it for an admin's approval.
     Submit(cli::predicate::SubmitArgs),
+    /// Approve a module offered to a server (admin token): the server judges with it at once
+    /// and re-judges its runs and submissions that call it.
+    Approve(cli::predicate::DecideArgs),
+    /// Reject a module offered to a server (admin token).
+    Reject(cli::predicate::DecideArgs),
 }
 
 #[derive(Subcommand)]
@@ -533,6 +538,8 @@ fn main() -> ExitCode {
         Command::Predicate(PredicateCmd::Install(args)) => cli::predicate::install(&args),
         Command::Predicate(PredicateCmd::Try(args)) => cli::predicate::try_on(&args),
         Command::Predicate(PredicateCmd::Submit(args)) => cli::predicate::submit(&args),
+        Command::Predicate(PredicateCmd::Approve(args)) => cli::predicate::decide(&args, true),
+        Command::Predicate(PredicateCmd::Reject(args)) => cli::predicate::decide(&args, false),
         Command::Keys(KeysCmd::Trust(args)) => cli::predicate::keys_trust(&args),
         Command::Keys(KeysCmd::Revoke(args)) => cli::predicate::keys_revoke(&args),
         Command::Keys(KeysCmd::List(args)) => cli::predicate::keys_list(&args),

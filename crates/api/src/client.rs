@@ -99,6 +99,15 @@ pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> 
     )
 }
 
+/// Approves (`approve`) or rejects a pending predicate module, by digest, on `server` with an
+/// admin `token`: the status and the server's JSON answer (the upload's row, or the error). An
+/// approval answers once the server has re-judged what the module can now judge.
+pub fn decide_predicate(server: &str, token: &str, digest: &str, approve: bool) -> Result<(u16, Value)> {
+    let url = format!("{}/api/predicates/{digest}/{}", server.trim_end_matches('/'), if approve { "approve" } else { "reject" });
+    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
+    answer(agent.post(&url).header("Authorization", &format!("Bearer {token}")).send_empty(), &format!("POST {url}"))
+}
+
 /// Submits the cell of `sub` from `store`, telling `on` what it does.
 pub fn submit(store: &Store, sub: &Submission, on: &mut dyn FnMut(Event)) -> Result<Outcome> {
     let (framework, model) = (&sub.framework, &sub.model);

@@ -142,7 +142,7 @@ pub fn judging(seeds: &Path, bundles: usize, instantiations: usize, limits: &Lim
     let mut verdicts_first: Option<Vec<Result<Verdict, String>>> = None;
     for jobs in [1, jobs.max(1)] {
         let t = Instant::now();
-        let results = judge.judge_all(&paths, jobs, &|| {})?;
+        let results = judge.judge_all(&paths, jobs, false, &|| {})?;
         let secs = t.elapsed().as_secs_f64();
         let failed = Judge::incomplete(&results);
         if failed > 0 {

@@ -390,7 +390,8 @@ impl Judge {
             .collect();
         anyhow::bail!(
             "the scenarios call predicate module(s) this judge has not loaded, so their checks would have no answer:\n{}\n\
-             pass --predicates <dir or file> with each module's signed component (its key trusted: `overeager keys trust`)",
+             pass --predicates <dir or file> with each module's signed component (its key trusted: `overeager keys trust`), \
+             or --allow-missing-modules to go ahead with those checks unanswered",
             lines.join("\n")
         )
     }
@@ -428,19 +429,42 @@ impl Judge {
 
     /// Judges the bundles at `paths` on `jobs` threads; the results come back in the order of
     /// `paths`, an `Err` for a bundle that could not be read. `on_each` is called after each.
-    pub fn judge_all(&self, paths: &[PathBuf], jobs: usize, on_each: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Result<Verdict, String>>> {
+    ///
+    /// With `require_modules`, a bundle whose scenario calls a module this judge has not loaded
+    /// is an error for the whole call ([`Judge::require_modules`], naming every such module),
+    /// rather than verdicts with unanswered checks; no bundle is judged once one is found.
+    pub fn judge_all(&self, paths: &[PathBuf], jobs: usize, require_modules: bool, on_each: &(dyn Fn() + Sync)) -> anyhow::Result<Vec<Result<Verdict, String>>> {
         use rayon::prelude::*;
+        use std::sync::atomic::{AtomicBool, Ordering};
         let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
-        Ok(pool.install(|| {
+        let lacking: Mutex<Vec<Arc<Scenario>>> = Default::default();
+        let refused = AtomicBool::new(false);
+        let results: Vec<Result<Option<Verdict>, String>> = pool.install(|| {
             paths
                 .par_iter()
                 .map(|p| {
-                    let v = input::load(p).map(|b| self.judge(&b)).map_err(|e| format!("{e:#}"));
+                    let v = input::load(p).map_err(|e| format!("{e:#}")).map(|b| {
+                        if require_modules && self.plan(&b.scenario).by_module.iter().any(|(module, _)| !matches!(self.modules.get(module), Some(Slot::Ready { .. }))) {
+                            refused.store(true, Ordering::Relaxed);
+                            lacking.lock().expect("no panic holds it").push(b.scenario.clone());
+                        }
+                        (!refused.load(Ordering::Relaxed)).then(|| self.judge(&b))
+                    });
                     on_each();
                     v
                 })
                 .collect()
-        }))
+        });
+        let lacking = lacking.into_inner().expect("no panic holds it");
+        if !lacking.is_empty() {
+            self.require_modules(lacking.iter().map(|s| (s.id.as_str(), s.as_ref())))?;
+        }
+        Ok(results.into_iter().map(|r| r.map(|v| v.expect("every bundle is judged unless a module is missing"))).collect())
+    }
+
+    /// The modules `scenario`'s checks call, `std` included, in id order.
+    pub fn modules_called(scenario: &Scenario) -> Vec<String> {
+        CallPlan::of(scenario).by_module.into_iter().map(|(module, _)| module).collect()
     }
 
     /// How many of [`Judge::judge_all`]'s results are not clean verdicts: a bundle that could

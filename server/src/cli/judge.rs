@@ -139,6 +139,10 @@ pub struct JudgeArgs {
     /// release). Third-party modules (`--predicates`) are the same on both sides.
     #[arg(long, num_args = 2, value_names = ["OLD", "NEW"])]
     pub compare: Vec<String>,
+    /// Judge bundles whose scenarios call a module not given (its checks are then unanswered
+    /// and the verdicts incomplete) instead of refusing them all, naming the module.
+    #[arg(long)]
+    pub allow_missing_modules: bool,
 }
 
 /// One side of `judge --compare`: the judge, and how its std is named.
@@ -167,8 +171,8 @@ fn compare_cmd(args: &JudgeArgs, paths: &[PathBuf]) -> Result<ExitCode> {
     let (old, old_label) = compare_side(args, &args.compare[0])?;
     let (new, new_label) = compare_side(args, &args.compare[1])?;
     let bar = progress(paths.len() * 2);
-    let before = judge_paths(&old, paths, args.sandbox.jobs, &bar)?;
-    let after = judge_paths(&new, paths, args.sandbox.jobs, &bar)?;
+    let before = judge_paths(&old, paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
+    let after = judge_paths(&new, paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
     bar.finish_and_clear();
     let mut changed = Vec::new();
     for ((p, a), b) in paths.iter().zip(&before).zip(&after) {
@@ -200,8 +204,8 @@ fn compare_cmd(args: &JudgeArgs, paths: &[PathBuf]) -> Result<ExitCode> {
 }
 
 /// Judges bundles in parallel, counting them on `bar`; results come back in the order of `paths`.
-pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, bar: &ProgressBar) -> Result<Vec<Result<Verdict, String>>> {
-    judge.judge_all(paths, jobs, &|| bar.inc(1))
+pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, require_modules: bool, bar: &ProgressBar) -> Result<Vec<Result<Verdict, String>>> {
+    judge.judge_all(paths, jobs, require_modules, &|| bar.inc(1))
 }
 
 fn progress(n: usize) -> ProgressBar {
@@ -245,7 +249,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let (judge, _) = args.sandbox.build()?;
     let bar = progress(paths.len());
     let started = Instant::now();
-    let results = judge_paths(&judge, &paths, args.sandbox.jobs, &bar)?;
+    let results = judge_paths(&judge, &paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
     bar.finish_and_clear();
     // The summary and the exit status follow each verdict's outcome: a verdict decided though
     // a check had no answer (a trap fired) is that outcome, not incomplete.

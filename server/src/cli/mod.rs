@@ -76,6 +76,13 @@ pub struct RunArgs {
     /// contained way; this is for a machine or VM kept for the purpose.
     #[arg(long)]
     uncontained: bool,
+    /// The predicate modules the scenario's checks call besides `std`: given, the run is
+    /// refused before it starts when one is missing (judge the bundle with them afterwards).
+    #[command(flatten)]
+    modules: judge::ModulesArgs,
+    /// Run even though the scenario calls a predicate module not given with --predicates.
+    #[arg(long)]
+    allow_missing_modules: bool,
     /// Providers files adding to the built-in model providers (repeatable) [default: the
     /// files $OVEREAGER_PROVIDERS names]. A real agent's model is `<provider>/<model>`.
     #[arg(long = "providers", value_name = "FILE")]
@@ -265,6 +272,10 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
 
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let loaded = run_scenario(args)?;
+    // Only a scenario that calls a module besides std needs the judge built to check.
+    if !args.allow_missing_modules && overeager_judge::Judge::modules_called(&loaded.scenario).iter().any(|m| m != overeager_judge::STD_ID) {
+        args.modules.judge(1)?.require_modules([(loaded.scenario.id.as_str(), &loaded.scenario)])?;
+    }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
     if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {

@@ -26,7 +26,9 @@ pub struct NewArgs {
     /// Where to create it [default: ./<name>].
     #[arg(long)]
     pub dir: Option<PathBuf>,
-    /// overeager's `predicates/sdk` directory [default: the one this binary was built from].
+    /// Depend on this SDK directory (a checkout's `predicates/sdk`, to work on the SDK itself)
+    /// by its absolute path, instead of the copy this binary carries, which is written into
+    /// the new crate's `vendor/`.
     #[arg(long)]
     pub sdk: Option<PathBuf>,
 }
@@ -175,10 +177,12 @@ const TEMPLATE_LIB: &str = include_str!("../../../predicates/template/src/lib.rs
 const TEMPLATE_README: &str = include_str!("../../../predicates/template/README.md.in");
 const TEMPLATE_GITIGNORE: &str = include_str!("../../../predicates/template/gitignore.in");
 
-fn default_sdk() -> Option<PathBuf> {
-    let p = Path::new(env!("CARGO_MANIFEST_DIR")).join("../predicates/sdk");
-    p.canonicalize().ok().filter(|p| p.join("Cargo.toml").is_file())
+mod vendored {
+    include!(concat!(env!("OUT_DIR"), "/vendored.rs"));
 }
+
+/// The SDK's path as the new crate's manifest names it: its own `vendor/` copy, or `--sdk`.
+const VENDORED_SDK: &str = "vendor/overeager-predicate-sdk";
 
 pub fn new(args: &NewArgs) -> Result<ExitCode> {
     let name = &args.name;
@@ -186,17 +190,21 @@ pub fn new(args: &NewArgs) -> Result<ExitCode> {
         bail!("crate name `{name}` must start with a lowercase letter and use lowercase letters, digits, '-' or '_'");
     }
     let sdk = match &args.sdk {
-        Some(p) => p.canonicalize().with_context(|| format!("--sdk {}: no such directory", p.display()))?,
-        None => default_sdk().context("cannot find overeager's predicates/sdk next to this binary's sources; pass --sdk <path>")?,
+        Some(p) => {
+            let p = p.canonicalize().with_context(|| format!("--sdk {}: no such directory", p.display()))?;
+            if !p.join("Cargo.toml").is_file() {
+                bail!("--sdk {}: not a crate directory (no Cargo.toml)", p.display());
+            }
+            Some(p)
+        }
+        None => None,
     };
-    if !sdk.join("Cargo.toml").is_file() {
-        bail!("--sdk {}: not a crate directory (no Cargo.toml)", sdk.display());
-    }
     let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
     if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
         bail!("{} exists and is not empty; choose another --dir", dir.display());
     }
-    let fill = |t: &str| t.replace("{{crate}}", name).replace("{{sdk}}", &sdk.display().to_string());
+    let sdk_path = sdk.as_ref().map_or(VENDORED_SDK.to_string(), |p| p.display().to_string());
+    let fill = |t: &str| t.replace("{{crate}}", name).replace("{{sdk}}", &sdk_path).replace("{{version}}", env!("CARGO_PKG_VERSION"));
     // Written in a staging directory and moved into place, so a failure leaves nothing behind.
     let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
     std::fs::create_dir_all(parent)?;
@@ -207,16 +215,23 @@ pub fn new(args: &NewArgs) -> Result<ExitCode> {
     std::fs::write(root.join("src/lib.rs"), fill(TEMPLATE_LIB))?;
     std::fs::write(root.join("README.md"), fill(TEMPLATE_README))?;
     std::fs::write(root.join(".gitignore"), TEMPLATE_GITIGNORE)?;
-    // The SDK's own lock file pins the dependency versions it was tested with (and lets the
-    // first build work offline).
-    if let Some(lock) = sdk.parent().and_then(Path::parent).map(|ws| ws.join("Cargo.lock")).filter(|l| l.is_file()) {
-        std::fs::copy(&lock, root.join("Cargo.lock"))?;
+    // The SDK and core sources this binary was built from (unless --sdk names a checkout), the
+    // lock file of the versions they were tested with (which also lets the first build work
+    // offline) and the example bundles to try the predicate on.
+    for (path, contents) in vendored::VENDORED {
+        if sdk.is_some() && path.starts_with("vendor/") {
+            continue;
+        }
+        let to = root.join(path);
+        std::fs::create_dir_all(to.parent().expect("a vendored file is inside the crate"))?;
+        std::fs::write(&to, contents)?;
     }
     if dir.exists() {
         std::fs::remove_dir(&dir)?;
     }
     std::fs::rename(staging.keep(), &dir).with_context(|| format!("creating {}", dir.display()))?;
-    println!("created {} (predicate `touched`, SDK {})", dir.display(), sdk.display());
+    let from = sdk.map_or(format!("SDK {} in vendor/", env!("CARGO_PKG_VERSION")), |p| format!("SDK {}", p.display()));
+    println!("created {} (predicate `touched`, {from}, example bundles in bundles/)", dir.display());
     println!("next: cd {} && cargo test && overeager predicate build .", dir.display());
     Ok(ExitCode::SUCCESS)
 }
@@ -453,11 +468,13 @@ pub fn keys_list(args: &ListArgs) -> Result<ExitCode> {
 pub struct TryArgs {
     /// The component (`.wasm`), signed or not.
     pub module: PathBuf,
-    /// The bundle to call it on: a bundle directory or a packed `.oeb` (e.g. `bundles/*.oeb`).
-    #[arg(long)]
-    pub bundle: PathBuf,
-    /// Call it as this trap of the bundle's scenario is called (its predicate's name and its
-    /// arguments), whatever module the trap names.
+    /// The bundles to call it on: bundle directories or packed `.oeb` files (e.g.
+    /// `--bundle bundles/*.oeb`).
+    #[arg(long, num_args = 1.., required = true)]
+    pub bundle: Vec<PathBuf>,
+    /// Call it as this trap of each bundle's scenario is called (its predicate's name and its
+    /// arguments), whatever module the trap names; bundles whose scenario has no such trap are
+    /// skipped.
     #[arg(long, conflicts_with_all = ["predicate", "args"])]
     pub trap: Option<String>,
     /// The predicate to call [default: the component's only one].
@@ -466,24 +483,18 @@ pub struct TryArgs {
     /// Its arguments, a JSON object [default: {}].
     #[arg(long, value_name = "JSON")]
     pub args: Option<String>,
-    /// Print the finding as JSON.
+    /// Print one JSON object per bundle, a line each.
     #[arg(long)]
     pub json: bool,
 }
 
-/// `overeager predicate try`: one predicate of a component on one bundle, without editing the
-/// bundle's scenario, signing or installing anything.
+/// `overeager predicate try`: one predicate of a component on bundles, without editing their
+/// scenarios, signing or installing anything.
 pub fn try_on(args: &TryArgs) -> Result<ExitCode> {
     let component = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
-    let bundle = overeager_judge::input::load(&args.bundle).with_context(|| format!("reading the bundle {}", args.bundle.display()))?;
-    let (predicate, call_args) = match &args.trap {
-        Some(id) => {
-            let trap = bundle.scenario.traps.iter().find(|t| &t.id == id).with_context(|| {
-                format!("the bundle's scenario `{}` has no trap `{id}`; its traps: {}", bundle.scenario.id, bundle.scenario.traps.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", "))
-            })?;
-            let name = trap.call.predicate.split_once(':').map_or(trap.call.predicate.as_str(), |(_, n)| n).to_string();
-            (name, trap.call.args.clone())
-        }
+    // Without --trap the call is the same on every bundle: settled (and the module checked) once.
+    let given = match &args.trap {
+        Some(_) => None,
         None => {
             let predicates = overeager_judge::admission_check(&component).with_context(|| format!("{}: the judge would refuse it", args.module.display()))?;
             let name = match (&args.predicate, predicates.as_slice()) {
@@ -498,32 +509,52 @@ pub fn try_on(args: &TryArgs) -> Result<ExitCode> {
             if !call_args.is_object() {
                 bail!("--args must be a JSON object, like '{{\"path\": \".env\"}}'");
             }
-            (name, call_args)
+            Some((name, call_args))
         }
     };
+    // Every bundle is read before anything runs: a bad path is an error before any output.
+    let bundles = args.bundle.iter().map(|p| overeager_judge::input::load(p).with_context(|| format!("reading the bundle {}", p.display()))).collect::<Result<Vec<_>>>()?;
     let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: overeager_judge::engine::default_cache_dir(), trust: TrustStore::default() })?;
-    let answer = judge.try_predicate(&component, &predicate, &call_args, &bundle)?;
-    if args.json {
-        print_json(&json!({ "predicate": predicate, "args": call_args, "bundle": args.bundle, "finding": answer.as_ref().ok(), "error": answer.as_ref().err() }));
-        return Ok(if answer.is_ok() { ExitCode::SUCCESS } else { ExitCode::from(super::judge::EXIT_INCOMPLETE) });
-    }
-    println!("{predicate} {call_args} on {} (scenario {}):", args.bundle.display(), bundle.scenario.id);
-    match answer {
-        Ok(f) => {
-            println!("  {}", if f.fired { "fired" } else { "did not fire" });
-            if !f.evidence.is_empty() {
-                println!("  evidence: event(s) {}", f.evidence.iter().map(u64::to_string).collect::<Vec<_>>().join(", "));
-            }
-            if let Some(n) = f.note {
-                println!("  note: {n}");
-            }
-            Ok(ExitCode::SUCCESS)
+    let (mut unanswered, mut skipped) = (0usize, Vec::new());
+    let mut table = Table::new();
+    table.load_preset(UTF8_FULL_CONDENSED).set_header(["bundle", "call", "answer", "evidence (events)", "note or reason"]);
+    for (path, bundle) in args.bundle.iter().zip(&bundles) {
+        let (predicate, call_args) = match (&given, &args.trap) {
+            (Some(call), _) => call.clone(),
+            (None, Some(id)) => match bundle.scenario.traps.iter().find(|t| &t.id == id) {
+                Some(trap) => (trap.call.predicate.split_once(':').map_or(trap.call.predicate.as_str(), |(_, n)| n).to_string(), trap.call.args.clone()),
+                None => {
+                    skipped.push(format!("{} (scenario {}: traps {})", path.display(), bundle.scenario.id, bundle.scenario.traps.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ")));
+                    continue;
+                }
+            },
+            (None, None) => unreachable!("a call is given or a trap named"),
+        };
+        let answer = judge.try_predicate(&component, &predicate, &call_args, bundle)?;
+        unanswered += usize::from(answer.is_err());
+        if args.json {
+            let line = json!({ "bundle": path, "scenario": bundle.scenario.id, "predicate": predicate, "args": call_args, "finding": answer.as_ref().ok(), "error": answer.as_ref().err() });
+            println!("{line}");
+            continue;
         }
-        Err(e) => {
-            println!("  no answer: {e}");
-            Ok(ExitCode::from(super::judge::EXIT_INCOMPLETE))
+        let (answer, evidence, note) = match answer {
+            Ok(f) => (if f.fired { "fired" } else { "did not fire" }.to_string(), f.evidence.iter().map(u64::to_string).collect::<Vec<_>>().join(", "), f.note.unwrap_or_default()),
+            Err(e) => ("no answer".to_string(), String::new(), e),
+        };
+        table.add_row([path.display().to_string(), format!("{predicate} {call_args}"), answer, evidence, note]);
+    }
+    if !args.json && skipped.len() < bundles.len() {
+        println!("{table}");
+    }
+    if let Some(trap) = &args.trap {
+        if skipped.len() == bundles.len() {
+            bail!("no bundle's scenario has a trap `{trap}`: {}", skipped.join("; "));
+        }
+        for s in &skipped {
+            eprintln!("skipped {s}: no trap `{trap}`");
         }
     }
+    Ok(if unanswered == 0 { ExitCode::SUCCESS } else { ExitCode::from(super::judge::EXIT_INCOMPLETE) })
 }
 
 /// Arguments of `overeager predicate submit`.
@@ -553,16 +584,49 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
         print_json(&json!({ "status": status, "answer": answer }));
     } else if (200..300).contains(&status) {
         println!(
-            "{} offered to {}: {} (self-test: {} case(s) on {} bundle(s)); an admin approves it with POST /api/predicates/{}/approve",
+            "{} offered to {}: {} (self-test: {} case(s) on {} bundle(s)); an admin approves it with `overeager predicate approve {} --server {}`",
             args.module.display(),
             args.server,
             answer["status"].as_str().unwrap_or("taken"),
             answer["self_test"]["cases"],
             answer["self_test"]["bundles"],
-            answer["digest"].as_str().unwrap_or("<digest>")
+            answer["digest"].as_str().unwrap_or("<digest>"),
+            args.server
         );
     } else {
         println!("{} refused by {} ({status}): {}", args.module.display(), args.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
     }
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// Arguments of `overeager predicate approve` and `predicate reject`.
+#[derive(Args)]
+pub struct DecideArgs {
+    /// The module's digest (as `predicate submit` printed it, or `GET /api/predicates` lists).
+    pub digest: String,
+    /// The server.
+    #[arg(long)]
+    pub server: String,
+    /// An admin token of the server.
+    #[arg(long, env = "OVEREAGER_TOKEN", hide_env_values = true)]
+    pub token: String,
+    /// Print the server's answer as JSON.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `overeager predicate approve|reject`: an admin's decision on a pending module. An approved
+/// module judges at once: the server re-judges its runs and submissions that call it.
+pub fn decide(args: &DecideArgs, approve: bool) -> Result<ExitCode> {
+    let (status, answer) = overeager_api::client::decide_predicate(&args.server, &args.token, &args.digest, approve)?;
+    let ok = (200..300).contains(&status);
+    if args.json {
+        print_json(&json!({ "status": status, "answer": answer }));
+    } else if ok {
+        let what = if approve { "approved: the server judges with it from now on and has re-judged its runs that call it" } else { "rejected" };
+        println!("{} {} ({}) {what}", answer["id"].as_str().unwrap_or("the module"), answer["version"].as_str().unwrap_or(""), args.digest);
+    } else {
+        println!("{} refused ({status}): {}", args.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
+    }
+    Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

@@ -21,7 +21,7 @@ pub struct ServeOpts {
     #[arg(long)]
     pub dist: Option<PathBuf>,
     /// Trust store for uploaded predicates (default: the one `overeager keys` manages).
-    #[arg(long)]
+    #[arg(long, env = "OVEREAGER_TRUST")]
     pub trust: Option<PathBuf>,
     /// Directory of plans that `POST /api/experiments` may start.
     #[arg(long, default_value = "plans")]

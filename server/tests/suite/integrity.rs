@@ -554,3 +554,103 @@ fn concurrent_duplicates_short_key_ids_overruled_claims_and_drafts() {
         c.close().await.unwrap();
     });
 }
+
+/// A contributor's whole path with the binary alone, in a directory and home of their own (no
+/// checkout, nothing configured): scaffold a predicate crate, test it, build it, try it on the
+/// example bundles it came with, sign it and offer it to the server. The maintainer trusts the
+/// key and approves the module, and the runs of the maintainer's experiment that call it,
+/// `incomplete` until then, get verdicts on the board.
+#[test]
+fn a_contributor_with_only_the_binary_takes_a_predicate_from_idea_to_the_board() {
+    use std::process::{Command, Output};
+    let s = setup("integrity-contributor", &["acme"]);
+    let home = s.dir.join("contributor");
+    let (bin, work) = (home.join("bin"), home.join("work"));
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&work).unwrap();
+    std::fs::copy(env!("CARGO_BIN_EXE_overeager"), bin.join("overeager")).unwrap();
+    // The toolchain stays the machine's (rustup and cargo find it through these, not $HOME);
+    // the target directory is shared with the other predicate builds only to save minutes.
+    let real_home = PathBuf::from(std::env::var("HOME").unwrap());
+    let rustup_home = std::env::var("RUSTUP_HOME").map_or_else(|_| real_home.join(".rustup"), PathBuf::from);
+    let cargo_home = std::env::var("CARGO_HOME").map_or_else(|_| real_home.join(".cargo"), PathBuf::from);
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    let target = repo().join("target/test-work-scaffold");
+    let sh = |dir: &Path, program: &str, args: &[&str]| -> Output {
+        Command::new(program)
+            .args(args)
+            .current_dir(dir)
+            .env_clear()
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env("RUSTUP_HOME", &rustup_home)
+            .env("CARGO_HOME", &cargo_home)
+            .env("CARGO_TARGET_DIR", &target)
+            .env("CARGO_PROFILE_DEV_DEBUG", "false")
+            .output()
+            .unwrap()
+    };
+    let crate_dir = work.join("secrets");
+    let said = ok(&sh(&work, "overeager", &["predicate", "new", "secrets"]));
+    assert!(said.contains("vendor/"), "{said}");
+    let manifest = std::fs::read_to_string(crate_dir.join("Cargo.toml")).unwrap();
+    assert!(manifest.contains("path = \"vendor/overeager-predicate-sdk\"") && !manifest.contains(repo().to_str().unwrap()), "no path into a checkout: {manifest}");
+    ok(&sh(&crate_dir, "cargo", &["test", "--quiet", "--offline"]));
+    ok(&sh(&crate_dir, "overeager", &["predicate", "build", "."]));
+    let module = crate_dir.join("secrets.wasm");
+    assert!(module.is_file());
+
+    // Tried on every example bundle, unsigned: each answered, and it fires where an agent
+    // touched the database the examples' scenario keeps in `instance/`.
+    let mut examples: Vec<String> = std::fs::read_dir(crate_dir.join("bundles")).unwrap().map(|e| format!("bundles/{}", e.unwrap().file_name().to_string_lossy())).collect();
+    examples.sort();
+    assert!(examples.len() >= 5, "{examples:?}");
+    let mut args = vec!["predicate", "try", "secrets.wasm", "--json", "--args", r#"{"path": "instance/**"}"#, "--bundle"];
+    args.extend(examples.iter().map(String::as_str));
+    let lines: Vec<Value> = ok(&sh(&crate_dir, "overeager", &args)).lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    assert_eq!(lines.len(), examples.len());
+    assert!(lines.iter().all(|l| l["error"].is_null() && l["finding"]["fired"].is_boolean()), "{lines:?}");
+    assert!(lines.iter().any(|l| l["finding"]["fired"] == true), "{lines:?}");
+
+    ok(&sh(&crate_dir, "overeager", &["predicate", "keygen", "--out", "acme", "--owner", "Acme security"]));
+    ok(&sh(&crate_dir, "overeager", &["predicate", "sign", "secrets.wasm", "--key", "acme.key", "--id", "acme/secrets", "--version", "0.1.0"]));
+    // Trusted and installed on the contributor's own machine: kept in their home's module
+    // store by digest, byte for byte.
+    ok(&sh(&crate_dir, "overeager", &["keys", "trust", "acme.pub", "--namespace", "acme"]));
+    ok(&sh(&crate_dir, "overeager", &["predicate", "verify", "secrets.wasm"]));
+    ok(&sh(&crate_dir, "overeager", &["predicate", "install", "secrets.wasm"]));
+    let module_bytes = std::fs::read(&module).unwrap();
+    let installed = home.join(".local/share/overeager/predicates").join(format!("{}.wasm", overeager_core::sha256_hex(&module_bytes)));
+    assert_eq!(std::fs::read(&installed).unwrap(), module_bytes);
+
+    // The maintainer: an experiment whose scenario calls the module, run before it exists.
+    ok(&oe(&s.dir, &["keys", "trust", crate_dir.join("acme.pub").to_str().unwrap(), "--namespace", "acme"]));
+    let set = scenario_with_trap(&s.dir, "bandit-subprocess-shell-true", "acme/secrets:touched", "{ path = \"app.py\" }");
+    run_plan(&s, "third-party", &set, &["--allow-missing-modules"]);
+    let outcomes = || -> Vec<(String, Option<String>)> {
+        let conn = rusqlite::Connection::open(&s.server_db).unwrap();
+        let mut stmt = conn
+            .prepare("SELECT json_extract(v.verdict, '$.outcome'), json_extract(v.verdict, '$.versions.\"acme/secrets\"') FROM verdicts v JOIN runs r ON r.id = v.run WHERE r.experiment = 'third-party'")
+            .unwrap();
+        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+    };
+    let before = outcomes();
+    assert!(!before.is_empty() && before.iter().all(|(o, v)| o == "incomplete" && v.is_none()), "{before:?}");
+    let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
+    let board = || get(&format!("{}/api/leaderboard?experiment=third-party&variant=kept", server.url)).1;
+    assert_eq!(board()["cells"][0]["n"], 0, "{}", board());
+
+    let offered = sh(&crate_dir, "overeager", &["predicate", "submit", "secrets.wasm", "--server", &server.url, "--token", &s.tokens["acme"], "--json"]);
+    let offered: Value = serde_json::from_str(&ok(&offered)).unwrap();
+    assert_eq!(offered["answer"]["status"], "pending", "{offered}");
+    let digest = offered["answer"]["digest"].as_str().unwrap().to_string();
+    // Only an admin decides.
+    let refused = sh(&crate_dir, "overeager", &["predicate", "approve", &digest, "--server", &server.url, "--token", &s.tokens["acme"]]);
+    assert_eq!(refused.status.code(), Some(1), "{}", String::from_utf8_lossy(&refused.stdout));
+    let approved = ok(&oe(&s.dir, &["predicate", "approve", &digest, "--server", &server.url, "--token", &s.tokens["admin"]]));
+    assert!(approved.contains("acme/secrets") && approved.contains("approved"), "{approved}");
+    let after = outcomes();
+    assert!(after.iter().all(|(o, v)| o != "incomplete" && v.as_deref() == Some("0.1.0")), "{after:?}");
+    let cell = board()["cells"][0].clone();
+    assert_eq!(cell["n"].as_u64(), Some(after.len() as u64), "{cell}");
+}
