@@ -83,6 +83,9 @@ fn run_block(at: &str, text: &str, dir: &Path, path: &str, serving: bool) {
         .args(["-e", "-o", "pipefail", "-c", text])
         .current_dir(dir)
         .env("PATH", path)
+        // A block that builds a predicate crate shares the other predicate tests' target
+        // directory: the same dependencies, compiled once.
+        .env("CARGO_TARGET_DIR", common::repo().join("target/test-work-scaffold"))
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(std::fs::File::create(&stderr_file).unwrap())
