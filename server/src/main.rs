@@ -14,6 +14,7 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 use overeager_core::Variant;
+use overeager_wire::experiment::Steering;
 
 /// Measure how often coding agents do more than they were asked.
 #[derive(Parser)]
@@ -514,9 +515,9 @@ fn main() -> ExitCode {
         Command::Experiment(ExperimentCmd::List(args)) => cli::experiment::list(&args),
         Command::Experiment(ExperimentCmd::Status(args)) => cli::experiment::status(&args),
         Command::Experiment(ExperimentCmd::Rejudge(args)) => cli::experiment::rejudge(&args),
-        Command::Experiment(ExperimentCmd::Pause(args)) => cli::experiment::steer(&args, Some(true), None, None),
-        Command::Experiment(ExperimentCmd::Resume(args)) => cli::experiment::steer(&args, Some(false), None, None),
-        Command::Experiment(ExperimentCmd::Limit(args)) => cli::experiment::steer(&args.of, None, args.max_cost, args.jobs),
+        Command::Experiment(ExperimentCmd::Pause(args)) => cli::experiment::steer(&args, &Steering { paused: Some(true), ..Steering::default() }),
+        Command::Experiment(ExperimentCmd::Resume(args)) => cli::experiment::steer(&args, &Steering { paused: Some(false), ..Steering::default() }),
+        Command::Experiment(ExperimentCmd::Limit(args)) => args.steering().and_then(|change| cli::experiment::steer(&args.of, &change)),
         Command::Experiment(ExperimentCmd::Estimate(args)) => cli::experiment::estimate(&args),
         Command::Report(args) => cli::experiment::report_cmd(&args),
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),

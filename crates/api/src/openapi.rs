@@ -27,7 +27,7 @@ impl Modify for Bearer {
         board::approve, board::reject, board::withdraw, board::rejudge, board::runners, board::revoke_runner, read::keys, write::revoke_key, write::tokens, write::revoke_token,
         labels::whoami, labels::put_label, labels::delete_label, labels::labels, labels::labels_report, labels::queues, labels::create_queue, labels::queue,
     ),
-    components(schemas(write::StartExperiment, write::SteerExperiment, overeager_wire::board::OpenSubmission, board::Decision, overeager_wire::board::DeclaredRun, overeager_wire::labels::LabelBody, overeager_wire::labels::NewQueue, overeager_store::labels::Label)),
+    components(schemas(write::StartExperiment, overeager_wire::experiment::Steering, overeager_wire::board::OpenSubmission, board::Decision, overeager_wire::board::DeclaredRun, overeager_wire::labels::LabelBody, overeager_wire::labels::NewQueue, overeager_store::labels::Label)),
     modifiers(&Bearer)
 )]
 struct ApiDoc;

@@ -20,6 +20,7 @@ use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATUR
 use overeager_judge::{Judge, JudgeOptions, input, sign};
 use overeager_store::web::{PredicateRow, Role, Submission};
 use overeager_store::{Store, object_path_in, put_object_in};
+use overeager_wire::experiment::Steering;
 use overeager_wire::server::{BundleTaken, KeyRevoked, ProgressEvent, Started, TokenList, TokenRevoked};
 
 type Api<T> = Result<T, ApiError>;
@@ -30,40 +31,23 @@ pub struct StartExperiment {
     plan: String,
 }
 
-/// `POST /api/experiments/{id}/control`: what to change about a running experiment.
-#[derive(Deserialize, utoipa::ToSchema)]
-#[serde(deny_unknown_fields)]
-pub struct SteerExperiment {
-    /// Start no run until `false` (the runs in flight finish).
-    #[serde(default)]
-    paused: Option<bool>,
-    /// The spending limit in US dollars over the experiment's whole spend.
-    #[serde(default)]
-    max_cost: Option<f64>,
-    /// Runs at once, at most what its runner started with.
-    #[serde(default)]
-    jobs: Option<usize>,
-}
-
 /// Steers a running experiment (admin token): pause, resume, its spending limit, its runs at
 /// once. Its runner (this server's, or an `experiment run` on the store's machine) obeys
 /// within a second; the answer is the experiment's control as it now is.
-#[utoipa::path(post, path = "/api/experiments/{id}/control", params(("id" = String, Path, description = "experiment id")), request_body = SteerExperiment, security(("bearer" = [])),
+#[utoipa::path(post, path = "/api/experiments/{id}/control", params(("id" = String, Path, description = "experiment id")), request_body = Steering, security(("bearer" = [])),
     responses((status = 200, description = "The control as it now is"), (status = 400, description = "Not a change"), (status = 401, description = "No or unknown token"),
               (status = 403, description = "Not an admin token"), (status = 404, description = "No such experiment")))]
-pub async fn steer_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<SteerExperiment>, axum::extract::rejection::JsonRejection>) -> Api<Json<overeager_store::Control>> {
+pub async fn steer_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<Steering>, axum::extract::rejection::JsonRejection>) -> Api<Json<overeager_store::Control>> {
     let who = st.authorize(&headers, Role::Admin)?;
-    let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"paused\": true}}, {{\"max_cost\": 5.0}} or {{\"jobs\": 2}}: {}", e.body_text())))?;
-    if b.paused.is_none() && b.max_cost.is_none() && b.jobs.is_none() {
-        return Err(ApiError::bad("say what to change: `paused`, `max_cost` and/or `jobs`"));
-    }
-    if b.max_cost.is_some_and(|m| !(m.is_finite() && m > 0.0)) || b.jobs == Some(0) {
-        return Err(ApiError::bad("`max_cost` must be a positive number of US dollars and `jobs` at least 1 (`paused` stops starting runs)"));
-    }
+    let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"paused\": true}}, {{\"max_cost\": 5.0}}, {{\"jobs\": 2}} or {{\"until\": 0.05}}: {}", e.body_text())))?;
+    b.check().map_err(ApiError::bad)?;
     if st.read(|s| s.experiment(&id))?.is_none() {
         return Err(ApiError::not_found(format!("no experiment `{id}`; GET /api/experiments lists them")));
     }
-    let c = st.with_store(|s| s.steer(&id, b.paused, b.max_cost, b.jobs, &who.name))?;
+    if b.until.is_some() && st.read(|s| s.allocation(&id))?.is_none() {
+        return Err(ApiError::bad(format!("experiment `{id}` does not allocate adaptively, so it has no target (`until`) to change")));
+    }
+    let c = st.with_store(|s| s.steer(&id, &b, &who.name))?;
     tracing::info!("{} steered experiment {id}: {c:?}", who.name);
     Ok(Json(c))
 }

@@ -535,7 +535,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
         pause_after: opts.pause_after,
         cells: Mutex::new(BTreeMap::new()),
         budget,
-        steer: (Mutex::new(Steer { paused: false, jobs: jobs.max(1), slots: jobs.max(1), running: 0 }), std::sync::Condvar::new()),
+        steer: (Mutex::new(Steer { paused: false, jobs: jobs.max(1), slots: jobs.max(1), running: 0, target: None }), std::sync::Condvar::new()),
     };
     let decided_before = allocation.as_ref().map_or(0, |a| a.allocator.decisions());
     // A new runner goes by its own options until someone steers it.
@@ -647,6 +647,11 @@ fn drive_adaptive(a: &mut adaptive::Allocation, hosts: &[(Executor, usize)], tod
     let mut in_flight = std::mem::take(&mut a.in_flight);
     loop {
         let batch = if in_flight.is_empty() {
+            // A target changed from elsewhere applies to the decisions from here on (each is
+            // recorded with its target, so a replay follows the change).
+            if let Some(half_width) = runner.steer.0.lock().unwrap_or_else(|p| p.into_inner()).target.take() {
+                a.allocator.set_target(allocate::Target { half_width, confidence: 0.95 });
+            }
             let b = a.allocator.batch(slots);
             if b.is_empty() {
                 return Ok(Vec::new());
@@ -725,13 +730,15 @@ struct Runner<'a> {
     steer: (Mutex<Steer>, std::sync::Condvar),
 }
 
-/// Pause and parallelism as the experiment's control sets them while it runs.
+/// Pause, parallelism and target as the experiment's control sets them while it runs.
 struct Steer {
     paused: bool,
     /// Runs at once now, at most `slots`.
     jobs: usize,
     slots: usize,
     running: usize,
+    /// A target half-width asked for and not yet taken by the adaptive allocator.
+    target: Option<f64>,
 }
 
 /// A cell's standing under the failure policy.
@@ -919,6 +926,10 @@ impl Runner<'_> {
                 if let Some(j) = c.jobs.filter(|j| before.as_ref().is_none_or(|b| b.jobs != Some(*j))) {
                     s.jobs = j.clamp(1, s.slots);
                     said.push(if j > s.slots { format!("{} run(s) at once (at most the {} it started with)", s.jobs, s.slots) } else { format!("{} run(s) at once", s.jobs) });
+                }
+                if let Some(u) = c.until.filter(|u| before.as_ref().is_none_or(|b| b.until != Some(*u))) {
+                    s.target = Some(u);
+                    said.push(format!("target ±{:.1} percentage points from the next batch of decisions", u * 100.0));
                 }
             }
             if let Some(m) = c.max_cost.filter(|m| before.as_ref().is_none_or(|b| b.max_cost != Some(*m))) {

@@ -426,6 +426,10 @@ const MIGRATIONS: &[&str] = &[
         updated_by TEXT NOT NULL
     ) WITHOUT ROWID;
     "#,
+    // 15: an adaptive experiment's target changed while it runs (`experiment limit --until`).
+    r#"
+    ALTER TABLE experiment_controls ADD COLUMN until REAL;
+    "#,
 ];
 
 /// One cell's spend and progress ([`Store::spend_by_cell`]).
@@ -449,6 +453,8 @@ pub struct Control {
     pub max_cost: Option<f64>,
     /// Runs at once, at most the slots the runner was started with.
     pub jobs: Option<usize>,
+    /// An adaptive experiment's target half-width, replacing the one it was started with.
+    pub until: Option<f64>,
     pub updated_us: u64,
     pub updated_by: String,
 }
@@ -1109,8 +1115,8 @@ impl Store {
     pub fn control(&self, experiment: &str) -> Result<Option<Control>> {
         Ok(self
             .conn
-            .query_row("SELECT paused, max_cost, jobs, updated_us, updated_by FROM experiment_controls WHERE experiment = ?1", [experiment], |r| {
-                Ok(Control { paused: r.get(0)?, max_cost: r.get(1)?, jobs: r.get::<_, Option<i64>>(2)?.map(|j| j as usize), updated_us: r.get::<_, i64>(3)? as u64, updated_by: r.get(4)? })
+            .query_row("SELECT paused, max_cost, jobs, until, updated_us, updated_by FROM experiment_controls WHERE experiment = ?1", [experiment], |r| {
+                Ok(Control { paused: r.get(0)?, max_cost: r.get(1)?, jobs: r.get::<_, Option<i64>>(2)?.map(|j| j as usize), until: r.get(3)?, updated_us: r.get::<_, i64>(4)? as u64, updated_by: r.get(5)? })
             })
             .optional()?)
     }
@@ -1122,16 +1128,21 @@ impl Store {
         Ok(())
     }
 
-    /// Changes what an experiment's runner is asked to do: each `Some` replaces that setting.
-    /// Returns the whole control as it now is.
-    pub fn steer(&mut self, experiment: &str, paused: Option<bool>, max_cost: Option<f64>, jobs: Option<usize>, by: &str) -> Result<Control> {
+    /// Changes what an experiment's runner is asked to do: each setting given replaces that
+    /// one. A target (`until`) is for adaptive experiments only. Returns the whole control as
+    /// it now is.
+    pub fn steer(&mut self, experiment: &str, change: &overeager_wire::experiment::Steering, by: &str) -> Result<Control> {
         self.require_experiment(experiment)?;
+        change.check().map_err(anyhow::Error::msg)?;
+        if change.until.is_some() && self.allocation(experiment)?.is_none() {
+            bail!("experiment `{experiment}` does not allocate adaptively, so it has no target to change; --until starts with a new experiment");
+        }
         let tx = self.conn.transaction()?;
         tx.execute(
-            "INSERT INTO experiment_controls (experiment, paused, max_cost, jobs, updated_us, updated_by) VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6)
+            "INSERT INTO experiment_controls (experiment, paused, max_cost, jobs, until, updated_us, updated_by) VALUES (?1, COALESCE(?2, 0), ?3, ?4, ?5, ?6, ?7)
              ON CONFLICT (experiment) DO UPDATE SET paused = COALESCE(?2, paused), max_cost = COALESCE(?3, max_cost), jobs = COALESCE(?4, jobs),
-               updated_us = ?5, updated_by = ?6",
-            params![experiment, paused, max_cost, jobs.map(|j| j as i64), now_us() as i64, by],
+               until = COALESCE(?5, until), updated_us = ?6, updated_by = ?7",
+            params![experiment, change.paused, change.max_cost, change.jobs.map(|j| j as i64), change.until, now_us() as i64, by],
         )?;
         tx.commit()?;
         self.control(experiment)?.context("the control just written")

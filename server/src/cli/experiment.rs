@@ -13,6 +13,7 @@ use serde_json::json;
 
 use super::print_json;
 use overeager_experiment::{self as experiment, Options};
+use overeager_wire::experiment::Steering;
 use overeager_report::{self as report, transfer, write};
 use overeager_store::Store;
 use overeager_store::labels::LabelScope;
@@ -180,25 +181,39 @@ pub struct LimitArgs {
     /// Runs at once (at most what the runner started with).
     #[arg(long)]
     pub jobs: Option<usize>,
+    /// An adaptive experiment's new target half-width (`5pp`, `0.05`), from its next batch of
+    /// decisions on.
+    #[arg(long, value_name = "HALF-WIDTH", value_parser = overeager_experiment::allocate::Target::parse)]
+    pub until: Option<overeager_experiment::allocate::Target>,
+}
+
+impl LimitArgs {
+    /// The change asked for.
+    pub fn steering(&self) -> Result<Steering> {
+        if self.max_cost.is_none() && self.jobs.is_none() && self.until.is_none() {
+            bail!("say what to change: --max-cost USD, --jobs N and/or --until HALF-WIDTH");
+        }
+        if self.jobs == Some(0) {
+            bail!("--jobs must be at least 1 (`experiment pause` stops starting runs)");
+        }
+        Ok(Steering { max_cost: self.max_cost, jobs: self.jobs, until: self.until.map(|t| t.half_width), ..Steering::default() })
+    }
 }
 
 /// `overeager experiment pause|resume|limit`: writes the experiment's control, which its
 /// running `experiment run` (here or in a server) reads within a second.
-pub fn steer(args: &SteerArgs, paused: Option<bool>, max_cost: Option<f64>, jobs: Option<usize>) -> Result<ExitCode> {
-    if paused.is_none() && max_cost.is_none() && jobs.is_none() {
-        bail!("say what to change: --max-cost USD and/or --jobs N");
-    }
-    if jobs == Some(0) {
-        bail!("--jobs must be at least 1 (`experiment pause` stops starting runs)");
-    }
+pub fn steer(args: &SteerArgs, change: &Steering) -> Result<ExitCode> {
     let by = std::env::var("USER").unwrap_or_else(|_| "the command line".into());
-    let c = Store::open_existing(&args.db.db)?.steer(&args.id, paused, max_cost, jobs, &by)?;
+    let c = Store::open_existing(&args.db.db)?.steer(&args.id, change, &by)?;
     let mut now = vec![if c.paused { "paused".to_string() } else { "running".to_string() }];
     if let Some(m) = c.max_cost {
         now.push(format!("spending limit {}", overeager_agents::model::usage::usd(m)));
     }
     if let Some(j) = c.jobs {
         now.push(format!("{j} run(s) at once"));
+    }
+    if let Some(u) = c.until {
+        now.push(format!("target ±{:.1} percentage points", u * 100.0));
     }
     println!("experiment {}: {}; its running `experiment run` obeys within a second (a new one goes by its own options)", args.id, now.join(", "));
     Ok(ExitCode::SUCCESS)

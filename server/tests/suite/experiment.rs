@@ -563,41 +563,17 @@ fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction(
 
 /// A running experiment steered from a second terminal: `experiment pause` stops it starting
 /// runs (those in flight finish), `experiment limit --jobs` and `--max-cost` are taken up and
-/// said, `experiment resume` lets it finish; each is obeyed as soon as the runner reads its
-/// control (how long that took is printed, not asserted).
+/// said, `experiment resume` lets it finish, and `experiment limit --until` retargets an
+/// adaptive one; each is obeyed as soon as the runner reads its control (how long that took is
+/// printed, not asserted).
 #[test]
 fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let plan = sim_plan(dir.path(), "steered", 2, 30);
     let db = dir.path().join("store.db");
     let dbs = db.to_str().unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager"))
-        .args(["experiment", "run", plan.to_str().unwrap(), "--db", dbs])
-        .current_dir(repo())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The runner's lines, as they come.
-    let (tx, said) = std::sync::mpsc::channel::<String>();
-    let stderr = child.stderr.take().unwrap();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let wait_for = |what: &str| -> Duration {
-        let t = Instant::now();
-        loop {
-            let line = said.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("the runner never said `{what}`"));
-            if line.contains(what) {
-                return t.elapsed();
-            }
-        }
-    };
+    let (mut child, said) = runner(&["experiment", "run", plan.to_str().unwrap(), "--db", dbs]);
+    let wait_for = |what: &str| said_within(&said, what);
     let steer = |args: &[&str]| ok(&overeager(&[&["experiment"], args, &["--db", dbs]].concat()));
     // Runs done, 0 until the runner has made the store.
     let done = || {
@@ -638,4 +614,57 @@ fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
     // Asking for nothing, or for no runs at once, is refused with what to do.
     let refused = overeager(&["experiment", "limit", "steered", "--db", dbs]);
     assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("--max-cost"));
+
+    // A target is an adaptive experiment's: refused for this one; an adaptive one takes a new
+    // one from its next batch of decisions, each recorded with its target, so it replays.
+    let refused = overeager(&["experiment", "limit", "steered", "--until", "5pp", "--db", dbs]);
+    assert!(!refused.status.success() && String::from_utf8_lossy(&refused.stderr).contains("does not allocate adaptively"), "{refused:?}");
+    let adaptive = adaptive_plan(dir.path(), "retargeted");
+    let (mut child, said) = runner(&["experiment", "run", adaptive.to_str().unwrap(), "--db", dbs, "--until", "4pp"]);
+    let targets = || -> Vec<f64> {
+        let c = rusqlite::Connection::open(&db).unwrap();
+        let mut stmt = c.prepare("SELECT half_width FROM allocation_decisions WHERE experiment = 'retargeted' ORDER BY seq").unwrap();
+        stmt.query_map([], |r| r.get(0)).unwrap().map(Result::unwrap).collect()
+    };
+    while targets().len() < 10 {
+        assert!(child.try_wait().unwrap().is_none(), "the adaptive runner finished before it could be steered");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    steer(&["limit", "retargeted", "--until", "20pp"]);
+    eprintln!("retargeted after {:?}", said_within(&said, "target ±20.0 percentage points"));
+    assert!(child.wait().unwrap().success());
+    let recorded = targets();
+    let changed_at = recorded.iter().position(|t| *t == 0.2).expect("decisions under the new target");
+    assert!(changed_at >= 10 && recorded[..changed_at].iter().all(|t| *t == 0.04) && recorded[changed_at..].iter().all(|t| *t == 0.2), "{recorded:?}");
+    let resumed = json(&overeager(&["experiment", "run", adaptive.to_str().unwrap(), "--db", dbs, "--json"]));
+    assert_eq!(resumed["allocation"]["half_width"], 0.2, "{resumed}");
+    assert_eq!(resumed["allocation"]["finished"], true, "{resumed}");
+    assert_eq!(targets(), recorded, "the record replays as it was taken");
+}
+
+/// An `overeager` child with its standard error read line by line as it comes.
+fn runner(args: &[&str]) -> (std::process::Child, std::sync::mpsc::Receiver<String>) {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_overeager")).args(args).current_dir(repo()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().unwrap();
+    let (tx, said) = std::sync::mpsc::channel::<String>();
+    let stderr = child.stderr.take().unwrap();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    (child, said)
+}
+
+/// How long until the child said a line containing `what` (a minute at most).
+fn said_within(said: &std::sync::mpsc::Receiver<String>, what: &str) -> Duration {
+    let t = Instant::now();
+    loop {
+        let line = said.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| panic!("the runner never said `{what}`"));
+        if line.contains(what) {
+            return t.elapsed();
+        }
+    }
 }
