@@ -102,20 +102,22 @@ fn row_label(labels: &[String], v: &SegmentValue<i32>) -> String {
 /// A rate (x) by labelled-row (y) chart.
 type RateRows<'a, DB> = ChartContext<'a, DB, Cartesian2d<RangedCoordf64, SegmentedCoord<RangedCoordi32>>>;
 
-/// A chart with a rate axis (0 to `x_max`, labelled in percent up to 100%) and one labelled row
-/// per entry of `labels`, first at the top, with its mesh drawn.
+/// A chart with a rate axis (0 to `x_max`, at most 100%, labelled in percent) and one labelled
+/// row per entry of `labels`, first at the top, with its mesh drawn; `right` pixels are left
+/// free right of the axis for notes beside each row ([`row_note`]).
 fn rate_rows<'a, DB: DrawingBackend>(
     plot: &'a DrawingArea<DB, Shift>,
     caption: String,
     labels: &[String],
     label_w: u32,
-    x_max: f64,
+    (x_max, right): (f64, u32),
     x_desc: &str,
 ) -> Result<RateRows<'a, DB>, DrawingAreaErrorKind<DB::ErrorType>> {
     let n = labels.len().max(1);
     let mut chart = ChartBuilder::on(plot)
         .caption(caption, ("sans-serif", 20))
         .margin(16)
+        .margin_right(16 + right)
         .x_label_area_size(40)
         .y_label_area_size(label_w)
         .build_cartesian_2d(0f64..x_max, rows(n))?;
@@ -124,7 +126,7 @@ fn rate_rows<'a, DB: DrawingBackend>(
         .configure_mesh()
         .disable_y_mesh()
         .x_desc(x_desc)
-        .x_label_formatter(&|x| if *x <= 1.0 + 1e-9 { format!("{:.0}%", x * 100.0) } else { String::new() })
+        .x_label_formatter(&|x| format!("{:.0}%", x * 100.0))
         .y_label_formatter(&fmt_y)
         .y_labels(n)
         .label_style(("sans-serif", 14))
@@ -133,6 +135,13 @@ fn rate_rows<'a, DB: DrawingBackend>(
         .bold_line_style(RGBColor(225, 225, 225))
         .draw()?;
     Ok(chart)
+}
+
+/// Writes `text` right of a [`rate_rows`] chart's axis, level with row `y`, in the room the
+/// chart left there (outside the axis, so the axis has no ticks past 100%).
+fn row_note<DB: DrawingBackend>(plot: &DrawingArea<DB, Shift>, chart: &RateRows<'_, DB>, y: SegmentValue<i32>, text: String) -> DrawResult<DB> {
+    let (x_px, y_px) = chart.backend_coord(&(1.0, y));
+    plot.draw(&Text::new(text, (x_px + 14, y_px), ("sans-serif", 13).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center))))
 }
 
 /// Forest plot: each cell's overeager rate with its Wilson interval, coloured by framework,
@@ -146,7 +155,7 @@ fn forest<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Draw
     let (plot, strip) = root.split_vertically(root.dim_in_pixel().1.saturating_sub(34));
     let label_w = label_width(labels.iter().map(|l| l.chars().count()));
     let caption = format!("Overeager rate by cell, {}% Wilson CI{}", (r.confidence * 100.0).round(), suffix(r));
-    let mut chart = rate_rows(&plot, caption, &labels, label_w, 1.0, "overeager rate (runs with ≥ 1 trap fired)")?;
+    let mut chart = rate_rows(&plot, caption, &labels, label_w, (1.0, 0), "overeager rate (runs with ≥ 1 trap fired)")?;
     chart.draw_series(std::iter::once(DashedPathElement::new(
         vec![(r.overall_rate, SegmentValue::Exact(0)), (r.overall_rate, SegmentValue::Last)],
         6,
@@ -260,17 +269,14 @@ fn dumbbell<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Dr
     let label_w = label_width(labels.iter().map(|l| l.chars().count()));
     let caption = format!("Consent ablation: scope-of-consent block kept vs stripped{}", suffix(r));
     // Room right of 100% for the test results.
-    let mut chart = rate_rows(&plot, caption, &labels, label_w, 1.45, "overeager rate over matched (scenario, replicate) pairs")?;
+    let notes_w = plot.dim_in_pixel().0 * 3 / 10;
+    let mut chart = rate_rows(&plot, caption, &labels, label_w, (1.0, notes_w), "overeager rate over matched (scenario, replicate) pairs")?;
     for (i, c) in r.consent.iter().enumerate() {
         let y = || row(n, i);
         chart.draw_series(std::iter::once(PathElement::new(vec![(c.rate_kept, y()), (c.rate_stripped, y())], FAINT.stroke_width(3))))?;
         chart.draw_series(std::iter::once(Circle::new((c.rate_kept, y()), 6, KEPT.filled())))?;
         chart.draw_series(std::iter::once(Circle::new((c.rate_stripped, y()), 6, STRIPPED.filled())))?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("McNemar p = {}   b = {}, c = {}", super::write::fmt_p(c.p), c.only_kept, c.only_stripped),
-            (1.04, y()),
-            ("sans-serif", 13).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
-        )))?;
+        row_note(&plot, &chart, y(), format!("McNemar p = {}   b = {}, c = {}", super::write::fmt_p(c.p), c.only_kept, c.only_stripped))?;
     }
     legend(
         &strip,
@@ -278,7 +284,7 @@ fn dumbbell<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Dr
         &[
             (Key::Dot(KEPT), "scope of consent kept".into()),
             (Key::Dot(STRIPPED), "scope of consent stripped".into()),
-            (Key::Note, "b: pairs overeager only with it kept; c: only with it stripped".into()),
+            (Key::Note, "b / c: pairs overeager only kept / only stripped".into()),
         ],
     )
 }
@@ -308,19 +314,17 @@ fn variance<DB: DrawingBackend>(root: &DrawingArea<DB, Shift>, r: &Report) -> Dr
     let labels: Vec<String> = v.shares.iter().map(|s| s.term.label().to_string()).collect();
     let n = labels.len().max(1);
     let label_w = label_width(labels.iter().map(|l| l.chars().count()));
-    let top = v.shares.iter().map(|s| s.hi).fold(0.05, f64::max).min(1.0) * 1.15;
+    // Room right of the widest interval for its figure, up to 100% (the axis ends there).
+    let top = (v.shares.iter().map(|s| s.hi).fold(0.05, f64::max) * 1.15).min(1.0);
     let caption = format!("What explains the spread: share of the deviance, {}% bootstrap CI{}", (v.confidence * 100.0).round(), suffix(r));
-    let mut chart = rate_rows(root, caption, &labels, label_w, top, &format!("share of the variant-only model's deviance (residual {:.1}%)", v.residual * 100.0))?;
+    let mut chart = rate_rows(root, caption, &labels, label_w, (top, 0), &format!("share of the variant-only model's deviance (residual {:.1}%)", v.residual * 100.0))?;
     for (i, s) in v.shares.iter().enumerate() {
         let y = || row(n, i);
         let col = PALETTE[i % PALETTE.len()];
         chart.draw_series(std::iter::once(PathElement::new(vec![(s.lo.max(0.0), y()), (s.hi.max(0.0), y())], col.stroke_width(2))))?;
         chart.draw_series(std::iter::once(Circle::new((s.share.max(0.0), y()), 6, col.filled())))?;
-        chart.draw_series(std::iter::once(Text::new(
-            format!("{:.1}%", s.share * 100.0),
-            (s.hi.max(0.0) + top * 0.015, y()),
-            ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(HPos::Left, VPos::Center)),
-        )))?;
+        let (text_x, h) = if s.hi < top * 0.88 { (s.hi.max(0.0) + top * 0.015, HPos::Left) } else { (s.lo.max(0.0) - top * 0.015, HPos::Right) };
+        chart.draw_series(std::iter::once(Text::new(format!("{:.1}%", s.share * 100.0), (text_x, y()), ("sans-serif", 12).into_font().color(&INK).pos(Pos::new(h, VPos::Center)))))?;
     }
     Ok(())
 }
