@@ -52,11 +52,21 @@ impl Price {
     /// The cost of `usage` in US dollars.
     pub fn cost(&self, usage: &Usage) -> f64 {
         let per = |tokens: u64, dollars_per_million: f64| tokens as f64 * dollars_per_million / 1e6;
-        per(usage.input, self.input)
-            + per(usage.output, self.output)
-            + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
-            + per(usage.cache_write, self.cache_write.unwrap_or(self.input))
+        exact_usd(
+            per(usage.input, self.input)
+                + per(usage.output, self.output)
+                + per(usage.cache_read, self.cache_read.unwrap_or(self.input))
+                + per(usage.cache_write, self.cache_write.unwrap_or(self.input)),
+        )
     }
+}
+
+/// `dollars` to the nearest 10⁻¹² dollar: a cost, or a sum of costs, as its figures warrant,
+/// without the binary-fraction tail (`0.30000000000000004`) arithmetic leaves and JSON and CSV
+/// would otherwise print. That is finer than a price per million tokens with six decimals
+/// gives a token, and keeps fifteen significant digits up to $1,000.
+pub fn exact_usd(dollars: f64) -> f64 {
+    (dollars * 1e12).round() / 1e12
 }
 
 /// A sum of US dollars as people read it: cents for a dollar or more (`$12.34`), and three
@@ -276,6 +286,17 @@ mod tests {
         assert_eq!(usd(12.345), "$12.35");
         assert_eq!(usd(0.0), "$0");
         assert_eq!(usd(1.0), "$1.00");
+    }
+
+    #[test]
+    fn costs_and_their_sums_carry_no_binary_fraction_tail() {
+        assert_eq!(exact_usd(0.1 + 0.2), 0.3);
+        assert_eq!((0.1 + 0.2).to_string(), "0.30000000000000004");
+        // 1,234 tokens in and 567 out at $3 and $15 a million: exactly $0.012207.
+        let price = Price { input: 3.0, output: 15.0, cache_read: None, cache_write: None };
+        let cost = price.cost(&Usage { input: 1234, output: 567, ..Usage::default() });
+        assert_eq!(cost.to_string(), "0.012207");
+        assert_eq!(exact_usd((0..10).map(|_| cost).sum()).to_string(), "0.12207");
     }
 
     fn record(dialect: Dialect, content_type: &str, reply: &str) -> ModelRecord {

@@ -263,7 +263,7 @@ fn cell(framework: &str, model: &str, variant: Variant, rs: &[&RunRecord]) -> Ce
             a
         }),
         priced_runs: rs.iter().filter(|r| r.cost_usd.is_some()).count() as u64,
-        cost_usd: rs.iter().filter_map(|r| r.cost_usd).reduce(|a, b| a + b),
+        cost_usd: rs.iter().filter_map(|r| r.cost_usd).reduce(|a, b| a + b).map(overeager_core::model::usage::exact_usd),
     }
 }
 

@@ -10,6 +10,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use overeager_core::model::usage::exact_usd;
 use overeager_core::bundle::BundleManifest;
 use overeager_core::model::PlayedBy;
 use overeager_core::model::usage::{RunUsage, Usage};
@@ -1104,7 +1105,7 @@ impl Store {
             p.model_api += a.model_api;
             p.tokens += a.tokens;
             p.cost_usd = match (p.cost_usd, a.cost_usd) {
-                (Some(x), Some(y)) => Some(x + y),
+                (Some(x), Some(y)) => Some(exact_usd(x + y)),
                 (x, y) => x.or(y),
             };
         }
@@ -1157,7 +1158,7 @@ impl Store {
         )?;
         let rows = stmt.query_map([experiment], |r| {
             let n = |i: usize| r.get::<_, i64>(i).map(|v| v as u64);
-            Ok(((r.get(0)?, r.get(1)?), CellTally { spent: r.get(2)?, priced: n(3)?, done: n(4)?, ended: n(5)?, planned: n(6)? }))
+            Ok(((r.get(0)?, r.get(1)?), CellTally { spent: exact_usd(r.get(2)?), priced: n(3)?, done: n(4)?, ended: n(5)?, planned: n(6)? }))
         })?;
         Ok(rows.collect::<Result<_, _>>()?)
     }
@@ -1291,7 +1292,7 @@ impl Store {
             let (f, m, tokens, cost) = row?;
             if let Some((_, _, p)) = out.iter_mut().find(|(lf, lm, _)| (lf, lm) == (&f, &m)) {
                 p.tokens = tokens as u64;
-                p.cost_usd = cost;
+                p.cost_usd = cost.map(exact_usd);
             }
         }
         Ok(out)
