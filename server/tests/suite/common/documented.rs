@@ -70,7 +70,9 @@ pub fn block_commands(block: &Block) -> Vec<Documented> {
         let Some(words) = shlex::split(&joined) else { continue };
         let settings = words.iter().take_while(|w| w.contains('=') && !w.starts_with('-')).count();
         let env = words[..settings].iter().filter_map(|w| w.split_once('=')).map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let words: Vec<String> = words[settings..].iter().take_while(|w| !w.starts_with('#')).cloned().collect();
+        // The command ends at a comment, a redirection or the next command of a list.
+        let operator = |w: &str| w.starts_with('#') || w.starts_with('>') || w.starts_with("2>") || matches!(w, "<" | "|" | "||" | "&" | "&&" | ";");
+        let words: Vec<String> = words[settings..].iter().take_while(|w| !operator(w)).cloned().collect();
         if words.first().map(String::as_str) == Some("overeager") {
             out.push(Documented { line: at, env, words });
         }
