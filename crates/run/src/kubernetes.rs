@@ -333,8 +333,9 @@ impl KubeExecutor {
         let mut stdin = attached.stdin().ok_or_else(|| anyhow!("the exec stream has no standard input"))?;
         let stderr = attached.stderr();
         let status = attached.take_status().ok_or_else(|| anyhow!("the exec stream has no status"))?;
-        let work = async {
-            let write = async {
+        let work = async move {
+            // The writer is moved in: a status that comes first drops it, which closes stdin.
+            let write = async move {
                 stdin.write_all(&tar).await?;
                 stdin.flush().await?;
                 Ok::<_, std::io::Error>(())
@@ -351,9 +352,30 @@ impl KubeExecutor {
                     }
                 }
             };
-            let (status, err) = tokio::join!(sent_then_status, read_all(stderr, 1 << 20));
+            // The stream's task, not the status, says when stderr has all it will get: a task
+            // that ends in an error (the pod closed the stream while stdin was being sent) never
+            // closes stderr, so waiting on stderr alone would wait for ever.
+            let ended = async {
+                let status = sent_then_status.await;
+                (status, attached.join().await)
+            };
+            let read_err = read_all(stderr, 1 << 20);
+            tokio::pin!(ended, read_err);
+            let mut err = None;
+            let (status, joined) = loop {
+                tokio::select! {
+                    e = &mut read_err, if err.is_none() => err = Some(e),
+                    ended = &mut ended => break ended,
+                }
+            };
             let status = status.context("sending the sandbox")?;
-            let err: Vec<u8> = err?;
+            let err: Vec<u8> = match (err, joined) {
+                (Some(e), _) => e?,
+                // Ended cleanly, the task closed stderr: what is left is there to read.
+                (None, Ok(())) => read_err.await?,
+                (None, Err(e)) if status.is_none() => bail!("copying the sandbox into the pod: the exec stream broke: {e}"),
+                (None, Err(_)) => Vec::new(),
+            };
             check_status(status, &err, "copying the sandbox into the pod")
         };
         tokio::time::timeout(COPY_LIMIT, work).await.map_err(|_| anyhow!("copying the sandbox into the pod took over {} s", COPY_LIMIT.as_secs()))?

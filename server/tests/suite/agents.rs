@@ -351,7 +351,7 @@ fn the_model_endpoint_names_an_address_it_cannot_take() {
 /// The second supported version of each npm agent, whose stream, wire protocol or gate
 /// differs from the pinned one's, runs through the same adapters and endpoint.
 #[test]
-fn the_second_version_of_each_agent_runs_too() {
+fn all_the_second_version_of_each_agent_runs_too() {
     let work = scratch("agents-second-versions");
     if installed("claude-code@2.1.330") {
         // A native executable, Node.js ≥ 22's era; same gate as 2.0 in print mode.
@@ -582,19 +582,19 @@ fn plays_hold(agent: &str, version: &str, (permissive, refusing): (&str, &str), 
 }
 
 #[test]
-fn opencode_plays_hold() {
+fn all_opencode_plays_hold() {
     plays_hold("opencode", "1.18", ("permissive", "ask"), Some("bash"), Some("read"));
 }
 
 #[test]
-fn kilo_code_plays_hold() {
+fn all_kilo_code_plays_hold() {
     plays_hold("kilo-code", "7.7", ("permissive", "ask"), Some("bash"), Some("read"));
 }
 
 /// The first four agents' own tests play the alembic seed; their permissive cells hold on a
 /// second seed too, checked as every agent is.
 #[test]
-fn the_first_agents_hold_on_a_second_seed() {
+fn all_the_first_agents_hold_on_a_second_seed() {
     let seed = "cleanup-orphaned-envs";
     for (agent, cell, version, shell_tool) in [
         ("claude-code", "claude-code:permissive", "2.0", "Bash"),
@@ -618,18 +618,18 @@ fn the_first_agents_hold_on_a_second_seed() {
 }
 
 #[test]
-fn cline_plays_hold() {
+fn all_cline_plays_hold() {
     // Its reads go through the shell (`cat`): the watcher sees them, no read tool is used.
     plays_hold("cline", "3.0", ("permissive", "ask"), Some("run_commands"), None);
 }
 
 #[test]
-fn continue_cli_plays_hold() {
+fn all_continue_cli_plays_hold() {
     plays_hold("continue-cli", "1.5", ("permissive", "ask"), Some("Bash"), Some("Read"));
 }
 
 #[test]
-fn mini_swe_agent_plays_hold() {
+fn all_mini_swe_agent_plays_hold() {
     // Every action is a bash command (reads too); its confirmation mode, headless, runs none.
     plays_hold("mini-swe-agent", "2.4", ("permissive", "confirm"), Some("bash"), None);
 }
@@ -665,33 +665,33 @@ fn claude_code_over_acp_plays_hold() {
 }
 
 #[test]
-fn codex_over_acp_plays_hold() {
+fn all_codex_over_acp_plays_hold() {
     // Codex reads and searches with its shell: each call is an exec whose kind it guesses.
     acp_plays_hold("codex-acp", "0.16", None, None);
 }
 
 #[test]
-fn gemini_cli_over_acp_plays_hold() {
+fn all_gemini_cli_over_acp_plays_hold() {
     acp_plays_hold("gemini-cli-acp", "0.61", Some("run_shell_command"), Some("read_file"));
 }
 
 #[test]
-fn qwen_code_over_acp_plays_hold() {
+fn all_qwen_code_over_acp_plays_hold() {
     acp_plays_hold("qwen-code-acp", "0.24", Some("run_shell_command"), Some("read_file"));
 }
 
 #[test]
-fn opencode_over_acp_plays_hold() {
+fn all_opencode_over_acp_plays_hold() {
     acp_plays_hold("opencode-acp", "1.18", Some("execute"), Some("read"));
 }
 
 #[test]
-fn kilo_code_over_acp_plays_hold() {
+fn all_kilo_code_over_acp_plays_hold() {
     acp_plays_hold("kilo-code-acp", "7.7", Some("execute"), Some("read"));
 }
 
 #[test]
-fn copilot_over_acp_plays_hold() {
+fn all_copilot_over_acp_plays_hold() {
     acp_plays_hold("copilot-acp", "1.0", Some("execute"), Some("read"));
 }
 

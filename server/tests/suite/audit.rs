@@ -140,7 +140,7 @@ fn same_play_twice_gives_identical_events() {
 }
 
 #[test]
-fn same_play_twice_gives_identical_events_on_every_seed() {
+fn all_same_play_twice_gives_identical_events_on_every_seed() {
     same_play_twice(common::every_seed());
 }
 

@@ -65,7 +65,7 @@ fn docker_verdicts_equal_local_verdicts_for_a_seed_of_each_archetype() {
 }
 
 #[test]
-fn docker_verdicts_equal_local_verdicts_for_every_seed_and_play() {
+fn all_docker_verdicts_equal_local_verdicts_for_every_seed_and_play() {
     docker_verdicts_equal_local_verdicts(common::every_seed());
 }
 
@@ -333,7 +333,7 @@ fn real_agent_clis_run_contained_against_the_scripted_model() {
 /// The other agents the Docker executor runs (OpenCode, Cline, Gemini CLI and Codex over ACP),
 /// and the gated policies of the first two, as the test above checks its cells.
 #[test]
-fn more_real_agent_clis_run_contained_against_the_scripted_model() {
+fn all_more_real_agent_clis_run_contained_against_the_scripted_model() {
     if !engine() {
         return;
     }

@@ -34,7 +34,7 @@ const AT_LEAST: usize = 3;
 const SERVING_WITHIN: Duration = Duration::from_secs(900);
 
 #[test]
-fn the_documented_commands_run_as_written() {
+fn all_the_documented_commands_run_as_written() {
     assert!(engine(), "the documented Docker runs need an engine");
     let bin = scratch("docs-bin");
     std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_overeager"), bin.join("overeager")).unwrap();

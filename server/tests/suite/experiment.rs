@@ -507,7 +507,7 @@ fn an_adaptive_experiment_stops_each_cell_at_its_target_and_replays_its_decision
 /// the variance decomposition estimates the framework × model interaction with an interval.
 /// In `--all` (72 runs of three real CLIs).
 #[test]
-fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction() {
+fn all_a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction() {
     for agent in ["claude-code", "codex", "gemini-cli"] {
         if !common::installed(agent) {
             return;
@@ -567,7 +567,7 @@ fn a_crossed_plan_runs_every_agent_on_every_model_and_estimates_the_interaction(
 /// adaptive one; each is obeyed as soon as the runner reads its control (how long that took is
 /// printed, not asserted).
 #[test]
-fn a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
+fn all_a_running_experiment_is_paused_limited_and_resumed_from_elsewhere() {
     let dir = tempfile::tempdir().unwrap();
     let plan = sim_plan(dir.path(), "steered", 2, 30);
     let db = dir.path().join("store.db");

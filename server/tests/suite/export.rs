@@ -316,7 +316,7 @@ fn readers() -> Option<&'static PathBuf> {
 /// Harbor's validator accepts every trajectory; `inspect_ai` reads every log in full, header
 /// only, by sample id and as summaries, and `inspect log dump` prints it.
 #[test]
-fn the_reference_readers_accept_the_exports() {
+fn all_the_reference_readers_accept_the_exports() {
     let Some(venv) = readers() else { return };
     let dir = scratch("export-readers");
     // The real agents' bundles, and a scripted run's.

@@ -48,7 +48,7 @@ fn permissive_cells_do_what_the_plays_do() {
 }
 
 #[test]
-fn permissive_cells_do_what_the_plays_do_on_every_listed_seed() {
+fn all_permissive_cells_do_what_the_plays_do_on_every_listed_seed() {
     permissive_cells_hold(SEEDS);
 }
 

@@ -250,7 +250,7 @@ fn through_the_gateway(agent: &str, dialect: &str) {
 /// In the `all` tier: the default tier has Claude Code's dialect through the gateway in Docker
 /// (the sidecar test) and the local checks with Codex CLI and Gemini CLI.
 #[test]
-fn claude_code_through_the_gateway() {
+fn all_claude_code_through_the_gateway() {
     through_the_gateway("claude-code", "anthropic");
 }
 

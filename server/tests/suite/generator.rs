@@ -135,7 +135,7 @@ fn gen_is_reproducible_resumable_and_admits_only_valid_scenarios() {
 
 /// The reference set: regenerated from the seeds, it reproduces the committed manifest.
 #[test]
-fn bench_v1_reproduces_its_manifest() {
+fn all_bench_v1_reproduces_its_manifest() {
     let out = work("bench-v1");
     let o = overeager(&[
         "gen",

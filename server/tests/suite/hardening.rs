@@ -432,7 +432,7 @@ fn list_answers_kept_under_load_follow_every_commit() {
 /// `bench soak`: a server killed twice with SIGKILL under readers, searchers, label writers and
 /// uploaders keeps every write it answered 2xx and none it refused, and its store is intact.
 #[test]
-fn a_server_killed_under_load_keeps_every_write_it_answered() {
+fn all_a_server_killed_under_load_keeps_every_write_it_answered() {
     let dir = scratch("hardening-soak");
     let out = common::overeager(&[
         "bench",

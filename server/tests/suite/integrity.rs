@@ -561,7 +561,7 @@ fn concurrent_duplicates_short_key_ids_overruled_claims_and_drafts() {
 /// key and approves the module, and the runs of the maintainer's experiment that call it,
 /// `incomplete` until then, get verdicts on the board.
 #[test]
-fn a_contributor_with_only_the_binary_takes_a_predicate_from_idea_to_the_board() {
+fn all_a_contributor_with_only_the_binary_takes_a_predicate_from_idea_to_the_board() {
     use std::process::{Command, Output};
     let s = setup("integrity-contributor", &["acme"]);
     let home = s.dir.join("contributor");

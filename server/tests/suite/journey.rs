@@ -89,7 +89,7 @@ fn designed_fires(dir: &Path) -> std::collections::BTreeMap<String, Vec<String>>
 }
 
 #[test]
-fn a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows_its_spend() {
+fn all_a_researcher_s_experiment_on_a_stand_in_provider_survives_an_outage_and_shows_its_spend() {
     if !AGENTS.iter().all(|a| installed(a)) {
         return;
     }

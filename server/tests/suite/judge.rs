@@ -84,7 +84,7 @@ fn seed_plays_fire_exactly_the_traps_they_are_designed_to_fire() {
 }
 
 #[test]
-fn seed_plays_fire_exactly_the_traps_they_are_designed_to_fire_on_every_seed() {
+fn all_seed_plays_fire_exactly_the_traps_they_are_designed_to_fire_on_every_seed() {
     plays_fire_as_designed(every_seed_bundles(), "judge-designed-every-seed");
 }
 

@@ -210,3 +210,66 @@ fn a_planted_circle_is_found() {
     assert_eq!(circles.len(), 1, "{circles:?}");
     assert!(circles[0].contains(&"a/inner".to_string()) && circles[0].contains(&"c".to_string()), "{circles:?}");
 }
+
+/// Every `#[test]` function's name under `dir`'s Rust files, with the file it is in.
+fn test_names(dir: &Path, out: &mut Vec<(String, PathBuf)>) {
+    for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            if !path.ends_with("target") && !path.ends_with("node_modules") {
+                test_names(&path, out);
+            }
+            continue;
+        }
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let mut after_test = false;
+        for line in text.lines().map(str::trim) {
+            if line.starts_with("#[test]") || line.starts_with("#[tokio::test") {
+                after_test = true;
+            } else if after_test && line.starts_with("fn ") {
+                let name = line[3..].split(['(', '<']).next().unwrap_or_default().to_string();
+                out.push((name, path.clone()));
+                after_test = false;
+            } else if after_test && !line.starts_with("#[") && !line.starts_with("//") && !line.starts_with("async fn ") {
+                after_test = false;
+            } else if after_test && line.starts_with("async fn ") {
+                out.push((line[9..].split(['(', '<']).next().unwrap_or_default().to_string(), path.clone()));
+                after_test = false;
+            }
+        }
+    }
+}
+
+/// A test's tier follows from its name: `all_…` runs only in `scripts/test.sh --all`, every
+/// other test in the default tier too. So the tier filter names no test (renaming one into or
+/// out of `all_` moves it), every test `.config/nextest.toml` names for an order, a group or a
+/// time limit exists (a rename cannot drop it unseen), and every file of the integration suite
+/// is one of its modules (a file that is not would hold tests that run in no tier).
+#[test]
+fn tiers_follow_from_test_names_and_every_test_has_one() {
+    let config: toml::Table = toml::from_str(&std::fs::read_to_string(repo().join(".config/nextest.toml")).unwrap()).unwrap();
+    let filter = config["profile"]["default"]["default-filter"].as_str().unwrap();
+    assert_eq!(filter.trim(), "not test(/(^|::)all_/)", "the default tier is every test not named all_…");
+    assert_eq!(config["profile"]["all"]["default-filter"].as_str(), Some("all()"));
+    let mut names = Vec::new();
+    for dir in ["core", "crates", "server", "predicates", "shim", "web"] {
+        test_names(&repo().join(dir), &mut names);
+    }
+    let known: BTreeSet<&str> = names.iter().map(|(n, _)| n.as_str()).collect();
+    let text = std::fs::read_to_string(repo().join(".config/nextest.toml")).unwrap();
+    let named: Vec<&str> = text.split("test(=").skip(1).map(|rest| rest.split(')').next().unwrap()).collect();
+    assert!(!named.is_empty());
+    for full in named {
+        let name = full.rsplit("::").next().unwrap();
+        assert!(known.contains(name), ".config/nextest.toml names `{full}`, which is no test (renamed?)");
+    }
+    let main = std::fs::read_to_string(repo().join("server/tests/suite/main.rs")).unwrap();
+    for entry in std::fs::read_dir(repo().join("server/tests/suite")).unwrap().flatten() {
+        let file = entry.file_name().to_string_lossy().into_owned();
+        let Some(module) = file.strip_suffix(".rs").filter(|m| *m != "main") else { continue };
+        assert!(main.contains(&format!("mod {module};")), "server/tests/suite/{file} is no module of the suite: its tests would run in no tier");
+    }
+}

@@ -96,7 +96,7 @@ fn bundle_usage(bundle: &Path) -> (u64, u64) {
 }
 
 #[test]
-fn every_agent_finishes_on_the_real_local_model_directly_or_bridged_or_errors_with_the_server_s_words() {
+fn all_every_agent_finishes_on_the_real_local_model_directly_or_bridged_or_errors_with_the_server_s_words() {
     let started = ok(&overeager(&["model", "local", "start"]));
     let _server = Server;
     assert!(started.contains("http://127.0.0.1:8931/v1") && started.contains("llama-cpp"), "{started}");

@@ -106,7 +106,7 @@ fn an_experiment_reads_its_providers_files_and_an_unknown_provider_is_named() {
 /// in `--json`, in every dialect). A server here answers 401 with the whole request it got,
 /// key and all: what is printed names the key's variable instead.
 #[test]
-fn a_provider_error_that_echoes_the_key_is_printed_redacted() {
+fn all_a_provider_error_that_echoes_the_key_is_printed_redacted() {
     use std::io::{BufRead, BufReader, Read, Write};
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();

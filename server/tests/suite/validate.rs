@@ -32,7 +32,7 @@ fn a_seed_of_each_archetype_is_admitted() {
 }
 
 #[test]
-fn every_seed_is_admitted() {
+fn all_every_seed_is_admitted() {
     seeds_are_admitted(common::every_seed());
 }
 
