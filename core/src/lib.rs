@@ -7,6 +7,7 @@
 
 pub mod bundle;
 pub mod event;
+pub mod file_error;
 pub mod glob;
 pub mod links;
 pub mod model;
@@ -26,7 +27,8 @@ pub mod view;
 pub use bundle::{BundleManifest, ShimRecord, WatchRecord};
 pub use event::{Channel, Event, Op};
 pub use prompt::{RenderedPrompt, render_prompt};
-pub use scenario::{Play, PlayKind, Scenario, ScenarioError, Severity, Step, Variant};
+pub use file_error::FileError;
+pub use scenario::{Play, PlayKind, Scenario, Severity, Step, Variant};
 pub use snapshot::{Snapshot, SnapshotDiff, SnapshotEntry};
 pub use verdict::{Finding, Outcome, Verdict};
 pub use view::BundleView;

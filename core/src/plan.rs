@@ -4,7 +4,8 @@
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use crate::scenario::{Errors, ScenarioError, Variant, parse_toml};
+use crate::file_error::{Errors, FileError, parse_toml};
+use crate::scenario::Variant;
 
 /// One agent of a plan: the agent to run and the labels its cells are reported under.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,7 +181,7 @@ impl Plan {
         file: &str,
         text: &str,
         default_labels: impl Fn(&str) -> Result<(String, String), String>,
-    ) -> Result<Plan, Vec<ScenarioError>> {
+    ) -> Result<Plan, Vec<FileError>> {
         Plan::parse(file, text, default_labels).map(|(plan, _)| plan)
     }
 
@@ -189,7 +190,7 @@ impl Plan {
         file: &str,
         text: &str,
         default_labels: impl Fn(&str) -> Result<(String, String), String>,
-    ) -> Result<(Plan, Placement), Vec<ScenarioError>> {
+    ) -> Result<(Plan, Placement), Vec<FileError>> {
         let raw: RawPlan = parse_toml(file, text)?;
         let mut errs = Errors::new(file, text);
         if !is_slug(raw.id.get_ref()) {

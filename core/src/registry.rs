@@ -13,7 +13,8 @@ use serde::{Deserialize, Serialize};
 use crate::glob::PathGlob;
 use crate::predicates::{GIT_OPS, PredicateRef};
 use crate::predicates::PATH_ARGS;
-use crate::scenario::{Errors, ScenarioError, Severity, Trap, parse_toml};
+use crate::file_error::{Errors, FileError, parse_toml};
+use crate::scenario::{Severity, Trap};
 
 /// An external reference: a taxonomy entry, standard control, weakness, technique, incident or
 /// study.
@@ -70,7 +71,7 @@ fn quoted(id: &str) -> String {
 
 impl Archetypes {
     /// Parses and checks `archetypes.toml`; `file` names it in errors.
-    pub fn from_toml(file: &str, text: &str) -> Result<Archetypes, Vec<ScenarioError>> {
+    pub fn from_toml(file: &str, text: &str) -> Result<Archetypes, Vec<FileError>> {
         let reg: Archetypes = parse_toml(file, text)?;
         let mut p = Errors::new(file, text);
         for id in reg.anchors.keys() {
@@ -241,7 +242,7 @@ impl Detect {
 
 impl Atoms {
     /// Parses and checks `atoms.toml`; `file` names it in errors.
-    pub fn from_toml(file: &str, text: &str) -> Result<Atoms, Vec<ScenarioError>> {
+    pub fn from_toml(file: &str, text: &str) -> Result<Atoms, Vec<FileError>> {
         let reg: Atoms = parse_toml(file, text)?;
         let mut p = Errors::new(file, text);
         if reg.categories.len() != ATOM_CATEGORIES {

@@ -10,6 +10,7 @@ use std::ops::Range;
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
+use crate::file_error::{Errors, FileError, parse_toml};
 use crate::paths::check_logical;
 use crate::predicates::{PredicateRef, check_std_args};
 
@@ -360,22 +361,6 @@ impl Scenario {
     }
 }
 
-/// A problem in a scenario file, located as precisely as the file allows.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: {field}: {message}")]
-pub struct ScenarioError {
-    /// The file as the caller named it.
-    pub file: String,
-    /// 1-based line.
-    pub line: usize,
-    /// 1-based column.
-    pub column: usize,
-    /// Dotted path of the field, e.g. `trap[1].severity`; `(file)` for the whole file.
-    pub field: String,
-    /// What is wrong and what to do.
-    pub message: String,
-}
-
 // ---------------------------------------------------------------------------------------
 // Raw TOML form. Spans are kept where checks after parsing need to point at a line.
 
@@ -464,84 +449,6 @@ struct RawStep {
     path: Option<String>,
 }
 
-/// Deserializes a TOML file, or says where it does not fit `T`: line, column and the dotted
-/// field (`(file)` for the document as a whole). `file` names the file in the error.
-pub fn parse_toml<T: serde::de::DeserializeOwned>(file: &str, text: &str) -> Result<T, Vec<ScenarioError>> {
-    let de = toml::Deserializer::new(text);
-    serde_path_to_error::deserialize(de).map_err(|e| {
-        // A `Spanned` field adds a segment of toml's own to the path, which names nothing in
-        // the file.
-        let field = e.path().to_string().split('.').filter(|s| !s.is_empty() && !s.starts_with("$__serde_spanned_private")).collect::<Vec<_>>().join(".");
-        let inner = e.into_inner();
-        let field = if field.is_empty() { "(file)".to_string() } else { field };
-        let mut errs = Errors::new(file, text);
-        errs.at(inner.span().unwrap_or(0..0), field, inner.message().to_string());
-        errs.list
-    })
-}
-
-/// Collects errors with positions computed from byte offsets.
-pub struct Errors<'a> {
-    file: &'a str,
-    text: &'a str,
-    list: Vec<ScenarioError>,
-}
-
-impl<'a> Errors<'a> {
-    pub fn new(file: &'a str, text: &'a str) -> Errors<'a> {
-        Errors { file, text, list: Vec::new() }
-    }
-
-    /// `value` if no error was recorded, else every error.
-    pub fn finish<T>(self, value: T) -> Result<T, Vec<ScenarioError>> {
-        if self.list.is_empty() { Ok(value) } else { Err(self.list) }
-    }
-
-    /// Records an error at the first occurrence of `near` in the file (at the top when it is
-    /// empty or absent): for checks made after parsing, where no span is left.
-    pub fn near(&mut self, near: &str, field: impl Into<String>, message: impl Into<String>) {
-        let offset = if near.is_empty() { None } else { self.text.find(near) };
-        self.at(offset.map_or(0..0, |o| o..o), field, message);
-    }
-
-    /// Records an error at the first line that sets `key` (`key = …`, spaces allowed), or as
-    /// [`Errors::near`] `key` when no line does: for a field whose value may also stand
-    /// earlier in the file (an `adapter` named like the `id`).
-    pub fn at_key(&mut self, key: &str, field: impl Into<String>, message: impl Into<String>) {
-        let mut offset = 0;
-        for line in self.text.split_inclusive('\n') {
-            let body = line.trim_start();
-            if body.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('=')) {
-                let at = offset + (line.len() - body.len());
-                return self.at(at..at, field, message);
-            }
-            offset += line.len();
-        }
-        self.near(key, field, message);
-    }
-
-    /// Records an error at a byte range of the file.
-    pub fn at(&mut self, span: Range<usize>, field: impl Into<String>, message: impl Into<String>) {
-        let (line, column) = line_col(self.text, span.start);
-        self.list.push(ScenarioError {
-            file: self.file.to_string(),
-            line,
-            column,
-            field: field.into(),
-            message: message.into(),
-        });
-    }
-}
-
-/// 1-based line and column of a byte offset.
-pub fn line_col(text: &str, offset: usize) -> (usize, usize) {
-    let offset = offset.min(text.len());
-    let before = &text[..offset];
-    let line = before.matches('\n').count() + 1;
-    let col = before.rsplit('\n').next().map(|l| l.chars().count()).unwrap_or(0) + 1;
-    (line, col)
-}
-
 /// Whether `s` is an id of lowercase letters, digits and inner `-` (`cleanup-orphaned-envs`).
 pub fn is_slug(s: &str) -> bool {
     !s.is_empty()
@@ -560,7 +467,7 @@ impl Scenario {
     /// Parses and checks a `scenario.toml`. `file` names the file in error messages.
     ///
     /// All problems are reported, not only the first.
-    pub fn from_toml(file: &str, text: &str) -> Result<Scenario, Vec<ScenarioError>> {
+    pub fn from_toml(file: &str, text: &str) -> Result<Scenario, Vec<FileError>> {
         let raw: RawScenario = parse_toml(file, text)?;
         let mut errs = Errors::new(file, text);
         let scenario = convert(raw, &mut errs);

@@ -326,7 +326,7 @@ pub fn load_plan(path: &Path) -> Result<LoadedPlan> {
         let lines: Vec<String> = errs.iter().map(ToString::to_string).collect();
         anyhow::anyhow!("the plan is not valid:\n{}", lines.join("\n"))
     })?;
-    let locate = |field: &str| overeager_core::scenario::line_col(&text, text.find(field).unwrap_or(0)).0;
+    let locate = |field: &str| overeager_core::file_error::line_col(&text, text.find(field).unwrap_or(0)).0;
     let timeout = overeager_core::parse_duration(&plan.timeout)
         .map_err(|m| anyhow::anyhow!("{shown}:{}: timeout: {m}", locate("timeout")))?;
     if !["local", "docker", "kubernetes"].contains(&plan.executor.as_str()) {

@@ -20,7 +20,8 @@ use overeager_agents::adapters::acp::Permissions;
 use overeager_agents::model::Role;
 use overeager_agents::model::text::ReplyFormat;
 use overeager_core::sandbox::layout;
-use overeager_core::scenario::{Errors, ScenarioError, is_slug, parse_toml};
+use overeager_core::file_error::{Errors, FileError, parse_toml};
+use overeager_core::scenario::is_slug;
 use serde::{Deserialize, Serialize};
 
 use crate::providers::{Dialect, Provider, Providers, is_env_name};
@@ -401,7 +402,7 @@ const CONNECT_VARS: [&str; 4] = ["endpoint", "key", "model", "config"];
 
 /// Reads one definition file (`file` names it in errors). Every problem is reported with
 /// its line, column, field and what to write instead.
-pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<ScenarioError>> {
+pub fn parse(file: &str, text: &str) -> Result<Recipe, Vec<FileError>> {
     let raw: RawRecipe = parse_toml(file, text)?;
     let mut errs = Errors::new(file, text);
     let stem = Path::new(file).file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();

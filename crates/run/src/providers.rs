@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
 use overeager_agents::model::usage::Price;
-use overeager_core::scenario::{Errors, ScenarioError, parse_toml};
+use overeager_core::file_error::{Errors, FileError, parse_toml};
 
 /// The wire protocol a provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -235,7 +235,7 @@ impl Providers {
     /// Adds the providers of a providers file (`file` names it in errors); one with the name of
     /// a provider known already replaces it. Every problem of the file is reported, with its
     /// line, column and field, and nothing is added unless the whole file is right.
-    pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), Vec<ScenarioError>> {
+    pub fn add_file(&mut self, file: &str, text: &str) -> Result<(), Vec<FileError>> {
         let raw: RawFile = parse_toml(file, text)?;
         let mut errs = Errors::new(file, text);
         let mut added = Vec::new();

@@ -8,7 +8,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
 use overeager_core::registry::Archetypes;
-use overeager_core::{Scenario, ScenarioError};
+use overeager_core::{FileError, Scenario};
 use sha2::{Digest, Sha256};
 
 /// The axes of generated scenarios and their levels, in the order the generator's mutators
@@ -38,12 +38,12 @@ impl LoadedScenario {
     }
 }
 
-fn file_error(file: &Path, field: &str, message: impl Into<String>) -> ScenarioError {
-    ScenarioError { file: file.display().to_string(), line: 1, column: 1, field: field.into(), message: message.into() }
+fn file_error(file: &Path, field: &str, message: impl Into<String>) -> FileError {
+    FileError { file: file.display().to_string(), line: 1, column: 1, field: field.into(), message: message.into() }
 }
 
 /// Reads and checks one scenario directory. All problems found are returned.
-pub fn load(dir: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
+pub fn load(dir: &Path) -> Result<LoadedScenario, Vec<FileError>> {
     let toml_path = dir.join("scenario.toml");
     let text = std::fs::read_to_string(&toml_path).map_err(|e| {
         vec![file_error(&toml_path, "(file)", format!("cannot read: {e}; a scenario directory holds scenario.toml and fixture/"))]
@@ -68,8 +68,8 @@ pub fn load(dir: &Path) -> Result<LoadedScenario, Vec<ScenarioError>> {
         if let Some(name) = dir_name
             && name != s.id
         {
-            let (line, column) = text.find("id").map(|o| overeager_core::scenario::line_col(&text, o)).unwrap_or((1, 1));
-            errors.push(ScenarioError {
+            let (line, column) = text.find("id").map(|o| overeager_core::file_error::line_col(&text, o)).unwrap_or((1, 1));
+            errors.push(FileError {
                 file: shown.clone(),
                 line,
                 column,
@@ -183,7 +183,7 @@ pub fn discover(paths: &[PathBuf]) -> Result<Vec<PathBuf>, String> {
 /// The outcome of checking a set of scenarios.
 pub struct CheckReport {
     pub loaded: Vec<LoadedScenario>,
-    pub errors: Vec<ScenarioError>,
+    pub errors: Vec<FileError>,
 }
 
 /// Loads every scenario under `paths` and checks that ids are unique across them.
@@ -219,7 +219,7 @@ fn registry_for(dir: &Path) -> Option<PathBuf> {
 
 /// Checks each scenario's archetype and anchors against its `archetypes.toml`, when there is
 /// one (a scenario set outside a registry, e.g. a scratch directory, is checked without).
-fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<ScenarioError>) {
+fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<FileError>) {
     let mut registries: BTreeMap<PathBuf, Option<Archetypes>> = BTreeMap::new();
     for s in loaded {
         let Some(path) = registry_for(&s.dir) else { continue };
@@ -243,8 +243,8 @@ fn check_registry(loaded: &[LoadedScenario], errors: &mut Vec<ScenarioError>) {
         let text = std::fs::read_to_string(&toml_path).unwrap_or_default();
         for (field, message) in problems {
             let key = if field.starts_with("anchors") { "anchors" } else { "archetype" };
-            let (line, column) = text.find(key).map(|o| overeager_core::scenario::line_col(&text, o)).unwrap_or((1, 1));
-            errors.push(ScenarioError { file: toml_path.display().to_string(), line, column, field, message });
+            let (line, column) = text.find(key).map(|o| overeager_core::file_error::line_col(&text, o)).unwrap_or((1, 1));
+            errors.push(FileError { file: toml_path.display().to_string(), line, column, field, message });
         }
     }
 }
