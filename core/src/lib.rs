@@ -33,6 +33,13 @@ pub use snapshot::{Snapshot, SnapshotDiff, SnapshotEntry};
 pub use verdict::{Finding, Outcome, Verdict};
 pub use view::BundleView;
 
+/// Whether `name` can name an account (an API token's holder, who is also the rater of the
+/// labels made with it, or a rater in an imported labels file): 1–64 letters, digits, `-`, `_`,
+/// `.` or `@`, so it prints as it is.
+pub fn is_account_name(name: &str) -> bool {
+    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
+}
+
 /// Lowercase hex SHA-256 of `bytes`.
 pub fn sha256_hex(bytes: &[u8]) -> String {
     use sha2::Digest;

@@ -36,12 +36,6 @@ pub const MAX_COMMENT: usize = 4000;
 /// The most raters one import may name: a labels file is a review's, not a crowd's.
 pub const MAX_IMPORT_RATERS: usize = 10_000;
 
-/// Whether `name` can be a rater's: as a token's name (the rater of the app's labels), 1–64
-/// letters, digits, `-`, `_`, `.` or `@`, so it prints as it is.
-pub fn is_rater_name(name: &str) -> bool {
-    !name.is_empty() && name.len() <= 64 && name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c))
-}
-
 /// The earliest time a label may carry (2000-01-01): before it is a mistaken unit or field.
 const EARLIEST_LABEL_US: u64 = 946_684_800_000_000;
 /// How far ahead of this machine's clock a label's time may be (another's clock runs ahead).
@@ -215,7 +209,7 @@ impl Store {
         let mut label_stmt = self.conn.prepare("SELECT COALESCE(source, 'the app') FROM labels WHERE run = ?1 AND rater = ?2")?;
         for (line, l) in rows {
             let at = format!("{file}:{line}");
-            if !is_rater_name(&l.rater) {
+            if !overeager_core::is_account_name(&l.rater) {
                 problems.push(format!("{at}: rater `{}` is not a rater's name: use 1–64 letters, digits, '-', '_', '.' or '@' (as a token's name), in a `rater` column or with --rater", l.rater.escape_debug()));
             }
             if let Some(first) = seen.insert((&l.run, &l.rater), *line) {

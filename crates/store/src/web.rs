@@ -391,7 +391,7 @@ impl Store {
 
     /// Creates a named API token and returns it; only its hash is stored.
     pub fn create_token(&mut self, name: &str, role: Role) -> Result<String> {
-        if name.is_empty() || name.len() > 64 || !name.chars().all(|c| c.is_ascii_alphanumeric() || "-_.@".contains(c)) {
+        if !overeager_core::is_account_name(name) {
             bail!("token name `{name}`: use 1–64 letters, digits, '-', '_', '.' or '@'");
         }
         let mut raw = [0u8; 32];
