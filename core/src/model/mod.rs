@@ -13,21 +13,40 @@ pub mod usage;
 
 pub use history::{Answered, answered_calls};
 
-/// The wire protocols the four CLIs speak.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
+/// The wire protocols agents speak to models, and providers serve. Written `anthropic`,
+/// `openai-chat`, `openai-responses` and `gemini` everywhere (agent definitions, providers
+/// files, a bundle's model channel); `chat` and `responses`, as model channels recorded before
+/// the one spelling name the OpenAI dialects, are read too.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 pub enum Dialect {
     /// Anthropic Messages (`POST /v1/messages`), SSE when `stream` is set.
+    #[serde(rename = "anthropic")]
     Anthropic,
     /// OpenAI Chat Completions (`POST /v1/chat/completions`), streaming or not.
+    #[serde(rename = "openai-chat", alias = "chat")]
     Chat,
     /// OpenAI Responses (`POST /v1/responses`), SSE with output items.
+    #[serde(rename = "openai-responses", alias = "responses")]
     Responses,
     /// Gemini `generateContent` / `streamGenerateContent`.
+    #[serde(rename = "gemini")]
     Gemini,
 }
 
 impl Dialect {
+    /// Every dialect, in the order they are listed.
+    pub const ALL: [Dialect; 4] = [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini];
+
+    /// The path prefix an agent's requests in this dialect carry that a provider's base URL
+    /// stands for: the OpenAI dialects' base URLs end in their version (`…/v1`), the others'
+    /// do not.
+    pub fn agent_prefix(self) -> &'static str {
+        match self {
+            Dialect::Chat | Dialect::Responses => "/v1",
+            Dialect::Anthropic | Dialect::Gemini => "",
+        }
+    }
+
     /// The dialect of a request path, and whether the reply streams by the path alone
     /// (Gemini's `:streamGenerateContent`). `None` for paths no dialect serves.
     pub fn of_path(path: &str) -> Option<(Dialect, bool)> {
@@ -47,13 +66,34 @@ impl Dialect {
         }
     }
 
-    /// The lowercase name.
+    /// Its name, as every file writes it.
     pub fn as_str(self) -> &'static str {
         match self {
             Dialect::Anthropic => "anthropic",
-            Dialect::Chat => "chat",
-            Dialect::Responses => "responses",
+            Dialect::Chat => "openai-chat",
+            Dialect::Responses => "openai-responses",
             Dialect::Gemini => "gemini",
+        }
+    }
+}
+
+impl std::fmt::Display for Dialect {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(self.as_str())
+    }
+}
+
+impl std::str::FromStr for Dialect {
+    type Err = String;
+    /// Reads a name as files write it, or the earlier `chat` and `responses`.
+    fn from_str(s: &str) -> Result<Dialect, String> {
+        match s {
+            "chat" => Ok(Dialect::Chat),
+            "responses" => Ok(Dialect::Responses),
+            _ => Dialect::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| {
+                let known: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+                format!("unknown dialect `{s}`; use one of {}", known.join(", "))
+            }),
         }
     }
 }

@@ -24,7 +24,8 @@ use overeager_core::file_error::{Errors, FileError, parse_toml};
 use overeager_core::scenario::is_slug;
 use serde::{Deserialize, Serialize};
 
-use crate::providers::{Dialect, Provider, Providers, is_env_name};
+use crate::providers::{Provider, Providers, is_env_name};
+use overeager_core::model::Dialect;
 
 /// The environment variable naming directories of more agent definitions (separated by `:`);
 /// `--agents-dir` sets it.
@@ -1203,15 +1204,15 @@ mod tests {
         assert!(!r.bridged() && r.agent_dialect == Dialect::Anthropic);
         // On a provider of another dialect, the agent speaks its own and the gateway bridges.
         let r = claude.route("2.0.55", "vllm/qwen3-coder", &providers).unwrap();
-        assert!(r.bridged() && r.agent_dialect == Dialect::Anthropic && r.provider.dialect == Dialect::OpenaiChat, "{r:?}");
+        assert!(r.bridged() && r.agent_dialect == Dialect::Anthropic && r.provider.dialect == Dialect::Chat, "{r:?}");
         // Codex 0.58 speaks Chat Completions to a local server, directly; later versions bridge.
         let codex = recipe("codex").unwrap();
         let r = codex.route("0.58.0", "vllm/qwen3-coder", &providers).unwrap();
         assert_eq!((r.model.as_str(), r.bridged()), ("qwen3-coder", false));
         let r = codex.route("0.169.0", "ollama/qwen3-coder", &providers).unwrap();
-        assert_eq!((r.agent_dialect, r.bridged()), (Dialect::OpenaiResponses, true));
+        assert_eq!((r.agent_dialect, r.bridged()), (Dialect::Responses, true));
         let r = recipe("gemini-cli").unwrap().route("0.61.0", "openai/gpt-5", &providers).unwrap();
-        assert_eq!((r.agent_dialect, r.provider.dialect), (Dialect::Gemini, Dialect::OpenaiResponses));
+        assert_eq!((r.agent_dialect, r.provider.dialect), (Dialect::Gemini, Dialect::Responses));
         // OpenHands' LiteLLM model names read as <provider>/<model>.
         let oh = recipe("openhands").unwrap().route("1.16.0", "anthropic/claude-sonnet-4-5", &providers).unwrap();
         assert_eq!((oh.provider.name.as_str(), oh.model.as_str()), ("anthropic", "claude-sonnet-4-5"));
@@ -1267,22 +1268,22 @@ mod tests {
         };
         let (e, _) = env("claude-code", Dialect::Anthropic);
         assert_eq!((e["ANTHROPIC_BASE_URL"].as_str(), e["ANTHROPIC_API_KEY"].as_str(), e["CLAUDE_CONFIG_DIR"].as_str(), e["IS_SANDBOX"].as_str()), ("http://127.0.0.1:9", "k-1", "/seen", "1"));
-        let (e, dir) = env("codex", Dialect::OpenaiChat);
+        let (e, dir) = env("codex", Dialect::Chat);
         assert_eq!((e["CODEX_HOME"].as_str(), e["OVEREAGER_MODEL_KEY"].as_str()), ("/seen", "k-1"));
         let config = std::fs::read_to_string(dir.join("config.toml")).unwrap();
         let parsed: toml::Table = config.parse().unwrap();
         assert_eq!(parsed["model"].as_str(), Some("m \"1\""), "the model is quoted as TOML: {config}");
         assert_eq!(parsed["model_providers"]["overeager"]["base_url"].as_str(), Some("http://127.0.0.1:9/v1"));
         assert_eq!(parsed["model_providers"]["overeager"]["wire_api"].as_str(), Some("chat"));
-        let (_, dir) = env("codex", Dialect::OpenaiResponses);
+        let (_, dir) = env("codex", Dialect::Responses);
         assert!(std::fs::read_to_string(dir.join("config.toml")).unwrap().contains("wire_api = \"responses\""));
         let (e, dir) = env("gemini-cli", Dialect::Gemini);
         assert_eq!(e["GOOGLE_GEMINI_BASE_URL"], "http://127.0.0.1:9");
         let settings: serde_json::Value = serde_json::from_slice(&std::fs::read(dir.join(".gemini/settings.json")).unwrap()).unwrap();
         assert_eq!(settings["security"]["auth"]["selectedType"], "gemini-api-key");
-        let (e, _) = env("openhands", Dialect::OpenaiChat);
+        let (e, _) = env("openhands", Dialect::Chat);
         assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("openai/m \"1\"", "http://127.0.0.1:9/v1"));
-        let (e, _) = env("opencode", Dialect::OpenaiChat);
+        let (e, _) = env("opencode", Dialect::Chat);
         assert!(e["OPENCODE_PERMISSION"].contains("\"external_directory\":\"allow\""), "a cell set by environment: {e:?}");
         let (e, _) = env("openhands", Dialect::Anthropic);
         assert_eq!((e["LLM_MODEL"].as_str(), e["LLM_BASE_URL"].as_str()), ("anthropic/m \"1\"", "http://127.0.0.1:9"));
@@ -1295,7 +1296,7 @@ mod tests {
         let extra: BTreeMap<String, String> = claude.route_env(&claude.route("2.0.55", "zai/glm-4.6", &p).unwrap()).into_iter().collect();
         assert_eq!(extra.get("ANTHROPIC_SMALL_FAST_MODEL").map(String::as_str), Some("glm-4.6"));
         assert_eq!((recipe("gemini-cli").unwrap().first_request_delay_ms("0.17.1"), recipe("gemini-cli").unwrap().first_request_delay_ms("0.61.0")), (3000, 0));
-        assert_eq!(recipe("codex").unwrap().dialects_of("0.169.0"), vec![Dialect::OpenaiResponses]);
+        assert_eq!(recipe("codex").unwrap().dialects_of("0.169.0"), vec![Dialect::Responses]);
     }
 
     #[test]

@@ -252,7 +252,7 @@ fn timed_call(addr: &str, path: &str, body: &[u8]) -> Result<(Duration, Duration
 /// added latency per call. Both listen on loopback over plain HTTP, so TLS (which the agent
 /// would do itself against the provider, and the gateway does in its place) is left out of
 /// both sides.
-pub fn bench(shim: &Path, script: &Path, dialect: crate::providers::Dialect, records: &[ModelRecord], iterations: usize) -> Result<GatewayLatency> {
+pub fn bench(shim: &Path, script: &Path, dialect: overeager_core::model::Dialect, records: &[ModelRecord], iterations: usize) -> Result<GatewayLatency> {
     let dir = tempfile::tempdir()?;
     let upstream = std::net::TcpListener::bind("127.0.0.1:0")?;
     let up_addr = upstream.local_addr()?.to_string();
@@ -319,13 +319,13 @@ pub struct ProviderCheck {
 
 /// The smallest request of `dialect` asking `model` for one short answer, and the path an agent
 /// sends it to.
-fn ping_request(dialect: crate::providers::Dialect, model: &str) -> (String, serde_json::Value) {
-    use crate::providers::Dialect;
+fn ping_request(dialect: overeager_core::model::Dialect, model: &str) -> (String, serde_json::Value) {
+    use overeager_core::model::Dialect;
     let says = "Reply with the word ok.";
     match dialect {
         Dialect::Anthropic => ("/v1/messages".into(), serde_json::json!({ "model": model, "max_tokens": 16, "messages": [{ "role": "user", "content": says }] })),
-        Dialect::OpenaiChat => ("/v1/chat/completions".into(), serde_json::json!({ "model": model, "max_tokens": 16, "messages": [{ "role": "user", "content": says }] })),
-        Dialect::OpenaiResponses => ("/v1/responses".into(), serde_json::json!({ "model": model, "max_output_tokens": 16, "input": says })),
+        Dialect::Chat => ("/v1/chat/completions".into(), serde_json::json!({ "model": model, "max_tokens": 16, "messages": [{ "role": "user", "content": says }] })),
+        Dialect::Responses => ("/v1/responses".into(), serde_json::json!({ "model": model, "max_output_tokens": 16, "input": says })),
         Dialect::Gemini => (format!("/v1beta/models/{model}:generateContent"), serde_json::json!({ "contents": [{ "role": "user", "parts": [{ "text": says }] }], "generationConfig": { "maxOutputTokens": 16 } })),
     }
 }

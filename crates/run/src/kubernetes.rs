@@ -1248,7 +1248,7 @@ mod tests {
     #[test]
     fn the_gateway_pod_alone_reaches_the_provider_and_reads_the_key_from_its_secret() {
         let plan = GatewayPlan {
-            route: crate::agents::Route { provider: crate::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into(), agent_dialect: crate::providers::Dialect::Anthropic },
+            route: crate::agents::Route { provider: crate::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into(), agent_dialect: overeager_core::model::Dialect::Anthropic },
             key: Some(("ANTHROPIC_API_KEY".into(), "sk-test-k8s-secret-0123".into())),
             text_replies: false,
         };

@@ -55,7 +55,7 @@ pub fn catalog(dir: &Path, recipes: &[&Recipe], play: PlayKind) -> Result<(Catal
         .flat_map(|r| r.versions().map(move |v| (r, v)))
         .map(|(r, v)| CatalogAgent {
             id: r.id.clone(),
-            dialect: r.scripted_dialect(v).wire(),
+            dialect: r.scripted_dialect(v),
             shell: r.shell_tool().to_string(),
             tools: r.tools.clone(),
             finish_command: r.finish_command.clone(),

@@ -19,8 +19,6 @@
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
-use std::fmt;
-use std::str::FromStr;
 
 use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
@@ -28,71 +26,7 @@ use toml::Spanned;
 
 use overeager_agents::model::usage::Price;
 use overeager_core::file_error::{Errors, FileError, parse_toml};
-
-/// The wire protocol a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Dialect {
-    /// Anthropic Messages (`POST /v1/messages`).
-    Anthropic,
-    /// OpenAI Chat Completions (`POST /v1/chat/completions`).
-    OpenaiChat,
-    /// OpenAI Responses (`POST /v1/responses`).
-    OpenaiResponses,
-    /// Gemini `generateContent` / `streamGenerateContent`.
-    Gemini,
-}
-
-impl Dialect {
-    /// Every dialect, in the order they are listed.
-    pub const ALL: [Dialect; 4] = [Dialect::Anthropic, Dialect::OpenaiChat, Dialect::OpenaiResponses, Dialect::Gemini];
-
-    /// The path prefix an agent's requests in this dialect carry that a provider's base URL
-    /// stands for: the OpenAI dialects' base URLs end in their version (`…/v1`), the others'
-    /// do not.
-    pub fn agent_prefix(self) -> &'static str {
-        match self {
-            Dialect::OpenaiChat | Dialect::OpenaiResponses => "/v1",
-            Dialect::Anthropic | Dialect::Gemini => "",
-        }
-    }
-
-    /// The same dialect as the model channel and the scripted model name it.
-    pub fn wire(self) -> overeager_agents::model::Dialect {
-        match self {
-            Dialect::Anthropic => overeager_agents::model::Dialect::Anthropic,
-            Dialect::OpenaiChat => overeager_agents::model::Dialect::Chat,
-            Dialect::OpenaiResponses => overeager_agents::model::Dialect::Responses,
-            Dialect::Gemini => overeager_agents::model::Dialect::Gemini,
-        }
-    }
-
-    /// The name used in providers files.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Dialect::Anthropic => "anthropic",
-            Dialect::OpenaiChat => "openai-chat",
-            Dialect::OpenaiResponses => "openai-responses",
-            Dialect::Gemini => "gemini",
-        }
-    }
-}
-
-impl fmt::Display for Dialect {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.pad(self.as_str())
-    }
-}
-
-impl FromStr for Dialect {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Dialect, String> {
-        Dialect::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| {
-            let known: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
-            format!("unknown dialect `{s}`; use one of {}", known.join(", "))
-        })
-    }
-}
+use overeager_core::model::Dialect;
 
 /// One provider.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -161,21 +95,21 @@ pub const LOCAL_MAX_OUTPUT_TOKENS: u64 = 1024;
 
 /// The built-in providers of the local model's other dialects: llama.cpp's server answers
 /// Anthropic Messages and Responses on the same port (llama-cpp-python's does not).
-pub const LOCAL_DIALECT_PROVIDERS: [(&str, Dialect); 2] = [("local-anthropic", Dialect::Anthropic), ("local-responses", Dialect::OpenaiResponses)];
+pub const LOCAL_DIALECT_PROVIDERS: [(&str, Dialect); 2] = [("local-anthropic", Dialect::Anthropic), ("local-responses", Dialect::Responses)];
 
 /// The built-in providers: (name, dialect, base URL, key variable). The local servers take
 /// no key and listen on their usual loopback ports; `local` is [`LOCAL_PROVIDER`], and
 /// [`LOCAL_DIALECT_PROVIDERS`] reach the same server.
 const BUILT_IN: [(&str, Dialect, &str, Option<&str>); 9] = [
-    ("local", Dialect::OpenaiChat, "http://127.0.0.1:8931/v1", None),
+    ("local", Dialect::Chat, "http://127.0.0.1:8931/v1", None),
     ("local-anthropic", Dialect::Anthropic, "http://127.0.0.1:8931", None),
-    ("local-responses", Dialect::OpenaiResponses, "http://127.0.0.1:8931/v1", None),
+    ("local-responses", Dialect::Responses, "http://127.0.0.1:8931/v1", None),
     ("anthropic", Dialect::Anthropic, "https://api.anthropic.com", Some("ANTHROPIC_API_KEY")),
-    ("openai", Dialect::OpenaiResponses, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
+    ("openai", Dialect::Responses, "https://api.openai.com/v1", Some("OPENAI_API_KEY")),
     ("google", Dialect::Gemini, "https://generativelanguage.googleapis.com", Some("GEMINI_API_KEY")),
-    ("ollama", Dialect::OpenaiChat, "http://127.0.0.1:11434/v1", None),
-    ("vllm", Dialect::OpenaiChat, "http://127.0.0.1:8000/v1", None),
-    ("lmstudio", Dialect::OpenaiChat, "http://127.0.0.1:1234/v1", None),
+    ("ollama", Dialect::Chat, "http://127.0.0.1:11434/v1", None),
+    ("vllm", Dialect::Chat, "http://127.0.0.1:8000/v1", None),
+    ("lmstudio", Dialect::Chat, "http://127.0.0.1:1234/v1", None),
 ];
 
 /// Every provider known: the built-in ones and those of providers files, by name.
@@ -408,7 +342,7 @@ mod tests {
     fn the_local_provider_is_where_the_local_model_listens_and_costs_nothing() {
         let p = Providers::built_in();
         let local = p.get(LOCAL_PROVIDER).unwrap();
-        assert_eq!((local.dialect, local.base_url.as_str()), (Dialect::OpenaiChat, format!("http://127.0.0.1:{LOCAL_PORT}/v1").as_str()));
+        assert_eq!((local.dialect, local.base_url.as_str()), (Dialect::Chat, format!("http://127.0.0.1:{LOCAL_PORT}/v1").as_str()));
         assert_eq!(local.price(LOCAL_MODEL).map(|p| (p.input, p.output)), Some((0.0, 0.0)));
     }
 

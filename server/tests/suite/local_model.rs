@@ -144,7 +144,7 @@ fn all_every_agent_finishes_on_the_real_local_model_directly_or_bridged_or_error
         let bridged = played["bridged"] == true;
         assert_eq!(bridged, name.starts_with("gemini-cli"), "{cell}: bridged exactly where the server has no route for its dialect");
         if bridged {
-            assert!(records.iter().all(|r| r["bridged"]["dialect"] == "chat" && r["bridged"]["request"].is_object()), "{cell}: both sides of every bridged call");
+            assert!(records.iter().all(|r| r["bridged"]["dialect"] == "openai-chat" && r["bridged"]["request"].is_object()), "{cell}: both sides of every bridged call");
         }
         // Tokens: the server's own counts, or counted where it reported none (and marked so).
         let usage: Value = serde_json::from_slice(&std::fs::read(bundle.join("usage.json")).unwrap()).unwrap();

@@ -134,7 +134,7 @@ mod tests {
         // A side request without the task has no steps; a dialect no agent speaks is refused.
         assert!(c.script_for("/v1/messages", &json!({"model": "m", "messages": [{"role": "user", "content": "a title please"}]})).unwrap().steps.is_empty());
         let err = c.script_for("/v1/responses", &json!({"model": "m", "input": []})).unwrap_err();
-        assert!(err.contains("speaks responses") && err.contains("claude-code (anthropic)"), "{err}");
+        assert!(err.contains("speaks openai-responses") && err.contains("claude-code (anthropic)"), "{err}");
         // Claude Code bridged to the Responses API: told by the shell tool it declares.
         let bridged = json!({"model": "m-aggressive", "tools": [{"type": "function", "name": "Bash", "parameters": {}}], "input": "Fix the migration."});
         let s = c.script_for("/v1/responses", &bridged).unwrap();
