@@ -1,7 +1,7 @@
-//! overeager's integration tests, one module per surface, in one test binary (one link, and
+//! overeager's integration tests, one module per subject, in one test binary (one link, and
 //! fixtures shared by every module). They drive the real `overeager` binary, which runs the real
-//! static shim, watcher, agents and engines. Which tests belong to the default tier and which
-//! only to `scripts/test.sh --all` is said in `.config/nextest.toml`.
+//! static shim, watcher, agents and engines. A test named `all_…` runs only in
+//! `scripts/test.sh --all`; every other one in the default tier too (`.config/nextest.toml`).
 
 mod common;
 
@@ -17,8 +17,8 @@ mod export;
 mod fidelity;
 mod gateway;
 mod generator;
-mod hardening;
-mod integrity;
+mod hostile_contributor;
+mod hostile_input;
 mod journey;
 mod judge;
 mod kube;
@@ -32,6 +32,6 @@ mod precision;
 mod providers;
 mod readings;
 mod scenarios;
-mod surfaces;
+mod stranger_requests;
 mod validate;
 mod web;
