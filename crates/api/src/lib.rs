@@ -386,6 +386,11 @@ impl AppState {
         Ok(Receiving(self, account.to_string()))
     }
 
+    /// Upload bodies being received now, every account's together.
+    pub(crate) fn receiving_now(&self) -> usize {
+        self.receiving.lock().unwrap_or_else(|p| p.into_inner()).values().sum()
+    }
+
     /// A slot to check and judge a received bundle: waits for one up to [`JUDGE_WAIT`].
     pub(crate) async fn judge_slot(&self) -> Result<tokio::sync::OwnedSemaphorePermit, Response> {
         match tokio::time::timeout(JUDGE_WAIT, self.uploads.clone().acquire_owned()).await {

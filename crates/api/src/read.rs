@@ -28,7 +28,7 @@ type Api<T> = Result<T, ApiError>;
 #[utoipa::path(get, path = "/api/health", responses((status = 200, description = "The server is up")))]
 pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Health>> {
     let schema = st.read(|s| s.schema_version())?;
-    Ok(Json(Health { ok: true, version: env!("CARGO_PKG_VERSION").to_string(), schema, web_app: st.config.dist.is_some() }))
+    Ok(Json(Health { ok: true, version: env!("CARGO_PKG_VERSION").to_string(), schema, web_app: st.config.dist.is_some(), receiving: st.receiving_now() }))
 }
 
 /// `?experiment=` or the newest experiment.

@@ -19,6 +19,9 @@ pub struct Health {
     pub schema: usize,
     /// Whether it serves the web app too (else the API only).
     pub web_app: bool,
+    /// Upload bodies it is receiving now, every account's together.
+    #[serde(default)]
+    pub receiving: usize,
 }
 
 /// `GET /api/cells`: every framework × model × variant cell of an experiment.

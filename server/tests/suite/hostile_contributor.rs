@@ -399,7 +399,7 @@ fn slow_uploads_hold_no_slot_others_need_and_are_cut_off() {
     let mid = opened["id"].as_str().unwrap().to_string();
     let path = |i: usize| format!("/api/submissions/{mid}/bundles/{}", mine2[i].1);
     let slow: Vec<_> = (0..4).map(|i| trickle(url, &path(i), &s.tokens["mallory"], Duration::from_secs(5))).collect();
-    std::thread::sleep(Duration::from_millis(500));
+    common::wait_until_receiving(url, 4);
     // A fifth at once is refused: one account sends at most four bodies at a time.
     let fifth = trickle(url, &path(4), &s.tokens["mallory"], Duration::from_millis(100)).join().unwrap();
     assert!(fifth.0.contains("429"), "{fifth:?}");

@@ -299,13 +299,13 @@ fn slow_clients_are_dropped_while_others_are_served_and_errors_are_json() {
     // Stalled uploads hold no judging slot: with two stalled, a third is read and judged at
     // once (and refused, being no bundle), not told to wait.
     let stalled = [stall(), stall()];
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    common::wait_until_receiving(&s.url, 2);
     let (st, body, _) = upload(&s.url, token, b"x");
     assert_eq!(st, 422, "{body}");
     assert!(stalled.iter().all(|c| answer(c).is_empty()), "the stalled ones are still being received");
     // One account sends at most four bodies at once; the fifth is told when to come back.
     let more = [stall(), stall()];
-    std::thread::sleep(std::time::Duration::from_millis(500));
+    common::wait_until_receiving(&s.url, 4);
     let (st, body, retry) = upload(&s.url, token, b"x");
     assert_eq!(st, 429, "{body}");
     assert_eq!(retry.as_deref(), Some("5"));

@@ -208,6 +208,19 @@ pub fn get(url: &str) -> (u16, serde_json::Value) {
 }
 
 /// The body of a GET that must succeed, as text.
+/// Waits until the server at `url` says it is receiving `n` upload bodies (a minute at most).
+pub fn wait_until_receiving(url: &str, n: u64) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let (_, health) = get(&format!("{url}/api/health"));
+        if health["receiving"].as_u64() == Some(n) {
+            return;
+        }
+        assert!(std::time::Instant::now() < deadline, "the server never received {n} bodies at once: {health}");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 pub fn get_text(url: &str) -> String {
     let mut resp = agent().get(url).call().expect("the server answers");
     assert!(resp.status().is_success(), "GET {url}: {}", resp.status());
