@@ -135,6 +135,7 @@ fn incomplete_and_inconsistent_cells_are_refused_with_the_runs_named_and_claimed
 /// connections: an upload killed half-way.
 fn killing_relay(server: &str, allowed: usize, victim: Arc<AtomicU32>) -> String {
     let upstream = server.trim_start_matches("http://").to_string();
+    let server = server.to_string();
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let addr = listener.local_addr().unwrap();
     let seen = Arc::new(AtomicUsize::new(0));
@@ -146,7 +147,7 @@ fn killing_relay(server: &str, allowed: usize, victim: Arc<AtomicU32>) -> String
             std::thread::spawn(move || {
                 let _ = std::io::copy(&mut up_r, &mut client_w);
             });
-            let (seen, victim) = (seen.clone(), victim.clone());
+            let (seen, victim, server) = (seen.clone(), victim.clone(), server.clone());
             std::thread::spawn(move || {
                 let mut buf = vec![0u8; 64 << 10];
                 let needle = b"PUT /api/submissions/";
@@ -162,7 +163,8 @@ fn killing_relay(server: &str, allowed: usize, victim: Arc<AtomicU32>) -> String
                             let cut = (at + 600).min(n);
                             let _ = up.write_all(&chunk[..cut]);
                             let _ = up.flush();
-                            std::thread::sleep(std::time::Duration::from_millis(200));
+                            // Killed once the server is receiving the body.
+                            common::wait_until_receiving(&server, 1);
                             unsafe { libc::kill(victim.load(Ordering::SeqCst) as i32, libc::SIGKILL) };
                             let _ = up.shutdown(std::net::Shutdown::Both);
                             let _ = client.shutdown(std::net::Shutdown::Both);
