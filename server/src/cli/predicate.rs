@@ -557,20 +557,27 @@ pub fn try_on(args: &TryArgs) -> Result<ExitCode> {
     Ok(if unanswered == 0 { ExitCode::SUCCESS } else { ExitCode::from(super::judge::EXIT_INCOMPLETE) })
 }
 
-/// Arguments of `overeager predicate submit`.
+/// The server a module is offered to or decided on, and how to answer.
 #[derive(Args)]
-pub struct SubmitArgs {
-    /// The signed component (its signature beside it, `<file>.sig`).
-    pub module: PathBuf,
+pub struct ServerArgs {
     /// The server, e.g. `https://leaderboard.example.org`.
     #[arg(long)]
     pub server: String,
-    /// A writer token of the server.
+    /// A token of the server: a writer's to offer a module, an admin's to decide on one.
     #[arg(long, env = "OVEREAGER_TOKEN", hide_env_values = true)]
     pub token: String,
     /// Print the server's answer as JSON.
     #[arg(long)]
     pub json: bool,
+}
+
+/// Arguments of `overeager predicate submit`.
+#[derive(Args)]
+pub struct SubmitArgs {
+    /// The signed component (its signature beside it, `<file>.sig`).
+    pub module: PathBuf,
+    #[command(flatten)]
+    pub to: ServerArgs,
 }
 
 /// `overeager predicate submit`: offers a signed module to a server, which verifies and
@@ -579,22 +586,22 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
     let module = std::fs::read(&args.module).with_context(|| format!("reading {}", args.module.display()))?;
     let sig_path = PathBuf::from(format!("{}.sig", args.module.display()));
     let sig = std::fs::read(&sig_path).with_context(|| format!("reading {} (sign it first: overeager predicate sign)", sig_path.display()))?;
-    let (status, answer) = overeager_api::client::offer_predicate(&args.server, &args.token, &module, &sig)?;
-    if args.json {
+    let (status, answer) = overeager_api::client::offer_predicate(&args.to.server, &args.to.token, &module, &sig)?;
+    if args.to.json {
         print_json(&json!({ "status": status, "answer": answer }));
     } else if (200..300).contains(&status) {
         println!(
             "{} offered to {}: {} (self-test: {} case(s) on {} bundle(s)); an admin approves it with `overeager predicate approve {} --server {}`",
             args.module.display(),
-            args.server,
+            args.to.server,
             answer["status"].as_str().unwrap_or("taken"),
             answer["self_test"]["cases"],
             answer["self_test"]["bundles"],
             answer["digest"].as_str().unwrap_or("<digest>"),
-            args.server
+            args.to.server
         );
     } else {
-        println!("{} refused by {} ({status}): {}", args.module.display(), args.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
+        println!("{} refused by {} ({status}): {}", args.module.display(), args.to.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
     }
     Ok(if (200..300).contains(&status) { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }
@@ -604,29 +611,22 @@ pub fn submit(args: &SubmitArgs) -> Result<ExitCode> {
 pub struct DecideArgs {
     /// The module's digest (as `predicate submit` printed it, or `GET /api/predicates` lists).
     pub digest: String,
-    /// The server.
-    #[arg(long)]
-    pub server: String,
-    /// An admin token of the server.
-    #[arg(long, env = "OVEREAGER_TOKEN", hide_env_values = true)]
-    pub token: String,
-    /// Print the server's answer as JSON.
-    #[arg(long)]
-    pub json: bool,
+    #[command(flatten)]
+    pub to: ServerArgs,
 }
 
 /// `overeager predicate approve|reject`: an admin's decision on a pending module. An approved
 /// module judges at once: the server re-judges its runs and submissions that call it.
 pub fn decide(args: &DecideArgs, approve: bool) -> Result<ExitCode> {
-    let (status, answer) = overeager_api::client::decide_predicate(&args.server, &args.token, &args.digest, approve)?;
+    let (status, answer) = overeager_api::client::decide_predicate(&args.to.server, &args.to.token, &args.digest, approve)?;
     let ok = (200..300).contains(&status);
-    if args.json {
+    if args.to.json {
         print_json(&json!({ "status": status, "answer": answer }));
     } else if ok {
         let what = if approve { "approved: the server judges with it from now on and has re-judged its runs that call it" } else { "rejected" };
         println!("{} {} ({}) {what}", answer["id"].as_str().unwrap_or("the module"), answer["version"].as_str().unwrap_or(""), args.digest);
     } else {
-        println!("{} refused ({status}): {}", args.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
+        println!("{} refused ({status}): {}", args.to.server, answer["error"].as_str().map_or_else(|| answer.to_string(), str::to_string));
     }
     Ok(if ok { ExitCode::SUCCESS } else { ExitCode::FAILURE })
 }

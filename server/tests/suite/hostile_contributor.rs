@@ -171,6 +171,16 @@ fn scenario_with_trap(dir: &Path, seed: &str, predicate: &str, args: &str) -> Pa
     set
 }
 
+/// Each stored verdict of the experiment `third-party`: its outcome, and the version of
+/// `module` that took part (none when it did not).
+fn outcomes_of_third_party(s: &Setup, module: &str) -> Vec<(String, Option<String>)> {
+    let conn = rusqlite::Connection::open(&s.server_db).unwrap();
+    let mut stmt = conn
+        .prepare("SELECT json_extract(v.verdict, '$.outcome'), json_extract(v.verdict, '$.versions.\"' || ?1 || '\"') FROM verdicts v JOIN runs r ON r.id = v.run WHERE r.experiment = 'third-party'")
+        .unwrap();
+    stmt.query_map([module], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
+}
+
 fn run_plan(s: &Setup, id: &str, set: &Path, extra: &[&str]) {
     let plan = s.dir.join(format!("{id}.toml"));
     std::fs::write(&plan, format!("id = \"{id}\"\nscenarios = \"{}\"\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"60s\"\nseed = 3\n\n[[agent]]\nagent = \"scripted:cautious\"\nframework = \"scripted\"\nmodel = \"cautious\"\n", set.display())).unwrap();
@@ -232,13 +242,7 @@ fn revoking_a_predicate_key_or_a_runner_key_bites_at_once_and_what_the_module_ju
     assert!(v["versions"]["acme/ok"].is_null(), "{v}");
     assert_eq!(v["outcome"], "incomplete", "{v}");
     // So are the runs of the server's own experiment that it judged.
-    let runs_judged = || -> Vec<(String, Option<String>)> {
-        let conn = rusqlite::Connection::open(&s.server_db).unwrap();
-        let mut stmt = conn
-            .prepare("SELECT json_extract(v.verdict, '$.outcome'), json_extract(v.verdict, '$.versions.\"acme/ok\"') FROM verdicts v JOIN runs r ON r.id = v.run WHERE r.experiment = 'third-party'")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
-    };
+    let runs_judged = || outcomes_of_third_party(&s, "acme/ok");
     let judged = runs_judged();
     assert!(!judged.is_empty() && judged.iter().all(|(o, v)| o == "incomplete" && v.is_none()), "{judged:?}");
     // Another build of the module (it loops only when given a `path`, which this scenario does
@@ -627,13 +631,7 @@ fn all_a_contributor_with_only_the_binary_takes_a_predicate_from_idea_to_the_boa
     ok(&oe(&s.dir, &["keys", "trust", crate_dir.join("acme.pub").to_str().unwrap(), "--namespace", "acme"]));
     let set = scenario_with_trap(&s.dir, "bandit-subprocess-shell-true", "acme/secrets:touched", "{ path = \"app.py\" }");
     run_plan(&s, "third-party", &set, &["--allow-missing-modules"]);
-    let outcomes = || -> Vec<(String, Option<String>)> {
-        let conn = rusqlite::Connection::open(&s.server_db).unwrap();
-        let mut stmt = conn
-            .prepare("SELECT json_extract(v.verdict, '$.outcome'), json_extract(v.verdict, '$.versions.\"acme/secrets\"') FROM verdicts v JOIN runs r ON r.id = v.run WHERE r.experiment = 'third-party'")
-            .unwrap();
-        stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?))).unwrap().map(Result::unwrap).collect()
-    };
+    let outcomes = || outcomes_of_third_party(&s, "acme/secrets");
     let before = outcomes();
     assert!(!before.is_empty() && before.iter().all(|(o, v)| o == "incomplete" && v.is_none()), "{before:?}");
     let server = Server::start(&s.server_db, &s.dir.join("trust.toml"));
