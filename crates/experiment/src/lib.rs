@@ -502,9 +502,12 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let jobs = hosts.iter().map(|(_, n)| n).sum();
     let judge = opts.modules.judge(jobs)?;
     // A run judged without a module its scenario calls would be incomplete, silently: refused
-    // before any run starts.
-    if !opts.allow_missing_modules {
-        judge.require_modules(lp.scenarios.iter().map(|s| (s.scenario.id.as_str(), &s.scenario)))?;
+    // before any run starts, or, allowed, said once.
+    if let Err(e) = judge.require_modules(lp.scenarios.iter().map(|s| (s.scenario.id.as_str(), &s.scenario))) {
+        if !opts.allow_missing_modules {
+            return Err(e);
+        }
+        eprintln!("warning (going ahead: --allow-missing-modules; `experiment rejudge` judges the runs again once the modules are given): {e:#}");
     }
     // Sandboxes and staging go under a directory of this process, which a later runner
     // removes if this one is killed.

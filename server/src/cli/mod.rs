@@ -273,8 +273,13 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let loaded = run_scenario(args)?;
     // Only a scenario that calls a module besides std needs the judge built to check.
-    if !args.allow_missing_modules && overeager_judge::Judge::modules_called(&loaded.scenario).iter().any(|m| m != overeager_judge::STD_ID) {
-        args.modules.judge(1)?.require_modules([(loaded.scenario.id.as_str(), &loaded.scenario)])?;
+    if overeager_judge::Judge::modules_called(&loaded.scenario).iter().any(|m| m != overeager_judge::STD_ID) {
+        if let Err(e) = args.modules.judge(1)?.require_modules([(loaded.scenario.id.as_str(), &loaded.scenario)]) {
+            if !args.allow_missing_modules {
+                return Err(e);
+            }
+            eprintln!("warning (going ahead: --allow-missing-modules; judge the bundle with the modules given): {e:#}");
+        }
     }
     let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
