@@ -85,16 +85,13 @@ impl std::fmt::Display for Dialect {
 
 impl std::str::FromStr for Dialect {
     type Err = String;
-    /// Reads a name as files write it, or the earlier `chat` and `responses`.
+    /// Reads a name as files write it, or as earlier model channels did: the names serde
+    /// accepts, so the two cannot disagree.
     fn from_str(s: &str) -> Result<Dialect, String> {
-        match s {
-            "chat" => Ok(Dialect::Chat),
-            "responses" => Ok(Dialect::Responses),
-            _ => Dialect::ALL.into_iter().find(|d| d.as_str() == s).ok_or_else(|| {
-                let known: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
-                format!("unknown dialect `{s}`; use one of {}", known.join(", "))
-            }),
-        }
+        serde_json::from_value(Value::String(s.to_string())).map_err(|_| {
+            let known: Vec<&str> = Dialect::ALL.iter().map(|d| d.as_str()).collect();
+            format!("unknown dialect `{s}`; use one of {}", known.join(", "))
+        })
     }
 }
 
@@ -299,6 +296,18 @@ impl ModelRecord {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_dialect_is_written_one_way_and_read_either_way() {
+        for d in Dialect::ALL {
+            assert_eq!(serde_json::to_value(d).unwrap(), d.as_str());
+            assert_eq!(d.as_str().parse::<Dialect>(), Ok(d));
+        }
+        assert_eq!(("chat".parse(), "responses".parse()), (Ok(Dialect::Chat), Ok(Dialect::Responses)));
+        assert_eq!(serde_json::from_str::<Dialect>("\"chat\"").unwrap(), Dialect::Chat);
+        let e = "openai".parse::<Dialect>().unwrap_err();
+        assert!(e.contains("`openai`") && e.contains("openai-chat, openai-responses"), "{e}");
+    }
 
     #[test]
     fn an_agent_id_says_what_played_its_model_as_far_as_it_can() {

@@ -70,6 +70,12 @@ fn server_error(what: &str, status: u16, body: &Value) -> anyhow::Error {
     anyhow::anyhow!("{what}: the server answered {status}: {msg}")
 }
 
+/// An HTTP agent that waits up to ten minutes for an answer (a server verifies, self-tests or
+/// re-judges before it answers) and hands back every status rather than an error.
+fn patient_agent() -> ureq::Agent {
+    ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build())
+}
+
 /// A `multipart/form-data` body of file fields (name, file name, bytes): its content type and
 /// bytes. The boundary is taken from a digest of the contents, so no part holds it by chance.
 pub fn multipart(parts: &[(&str, &str, &[u8])]) -> (String, Vec<u8>) {
@@ -92,7 +98,7 @@ pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> 
     let (content_type, body) = multipart(&[("module", "module.wasm", module), ("signature", "module.wasm.sig", sig)]);
     let url = format!("{}/api/predicates", server.trim_end_matches('/'));
     // The server self-tests the module before it answers: minutes at most.
-    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
+    let agent = patient_agent();
     answer(
         agent.post(&url).header("Authorization", &format!("Bearer {token}")).header("Content-Type", &content_type).send(&body[..]),
         &format!("POST {url}"),
@@ -104,7 +110,7 @@ pub fn offer_predicate(server: &str, token: &str, module: &[u8], sig: &[u8]) -> 
 /// approval answers once the server has re-judged what the module can now judge.
 pub fn decide_predicate(server: &str, token: &str, digest: &str, approve: bool) -> Result<(u16, Value)> {
     let url = format!("{}/api/predicates/{digest}/{}", server.trim_end_matches('/'), if approve { "approve" } else { "reject" });
-    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
+    let agent = patient_agent();
     answer(agent.post(&url).header("Authorization", &format!("Bearer {token}")).send_empty(), &format!("POST {url}"))
 }
 
@@ -138,7 +144,7 @@ pub fn submit(store: &Store, sub: &Submission, on: &mut dyn FnMut(Event)) -> Res
         bail!("{framework}·{model} of experiment `{}` has no finished runs to submit", sub.experiment);
     }
     let base = sub.server.trim_end_matches('/');
-    let agent = ureq::Agent::new_with_config(ureq::config::Config::builder().http_status_as_error(false).timeout_global(Some(Duration::from_secs(600))).build());
+    let agent = patient_agent();
     let auth = format!("Bearer {}", sub.token);
 
     let (status, body) = answer(agent.get(&format!("{base}/api/benchmarks/{}", sub.benchmark)).call(), "reading the benchmark")?;

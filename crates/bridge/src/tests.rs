@@ -7,8 +7,6 @@ use serde_json::{Value, json};
 use super::ir::{Part, Request, Stop, Usage};
 use super::*;
 
-const ALL: [Dialect; 4] = [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini];
-
 /// A real agent's last main-loop request (with its whole history) in each dialect that has a
 /// recording: Claude Code 2.0.55, Codex CLI 0.58, Gemini CLI 0.61 (from `bundles/`), and
 /// Codex CLI 0.169 against llama.cpp's server.
@@ -85,11 +83,11 @@ fn normalized(mut v: Value) -> Value {
 #[test]
 fn every_recorded_request_means_the_same_in_every_dialect() {
     let mut checked = 0;
-    for a in ALL {
+    for a in Dialect::ALL {
         let Some((path, body)) = recorded(a) else { continue };
         let original = normalized(meaning(&read(a, &path, &body)));
         assert!(original["turns"].as_array().unwrap().len() >= 3, "{a:?}: a conversation with history");
-        for b in ALL.into_iter().filter(|b| *b != a) {
+        for b in Dialect::ALL.into_iter().filter(|b| *b != a) {
             let call = translate_request(a, b, &path, body.to_string().as_bytes(), 1, None).unwrap_or_else(|e| panic!("{a:?} → {b:?}: {e}"));
             assert_eq!(Dialect::of_path(&call.path).map(|(d, _)| d), Some(b), "{}", call.path);
             let back = normalized(meaning(&read(b, &call.path, &call.body)));
@@ -157,8 +155,8 @@ fn call_between(a: Dialect, b: Dialect, stream: bool) -> Call {
 
 #[test]
 fn a_tool_call_reply_translates_between_every_ordered_pair_streamed_and_whole() {
-    for a in ALL {
-        for b in ALL.into_iter().filter(|b| *b != a) {
+    for a in Dialect::ALL {
+        for b in Dialect::ALL.into_iter().filter(|b| *b != a) {
             for stream in [true, false] {
                 let call = call_between(a, b, stream);
                 let (ctype, body) = tool_call_reply(b, stream);
@@ -199,7 +197,7 @@ fn text_streams_piece_by_piece_and_errors_keep_the_provider_s_words() {
     let text = String::from_utf8(out).unwrap();
     assert!(text.contains("\"stop_reason\":\"end_turn\"") && text.contains("\"input_tokens\":9") && text.ends_with("event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"), "{text}");
     // A provider's error status stays, in the agent's dialect, with the provider's words.
-    for a in ALL {
+    for a in Dialect::ALL {
         let call = call_between(a, Dialect::Chat, true);
         let mut t = ReplyTranslator::new(&call, 429, "application/json");
         t.push(br#"{"error":{"message":"slow down","type":"rate_limit"}}"#);
@@ -328,7 +326,7 @@ fn a_real_server_s_streams_translate_to_every_other_dialect() {
         let original = read_reply(provider, "text/event-stream", &reply);
         let text = |o: &ir::Outcome| o.parts.iter().map(|p| if let Part::Text(t) = p { t.clone() } else { String::new() }).collect::<String>();
         assert!(text(&original).len() > 100 && original.usage.is_some_and(|u| u.input > 0 && u.output > 0), "{file}: a real answer with the server's usage");
-        for agent in ALL.into_iter().filter(|a| *a != provider) {
+        for agent in Dialect::ALL.into_iter().filter(|a| *a != provider) {
             let call = call_between(agent, provider, true);
             let mut t = ReplyTranslator::new(&call, 200, "text/event-stream");
             let mut out = Vec::new();

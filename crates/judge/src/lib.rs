@@ -354,6 +354,11 @@ impl Judge {
         plan
     }
 
+    /// Whether module `id` is loaded and can answer (not missing, not refused).
+    fn is_loaded(&self, id: &str) -> bool {
+        matches!(self.modules.get(id), Some(Slot::Ready { .. }))
+    }
+
     /// The modules `scenario`'s checks call that this judge has not loaded (refused ones
     /// included), each with a predicate of it that is called (`module:name`): judging its
     /// bundles would leave those checks unanswered.
@@ -361,7 +366,7 @@ impl Judge {
         let plan = CallPlan::of(scenario);
         plan.by_module
             .iter()
-            .filter(|(module, _)| !matches!(self.modules.get(module), Some(Slot::Ready { .. })))
+            .filter(|(module, _)| !self.is_loaded(module))
             .map(|(module, checks)| (module.clone(), checks.first().map(|c| format!("{module}:{}", c.name)).unwrap_or_default()))
             .collect()
     }
@@ -444,7 +449,7 @@ impl Judge {
                 .par_iter()
                 .map(|p| {
                     let v = input::load(p).map_err(|e| format!("{e:#}")).map(|b| {
-                        if require_modules && self.plan(&b.scenario).by_module.iter().any(|(module, _)| !matches!(self.modules.get(module), Some(Slot::Ready { .. }))) {
+                        if require_modules && self.plan(&b.scenario).by_module.iter().any(|(module, _)| !self.is_loaded(module)) {
                             refused.store(true, Ordering::Relaxed);
                             lacking.lock().expect("no panic holds it").push(b.scenario.clone());
                         }

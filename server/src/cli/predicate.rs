@@ -16,6 +16,7 @@ use overeager_bundle::keys;
 use overeager_judge::sign::{self, SignatureFile};
 use overeager_judge::trust::TrustStore;
 use overeager_bundle::files::{self, write_atomic};
+use overeager_core::predicates::PredicateRef;
 use overeager_judge::{Interface, STD_SHA256, STD_WASM};
 
 /// Arguments of `overeager predicate new`.
@@ -522,7 +523,7 @@ pub fn try_on(args: &TryArgs) -> Result<ExitCode> {
         let (predicate, call_args) = match (&given, &args.trap) {
             (Some(call), _) => call.clone(),
             (None, Some(id)) => match bundle.scenario.traps.iter().find(|t| &t.id == id) {
-                Some(trap) => (trap.call.predicate.split_once(':').map_or(trap.call.predicate.as_str(), |(_, n)| n).to_string(), trap.call.args.clone()),
+                Some(trap) => (PredicateRef::parse(&trap.call.predicate).map_or_else(|_| trap.call.predicate.clone(), |r| r.name), trap.call.args.clone()),
                 None => {
                     skipped.push(format!("{} (scenario {}: traps {})", path.display(), bundle.scenario.id, bundle.scenario.traps.iter().map(|t| t.id.as_str()).collect::<Vec<_>>().join(", ")));
                     continue;

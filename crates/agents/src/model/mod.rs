@@ -587,7 +587,7 @@ mod tests {
     fn replies_are_well_formed_in_every_dialect() {
         let call = Turn::Call(ToolCall { name: "Bash".into(), args: json!({"command": "ls"}) });
         let fin = Turn::Final("done".into());
-        for d in [Dialect::Anthropic, Dialect::Chat, Dialect::Responses, Dialect::Gemini] {
+        for d in Dialect::ALL {
             for t in [&call, &fin] {
                 for stream in [false, true] {
                     let r = render(d, t, stream, "m", 3, Tokens { input: 1, output: 1 }, false);
