@@ -73,6 +73,10 @@ pub struct AgentRef {
     pub version: String,
     /// The model label (for scripted agents: the play).
     pub model: String,
+    /// The id's parts as the run read them (absent in bundles recorded before it was kept:
+    /// [`AgentRef::cell`] then reads the id).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cell: Option<crate::AgentCell>,
     /// The stream adapter that reads a real agent's output (its definition's `adapter`), so
     /// the bundle is read again without the definition; absent for the scripted and simulated
     /// agents, and in bundles recorded before it was kept.
@@ -88,6 +92,20 @@ impl AgentRef {
     /// What answered the run's model calls: as recorded, else as the agent id says.
     pub fn played_by(&self) -> crate::model::PlayedBy {
         self.played_by.clone().unwrap_or_else(|| crate::model::PlayedBy::of_agent_id(&self.id))
+    }
+
+    /// Who played: as recorded, else as the id says.
+    pub fn cell(&self) -> Result<crate::AgentCell, crate::cell::CellError> {
+        match &self.cell {
+            Some(c) => Ok(c.clone()),
+            None => crate::AgentCell::parse(&self.id),
+        }
+    }
+
+    /// Whether overeager itself played (the scripted agent or a simulated policy), so the run
+    /// has no framework of its own.
+    pub fn is_harness(&self) -> bool {
+        self.cell().is_ok_and(|c| c.is_harness())
     }
 }
 

@@ -6,6 +6,7 @@
 //! types those stages exchange.
 
 pub mod bundle;
+pub mod cell;
 pub mod event;
 pub mod file_error;
 pub mod glob;
@@ -25,6 +26,7 @@ pub mod verdict;
 pub mod view;
 
 pub use bundle::{BundleManifest, ShimRecord, WatchRecord};
+pub use cell::AgentCell;
 pub use event::{Channel, Event, Op};
 pub use prompt::{RenderedPrompt, render_prompt};
 pub use file_error::FileError;

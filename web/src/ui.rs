@@ -169,7 +169,7 @@ pub fn player_kind(agent: &str, played_by: &PlayedBy) -> Option<(&'static str, &
     let bridged = "A real agent CLI on a real model of another API dialect: the model gateway translated every call both ways (the run's model channel holds both sides).";
     match &played_by.source {
         ModelSource::Simulated => Some(("simulated", "simulated", "A simulated agent: its actions are drawn from a policy's probabilities; no model or agent CLI ran.")),
-        ModelSource::Scripted if agent.starts_with("scripted:") || agent == "scripted" => Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran.")),
+        ModelSource::Scripted if agent == "scripted" || matches!(overeager_core::AgentCell::parse(agent), Ok(overeager_core::AgentCell::Scripted { .. })) => Some(("scripted", "scripted play", "overeager's own player running one of the scenario's scripted plays; no model or agent CLI ran.")),
         ModelSource::Scripted => Some(("scripted-model", "scripted model", "A real agent CLI driven by the scripted model, which plays one of the scenario's plays: the run measures the CLI and the instrument, not a language model.")),
         ModelSource::Replay => Some(("replay", "replay", "A real agent CLI answered by a recorded run's model calls: it reproduces that run, it is no new observation of a model.")),
         ModelSource::StandIn => Some(("stand-in", "stand-in provider", "A real agent CLI on overeager's stand-in provider (`overeager model serve`): the scripted model behind a provider's API, for rehearsing an experiment; no language model answered.")),

@@ -132,18 +132,10 @@ impl PlayedBy {
     /// What an agent id alone says played its model: the scripted agents (`scripted:…`) and a
     /// real CLI on the scripted model (`<agent>:<policy>:scripted-<play>`) the scripted model,
     /// `sim:…` a simulated policy, `…:replay:<bundle>` a replay; anything else a provider,
-    /// named by the id's model (`<provider>/<model>`), whose kind only the run can tell.
+    /// named by the id's model (`<provider>/<model>`), whose kind only the run can tell (see
+    /// [`crate::AgentCell::played_by`]); an id that is no cell, the scripted model.
     pub fn of_agent_id(id: &str) -> PlayedBy {
-        let parts: Vec<&str> = id.splitn(3, ':').collect();
-        let source = match parts.as_slice() {
-            ["sim", ..] => ModelSource::Simulated,
-            ["scripted", ..] => ModelSource::Scripted,
-            [_, _, model] if model.starts_with("scripted") => ModelSource::Scripted,
-            [_, _, model] if *model == "replay" || model.starts_with("replay:") => ModelSource::Replay,
-            [_, _, model] => ModelSource::Provider { provider: model.split_once('/').map_or("", |(p, _)| p).to_string() },
-            _ => ModelSource::Scripted,
-        };
-        PlayedBy::direct(source)
+        crate::AgentCell::parse(id).map_or(PlayedBy::direct(ModelSource::Scripted), |c| c.played_by())
     }
 
     /// Whether a real model (on this machine or a provider's) answered: only then are the

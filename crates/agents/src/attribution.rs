@@ -108,8 +108,9 @@ pub struct ModelCall {
 
 /// What attribution reads of a bundle.
 pub struct Sources<'a> {
-    /// The agent's id as the manifest gives it (`scripted:cautious`, `codex:permissive:…`).
-    pub agent: &'a str,
+    /// Whether overeager itself played (the scripted agent, a simulated policy): such a run has
+    /// no framework ([`overeager_core::AgentCell::is_harness`]).
+    pub harness: bool,
     /// The format of its stream (its definition's adapter), when known.
     pub format: Option<crate::adapters::Format>,
     /// `shim.jsonl`, in file order (shell events point into it by `raw`).
@@ -127,18 +128,9 @@ const SHELLS: [&str; 7] = ["bash", "sh", "dash", "zsh", "ksh", "ash", "fish"];
 /// kernel's queue a little after the fact).
 const WATCH_SLACK_US: u64 = 5_000;
 
-/// Agent id prefixes of the harness's own players, which have no framework.
-const SCRIPTED: [&str; 2] = ["scripted:", "sim:"];
-
-/// Whether an agent id is one of the harness's own players (no framework of its own): their
-/// bundles need no process chains or model records to attribute.
-pub fn is_scripted(agent: &str) -> bool {
-    SCRIPTED.iter().any(|p| agent.starts_with(p))
-}
-
 /// Attributes every event of a bundle.
 pub fn attribute(src: &Sources) -> Attribution {
-    if is_scripted(src.agent) {
+    if src.harness {
         return Attribution::all_agent(Method::Scripted, src.events.len());
     }
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
@@ -510,7 +502,7 @@ mod tests {
         call.command = Some("ls -la".into());
         let events = vec![call, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 20, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 130, side: true }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "claude-code:permissive:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.method, Method::ProcessTree);
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework, Actor::Agent, Actor::Framework]);
     }
@@ -548,7 +540,7 @@ mod tests {
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
-        let a = attribute(&Sources { agent: "codex:permissive:scripted-cautious", format: None, shim: &shim, model: &model, events: &events, diff: &diff });
+        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent", "framework"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
@@ -583,7 +575,7 @@ mod tests {
             at(4050, "instance/invoicer.db"),  // long after rm, while another git runs
         ];
         let model = [ModelCall { t_us: 800 * ms, side: false }, ModelCall { t_us: 5000 * ms, side: false }];
-        let a = attribute(&Sources { agent: "claude-code:accept-edits:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "agent", "agent", "framework", "framework"]);
     }
@@ -603,7 +595,7 @@ mod tests {
         status.command = Some("git status".into());
         let events = vec![call, status, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 170, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "codex-acp:allow-all:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Agent, Actor::Agent, Actor::Framework, Actor::Framework]);
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let runs_command = |argv: &[String], line: &str| runs_command(argv, &shlex::split(line).unwrap());
@@ -631,7 +623,7 @@ mod tests {
         let shim = vec![rec(&["rm", "x"], 150, vec![interactive.clone(), anc(115, 5, &["tmux"]), wrapper.clone(), root.clone()]), rec(&["git", "config", "user.name"], 7, vec![interactive, wrapper, root])];
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 7, 1)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { agent: "openhands:always-approve:scripted-aggressive", format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework]);
     }
 
@@ -642,7 +634,7 @@ mod tests {
         let shim = vec![rec(&["git", "--version"], 150, vec![anc(90, 1, &["python", "aider"])])];
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Fswatch, Op::Write, 40_000, 0)];
         let model = [ModelCall { t_us: 30_000, side: false }];
-        let by = |format| attribute(&Sources { agent: "aider:default:scripted-cautious", format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
+        let by = |format| attribute(&Sources { harness: false, format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
         assert_eq!(by(Some(crate::adapters::Format::named("aider").unwrap()))[1], Actor::Agent);
         assert_eq!(by(None)[1], Actor::Framework);
     }

@@ -120,7 +120,7 @@ pub fn newest_first(s: &overeager_store::Store) -> anyhow::Result<Vec<overeager_
 pub fn experiment_list(s: &overeager_store::Store, exps: &[overeager_store::Experiment]) -> anyhow::Result<Vec<ExperimentItem>> {
     exps.iter()
         .map(|e| {
-            let simulated = e.plan.agents.iter().any(|a| a.agent.starts_with("sim:"));
+            let simulated = e.plan.agents.iter().any(|a| overeager_core::AgentCell::parse(&a.agent).is_ok_and(|c| c.is_simulated()));
             Ok(ExperimentItem { id: e.id.clone(), title: e.title.clone(), created_us: e.created_us, progress: s.progress(&e.id)?, simulated, running: false })
         })
         .collect()

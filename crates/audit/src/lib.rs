@@ -10,7 +10,8 @@ use anyhow::{Context, Result};
 use overeager_bundle::derive::{derive_events, write_events};
 use overeager_bundle::files::{check_out_free, publish, staging_dir};
 use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, ExecutorRef, ScenarioRef, files};
-use overeager_core::Variant;
+use overeager_agents::adapters::Format;
+use overeager_core::{AgentCell, Variant};
 use overeager_core::model::{ModelRecord, ModelSource, PlayedBy};
 use overeager_core::model::usage::RunUsage;
 use overeager_scenario::LoadedScenario;
@@ -35,21 +36,17 @@ pub fn copy_tree(from: &Path, to: &Path) -> Result<()> {
 }
 
 /// What a run on a provider's model used and cost, and what answered its calls, from its
-/// model channel (already in `dir`). Runs whose model was no provider's (scripted, replayed,
-/// simulated) have no usage: their token counts are nobody's spending.
-fn run_model(raw: &RawRun, req: &RunRequest<'_>, dir: &Path) -> Result<(Option<RunUsage>, PlayedBy)> {
-    let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { return Ok((None, PlayedBy::of_agent_id(&req.agent.id()))) };
-    if req.agent.offline_model() {
-        return Ok((None, PlayedBy::of_agent_id(&req.agent.id())));
-    }
+/// model channel (already in `dir`) and the route its gateway took. Runs whose model was no
+/// provider's (scripted, replayed, simulated) have no usage: their token counts are nobody's
+/// spending.
+fn run_model(raw: &RawRun, cell: &AgentCell, dir: &Path) -> Result<(Option<RunUsage>, PlayedBy)> {
+    let Some(route) = &raw.model_route else { return Ok((None, cell.played_by())) };
     let records: Vec<ModelRecord> = if raw.channels.model {
         let text = std::fs::read_to_string(dir.join(files::MODEL)).with_context(|| format!("reading {}", files::MODEL))?;
         text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect()
     } else {
         Vec::new()
     };
-    let providers = req.providers()?;
-    let route = recipe.route(version, model, &providers)?;
     let provider = route.provider.name.clone();
     // The stand-in says what it is on every reply; a server on loopback is this machine's.
     let source = if records.iter().any(|r| r.stand_in) {
@@ -108,7 +105,8 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
             std::fs::copy(raw.channels_dir.join(name), dir.join(name)).with_context(|| format!("copying {name}"))?;
         }
     }
-    let (usage, played_by) = run_model(raw, req, dir)?;
+    let cell = req.agent.cell();
+    let (usage, played_by) = run_model(raw, &cell, dir)?;
     if let Some(usage) = usage {
         write_json(&dir.join(files::USAGE), &usage)?;
     }
@@ -124,21 +122,25 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
     for (sha, bytes) in &raw.blobs {
         std::fs::write(dir.join(files::BLOBS).join(sha), bytes)?;
     }
-    let (events, counts) = derive_events(dir, &raw.roots, req.agent.event_format())?;
+    let agent = AgentRef {
+        id: req.agent.id(),
+        framework: req.labels.as_ref().map_or_else(|| req.agent.framework().to_string(), |l| l.0.clone()),
+        version: raw.agent_version.clone(),
+        model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
+        cell: Some(cell),
+        adapter: req.agent.adapter().map(str::to_string),
+        played_by: Some(played_by),
+    };
+    // The format re-deriving and verifying will read the manifest for, so the two never differ.
+    let format = Format::of_agent(&agent).with_context(|| format!("no stream adapter for agent `{}`", agent.id))?;
+    let (events, counts) = derive_events(dir, &raw.roots, format)?;
     write_events(&dir.join(files::EVENTS), &events)?;
     let manifest = BundleManifest {
         schema: BUNDLE_SCHEMA,
         run_id: req.run_id.clone().unwrap_or_else(|| new_run_id(raw.started_us)),
         scenario: ScenarioRef { id: req.scenario.scenario.id.clone(), hash: req.scenario.hash.clone() },
         variant: req.variant,
-        agent: AgentRef {
-            id: req.agent.id(),
-            framework: req.labels.as_ref().map_or_else(|| req.agent.framework().to_string(), |l| l.0.clone()),
-            version: raw.agent_version.clone(),
-            model: req.labels.as_ref().map_or_else(|| req.agent.model(), |l| l.1.clone()),
-            adapter: req.agent.adapter().map(str::to_string),
-            played_by: Some(played_by),
-        },
+        agent,
         replicate: req.replicate,
         executor: ExecutorRef { kind: raw.executor.to_string(), image_digest: raw.image_digest.clone(), host: raw.host.clone() },
         prompt_sha256: overeager_core::sha256_hex(raw.prompt.text.as_bytes()),

@@ -57,12 +57,9 @@ pub fn events_jsonl(events: &[Event]) -> Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// The format of a bundle's agent stream: the one its agent writes (the adapter its manifest
-/// names, else the one its agent's id implies).
+/// The format of a bundle's agent stream: the one its agent writes ([`Format::of_agent`]).
 pub fn event_format(manifest: &BundleManifest, mpath: &Path) -> Result<Format> {
-    manifest.agent.adapter.as_deref().and_then(Format::for_framework)
-        .or_else(|| Format::for_agent(&manifest.agent.id))
-        .or_else(|| Format::for_framework(manifest.agent.framework.split(':').next().unwrap_or("")))
+    Format::of_agent(&manifest.agent)
         .with_context(|| format!("{}: no adapter for agent `{}`", mpath.display(), manifest.agent.id))
 }
 

@@ -73,13 +73,14 @@ pub fn check_one(s: &LoadedScenario, play: PlayKind, cells: &[String], timeout: 
     for cell in cells {
         let bundle = dir.join(cell.replace(':', "-"));
         let spec = player(Some(cell), play).expect("cells were checked");
+        let rules = spec.attribution_rules();
         let real = run_and_judge(s, spec, timeout, judge, &local, shim, &bundle);
         ran();
         let effects = real.as_ref().map_or(0, |(v, _)| v.framework_effects.len());
         let divergence = match (&reference, real) {
             (Err(e), _) => Some(Divergence::failed(format!("the scripted play could not be run: {e:#}"))),
             (_, Err(e)) => Some(Divergence::failed(format!("the run failed: {e:#}"))),
-            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, &overeager_run::agents::attribution_of(cell), (pv, play_events), (&rv, &events)),
+            (Ok((pv, play_events)), Ok((rv, events))) => compare(cell, &rules, (pv, play_events), (&rv, &events)),
         };
         let d = divergence.map(|divergence| Difference {
             scenario: s.scenario.id.clone(),

@@ -48,7 +48,7 @@ pub fn player(cell: Option<&str>, play: PlayKind) -> Result<AgentSpec, String> {
             match format!("{c}:{}{play}", overeager_run::SCRIPTED_MODEL).parse::<AgentSpec>() {
                 Ok(spec @ AgentSpec::Agent { .. }) => Ok(spec),
                 // `scripted:<play>` and `sim:<policy>` are agents, but no CLI to play through.
-                Err(_) if c.starts_with("scripted:") || c.starts_with("sim:") => Err(not_a_cell()),
+                Err(_) if overeager_core::AgentCell::parse(c).is_ok_and(|cell| cell.is_harness()) => Err(not_a_cell()),
                 Ok(_) => Err(not_a_cell()),
                 Err(e) => Err(e),
             }
@@ -81,15 +81,15 @@ pub fn validate_with(s: &LoadedScenario, cell: Option<&str>, judge: &Judge, exec
         let designed = &s.scenario.plays.get(play).fires;
         let judged = player(cell, play)
             .map_err(anyhow::Error::msg)
-            .and_then(|spec| run_and_judge(s, spec.clone(), timeout_of(&spec), judge, executor, shim, &out));
+            .and_then(|spec| Ok((spec.attribution_rules(), run_and_judge(s, spec.clone(), timeout_of(&spec), judge, executor, shim, &out)?)));
         match judged {
-            Ok((v, events)) => {
+            Ok((rules, (v, events))) => {
                 if let Some(c) = cell {
                     let scripted = AgentSpec::Scripted(play);
                     let reference = run_and_judge(s, scripted.clone(), timeout_of(&scripted), judge, executor, shim, &workdir.join(format!("{play}-scripted")));
                     match reference {
                         Ok((pv, play_events)) => {
-                            if let Some(divergence) = compare(c, &overeager_run::agents::attribution_of(c), (&pv, &play_events), (&v, &events)) {
+                            if let Some(divergence) = compare(c, &rules, (&pv, &play_events), (&v, &events)) {
                                 differences.push(PlayDifference { play, divergence });
                             }
                         }

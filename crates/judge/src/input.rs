@@ -261,15 +261,14 @@ impl LoadedBundle {
 /// Attributes a bundle's events (see [`overeager_agents::attribution`]), from its shell and
 /// model records.
 pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
-    if overeager_agents::attribution::is_scripted(&b.manifest.agent.id) {
+    if b.manifest.agent.is_harness() {
         return Ok(Attribution::all_agent(overeager_agents::attribution::Method::Scripted, b.events.len()));
     }
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
     let diff = SnapshotDiff::between(&b.before, &b.after);
     let agent = &b.manifest.agent;
-    let format = agent.adapter.as_deref().and_then(Format::for_framework).or_else(|| Format::for_agent(&agent.id));
-    Ok(attribute(&Sources { agent: &agent.id, format, shim: &shim, model: &model, events: &b.events, diff: &diff }))
+    Ok(attribute(&Sources { harness: agent.is_harness(), format: Format::of_agent(agent), shim: &shim, model: &model, events: &b.events, diff: &diff }))
 }
 
 /// What attribution reads of a `model.jsonl` line (the bodies are left unparsed).

@@ -20,8 +20,9 @@ pub const SCHEMA_VERSION: &str = "ATIF-v1.7";
 /// One run as an ATIF trajectory.
 pub fn trajectory(run: &RunExport) -> Value {
     let agent = &run.manifest.agent;
-    let (framework, policy) = match agent.framework.split_once(':') {
-        Some((f, p)) => (f, Some(p)),
+    let cell = agent.cell().ok();
+    let (framework, policy) = match &cell {
+        Some(c) => (c.name(), c.policy()),
         None => (agent.framework.as_str(), None),
     };
     let steps: Vec<Value> = run
@@ -79,7 +80,7 @@ pub fn trajectory(run: &RunExport) -> Value {
     json!({
         "schema_version": SCHEMA_VERSION,
         "session_id": run.run_id,
-        // `claude-code:permissive`: the framework, and the permission policy it ran under.
+        // The agent's name (its version beside it), and the permission policy it ran under.
         "agent": {"name": framework, "version": agent.version, "model_name": agent.model, "extra": {"id": agent.id, "policy": policy, "played_by": agent.played_by(), "model_played_by": agent.played_by().label()}},
         "steps": steps,
         "notes": format!("overeager run {} of scenario {}: {}", run.run_id, run.scenario.id, run.explanation()),

@@ -781,24 +781,18 @@ pub fn versioned(spec: &str) -> Result<(&'static Recipe, &'static str)> {
     Ok((r, version))
 }
 
-/// The agent of a cell's framework label (`codex@0.169.0:permissive`), if it is a real
-/// agent.
-pub fn of_cell(cell: &str) -> Option<&'static Recipe> {
-    let id = cell.split([':', '@']).next().unwrap_or(cell);
+/// The agent definition with id `id`, if this build has one.
+pub fn by_id(id: &str) -> Option<&'static Recipe> {
     all().ok()?.iter().find(|r| r.id == id)
 }
 
-/// The judge's attribution rules a cell's framework names that hold for the cell's version
-/// (`<agent>@<version>:…`, or the pinned one): a rule bound to other versions is left out. None
-/// for a cell of no real agent.
-pub fn attribution_of(cell: &str) -> Vec<String> {
-    let Some(recipe) = of_cell(cell) else { return Vec::new() };
-    let framework = cell.split(':').next().unwrap_or(cell);
-    let version = framework.split_once('@').map_or(recipe.package.version(), |(_, v)| v);
-    recipe.attribution.iter().filter(|id| overeager_agents::framework::rule(id).is_some_and(|r| r.holds_for(&recipe.id, version))).cloned().collect()
-}
-
 impl Recipe {
+    /// The judge's attribution rules the definition names that hold for `version`: a rule
+    /// bound to other versions is left out.
+    pub fn attribution_rules(&self, version: &str) -> Vec<String> {
+        self.attribution.iter().filter(|id| overeager_agents::framework::rule(id).is_some_and(|r| r.holds_for(&self.id, version))).cloned().collect()
+    }
+
     /// The image a built recipe is tagged as.
     pub fn image(&self) -> String {
         format!("overeager-agent/{}:{}", self.id, self.package.version())
@@ -1119,11 +1113,12 @@ mod tests {
     /// Claude Code 2.0.55 escapes `!`, 2.1.330 does not (measured with `bench fidelity`).
     #[test]
     fn a_version_bound_rule_is_named_for_its_versions_only() {
-        assert!(attribution_of("claude-code:permissive").iter().any(|r| r == "claude-bang-escape"));
-        assert!(attribution_of("claude-code@2.0.55:ask").iter().any(|r| r == "claude-bang-escape"));
-        assert!(!attribution_of("claude-code@2.1.330:permissive").iter().any(|r| r == "claude-bang-escape"));
-        assert!(attribution_of("claude-code-acp:allow-all").iter().any(|r| r == "claude-bang-escape"));
-        assert!(attribution_of("scripted:cautious").is_empty());
+        let rules = |id: &str| id.parse::<crate::AgentSpec>().unwrap().attribution_rules();
+        assert!(rules("claude-code:permissive:scripted-cautious").iter().any(|r| r == "claude-bang-escape"));
+        assert!(rules("claude-code@2.0.55:ask:scripted-cautious").iter().any(|r| r == "claude-bang-escape"));
+        assert!(!rules("claude-code@2.1.330:permissive:scripted-cautious").iter().any(|r| r == "claude-bang-escape"));
+        assert!(rules("claude-code-acp:allow-all:scripted-cautious").iter().any(|r| r == "claude-bang-escape"));
+        assert!(rules("scripted:cautious").is_empty());
     }
 
     #[test]
@@ -1172,10 +1167,10 @@ mod tests {
         use crate::AgentSpec;
         let a: AgentSpec = "claude-code:permissive:claude-sonnet-4-5".parse().unwrap();
         assert_eq!((a.framework(), a.model(), a.id()), ("claude-code:permissive".into(), "claude-sonnet-4-5".into(), "claude-code:permissive:claude-sonnet-4-5".into()));
-        assert_eq!(a.event_format(), Format::CLAUDE_CODE);
+        assert_eq!(a.adapter().and_then(Format::for_framework), Some(Format::CLAUDE_CODE));
         assert!(!a.simulated());
         let g: AgentSpec = "gemini-cli:ask:gemini-2.5-pro".parse().unwrap();
-        assert_eq!(g.event_format(), Format::named("gemini-cli").unwrap());
+        assert_eq!(g.adapter().and_then(Format::for_framework), Format::named("gemini-cli"));
         let no_model = "claude-code:permissive".parse::<AgentSpec>().unwrap_err();
         assert!(no_model.contains("<agent>:<policy>:<model>"), "{no_model}");
         let bad_policy = "codex:yolo:gpt-5".parse::<AgentSpec>().unwrap_err();

@@ -26,7 +26,8 @@ use std::time::Duration;
 
 use overeager_core::bundle::{Channels, ExitStatus};
 use overeager_core::paths::Roots;
-use overeager_core::{PlayKind, RenderedPrompt, Snapshot, Variant};
+use overeager_core::cell::CellError;
+use overeager_core::{AgentCell, PlayKind, RenderedPrompt, Snapshot, Variant};
 
 use overeager_scenario::LoadedScenario;
 
@@ -73,15 +74,6 @@ impl AgentSpec {
         }
     }
 
-    /// The format of the agent's own event stream (`agent.jsonl`): the scripted agent, and the
-    /// simulated policies that replay its plays, write Claude Code's stream-json.
-    pub fn event_format(&self) -> overeager_agents::adapters::Format {
-        match self {
-            AgentSpec::Agent { recipe, .. } => recipe.format(),
-            _ => overeager_agents::adapters::Format::CLAUDE_CODE,
-        }
-    }
-
     /// A real agent's stream adapter (its definition's `adapter`).
     pub fn adapter(&self) -> Option<&'static str> {
         match self {
@@ -122,27 +114,41 @@ impl AgentSpec {
         }
     }
 
+    /// Who plays, as the manifest records it: a real agent's version is the one that runs,
+    /// named or pinned.
+    pub fn cell(&self) -> AgentCell {
+        match self {
+            AgentSpec::Scripted(play) => AgentCell::Scripted { play: *play },
+            AgentSpec::Sim(p) => AgentCell::Sim { policy: p.as_str().to_string() },
+            AgentSpec::Agent { recipe, version, policy, model } => AgentCell::Cli { agent: recipe.id.clone(), version: Some(version.to_string()), policy: policy.id.clone(), model: model.clone() },
+        }
+    }
+
     /// The play of a real agent's scripted model (`<agent>:<policy>:scripted-<play>`).
     pub fn scripted_model(&self) -> Option<PlayKind> {
-        match self {
-            AgentSpec::Agent { model, .. } => model.strip_prefix(SCRIPTED_MODEL).and_then(|p| p.parse().ok()),
-            _ => None,
-        }
+        self.cell().scripted_model()
     }
 
     /// The bundle whose model channel a real agent's model replays
     /// (`<agent>:<policy>:replay:<bundle>`).
-    pub fn replayed_bundle(&self) -> Option<&str> {
-        match self {
-            AgentSpec::Agent { model, .. } => model.strip_prefix(REPLAY_MODEL),
-            _ => None,
-        }
+    pub fn replayed_bundle(&self) -> Option<String> {
+        self.cell().replayed_bundle().map(str::to_string)
     }
 
     /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
     /// rather than to a model API: it then needs no network and no key.
     pub fn offline_model(&self) -> bool {
-        self.scripted_model().is_some() || self.replayed_bundle().is_some()
+        self.cell().offline_model()
+    }
+
+    /// The judge's attribution rules a real agent's definition names that hold for the
+    /// version that runs (a rule bound to other versions is left out); none for overeager's
+    /// own players.
+    pub fn attribution_rules(&self) -> Vec<String> {
+        match self {
+            AgentSpec::Agent { recipe, version, .. } => recipe.attribution_rules(version),
+            _ => Vec::new(),
+        }
     }
 
     /// Where a real agent's model calls go on `providers`, for a real agent on a provider's
@@ -159,37 +165,29 @@ impl AgentSpec {
 impl std::str::FromStr for AgentSpec {
     type Err = String;
     fn from_str(s: &str) -> Result<Self, String> {
-        match s.split_once(':') {
-            Some(("scripted", play)) => play.parse().map(AgentSpec::Scripted),
-            Some(("sim", policy)) => policy.parse().map(AgentSpec::Sim),
-            Some((agent, rest)) if let Some(recipe) = agents::of_cell(agent) => {
-                let version = match agent.split_once('@') {
-                    Some((_, v)) => recipe.version(v)?,
+        let unknown = || format!("unknown agent `{s}`; known agents: {}", AgentSpec::known());
+        match AgentCell::parse(s) {
+            Ok(AgentCell::Scripted { play }) => Ok(AgentSpec::Scripted(play)),
+            Ok(AgentCell::Sim { policy }) => policy.parse().map(AgentSpec::Sim),
+            Ok(AgentCell::Cli { agent, version, policy, model }) => {
+                let recipe = agents::by_id(&agent).ok_or_else(unknown)?;
+                let version = match version {
+                    Some(v) => recipe.version(&v)?,
                     None => recipe.package.version(),
                 };
-                let Some((policy, model)) = rest.split_once(':').filter(|(_, m)| !m.trim().is_empty()) else {
-                    let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id.as_str()).collect();
-                    return Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{agent}:{}:<model>` (policies: {})", policies[0], policies.join(", ")));
-                };
-                if model.strip_prefix(REPLAY_MODEL).is_some_and(|b| b.trim().is_empty()) {
-                    return Err(format!("`{s}`: a replayed model names the bundle to replay: {REPLAY_MODEL}<bundle directory or .oeb>"));
-                }
-                if let Some(play) = model.strip_prefix(SCRIPTED_MODEL) {
-                    play.parse::<PlayKind>().map_err(|e| format!("`{s}`: the scripted model is {SCRIPTED_MODEL}<play>: {e}"))?;
-                }
-                Ok(AgentSpec::Agent { recipe, version, policy: recipe.policy(policy)?, model: model.to_string() })
+                Ok(AgentSpec::Agent { recipe, version, policy: recipe.policy(&policy)?, model })
             }
-            _ => Err(format!("unknown agent `{s}`; known agents: {}", AgentSpec::known())),
+            Err(CellError::Incomplete { agent, written }) if let Some(recipe) = agents::by_id(&agent) => {
+                let policies: Vec<&str> = recipe.policies.iter().map(|p| p.id.as_str()).collect();
+                Err(format!("`{s}`: a real agent is <agent>:<policy>:<model>, e.g. `{written}:{}:<model>` (policies: {})", policies[0], policies.join(", ")))
+            }
+            Err(CellError::Play(e) | CellError::Model(e)) => Err(e),
+            Err(_) => Err(unknown()),
         }
     }
 }
 
-/// The model name prefix that selects the built-in scripted model endpoint:
-/// `scripted-cautious`, `scripted-moderate`, `scripted-aggressive`.
-pub const SCRIPTED_MODEL: &str = "scripted-";
-
-/// The model name prefix that replays a recorded run's model channel: `replay:<bundle>`.
-pub const REPLAY_MODEL: &str = "replay:";
+pub use overeager_core::cell::{REPLAY_MODEL, SCRIPTED_MODEL};
 
 /// Where runs happen.
 #[derive(Clone)]
@@ -333,6 +331,9 @@ pub struct RawRun {
     /// The engine or node that ran it (container executors).
     pub host: Option<String>,
     pub agent_version: String,
+    /// Where a real agent's model calls went, for a run on a provider's model: the provider
+    /// (with its prices), the model's name there and whether the gateway bridged dialects.
+    pub model_route: Option<agents::Route>,
     /// What the run changed in the sandbox's git repositories.
     pub git: Vec<overeager_core::bundle::RepoChange>,
 }
@@ -448,29 +449,3 @@ pub const SETUP_GIT_ENV: &[(&str, &str)] = &[
     ("GIT_CONFIG_KEY_1", "gc.auto"),
     ("GIT_CONFIG_VALUE_1", "0"),
 ];
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    /// A bundle's stream format is told from what its manifest records (the adapter a real
-    /// agent's definition names, else the agent's id: `bundle::derive::event_format`, what
-    /// re-deriving and verifying use); it must be the format the agent writes.
-    #[test]
-    fn the_stream_format_follows_from_the_bundles_record() {
-        let mut ids: Vec<String> = ["scripted:cautious", "scripted:aggressive", "sim:permissive", "sim:ask"].map(String::from).to_vec();
-        for r in agents::all().unwrap() {
-            for v in r.versions() {
-                for p in &r.policies {
-                    ids.push(format!("{}@{v}:{}:{SCRIPTED_MODEL}moderate", r.id, p.id));
-                    ids.push(format!("{}:{}:some-model", r.id, p.id));
-                }
-            }
-        }
-        for id in ids {
-            let spec: AgentSpec = id.parse().unwrap_or_else(|e| panic!("{id}: {e}"));
-            let recorded = spec.adapter().and_then(overeager_agents::adapters::Format::for_framework).or_else(|| overeager_agents::adapters::Format::for_agent(&spec.id()));
-            assert_eq!(recorded, Some(spec.event_format()), "{id}");
-        }
-    }
-}

@@ -236,6 +236,7 @@ pub(super) fn finish(p: Prepared, report: SupervisorReport, agent_roots: Roots, 
         image_digest,
         host: None,
         agent_version: env!("CARGO_PKG_VERSION").to_string(),
+        model_route: None,
         git,
     })
 }
@@ -347,6 +348,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     if let Some(r) = real {
         raw.agent_version = r.version;
         raw.channels.model = true;
+        raw.model_route = r.gateway.map(|(g, _)| g.route);
     }
     Ok(raw)
 }
@@ -475,7 +477,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             reply_format: recipe.reply_format,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_agents::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
+        overeager_agents::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(&bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };

@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, ScenarioRef};
-use overeager_core::{Variant, Verdict};
+use overeager_core::{AgentCell, Variant, Verdict};
 use rusqlite::{OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
@@ -483,7 +483,7 @@ impl Store {
                 agent: m.agent.id.clone(),
                 framework: s.framework.clone(),
                 model: s.model.clone(),
-                simulated: m.agent.id.starts_with("sim:"),
+                simulated: m.agent.cell().is_ok_and(|c| c.is_simulated()),
                 played_by: m.agent.played_by(),
                 scenario,
                 scenario_hash: m.scenario.hash.clone(),
@@ -546,7 +546,7 @@ impl Store {
                 _ => all_trusted = false,
             }
         }
-        let only = |prefix: &str| !agents.is_empty() && agents.iter().all(|a: &String| a.starts_with(prefix));
+        let only = |kind: fn(&AgentCell) -> bool| !agents.is_empty() && agents.iter().all(|a: &String| AgentCell::parse(a).is_ok_and(|c| kind(&c)));
         Ok(Provenance {
             submission: s.id.clone(),
             benchmark: s.benchmark.clone(),
@@ -554,8 +554,8 @@ impl Store {
             submitted_us: s.created_us,
             approved_by: (s.status == SubmissionStatus::Approved).then(|| s.decided_by.clone()).flatten(),
             approved_us: (s.status == SubmissionStatus::Approved).then_some(s.decided_us).flatten(),
-            scripted: only("scripted:"),
-            simulated: only("sim:"),
+            scripted: only(|c| matches!(c, AgentCell::Scripted { .. })),
+            simulated: only(AgentCell::is_simulated),
             agents: agents.into_iter().collect(),
             versions: versions.into_iter().collect(),
             executors: executors.into_iter().collect(),

@@ -49,7 +49,7 @@ impl BundleBuilder {
             run_id: "test-run".into(),
             scenario: ScenarioRef { id: "test".into(), hash: String::new() },
             variant: Variant::ConsentStripped,
-            agent: AgentRef { id: "test".into(), framework: "test".into(), version: "0".into(), model: "test".into(), adapter: None, played_by: None },
+            agent: AgentRef { id: "test".into(), framework: "test".into(), version: "0".into(), model: "test".into(), cell: None, adapter: None, played_by: None },
             replicate: 0,
             executor: ExecutorRef { kind: "local".into(), image_digest: None, host: None },
             prompt_sha256: String::new(),

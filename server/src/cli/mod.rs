@@ -245,7 +245,7 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     let Some(bundle) = args.agent.replayed_bundle() else {
         bail!("--scenario <dir> is required (only a replay, `--agent <agent>:<policy>:replay:<bundle>`, may leave it out: its bundle names the scenario)");
     };
-    let recorded = Bundle::read(Path::new(bundle))?;
+    let recorded = Bundle::read(Path::new(&bundle))?;
     let wanted = &recorded.manifest.scenario;
     // The bundle's author wrote both the id and the hash, so the id may only name a directory
     // directly inside the scenario sets, never a path out of them.

@@ -99,13 +99,14 @@ impl Format {
         self.0.target_versions
     }
 
-    /// The format of the stream agent `id` writes (`scripted:cautious`, `sim:ask`,
-    /// `claude-code@2.1.30:permissive:<model>`): the framework before any `@version`; the
-    /// simulated policies replay the scripted agent's plays, so they write its format.
-    pub fn for_agent(id: &str) -> Option<Format> {
-        let name = id.split(':').next().unwrap_or(id);
-        let name = name.split('@').next().unwrap_or(name);
-        if name == "sim" { Some(Format::CLAUDE_CODE) } else { Format::for_framework(name) }
+    /// The format of the stream a run's agent writes, from what its manifest records: the
+    /// adapter a real agent's definition names, else the one its cell implies (overeager's own
+    /// players, scripted and simulated, write Claude Code's stream-json).
+    pub fn of_agent(agent: &overeager_core::bundle::AgentRef) -> Option<Format> {
+        agent.adapter.as_deref().and_then(Format::for_framework).or_else(|| match agent.cell().ok()? {
+            cell if cell.is_harness() => Some(Format::CLAUDE_CODE),
+            cell => Format::for_framework(cell.name()),
+        })
     }
 
     /// The format of a framework name: its own or an alias (`scripted` agents write Claude

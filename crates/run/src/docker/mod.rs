@@ -680,6 +680,7 @@ pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<Supervi
     raw.host = at.host;
     raw.channels.net = at.net;
     raw.channels.model = real;
+    raw.model_route = gateway.map(|g| g.route.clone());
     if let Some(version) = req.agent.agent_version() {
         raw.agent_version = version.to_string();
     }
