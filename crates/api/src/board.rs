@@ -4,6 +4,7 @@
 //! by the server itself, and the whole is verified against the benchmark before an admin may
 //! approve it. An incomplete or inconsistent cell stays a draft; it is never ranked in part.
 
+use overeager_wire::endpoint;
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
@@ -30,7 +31,7 @@ type Api<T> = Result<T, ApiError>;
 pub const MAX_DECLARED_RUNS: usize = 100_000;
 
 /// Every published benchmark.
-#[utoipa::path(get, path = "/api/benchmarks", responses((status = 200, description = "Benchmarks")))]
+#[utoipa::path(get, path = endpoint::BENCHMARKS.path, responses((status = 200, description = "Benchmarks")))]
 pub async fn benchmarks(State(st): State<Arc<AppState>>) -> Api<Json<BenchmarkList>> {
     let list = st.read(|s| s.benchmarks())?;
     let benchmarks = list
@@ -52,7 +53,7 @@ pub async fn benchmarks(State(st): State<Arc<AppState>>) -> Api<Json<BenchmarkLi
 
 /// A benchmark's manifest: the scenarios (id and hash), variants, replicates and timeout a
 /// submitted cell must match.
-#[utoipa::path(get, path = "/api/benchmarks/{name}", params(("name" = String, Path, description = "benchmark name")),
+#[utoipa::path(get, path = endpoint::BENCHMARK.path, params(("name" = String, Path, description = "benchmark name")),
     responses((status = 200, description = "The manifest"), (status = 404, description = "No such benchmark")))]
 pub async fn benchmark(State(st): State<Arc<AppState>>, Path(name): Path<String>) -> Api<Json<Benchmark>> {
     Ok(Json(require_benchmark(&st, &name)?))
@@ -108,7 +109,7 @@ async fn read_body(body: Body, limit: usize) -> Api<axum::body::Bytes> {
 /// Opens a submission of a whole cell to a benchmark, or reopens the caller's open one of the
 /// same cell. The answer lists the bundles the server still needs
 /// (`PUT /api/submissions/{id}/bundles/{digest}`); then `POST /api/submissions/{id}/verify`.
-#[utoipa::path(post, path = "/api/submissions", request_body = OpenSubmission, security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::OPEN_SUBMISSION.path, request_body = OpenSubmission, security(("bearer" = [])),
     responses((status = 201, description = "Opened"), (status = 200, description = "The caller's open submission of this cell, reopened"),
               (status = 400, description = "Malformed declaration"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown benchmark"),
               (status = 409, description = "The cell name is the maintainer's, or a bundle belongs to another account"), (status = 413, description = "Too large")))]
@@ -218,7 +219,7 @@ pub(super) fn claim(st: &AppState, digest: &str, who: &TokenOwner) -> Api<()> {
 /// its derived files follow from its raw channels and that its runner signature (if any) is
 /// intact, checks its scenario against the benchmark and its own copy, and judges it with its
 /// own predicates. A refused bundle is recorded with the reason and named by the verification.
-#[utoipa::path(put, path = "/api/submissions/{id}/bundles/{digest}", security(("bearer" = [])),
+#[utoipa::path(put, path = endpoint::SUBMISSION_BUNDLE.path, security(("bearer" = [])),
     params(("id" = String, Path, description = "submission id"), ("digest" = String, Path, description = "sha256 of the .oeb")),
     request_body(content_type = "application/octet-stream", description = "the .oeb file"),
     responses((status = 201, description = "Received and judged"), (status = 200, description = "Received already"), (status = 400, description = "The body's sha256 is not the digest"),
@@ -500,7 +501,7 @@ pub fn verify_cell(bench: &Benchmark, sub: &CellSubmission, declared: &[Declared
 /// Verifies a submission against its benchmark. With no problems it becomes `verified` and
 /// waits for an admin; otherwise it stays a draft and the answer (422) lists every problem by
 /// run and bundle.
-#[utoipa::path(post, path = "/api/submissions/{id}/verify", params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::VERIFY_SUBMISSION.path, params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
     responses((status = 200, description = "Verified: waiting for review"), (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already"), (status = 422, description = "Refused: the report names each problem")))]
 pub async fn verify_submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<(StatusCode, Json<Verified>)> {
@@ -546,7 +547,7 @@ pub struct ListQuery {
 const LIST_PAGE: usize = 500;
 
 /// Every cell submission, newest first, a page at a time (`next` continues).
-#[utoipa::path(get, path = "/api/submissions", params(ListQuery), responses((status = 200, description = "Submissions"), (status = 400, description = "A malformed `before`")))]
+#[utoipa::path(get, path = endpoint::SUBMISSIONS.path, params(ListQuery), responses((status = 200, description = "Submissions"), (status = 400, description = "A malformed `before`")))]
 pub async fn submissions(State(st): State<Arc<AppState>>, axum::extract::Query(q): axum::extract::Query<ListQuery>) -> Api<Json<SubmissionList>> {
     let limit = q.limit.unwrap_or(LIST_PAGE).clamp(1, LIST_PAGE);
     let before = match q.before.as_deref() {
@@ -589,7 +590,7 @@ const RUNS_PAGE: usize = 2000;
 /// One submission: its status, provenance, verification report, history and its runs (a page
 /// at a time) with the server's verdict and a link to its trace. Until it is approved, bundle
 /// digests and trace links are shown only to its submitter and to admins (send the token).
-#[utoipa::path(get, path = "/api/submissions/{id}", params(("id" = String, Path, description = "submission id"), RunsQuery),
+#[utoipa::path(get, path = endpoint::SUBMISSION.path, params(("id" = String, Path, description = "submission id"), RunsQuery),
     responses((status = 200, description = "The submission"), (status = 404, description = "No such submission")))]
 pub async fn submission(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, axum::extract::Query(q): axum::extract::Query<RunsQuery>) -> Api<Json<SubmissionDoc>> {
     // Any known token may look (a reviewer's, kept by the same browser tab, too); only its
@@ -665,7 +666,7 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, id: String, body: Option<
 
 /// Approves a verified submission: its cell joins the benchmark's leaderboard, replacing the
 /// submitter's earlier approved submission of the same cell (admin token).
-#[utoipa::path(post, path = "/api/submissions/{id}/approve", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::APPROVE_SUBMISSION.path, params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Approved"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Not verified")))]
 pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Decided>> {
@@ -673,7 +674,7 @@ pub async fn approve(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(i
 }
 
 /// Rejects a verified submission or a draft, with an optional note (admin token).
-#[utoipa::path(post, path = "/api/submissions/{id}/reject", params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::REJECT_SUBMISSION.path, params(("id" = String, Path, description = "submission id")), request_body(content = Option<Decision>), security(("bearer" = [])),
     responses((status = 200, description = "Rejected"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
 pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<Decision>>) -> Api<Json<Decided>> {
@@ -682,7 +683,7 @@ pub async fn reject(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id
 
 /// Withdraws a draft or a verified submission not yet decided (its submitter's token, or an
 /// admin's).
-#[utoipa::path(post, path = "/api/submissions/{id}/withdraw", params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::WITHDRAW_SUBMISSION.path, params(("id" = String, Path, description = "submission id")), security(("bearer" = [])),
     responses((status = 200, description = "Withdrawn"), (status = 401, description = "No or unknown token"), (status = 403, description = "Someone else's submission"),
               (status = 404, description = "Unknown submission"), (status = 409, description = "Decided already")))]
 pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<Decided>> {
@@ -698,7 +699,7 @@ pub async fn withdraw(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(
 /// Re-judges every bundle of every approved submission with the server's current predicates
 /// (after the `std` library or an approved upload changed) and records, per submission, which
 /// runs moved (admin token).
-#[utoipa::path(post, path = "/api/submissions/rejudge", security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::REJUDGE.path, security(("bearer" = [])),
     responses((status = 200, description = "What moved, per submission"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
 pub async fn rejudge(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<RejudgedList>> {
     st.authorize(&headers, Role::Admin)?;
@@ -787,7 +788,7 @@ pub fn rejudge_judged_by(s: &mut overeager_store::Store, judge: &overeager_judge
 
 /// The runner keys this server knows: trusted or revoked, and the account each is registered to
 /// (admin token: which key is whose account is not public).
-#[utoipa::path(get, path = "/api/runners", security(("bearer" = [])),
+#[utoipa::path(get, path = endpoint::RUNNERS.path, security(("bearer" = [])),
     responses((status = 200, description = "Runner keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
 pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<RunnerList>> {
     st.authorize(&headers, Role::Admin)?;
@@ -802,7 +803,7 @@ pub async fn runners(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api
 /// Revokes a runner key (by key id or public key) at once: every cell it signed is
 /// self-reported from now on, and a benchmark that requires trusted runners refuses its
 /// bundles (admin token).
-#[utoipa::path(post, path = "/api/runners/{key}/revoke", params(("key" = String, Path, description = "key id or public key")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::REVOKE_RUNNER.path, params(("key" = String, Path, description = "key id or public key")), security(("bearer" = [])),
     responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not a trusted key")))]
 pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(key): Path<String>) -> Api<Json<RunnerRevoked>> {
     let who = st.authorize(&headers, Role::Admin)?;
@@ -811,3 +812,27 @@ pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     tracing::info!("{} revoked runner key {}", who.name, k.key_id);
     Ok(Json(RunnerRevoked { key_id: k.key_id, state: "revoked".into(), revoked_us: k.revoked_us }))
 }
+
+/// This module's endpoints, each under the path and method [`overeager_wire::endpoint`]
+/// declares.
+pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
+    r
+        .route(endpoint::BENCHMARKS.path, crate::router::on(&endpoint::BENCHMARKS, benchmarks))
+        .route(endpoint::BENCHMARK.path, crate::router::on(&endpoint::BENCHMARK, benchmark))
+        .route(endpoint::SUBMISSIONS.path, crate::router::on(&endpoint::SUBMISSIONS, submissions))
+        .route(endpoint::OPEN_SUBMISSION.path, crate::router::on(&endpoint::OPEN_SUBMISSION, open_submission).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_DECLARATION_BYTES)))
+        .route(endpoint::REJUDGE.path, crate::router::on(&endpoint::REJUDGE, rejudge))
+        .route(endpoint::SUBMISSION.path, crate::router::on(&endpoint::SUBMISSION, submission))
+        .route(endpoint::SUBMISSION_BUNDLE.path, crate::router::on(&endpoint::SUBMISSION_BUNDLE, upload_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
+        .route(endpoint::VERIFY_SUBMISSION.path, crate::router::on(&endpoint::VERIFY_SUBMISSION, verify_submission))
+        .route(endpoint::APPROVE_SUBMISSION.path, crate::router::on(&endpoint::APPROVE_SUBMISSION, approve))
+        .route(endpoint::REJECT_SUBMISSION.path, crate::router::on(&endpoint::REJECT_SUBMISSION, reject))
+        .route(endpoint::WITHDRAW_SUBMISSION.path, crate::router::on(&endpoint::WITHDRAW_SUBMISSION, withdraw))
+        .route(endpoint::RUNNERS.path, crate::router::on(&endpoint::RUNNERS, runners))
+        .route(endpoint::REVOKE_RUNNER.path, crate::router::on(&endpoint::REVOKE_RUNNER, revoke_runner))
+}
+
+/// This module's part of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(benchmarks, benchmark, submissions, open_submission, rejudge, submission, upload_bundle, verify_submission, approve, reject, withdraw, runners, revoke_runner))]
+pub(crate) struct Doc;

@@ -2,6 +2,7 @@
 //! stratified review queue and works through it; everyone reads the labels, their agreement
 //! with the rule judge and with each other, and exports them.
 
+use overeager_wire::endpoint;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -22,7 +23,7 @@ use super::{ApiError, AppState};
 type Api<T> = Result<T, ApiError>;
 
 /// Who holds the token sent.
-#[utoipa::path(get, path = "/api/whoami", security(("bearer" = [])),
+#[utoipa::path(get, path = endpoint::WHOAMI.path, security(("bearer" = [])),
     responses((status = 200, description = "The token's name (the rater of its labels) and role"), (status = 401, description = "No or unknown token")))]
 pub async fn whoami(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<Whoami>> {
     let who = st.authorize(&headers, Role::Reviewer)?;
@@ -30,7 +31,7 @@ pub async fn whoami(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<
 }
 
 /// Labels a run as the token's holder (the rater), replacing their earlier label of it.
-#[utoipa::path(put, path = "/api/runs/{id}/label", params(("id" = String, Path, description = "run id")), request_body = LabelBody, security(("bearer" = [])),
+#[utoipa::path(put, path = endpoint::PUT_LABEL.path, params(("id" = String, Path, description = "run id")), request_body = LabelBody, security(("bearer" = [])),
     responses((status = 200, description = "The label as stored"), (status = 400, description = "The body is not a label"), (status = 401, description = "No or unknown token"),
               (status = 404, description = "No such run"), (status = 422, description = "The run is not judged yet, or the traps named are not the ones that fired")))]
 pub async fn put_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<LabelBody>, axum::extract::rejection::JsonRejection>) -> Api<Json<Label>> {
@@ -47,7 +48,7 @@ pub async fn put_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path
 }
 
 /// Removes the token holder's label of a run.
-#[utoipa::path(delete, path = "/api/runs/{id}/label", params(("id" = String, Path, description = "run id")), security(("bearer" = [])),
+#[utoipa::path(delete, path = endpoint::DELETE_LABEL.path, params(("id" = String, Path, description = "run id")), security(("bearer" = [])),
     responses((status = 200, description = "`deleted`: whether there was a label"), (status = 401, description = "No or unknown token")))]
 pub async fn delete_label(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>) -> Api<Json<LabelDeleted>> {
     let who = st.authorize(&headers, Role::Reviewer)?;
@@ -75,7 +76,7 @@ impl LabelsQuery {
 }
 
 /// Every label in a scope, as JSON or as the CSV `overeager labels import` reads.
-#[utoipa::path(get, path = "/api/labels",
+#[utoipa::path(get, path = endpoint::LABELS.path,
     params(("experiment" = Option<String>, Query, description = "only this experiment's runs"), ("queue" = Option<String>, Query, description = "only this review queue's runs"),
            ("format" = Option<String>, Query, description = "`json` (default) or `csv` (an attachment)")),
     responses((status = 200, description = "The labels, with each run's cell and the rule judge's call"), (status = 400, description = "Unknown format")))]
@@ -98,7 +99,7 @@ pub async fn labels(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery
 }
 
 /// How the labels in a scope agree with the rule judge and with each other.
-#[utoipa::path(get, path = "/api/labels/report",
+#[utoipa::path(get, path = endpoint::LABELS_REPORT.path,
     params(("experiment" = Option<String>, Query, description = "only this experiment's runs"), ("queue" = Option<String>, Query, description = "only this review queue's runs")),
     responses((status = 200, description = "Per rater κ, recall and precision against the rule judge; κ between raters; each trap's firings as called")))]
 pub async fn labels_report(State(st): State<Arc<AppState>>, Query(q): Query<LabelsQuery>) -> Api<Json<Value>> {
@@ -134,7 +135,7 @@ pub struct QueuesQuery {
 const MAX_QUEUES_PAGE: u32 = 200;
 
 /// A page of an experiment's review queues, each with how many of its runs are labelled.
-#[utoipa::path(get, path = "/api/queues",
+#[utoipa::path(get, path = endpoint::QUEUES.path,
     params(("experiment" = String, Query, description = "the experiment"), ("limit" = Option<u32>, Query, description = "queues per page (50 by default, 200 at most)"), ("offset" = Option<u64>, Query, description = "queues to skip")),
     responses((status = 200, description = "A page of its review queues, newest first, and `total`"), (status = 400, description = "No experiment named, or a page too large"), (status = 404, description = "No such experiment")))]
 pub async fn queues(State(st): State<Arc<AppState>>, Query(q): Query<QueuesQuery>) -> Api<Json<QueueList>> {
@@ -174,7 +175,7 @@ fn progress(labels: &[overeager_store::labels::LabelRow]) -> QueueProgress {
 /// Draws a review queue: a stratified sample of an experiment's judged runs (by cell and the
 /// rule judge's outcome, an equal share per stratum), fixed by its seed. Drawing the same size
 /// and seed again returns the queue drawn before.
-#[utoipa::path(post, path = "/api/queues", request_body = NewQueue, security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::CREATE_QUEUE.path, request_body = NewQueue, security(("bearer" = [])),
     responses((status = 201, description = "Drawn"), (status = 200, description = "Drawn before with this size and seed"), (status = 400, description = "The body is not a queue"),
               (status = 401, description = "No or unknown token"), (status = 404, description = "No such experiment"), (status = 422, description = "A size out of range, or nothing judged to draw")))]
 pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<NewQueue>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<QueueDrawn>)> {
@@ -191,7 +192,7 @@ pub async fn create_queue(State(st): State<Arc<AppState>>, headers: HeaderMap, b
 
 /// A review queue: its strata, its runs in review order with who labelled each, and how the
 /// labels so far agree with the rule judge and with each other.
-#[utoipa::path(get, path = "/api/queues/{id}", params(("id" = String, Path, description = "queue id")),
+#[utoipa::path(get, path = endpoint::QUEUE.path, params(("id" = String, Path, description = "queue id")),
     responses((status = 200, description = "The queue"), (status = 404, description = "No such queue")))]
 pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<QueueDoc>> {
     let (queue, runs, labels) = st.read(|s| Ok((s.queue(&id)?, s.queue_runs(&id)?, s.labels(LabelScope::Queue(&id))?)))?;
@@ -203,3 +204,22 @@ pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> A
     let items = runs.into_iter().enumerate().map(|(pos, run)| QueueItem { pos, labels: of_run.remove(run.id.as_str()).unwrap_or_default(), run }).collect();
     Ok(Json(QueueDoc { queue, items, progress: progress(&labels), report: label_report(&labels) }))
 }
+
+/// This module's endpoints, each under the path and method [`overeager_wire::endpoint`]
+/// declares.
+pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
+    r
+        .route(endpoint::PUT_LABEL.path, crate::router::on(&endpoint::PUT_LABEL, put_label))
+        .route(endpoint::DELETE_LABEL.path, crate::router::on(&endpoint::DELETE_LABEL, delete_label))
+        .route(endpoint::LABELS.path, crate::router::on(&endpoint::LABELS, labels))
+        .route(endpoint::LABELS_REPORT.path, crate::router::on(&endpoint::LABELS_REPORT, labels_report))
+        .route(endpoint::QUEUES.path, crate::router::on(&endpoint::QUEUES, queues))
+        .route(endpoint::CREATE_QUEUE.path, crate::router::on(&endpoint::CREATE_QUEUE, create_queue))
+        .route(endpoint::QUEUE.path, crate::router::on(&endpoint::QUEUE, queue))
+        .route(endpoint::WHOAMI.path, crate::router::on(&endpoint::WHOAMI, whoami))
+}
+
+/// This module's part of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(put_label, delete_label, labels, labels_report, queues, create_queue, queue, whoami))]
+pub(crate) struct Doc;

@@ -1,5 +1,6 @@
 //! Read-only endpoints: public, cached where the work is heavy.
 
+use overeager_wire::endpoint;
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
@@ -25,10 +26,23 @@ use overeager_wire::server::{CellsDoc, Health, PlanList};
 type Api<T> = Result<T, ApiError>;
 
 /// Liveness and what the server serves.
-#[utoipa::path(get, path = "/api/health", responses((status = 200, description = "The server is up")))]
+#[utoipa::path(get, path = endpoint::HEALTH.path, responses((status = 200, description = "The server is up")))]
 pub async fn health(State(st): State<Arc<AppState>>) -> Api<Json<Health>> {
     let schema = st.read(|s| s.schema_version())?;
     Ok(Json(Health { ok: true, version: env!("CARGO_PKG_VERSION").to_string(), schema, web_app: st.config.dist.is_some(), receiving: st.receiving_now() }))
+}
+
+/// What this server is: its version, the bundle schema, the store's schema and the stream
+/// formats it reads, so a client can tell before it sends anything.
+#[utoipa::path(get, path = endpoint::VERSION.path, responses((status = 200, description = "The server's version and formats", body = overeager_wire::server::VersionDoc)))]
+pub async fn version(State(st): State<Arc<AppState>>) -> Api<Json<overeager_wire::server::VersionDoc>> {
+    let store_schema = st.read(|s| s.schema_version())?;
+    Ok(Json(overeager_wire::server::VersionDoc {
+        version: env!("CARGO_PKG_VERSION").to_string(),
+        bundle_schema: overeager_core::bundle::BUNDLE_SCHEMA,
+        store_schema,
+        adapters: overeager_agents::adapters::Format::all().map(|f| f.as_str().to_string()).collect(),
+    }))
 }
 
 /// `?experiment=` or the newest experiment.
@@ -69,7 +83,7 @@ fn parse_variant(v: Option<&str>) -> Api<Variant> {
 
 /// The leaderboard of one variant: every cell with its overeager rate and Wilson interval,
 /// lowest rate first.
-#[utoipa::path(get, path = "/api/leaderboard",
+#[utoipa::path(get, path = endpoint::LEADERBOARD.path,
     params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)"),
            ("variant" = Option<String>, Query, description = "kept (default) or stripped")),
     responses((status = 200, description = "Cells of the variant"), (status = 400, description = "Unknown variant"), (status = 404, description = "No such experiment")))]
@@ -87,7 +101,7 @@ pub struct ExperimentQuery {
 }
 
 /// Every framework × model × variant cell of an experiment (the matrix).
-#[utoipa::path(get, path = "/api/cells", params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)")),
+#[utoipa::path(get, path = endpoint::CELLS.path, params(("experiment" = Option<String>, Query, description = "experiment id (default: the newest)")),
     responses((status = 200, description = "Cells"), (status = 404, description = "No such experiment")))]
 pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQuery>) -> Api<Json<CellsDoc>> {
     let exp = experiment_or_newest(&st, q.experiment).await?;
@@ -96,7 +110,7 @@ pub async fn cells(State(st): State<Arc<AppState>>, Query(q): Query<ExperimentQu
 }
 
 /// Experiments with their progress, newest first.
-#[utoipa::path(get, path = "/api/experiments", responses((status = 200, description = "Experiments")))]
+#[utoipa::path(get, path = endpoint::EXPERIMENTS.path, responses((status = 200, description = "Experiments")))]
 pub async fn experiments(State(st): State<Arc<AppState>>) -> Api<Json<Vec<ExperimentItem>>> {
     let running = st.running.lock().unwrap_or_else(|p| p.into_inner()).keys().cloned().collect::<Vec<_>>();
     let list = st.experiment_list.get(st.store_version()?, || st.read(|s| experiment_list(s, &newest_first(s)?)))?;
@@ -127,7 +141,7 @@ pub fn experiment_list(s: &overeager_store::Store, exps: &[overeager_store::Expe
 }
 
 /// One experiment: its plan and progress per agent.
-#[utoipa::path(get, path = "/api/experiments/{id}", params(("id" = String, Path, description = "experiment id")),
+#[utoipa::path(get, path = endpoint::EXPERIMENT.path, params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "The experiment"), (status = 404, description = "No such experiment")))]
 pub async fn experiment(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<Value>> {
     let v = st.read(|s| {
@@ -139,7 +153,7 @@ pub async fn experiment(State(st): State<Arc<AppState>>, Path(id): Path<String>)
 }
 
 /// The experiment's full report (every table of `overeager report`).
-#[utoipa::path(get, path = "/api/experiments/{id}/report", params(("id" = String, Path, description = "experiment id")),
+#[utoipa::path(get, path = endpoint::REPORT.path, params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "The report"), (status = 404, description = "No such experiment")))]
 pub async fn report(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Response> {
     let (_, json) = full_report(&st, &id).await?;
@@ -166,7 +180,7 @@ async fn full_report(
 pub const PLOTS: &[&str] = &["forest", "heatmap", "dumbbell", "variance"];
 
 /// A figure of the report as SVG: `forest.svg`, `heatmap.svg`, `dumbbell.svg` or `variance.svg`.
-#[utoipa::path(get, path = "/api/experiments/{id}/plots/{name}",
+#[utoipa::path(get, path = endpoint::PLOT.path,
     params(("id" = String, Path, description = "experiment id"), ("name" = String, Path, description = "forest.svg, heatmap.svg, dumbbell.svg or variance.svg")),
     responses((status = 200, description = "SVG", content_type = "image/svg+xml"), (status = 404, description = "No such experiment or figure")))]
 pub async fn plot(State(st): State<Arc<AppState>>, Path((id, name)): Path<(String, String)>) -> Api<Response> {
@@ -205,7 +219,7 @@ pub fn render_plots(report: &overeager_report::Report) -> anyhow::Result<BTreeMa
 }
 
 /// Plans that `POST /api/experiments` may start.
-#[utoipa::path(get, path = "/api/plans", responses((status = 200, description = "Plan names")))]
+#[utoipa::path(get, path = endpoint::PLANS.path, responses((status = 200, description = "Plan names")))]
 pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<PlanList>> {
     let mut names = Vec::new();
     if let Ok(entries) = std::fs::read_dir(&st.config.plans) {
@@ -223,7 +237,7 @@ pub async fn plans(State(st): State<Arc<AppState>>) -> Api<Json<PlanList>> {
 }
 
 /// Scenarios, filtered by archetype and by axis levels (`?archetype=…&ambiguity=implicit`).
-#[utoipa::path(get, path = "/api/scenarios",
+#[utoipa::path(get, path = endpoint::SCENARIOS.path,
     params(("archetype" = Option<String>, Query, description = "archetype"), ("q" = Option<String>, Query, description = "text in id or title"),
            ("admitted" = Option<bool>, Query, description = "validator decision")),
     responses((status = 200, description = "Scenarios; any other query parameter filters an axis by level")))]
@@ -269,7 +283,7 @@ pub fn scenario_list(rows: &[ScenarioRow], q: &BTreeMap<String, String>) -> Resu
 
 /// A scenario with its fixture tree, both prompts (and where the consent block is), traps,
 /// plays and validator result.
-#[utoipa::path(get, path = "/api/scenarios/{key}", params(("key" = String, Path, description = "content hash or id")),
+#[utoipa::path(get, path = endpoint::SCENARIO.path, params(("key" = String, Path, description = "content hash or id")),
     responses((status = 200, description = "The scenario"), (status = 404, description = "Unknown scenario")))]
 pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) -> Api<Json<ScenarioDoc>> {
     let d = st.read(|s| s.scenario_detail(&key))?.ok_or_else(|| ApiError::not_found(format!("no scenario with hash or id `{key}`; GET /api/scenarios lists them")))?;
@@ -287,7 +301,7 @@ pub fn scenario_doc(detail: overeager_store::web::ScenarioDetail) -> ScenarioDoc
 }
 
 /// Runs, filtered by experiment, cell (framework, model, variant), agent, scenario and outcome.
-#[utoipa::path(get, path = "/api/runs",
+#[utoipa::path(get, path = endpoint::RUNS.path,
     params(("experiment" = Option<String>, Query, description = "experiment id"), ("framework" = Option<String>, Query, description = "framework"),
            ("model" = Option<String>, Query, description = "model"), ("agent" = Option<String>, Query, description = "agent spec"),
            ("variant" = Option<String>, Query, description = "consent_kept or consent_stripped"), ("scenario" = Option<String>, Query, description = "scenario id"),
@@ -325,7 +339,7 @@ impl Drop for CancelOnDrop {
 /// Runs whose events and facts match a query (the query language: README, "Search"), each with
 /// its matching events. A search is bounded: one runs at a time (others wait briefly, then get
 /// 503), and one that needs more than its time budget inside the store is stopped and refused.
-#[utoipa::path(get, path = "/api/search",
+#[utoipa::path(get, path = endpoint::SEARCH.path,
     params(("q" = String, Query, description = "the query, e.g. cmd:\"rm -rf\" trap:database-deleted .env"), ("experiment" = Option<String>, Query, description = "only this experiment's runs"),
            ("limit" = Option<usize>, Query, description = "runs per page, at most 500, default 50"), ("offset" = Option<usize>, Query, description = "runs to skip, at most 1,000,000")),
     responses((status = 200, description = "Matching runs, their total, and each one's matching events"), (status = 400, description = "A query that does not parse or matches too much to search for: where, and why"),
@@ -371,7 +385,7 @@ pub async fn search(State(st): State<Arc<AppState>>, Query(p): Query<SearchParam
 
 /// One run and its verdict, its consent-pair partner, the same scenario in the other cells, and
 /// every rater's label of it.
-#[utoipa::path(get, path = "/api/runs/{id}", params(("id" = String, Path, description = "run id")),
+#[utoipa::path(get, path = endpoint::RUN.path, params(("id" = String, Path, description = "run id")),
     responses((status = 200, description = "The run"), (status = 404, description = "Unknown run")))]
 pub async fn run(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Json<RunDoc>> {
     let (row, verdict, related, labels) = st.read(|s| Ok((s.run_row(&id)?, s.run_verdict(&id)?, s.related_runs(&id)?, s.labels(overeager_store::labels::LabelScope::Run(&id))?)))?;
@@ -393,7 +407,7 @@ pub struct ExportQuery {
 
 /// A run for other tools: its ATIF trajectory (Harbor), or its Inspect eval log (`.eval`),
 /// with the stored verdict.
-#[utoipa::path(get, path = "/api/runs/{id}/export", params(("id" = String, Path, description = "Run id"), ("format" = String, Query, description = "`atif` or `inspect`")), responses((status = 200, description = "The file, as an attachment"), (status = 400, description = "Unknown format"), (status = 404, description = "No such run, or it has no bundle yet")))]
+#[utoipa::path(get, path = endpoint::RUN_EXPORT.path, params(("id" = String, Path, description = "Run id"), ("format" = String, Query, description = "`atif` or `inspect`")), responses((status = 200, description = "The file, as an attachment"), (status = 400, description = "Unknown format"), (status = 404, description = "No such run, or it has no bundle yet")))]
 pub async fn run_export(State(st): State<Arc<AppState>>, Path(id): Path<String>, Query(q): Query<ExportQuery>) -> Api<Response> {
     let format: overeager_report::formats::Format = q.format.as_deref().ok_or_else(|| ApiError::bad("pass ?format=atif or ?format=inspect"))?.parse().map_err(ApiError::bad)?;
     let st2 = st.clone();
@@ -469,14 +483,14 @@ async fn build_trace(st: Arc<AppState>, digest: String) -> Api<Arc<trace::Trace>
 
 /// A bundle for the trace viewer: manifest, prompt, verdict with fired traps and their
 /// evidence, snapshot diff, counts per channel and op, and how the events are chunked.
-#[utoipa::path(get, path = "/api/bundles/{digest}", params(("digest" = String, Path, description = "sha256 of the packed bundle")),
+#[utoipa::path(get, path = endpoint::BUNDLE.path, params(("digest" = String, Path, description = "sha256 of the packed bundle")),
     responses((status = 200, description = "Summary"), (status = 404, description = "Unknown bundle")))]
 pub async fn bundle(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
     Ok(json_bytes(load_trace(&st, &digest).await?.summary.clone()))
 }
 
 /// One chunk of the merged events (all three channels), in seq order.
-#[utoipa::path(get, path = "/api/bundles/{digest}/events/{chunk}",
+#[utoipa::path(get, path = endpoint::BUNDLE_EVENTS.path,
     params(("digest" = String, Path, description = "bundle digest"), ("chunk" = usize, Path, description = "chunk number from 0")),
     responses((status = 200, description = "Events"), (status = 404, description = "Unknown bundle or chunk")))]
 pub async fn bundle_events(State(st): State<Arc<AppState>>, Path((digest, chunk)): Path<(String, String)>) -> Api<Response> {
@@ -488,7 +502,7 @@ pub async fn bundle_events(State(st): State<Arc<AppState>>, Path((digest, chunk)
 
 /// A raw channel file: `shell` (shim.jsonl), `agent` (agent.jsonl), `fswatch`, `net` (runs with network), `model` or `prompt`;
 /// or `conversation`, the model calls read as a conversation (JSON: each call's answer, latency, tokens and cost).
-#[utoipa::path(get, path = "/api/bundles/{digest}/raw/{name}",
+#[utoipa::path(get, path = endpoint::BUNDLE_RAW.path,
     params(("digest" = String, Path, description = "bundle digest"), ("name" = String, Path, description = "shell, agent, fswatch, net, model, prompt or conversation")),
     responses((status = 200, description = "The file", content_type = "text/plain"), (status = 404, description = "Unknown bundle or file")))]
 pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): Path<(String, String)>) -> Api<Response> {
@@ -501,7 +515,7 @@ pub async fn bundle_raw(State(st): State<Arc<AppState>>, Path((digest, name)): P
 }
 
 /// The packed bundle (`.oeb`), to judge or inspect offline.
-#[utoipa::path(get, path = "/api/bundles/{digest}/download", params(("digest" = String, Path, description = "bundle digest")),
+#[utoipa::path(get, path = endpoint::BUNDLE_DOWNLOAD.path, params(("digest" = String, Path, description = "bundle digest")),
     responses((status = 200, description = "tar.zst", content_type = "application/octet-stream"), (status = 404, description = "Unknown bundle")))]
 pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path<String>) -> Api<Response> {
     check_digest(&digest)?;
@@ -519,7 +533,7 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
 }
 
 /// Submitted bundles with the server's verdicts.
-#[utoipa::path(get, path = "/api/bundles", responses((status = 200, description = "Submissions, newest first")))]
+#[utoipa::path(get, path = endpoint::BUNDLES.path, responses((status = 200, description = "Submissions, newest first")))]
 pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<BundleSubmissions>> {
     let submissions = st.read(|s| s.submissions(None))?;
     Ok(Json(BundleSubmissions { submissions }))
@@ -559,7 +573,7 @@ pub fn uploads_now(rows: Vec<overeager_store::web::PredicateRow>, trust: &overea
 }
 
 /// The predicate registry: the built-in library and every upload with its status now.
-#[utoipa::path(get, path = "/api/predicates", responses((status = 200, description = "Modules")))]
+#[utoipa::path(get, path = endpoint::PREDICATES.path, responses((status = 200, description = "Modules")))]
 pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Registry>> {
     let judge = st.judge();
     let loaded = loaded_modules(&judge);
@@ -570,7 +584,7 @@ pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Registry>> 
 
 /// The keys of the trust store: who may sign predicate modules, for which namespaces, and
 /// which were revoked (admin token: the store's owners and notes are the operators' to see).
-#[utoipa::path(get, path = "/api/keys", security(("bearer" = [])),
+#[utoipa::path(get, path = endpoint::KEYS.path, security(("bearer" = [])),
     responses((status = 200, description = "Keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
 pub async fn keys(State(st): State<Arc<AppState>>, headers: axum::http::HeaderMap) -> Api<Json<Value>> {
     st.authorize(&headers, overeager_store::web::Role::Admin)?;
@@ -579,7 +593,7 @@ pub async fn keys(State(st): State<Arc<AppState>>, headers: axum::http::HeaderMa
 }
 
 /// AutoElicit transfer rates per source → target agent.
-#[utoipa::path(get, path = "/api/transfer", responses((status = 200, description = "Rows")))]
+#[utoipa::path(get, path = endpoint::TRANSFER.path, responses((status = 200, description = "Rows")))]
 pub async fn transfer(State(st): State<Arc<AppState>>) -> Api<Json<TransferDoc>> {
     let (cases, runs) = st.read(|s| Ok((s.transfer_cases()?, s.transfer_runs()?)))?;
     Ok(Json(transfer_doc(&cases, &runs)))
@@ -604,3 +618,37 @@ pub async fn no_web_app() -> (StatusCode, Html<&'static str>) {
         Html("<!doctype html><title>overeager</title><p>The web app is not built. Build it with <code>./scripts/build.sh</code> (or point <code>OVEREAGER_DIST</code> at a built <code>dist/</code>); the API is at <a href=\"/api/openapi.json\">/api/openapi.json</a>.</p>"),
     )
 }
+
+/// This module's endpoints, each under the path and method [`overeager_wire::endpoint`]
+/// declares.
+pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
+    r
+        .route(endpoint::HEALTH.path, crate::router::on(&endpoint::HEALTH, health))
+        .route(endpoint::VERSION.path, crate::router::on(&endpoint::VERSION, version))
+        .route(endpoint::LEADERBOARD.path, crate::router::on(&endpoint::LEADERBOARD, leaderboard))
+        .route(endpoint::CELLS.path, crate::router::on(&endpoint::CELLS, cells))
+        .route(endpoint::EXPERIMENTS.path, crate::router::on(&endpoint::EXPERIMENTS, experiments))
+        .route(endpoint::EXPERIMENT.path, crate::router::on(&endpoint::EXPERIMENT, experiment))
+        .route(endpoint::REPORT.path, crate::router::on(&endpoint::REPORT, report))
+        .route(endpoint::PLOT.path, crate::router::on(&endpoint::PLOT, plot))
+        .route(endpoint::PLANS.path, crate::router::on(&endpoint::PLANS, plans))
+        .route(endpoint::SCENARIOS.path, crate::router::on(&endpoint::SCENARIOS, scenarios))
+        .route(endpoint::SCENARIO.path, crate::router::on(&endpoint::SCENARIO, scenario))
+        .route(endpoint::RUNS.path, crate::router::on(&endpoint::RUNS, runs))
+        .route(endpoint::SEARCH.path, crate::router::on(&endpoint::SEARCH, search))
+        .route(endpoint::RUN.path, crate::router::on(&endpoint::RUN, run))
+        .route(endpoint::RUN_EXPORT.path, crate::router::on(&endpoint::RUN_EXPORT, run_export))
+        .route(endpoint::BUNDLES.path, crate::router::on(&endpoint::BUNDLES, submissions))
+        .route(endpoint::BUNDLE.path, crate::router::on(&endpoint::BUNDLE, bundle))
+        .route(endpoint::BUNDLE_EVENTS.path, crate::router::on(&endpoint::BUNDLE_EVENTS, bundle_events))
+        .route(endpoint::BUNDLE_RAW.path, crate::router::on(&endpoint::BUNDLE_RAW, bundle_raw))
+        .route(endpoint::BUNDLE_DOWNLOAD.path, crate::router::on(&endpoint::BUNDLE_DOWNLOAD, bundle_download))
+        .route(endpoint::PREDICATES.path, crate::router::on(&endpoint::PREDICATES, predicates))
+        .route(endpoint::KEYS.path, crate::router::on(&endpoint::KEYS, keys))
+        .route(endpoint::TRANSFER.path, crate::router::on(&endpoint::TRANSFER, transfer))
+}
+
+/// This module's part of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(health, version, leaderboard, cells, experiments, experiment, report, plot, plans, scenarios, scenario, runs, search, run, run_export, submissions, bundle, bundle_events, bundle_raw, bundle_download, predicates, keys, transfer))]
+pub(crate) struct Doc;

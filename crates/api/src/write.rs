@@ -1,5 +1,6 @@
 //! Endpoints that change the store. Each needs a bearer token; each refusal says why.
 
+use overeager_wire::endpoint;
 use std::convert::Infallible;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -34,7 +35,7 @@ pub struct StartExperiment {
 /// Steers a running experiment (admin token): pause, resume, its spending limit, its runs at
 /// once. Its runner (this server's, or an `experiment run` on the store's machine) obeys
 /// within a second; the answer is the experiment's control as it now is.
-#[utoipa::path(post, path = "/api/experiments/{id}/control", params(("id" = String, Path, description = "experiment id")), request_body = Steering, security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::CONTROL.path, params(("id" = String, Path, description = "experiment id")), request_body = Steering, security(("bearer" = [])),
     responses((status = 200, description = "The control as it now is"), (status = 400, description = "Not a change"), (status = 401, description = "No or unknown token"),
               (status = 403, description = "Not an admin token"), (status = 404, description = "No such experiment")))]
 pub async fn steer_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<Steering>, axum::extract::rejection::JsonRejection>) -> Api<Json<overeager_store::Control>> {
@@ -54,7 +55,7 @@ pub async fn steer_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
 
 /// Starts (or resumes) the experiment of a plan in the server's plan directory. Progress:
 /// `GET /api/experiments/{id}/progress` (server-sent events).
-#[utoipa::path(post, path = "/api/experiments", request_body = StartExperiment, security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::START_EXPERIMENT.path, request_body = StartExperiment, security(("bearer" = [])),
     responses((status = 202, description = "Started"), (status = 401, description = "No or unknown token"), (status = 404, description = "Unknown plan"),
               (status = 409, description = "Already running, or the id exists with another plan"), (status = 422, description = "The plan has errors")))]
 pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, body: Result<Json<StartExperiment>, axum::extract::rejection::JsonRejection>) -> Api<(StatusCode, Json<Started>)> {
@@ -116,7 +117,7 @@ pub async fn start_experiment(State(st): State<Arc<AppState>>, headers: HeaderMa
 
 /// Progress of an experiment as server-sent events: a `progress` event (run counts) every
 /// half second while it runs, then one `done` event (with `error` if the runner stopped on one).
-#[utoipa::path(get, path = "/api/experiments/{id}/progress", params(("id" = String, Path, description = "experiment id")),
+#[utoipa::path(get, path = endpoint::PROGRESS.path, params(("id" = String, Path, description = "experiment id")),
     responses((status = 200, description = "An event stream", content_type = "text/event-stream"), (status = 404, description = "No such experiment")))]
 pub async fn progress_events(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> Api<Sse<impl Stream<Item = Result<SseEvent, Infallible>>>> {
     // A connection of its own: the runner commits from another one.
@@ -189,7 +190,7 @@ fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
 /// own trusted predicates against its own copy of the scenario; a `verdict` field, if sent, is
 /// kept only to show that it was ignored. At most [`MAX_CONCURRENT_UPLOADS`] are taken at once;
 /// beyond that the answer is 503 with `Retry-After`.
-#[utoipa::path(post, path = "/api/bundles", security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::SUBMIT_BUNDLE.path, security(("bearer" = [])),
     request_body(content_type = "multipart/form-data", description = "`bundle`: the .oeb file; optional `verdict`: ignored"),
     responses((status = 201, description = "Judged and stored"), (status = 400, description = "Missing or unexpected field"), (status = 401, description = "No or unknown token"),
               (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, derived files that disagree with the raw channels, or a scenario this server does not hold"),
@@ -307,7 +308,7 @@ fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, wh
 /// Uploads a signed predicate module (`module`: the component, `signature`: its `.sig` file).
 /// It is verified against the trust store, refused if it imports anything, self-tested on
 /// stored bundles, and then pending until an admin approves it.
-#[utoipa::path(post, path = "/api/predicates", security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::UPLOAD_PREDICATE.path, security(("bearer" = [])),
     request_body(content_type = "multipart/form-data", description = "`module`: the .wasm component; `signature`: the .sig JSON"),
     responses((status = 202, description = "Pending approval"), (status = 400, description = "Missing field or malformed signature"), (status = 401, description = "No or unknown token"),
               (status = 409, description = "Uploaded already"), (status = 413, description = "Too large"), (status = 422, description = "Refused: signature, imports, or self-test")))]
@@ -409,7 +410,7 @@ fn self_test_cases(st: &AppState, module: &str, judge: &Judge) -> Api<Vec<overea
 /// Revokes a predicate signing key in the server's trust store (admin token): the modules it
 /// signed are unloaded at once, every page shows them as revoked, and the verdicts they helped
 /// make are judged again.
-#[utoipa::path(post, path = "/api/keys/{id}/revoke", params(("id" = String, Path, description = "key id, e.g. ed25519:0123456789abcdef")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::REVOKE_KEY.path, params(("id" = String, Path, description = "key id, e.g. ed25519:0123456789abcdef")), security(("bearer" = [])),
     request_body(content = Option<super::board::Decision>),
     responses((status = 200, description = "Revoked; how many verdicts were judged again"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "Not in the trust store")))]
 pub async fn revoke_key(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Option<Json<super::board::Decision>>) -> Api<Json<KeyRevoked>> {
@@ -450,7 +451,7 @@ async fn decide(st: Arc<AppState>, headers: HeaderMap, digest: String, approve: 
 }
 
 /// Approves a pending predicate: the server's judge uses it from now on (admin token).
-#[utoipa::path(post, path = "/api/predicates/{digest}/approve", params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::APPROVE_PREDICATE.path, params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
     responses((status = 200, description = "Approved"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown digest"), (status = 409, description = "Not pending")))]
 pub async fn approve_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(digest): Path<String>) -> Api<Json<Value>> {
@@ -458,7 +459,7 @@ pub async fn approve_predicate(State(st): State<Arc<AppState>>, headers: HeaderM
 }
 
 /// Rejects a pending predicate (admin token).
-#[utoipa::path(post, path = "/api/predicates/{digest}/reject", params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::REJECT_PREDICATE.path, params(("digest" = String, Path, description = "module digest")), security(("bearer" = [])),
     responses((status = 200, description = "Rejected"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"),
               (status = 404, description = "Unknown digest"), (status = 409, description = "Not pending")))]
 pub async fn reject_predicate(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(digest): Path<String>) -> Api<Json<Value>> {
@@ -466,7 +467,7 @@ pub async fn reject_predicate(State(st): State<Arc<AppState>>, headers: HeaderMa
 }
 
 /// The API tokens: each holder's name, role and creation time, never a token (admin token).
-#[utoipa::path(get, path = "/api/tokens", security(("bearer" = [])),
+#[utoipa::path(get, path = endpoint::TOKENS.path, security(("bearer" = [])),
     responses((status = 200, description = "Tokens"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
 pub async fn tokens(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<Json<TokenList>> {
     st.authorize(&headers, Role::Admin)?;
@@ -476,7 +477,7 @@ pub async fn tokens(State(st): State<Arc<AppState>>, headers: HeaderMap) -> Api<
 
 /// Revokes the token named `name` (admin token): the next request that carries it is refused
 /// as unknown; what its holder uploaded or labelled stays.
-#[utoipa::path(delete, path = "/api/tokens/{name}", params(("name" = String, Path, description = "the token's name")), security(("bearer" = [])),
+#[utoipa::path(delete, path = endpoint::REVOKE_TOKEN.path, params(("name" = String, Path, description = "the token's name")), security(("bearer" = [])),
     responses((status = 200, description = "Revoked"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token"), (status = 404, description = "No token of that name")))]
 pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(name): Path<String>) -> Api<Json<TokenRevoked>> {
     let who = st.authorize(&headers, Role::Admin)?;
@@ -484,3 +485,24 @@ pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, P
     tracing::info!("{} revoked the token of {}", who.name, revoked.name);
     Ok(Json(TokenRevoked { name: revoked.name, role: revoked.role, state: "revoked".into() }))
 }
+
+/// This module's endpoints, each under the path and method [`overeager_wire::endpoint`]
+/// declares.
+pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
+    r
+        .route(endpoint::START_EXPERIMENT.path, crate::router::on(&endpoint::START_EXPERIMENT, start_experiment))
+        .route(endpoint::PROGRESS.path, crate::router::on(&endpoint::PROGRESS, progress_events))
+        .route(endpoint::CONTROL.path, crate::router::on(&endpoint::CONTROL, steer_experiment))
+        .route(endpoint::TOKENS.path, crate::router::on(&endpoint::TOKENS, tokens))
+        .route(endpoint::REVOKE_TOKEN.path, crate::router::on(&endpoint::REVOKE_TOKEN, revoke_token))
+        .route(endpoint::SUBMIT_BUNDLE.path, crate::router::on(&endpoint::SUBMIT_BUNDLE, submit_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
+        .route(endpoint::UPLOAD_PREDICATE.path, crate::router::on(&endpoint::UPLOAD_PREDICATE, upload_predicate).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_MODULE_BYTES + crate::limits::MAX_SIGNATURE_BYTES + (1 << 20))))
+        .route(endpoint::APPROVE_PREDICATE.path, crate::router::on(&endpoint::APPROVE_PREDICATE, approve_predicate))
+        .route(endpoint::REJECT_PREDICATE.path, crate::router::on(&endpoint::REJECT_PREDICATE, reject_predicate))
+        .route(endpoint::REVOKE_KEY.path, crate::router::on(&endpoint::REVOKE_KEY, revoke_key))
+}
+
+/// This module's part of the OpenAPI document.
+#[derive(utoipa::OpenApi)]
+#[openapi(paths(start_experiment, progress_events, steer_experiment, tokens, revoke_token, submit_bundle, upload_predicate, approve_predicate, reject_predicate, revoke_key))]
+pub(crate) struct Doc;

@@ -1187,7 +1187,7 @@ mod tests {
         assert!(bad.contains("cautious, moderate or aggressive"), "{bad}");
         assert!("codex:permissive:replay:".parse::<AgentSpec>().unwrap_err().contains("replay:<bundle"));
         let r: AgentSpec = "codex:permissive:replay:runs/x".parse().unwrap();
-        assert_eq!((r.replayed_bundle(), r.offline_model()), (Some("runs/x"), true));
+        assert_eq!((r.replayed_bundle(), r.offline_model()), (Some("runs/x".to_string()), true));
     }
 
     #[test]

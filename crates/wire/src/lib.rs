@@ -7,6 +7,7 @@
 //! data (serde, no I/O) and builds for `wasm32-unknown-unknown`.
 
 pub mod board;
+pub mod endpoint;
 pub mod experiment;
 pub mod labels;
 pub mod predicates;

@@ -24,6 +24,21 @@ pub struct Health {
     pub receiving: usize,
 }
 
+/// `GET /api/version`: what this server is, so a client can tell whether it speaks the same
+/// formats before it sends anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[cfg_attr(feature = "openapi", derive(utoipa::ToSchema))]
+pub struct VersionDoc {
+    /// overeager's version (the crate's, e.g. `0.1.0`).
+    pub version: String,
+    /// The audit bundle schema the server writes and reads.
+    pub bundle_schema: u32,
+    /// The store's schema version (its newest migration).
+    pub store_schema: usize,
+    /// The bundle stream formats (agent adapters) this build reads.
+    pub adapters: Vec<String>,
+}
+
 /// `GET /api/cells`: every framework × model × variant cell of an experiment.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct CellsDoc {
