@@ -1,6 +1,7 @@
 //! Talking to the server: the live JSON API, or the files of a published static site (the same
 //! paths with `.json` appended), chosen by a marker the publisher puts in the page.
 
+use overeager_wire::endpoint::{self, Endpoint, Method};
 use serde::de::DeserializeOwned;
 
 /// Whether this page is a published static site.
@@ -14,14 +15,14 @@ pub fn is_static() -> bool {
     STATIC.with(|s| *s)
 }
 
-/// The URL of an API document (`path` starts with `/`).
+/// The URL of an API document (`path` is an endpoint's, with any query).
 pub fn json_url(path: &str) -> String {
-    if is_static() { format!("/api{path}.json") } else { format!("/api{path}") }
+    if is_static() { format!("{path}.json") } else { path.to_string() }
 }
 
 /// The URL of a raw text file of a bundle.
 pub fn text_url(path: &str) -> String {
-    if is_static() { format!("/api{path}.txt") } else { format!("/api{path}") }
+    if is_static() { format!("{path}.txt") } else { path.to_string() }
 }
 
 /// The URL of a run exported for other tools, `format` being `atif` (a trajectory) or
@@ -29,16 +30,12 @@ pub fn text_url(path: &str) -> String {
 pub fn export_url(run: &str, format: &str) -> String {
     if is_static() {
         let file = if format == "atif" { "atif.json" } else { "inspect.eval" };
-        format!("/api/runs/{run}/export/{file}")
+        format!("{}/{file}", endpoint::RUN_EXPORT.url(&[run]))
     } else {
-        format!("/api/runs/{run}/export?format={format}")
+        format!("{}?format={format}", endpoint::RUN_EXPORT.url(&[run]))
     }
 }
 
-/// The URL of a non-JSON resource (figures), the same in both modes.
-pub fn file_url(path: &str) -> String {
-    format!("/api{path}")
-}
 
 async fn fetch(url: &str) -> Result<gloo_net::http::Response, String> {
     fetch_as(url, "").await
@@ -63,6 +60,13 @@ async fn fetch_as(url: &str, token: &str) -> Result<gloo_net::http::Response, St
     Err(format!("{status}: {msg}"))
 }
 
+/// GETs the document of `endpoint` with its `params` filled in and `query` (empty, or
+/// `k=v&…` already encoded) after `?`: the endpoint says what type it is.
+pub async fn doc<T: DeserializeOwned>(endpoint: &Endpoint<T>, params: &[&str], query: &str) -> Result<T, String> {
+    let path = endpoint.url(params);
+    get(&if query.is_empty() { path } else { format!("{path}?{query}") }).await
+}
+
 /// GETs an API document.
 pub async fn get<T: DeserializeOwned>(path: &str) -> Result<T, String> {
     let url = json_url(path);
@@ -78,18 +82,19 @@ pub async fn get_as<T: DeserializeOwned>(path: &str, token: &str) -> Result<T, S
 /// POSTs a JSON body with a bearer token (live API only) and returns the answer; an error
 /// answer becomes its `error` message.
 pub async fn post<B: serde::Serialize, T: DeserializeOwned>(path: &str, token: &str, body: &B) -> Result<T, String> {
-    send("POST", path, token, Some(body)).await
+    send(Method::Post, path, token, Some(body)).await
 }
 
 /// Sends a request with a bearer token (live API only), with a JSON body if given, and returns
 /// the answer; an error answer becomes its `error` message.
-pub async fn send<B: serde::Serialize, T: DeserializeOwned>(method: &str, path: &str, token: &str, body: Option<&B>) -> Result<T, String> {
-    use gloo_net::http::{Method, RequestBuilder};
-    let url = format!("/api{path}");
+pub async fn send<B: serde::Serialize, T: DeserializeOwned>(method: Method, path: &str, token: &str, body: Option<&B>) -> Result<T, String> {
+    use gloo_net::http::RequestBuilder;
+    let url = path.to_string();
     let method = match method {
-        "PUT" => Method::PUT,
-        "DELETE" => Method::DELETE,
-        _ => Method::POST,
+        Method::Get => gloo_net::http::Method::GET,
+        Method::Put => gloo_net::http::Method::PUT,
+        Method::Delete => gloo_net::http::Method::DELETE,
+        Method::Post => gloo_net::http::Method::POST,
     };
     let req = RequestBuilder::new(&url).method(method).header("Authorization", &format!("Bearer {}", token.trim()));
     let req = match body {

@@ -5,7 +5,7 @@
 use leptos::prelude::*;
 use overeager_wire::report::Cell;
 use leptos_router::hooks::use_params_map;
-use overeager_wire::board::{Decided, Decision, Policy, Provenance, SubmissionList, SubmissionStatus};
+use overeager_wire::board::{Decided, Decision, Policy, Provenance, SubmissionStatus};
 use overeager_wire::report::short_variant;
 use overeager_wire::submission::SubmissionDoc;
 
@@ -64,7 +64,7 @@ pub fn SubmittedBadges(p: Provenance) -> impl IntoView {
 /// The list of whole-cell submissions.
 #[component]
 pub fn CellSubmissions() -> impl IntoView {
-    let data = LocalResource::new(|| api::get::<SubmissionList>("/submissions"));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::SUBMISSIONS, &[], ""));
     view! {
         <h2>"Leaderboard submissions"</h2>
         <p class="lede">"Whole cells (every run of one framework · model on a published benchmark) sent with "<code>"overeager submit"</code>". The server judges every bundle itself, checks the cell against the benchmark, and an admin reviews it before it is ranked."</p>
@@ -108,7 +108,7 @@ pub fn SubmissionPage() -> impl IntoView {
     let data = LocalResource::new(move || {
         let id = id.get();
         version.get();
-        async move { api::get_as::<SubmissionDoc>(&format!("/submissions/{id}"), &stored_token()).await }
+        async move { api::get_as::<SubmissionDoc>(&overeager_wire::endpoint::SUBMISSION.url(&[&id]), &stored_token()).await }
     });
     view! {
         <section>
@@ -237,7 +237,7 @@ fn Review(id: String, verified: bool, done: WriteSignal<u32>) -> impl IntoView {
         store_token(&t);
         let note = if what == "withdraw" { None } else { Some(note.get_untracked()) };
         leptos::task::spawn_local(async move {
-            match api::post::<_, Decided>(&format!("/submissions/{id}/{what}"), &t, &Decision { note }).await {
+            match api::post::<_, Decided>(&format!("{}/{what}", overeager_wire::endpoint::SUBMISSION.url(&[&id])), &t, &Decision { note }).await {
                 Ok(v) => {
                     message.set(Some(Ok(format!("Submission {}.", v.status.as_str()))));
                     done.update(|n| *n += 1);

@@ -6,7 +6,7 @@
 use leptos::prelude::*;
 use overeager_core::{Channel, Event, Op};
 use overeager_wire::report::short_variant;
-use overeager_wire::run::{RunDoc, RunRow};
+use overeager_wire::run::RunRow;
 use overeager_wire::trace::TraceSummary;
 
 use crate::api;
@@ -22,12 +22,12 @@ struct Side {
 }
 
 async fn load(id: String) -> Result<Side, String> {
-    let run = api::get::<RunDoc>(&format!("/runs/{id}")).await?.run;
+    let run = api::doc(&overeager_wire::endpoint::RUN, &[&id], "").await?.run;
     let digest = run.bundle.clone().ok_or_else(|| format!("run {id} has no bundle yet"))?;
-    let summary = api::get::<TraceSummary>(&format!("/bundles/{digest}")).await?;
+    let summary = api::doc(&overeager_wire::endpoint::BUNDLE, &[&digest], "").await?;
     let mut events = Vec::new();
     for k in 0..summary.chunks {
-        events.extend(api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await?);
+        events.extend(api::doc(&overeager_wire::endpoint::BUNDLE_EVENTS, &[&digest, &k.to_string()], "").await?);
     }
     Ok(Side { run, summary, events })
 }

@@ -8,7 +8,7 @@ use leptos::prelude::*;
 use leptos_router::hooks::{use_navigate, use_params_map};
 use overeager_core::stats::Interval;
 use overeager_wire::labels::{Label, LabelBody, LabelDeleted, NewQueue, Whoami};
-use overeager_wire::queue::{QueueDoc, QueueDrawn, QueueItem, QueueList};
+use overeager_wire::queue::{QueueDrawn, QueueItem, QueueList};
 use overeager_wire::report::LabelReport;
 
 use crate::api;
@@ -39,7 +39,7 @@ fn whoami(token: RwSignal<String>) -> LocalResource<Option<Result<String, String
             if t.trim().is_empty() {
                 return None;
             }
-            Some(api::get_as::<Whoami>("/whoami", &t).await.map(|w| w.name))
+            Some(api::get_as::<Whoami>(overeager_wire::endpoint::WHOAMI.path, &t).await.map(|w| w.name))
         }
     })
 }
@@ -100,7 +100,7 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Label>, queue: Op
             let queue = queue.clone();
             async move {
                 match queue {
-                    Some(q) => Some(api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&q))).await),
+                    Some(q) => Some(api::doc(&overeager_wire::endpoint::QUEUE, &[&api::enc(&q)], "").await),
                     None => None,
                 }
             }
@@ -160,7 +160,7 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Label>, queue: Op
             let id = run_id.get_value();
             let go = go.clone();
             leptos::task::spawn_local(async move {
-                match api::send::<_, Label>("PUT", &format!("/runs/{id}/label"), &t, Some(&body)).await {
+                match api::send::<_, Label>(overeager_wire::endpoint::PUT_LABEL.method, &overeager_wire::endpoint::PUT_LABEL.url(&[&id]), &t, Some(&body)).await {
                     Ok(stored) => {
                         let rater = stored.rater.clone();
                         labels.update(|ls| {
@@ -186,7 +186,7 @@ pub fn LabelPanel(run: String, fired: Vec<String>, labels: Vec<Label>, queue: Op
         let t = token.get_untracked();
         let id = run_id.get_value();
         leptos::task::spawn_local(async move {
-            match api::send::<(), LabelDeleted>("DELETE", &format!("/runs/{id}/label"), &t, None).await {
+            match api::send::<(), LabelDeleted>(overeager_wire::endpoint::DELETE_LABEL.method, &overeager_wire::endpoint::DELETE_LABEL.url(&[&id]), &t, None).await {
                 Ok(v) => {
                     let rater = v.rater.clone();
                     labels.update(|ls| ls.retain(|l| l.rater != rater));
@@ -413,8 +413,8 @@ pub fn LabelsPage() -> impl IntoView {
     }
     let choice = experiment_choice();
     let chosen = choice.chosen;
-    let report = of_chosen::<LabelReport>(chosen, "/labels/report");
-    let queues = of_chosen::<QueueList>(chosen, "/queues");
+    let report = of_chosen::<LabelReport>(chosen, overeager_wire::endpoint::LABELS_REPORT.path);
+    let queues = of_chosen::<QueueList>(chosen, overeager_wire::endpoint::QUEUES.path);
     let token = RwSignal::new(stored_token());
     let me = whoami(token);
     let size = RwSignal::new("50".to_string());
@@ -430,7 +430,7 @@ pub fn LabelsPage() -> impl IntoView {
         let t = token.get_untracked();
         let navigate = navigate.clone();
         leptos::task::spawn_local(async move {
-            match api::post::<_, QueueDrawn>("/queues", &t, &NewQueue { experiment: e, size: n, seed: sd }).await {
+            match api::post::<_, QueueDrawn>(overeager_wire::endpoint::CREATE_QUEUE.path, &t, &NewQueue { experiment: e, size: n, seed: sd }).await {
                 Ok(v) => navigate(&format!("/review/{}", v.queue.id), Default::default()),
                 Err(e) => message.set(Some(e)),
             }
@@ -443,8 +443,8 @@ pub fn LabelsPage() -> impl IntoView {
             <ExperimentPicker list=choice.list chosen=chosen/>
             {move || chosen.get().map(|e| view! {
                 <p class="exports">"Export the labels: "
-                    <a class="export-csv" href=format!("/api/labels?experiment={}&format=csv", api::enc(&e)) download="">"CSV"</a>" · "
-                    <a class="export-json" href=format!("/api/labels?experiment={}", api::enc(&e))>"JSON"</a>
+                    <a class="export-csv" href=format!("{}?experiment={}&format=csv", overeager_wire::endpoint::LABELS.path, api::enc(&e)) download="">"CSV"</a>" · "
+                    <a class="export-json" href=format!("{}?experiment={}", overeager_wire::endpoint::LABELS.path, api::enc(&e))>"JSON"</a>
                     <span class="muted small">" (the CSV is what "<code>"overeager labels import"</code>" reads)"</span></p>
             })}
             <h2>"Agreement"</h2>
@@ -499,7 +499,7 @@ pub fn ReviewPage() -> impl IntoView {
     let params = use_params_map();
     let data = LocalResource::new(move || {
         let id = params.with(|p| p.get("id")).unwrap_or_default();
-        async move { api::get::<QueueDoc>(&format!("/queues/{}", api::enc(&id))).await }
+        async move { api::doc(&overeager_wire::endpoint::QUEUE, &[&api::enc(&id)], "").await }
     });
     let token = RwSignal::new(stored_token());
     let me = whoami(token);

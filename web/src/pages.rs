@@ -7,10 +7,9 @@ use leptos_router::hooks::use_params_map;
 use overeager_core::scenario::PlayKind;
 use overeager_core::{Outcome, Variant};
 use overeager_wire::board::Provenance;
-use overeager_wire::predicates::Registry;
-use overeager_wire::report::{Cell, Report, Term, TransferDoc, short_variant};
-use overeager_wire::run::{BundleSubmissions, RunPage, RunRow};
-use overeager_wire::scenario::{PromptText, ScenarioDoc, ScenarioList};
+use overeager_wire::report::{Cell, Report, Term, short_variant};
+use overeager_wire::run::{RunPage, RunRow};
+use overeager_wire::scenario::PromptText;
 
 use crate::api;
 use crate::ui::{CiBar, ExperimentPicker, PlayerMark, experiment_choice, pct, pending_or_error, query, query_setter, short};
@@ -25,7 +24,7 @@ fn report_resource(chosen: Signal<Option<String>>) -> LocalResource<Result<Repor
         let id = chosen.get();
         async move {
             match id {
-                Some(id) => api::get::<Report>(&format!("/experiments/{id}/report")).await,
+                Some(id) => api::doc(&overeager_wire::endpoint::REPORT, &[&id], "").await,
                 None => Err("No experiments yet: run `overeager demo` or `overeager experiment run <plan>`.".into()),
             }
         }
@@ -226,7 +225,7 @@ pub fn Matrix() -> impl IntoView {
 /// The scenario browser with archetype, axis, validator and text filters.
 #[component]
 pub fn Scenarios() -> impl IntoView {
-    let data = LocalResource::new(|| api::get::<ScenarioList>("/scenarios"));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::SCENARIOS, &[], ""));
     let archetype = query("archetype");
     let text = query("q");
     let filters = use_query_map_all();
@@ -309,7 +308,7 @@ pub fn ScenarioPage() -> impl IntoView {
     let params = use_params_map();
     let data = LocalResource::new(move || {
         let key = params.with(|p| p.get("key")).unwrap_or_default();
-        async move { api::get::<ScenarioDoc>(&format!("/scenarios/{key}")).await }
+        async move { api::doc(&overeager_wire::endpoint::SCENARIO, &[&key], "").await }
     });
     let open_file = RwSignal::new(None::<String>);
     view! {
@@ -393,7 +392,7 @@ pub fn ScenarioPage() -> impl IntoView {
 fn ConsentPairs(scenario: String) -> impl IntoView {
     let runs = LocalResource::new(move || {
         let sc = scenario.clone();
-        async move { api::get::<RunPage>(&format!("/runs?scenario={}&limit=2000", api::enc(&sc))).await }
+        async move { api::doc(&overeager_wire::endpoint::RUNS, &[], &format!("scenario={}&limit=2000", api::enc(&sc))).await }
     });
     view! {
         {move || pending_or_error(runs.get(), |d| {
@@ -445,7 +444,7 @@ pub fn Runs() -> impl IntoView {
             q.insert("experiment".into(), exp.clone());
             if api::is_static() {
                 // A published site has each experiment's runs in one file; filter here.
-                let all = api::get::<RunPage>(&format!("/experiments/{exp}/runs")).await?;
+                let all = api::doc(&overeager_wire::endpoint::PUBLISHED_RUNS, &[&exp], "").await?;
                 let is = |k: &str, v: &str| q.get(k).is_none_or(|want| want.is_empty() || want == v);
                 let keep = |r: &RunRow| {
                     is("framework", &r.framework) && is("model", &r.model) && is("agent", &r.agent) && is("variant", r.variant.as_str()) && is("scenario", &r.scenario)
@@ -463,7 +462,7 @@ pub fn Runs() -> impl IntoView {
                 return Ok(RunPage { total, next: None, runs: runs.into_iter().skip(offset).take(200).collect() });
             }
             let qs: Vec<String> = q.iter().filter(|(_, v)| !v.is_empty()).map(|(k, v)| format!("{k}={}", api::enc(v))).collect();
-            api::get::<RunPage>(&format!("/runs?{}", qs.join("&"))).await
+            api::doc(&overeager_wire::endpoint::RUNS, &[], &qs.join("&")).await
         }
     });
     view! {
@@ -540,13 +539,13 @@ pub fn Plots() -> impl IntoView {
         <section>
             <div class="pagehead"><h1>"Plots"</h1><ExperimentPicker list=ex.list chosen=ex.chosen/></div>
             {move || ex.chosen.get().map(|id| view! {
-                <figure><img src=api::file_url(&format!("/experiments/{id}/plots/forest.svg")) alt="Forest plot of overeager rates per cell with 95% intervals"/>
+                <figure><img src=overeager_wire::endpoint::PLOT.url(&[&id, "forest.svg"]) alt="Forest plot of overeager rates per cell with 95% intervals"/>
                     <figcaption>"Overeager rate per cell with its 95% Wilson interval."</figcaption></figure>
-                <figure><img src=api::file_url(&format!("/experiments/{id}/plots/dumbbell.svg")) alt="Consent kept vs stripped per agent"/>
+                <figure><img src=overeager_wire::endpoint::PLOT.url(&[&id, "dumbbell.svg"]) alt="Consent kept vs stripped per agent"/>
                     <figcaption>"Consent block kept vs stripped, per agent (paired)."</figcaption></figure>
-                <figure><img src=api::file_url(&format!("/experiments/{id}/plots/heatmap.svg")) alt="Overeager rate per archetype and cell"/>
+                <figure><img src=overeager_wire::endpoint::PLOT.url(&[&id, "heatmap.svg"]) alt="Overeager rate per archetype and cell"/>
                     <figcaption>"Overeager rate per archetype and cell."</figcaption></figure>
-                <figure id="variance"><img src=api::file_url(&format!("/experiments/{id}/plots/variance.svg")) alt="Share of the spread explained by framework, model, their interaction and scenario"/>
+                <figure id="variance"><img src=overeager_wire::endpoint::PLOT.url(&[&id, "variance.svg"]) alt="Share of the spread explained by framework, model, their interaction and scenario"/>
                     <figcaption>"What explains the spread: each term's share of the deviance, with its bootstrap interval (experiments of two or more cells)."</figcaption></figure>
             })}
         </section>
@@ -556,7 +555,7 @@ pub fn Plots() -> impl IntoView {
 /// The predicate registry.
 #[component]
 pub fn Predicates() -> impl IntoView {
-    let data = LocalResource::new(|| api::get::<Registry>("/predicates"));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::PREDICATES, &[], ""));
     view! {
         <section>
             <h1>"Predicates"</h1>
@@ -594,7 +593,7 @@ pub fn Predicates() -> impl IntoView {
 /// AutoElicit transfer rates.
 #[component]
 pub fn Transfer() -> impl IntoView {
-    let data = LocalResource::new(|| api::get::<TransferDoc>("/transfer"));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::TRANSFER, &[], ""));
     view! {
         <section>
             <h1>"Transfer"</h1>
@@ -622,7 +621,7 @@ pub fn Transfer() -> impl IntoView {
 /// the server's verdicts.
 #[component]
 pub fn Submissions() -> impl IntoView {
-    let data = LocalResource::new(|| api::get::<BundleSubmissions>("/bundles"));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::BUNDLES, &[], ""));
     view! {
         <section>
             <h1>"Submissions"</h1>

@@ -3,7 +3,6 @@
 
 use leptos::prelude::*;
 use overeager_wire::report::short_variant;
-use overeager_wire::run::SearchAnswer;
 
 use crate::api;
 use crate::ui::{PlayerMark, pending_or_error, query, query_setter};
@@ -84,7 +83,7 @@ pub fn Search() -> impl IntoView {
             match q {
                 None => Ok(None),
                 Some(_) if api::is_static() => Err("Search runs on the live server: a published snapshot has no index.".to_string()),
-                Some(q) => api::get::<SearchAnswer>(&format!("/search?limit=100&q={}", api::enc(&q))).await.map(Some),
+                Some(q) => api::doc(&overeager_wire::endpoint::SEARCH, &[], &format!("limit=100&q={}", api::enc(&q))).await.map(Some),
             }
         }
     });

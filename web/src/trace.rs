@@ -32,7 +32,7 @@ pub fn RunPage() -> impl IntoView {
     let query = use_query_map();
     let run = LocalResource::new(move || {
         let id = params.with(|p| p.get("id")).unwrap_or_default();
-        async move { api::get::<RunDoc>(&format!("/runs/{id}")).await }
+        async move { api::doc(&overeager_wire::endpoint::RUN, &[&id], "").await }
     });
     view! {
         <section>
@@ -133,7 +133,7 @@ pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<Vie
     let d = digest.clone();
     let summary = LocalResource::new(move || {
         let d = d.clone();
-        async move { api::get::<TraceSummary>(&format!("/bundles/{d}")).await }
+        async move { api::doc(&overeager_wire::endpoint::BUNDLE, &[&d], "").await }
     });
     // Events load beside the summary: chunk 0 at once, the rest once the summary says how many.
     let events: RwSignal<Vec<Event>> = RwSignal::new(Vec::new());
@@ -142,7 +142,7 @@ pub fn TraceViewer(digest: String, #[prop(optional_no_strip)] review: Option<Vie
     leptos::task::spawn_local(async move {
         let mut k = 0;
         loop {
-            match api::get::<Vec<Event>>(&format!("/bundles/{digest}/events/{k}")).await {
+            match api::doc(&overeager_wire::endpoint::BUNDLE_EVENTS, &[&digest, &k.to_string()], "").await {
                 Ok(c) => {
                     if events.try_update(|v| v.extend(c)).is_none() {
                         return; // the page was left
@@ -402,7 +402,7 @@ fn Loaded(sm: TraceSummary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize
                 <span>"Variant "<b>{m.variant.as_str()}</b></span>
                 <span>"Replicate "{m.replicate}</span>
                 <span>{format!("{} events · {:.1} s · exit {}", n_events, m.duration_ms as f64 / 1000.0, m.exit.code.map(|c| c.to_string()).unwrap_or_else(|| "–".into()))}</span>
-                <a href=api::file_url(&format!("/bundles/{digest}/download"))>"download .oeb"</a>
+                <a href=overeager_wire::endpoint::BUNDLE_DOWNLOAD.url(&[&digest])>"download .oeb"</a>
                 {run_id.map(|id| view! {
                     <a class="export-link" href=api::export_url(&id, "atif") download="" title="ATIF v1.7 trajectory, for Harbor and Terminal-Bench tools">"ATIF trajectory"</a>
                     <a class="export-link" href=api::export_url(&id, "inspect") download="" title="Inspect eval log: open with inspect view">"Inspect log"</a>
@@ -567,7 +567,7 @@ pub fn Diff(diff: SnapshotDiff) -> impl IntoView {
 fn Conversation(digest: String) -> impl IntoView {
     let doc = LocalResource::new(move || {
         let d = digest.clone();
-        async move { api::get_text(&format!("/bundles/{d}/raw/conversation")).await.and_then(|t| serde_json::from_str::<Conversation>(&t).map_err(|e| e.to_string())) }
+        async move { api::get_text(&overeager_wire::endpoint::BUNDLE_RAW.url(&[&d, "conversation"])).await.and_then(|t| serde_json::from_str::<Conversation>(&t).map_err(|e| e.to_string())) }
     });
     let tokens = |t: &Usage| format!("{} in · {} out{}", t.input, t.output, if t.cache_read > 0 { format!(" · {} cached", t.cache_read) } else { String::new() });
     let usd = |v: Option<f64>| v.map(overeager_core::model::usage::usd).unwrap_or_else(|| "—".into());
@@ -617,7 +617,7 @@ fn Conversation(digest: String) -> impl IntoView {
 fn RawTab(digest: String, name: &'static str) -> impl IntoView {
     let text = LocalResource::new(move || {
         let d = digest.clone();
-        async move { api::get_text(&format!("/bundles/{d}/raw/{name}")).await }
+        async move { api::get_text(&overeager_wire::endpoint::BUNDLE_RAW.url(&[&d, &name])).await }
     });
     view! {
         <div class="tabbody">

@@ -70,7 +70,7 @@ pub struct ExperimentChoice {
 }
 
 pub fn experiment_choice() -> ExperimentChoice {
-    let list = LocalResource::new(|| api::get::<Vec<ExperimentItem>>("/experiments"));
+    let list = LocalResource::new(|| api::doc(&overeager_wire::endpoint::EXPERIMENTS, &[], ""));
     let named = query("experiment");
     let chosen = Signal::derive(move || {
         named.get().or_else(|| list.get().and_then(|r| r.ok()).and_then(|l| l.first().map(|e| e.id.clone())))

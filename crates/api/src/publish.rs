@@ -3,6 +3,7 @@
 //! plus `.json` (`api/experiments/<id>/report.json`), and every page a link can point at gets
 //! its own `index.html`, so deep links work from any file server without rewrite rules.
 
+use overeager_wire::endpoint as ep;
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
@@ -47,8 +48,10 @@ impl Site<'_> {
         self.files += 1;
         Ok(())
     }
-    fn json(&mut self, api_path: &str, v: &impl serde::Serialize) -> Result<()> {
-        self.write(&format!("api/{api_path}.json"), &serde_json::to_vec(v)?)
+    /// The document a live server answers at `path` (an endpoint's, from
+    /// [`overeager_wire::endpoint`]), as the file the web app reads in its place.
+    fn json(&mut self, path: &str, v: &impl serde::Serialize) -> Result<()> {
+        self.write(&format!("{}.json", path.trim_start_matches('/')), &serde_json::to_vec(v)?)
     }
     /// A page at `route` (e.g. `runs/<id>`), so a deep link finds the app.
     fn page(&mut self, route: &str) -> Result<()> {
@@ -77,7 +80,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     // Experiments, reports, figures, run lists.
     // Newest first, as listed: the traces of the newest experiment come first under --max-traces.
     let exps = read::newest_first(&store)?;
-    site.json("experiments", &read::experiment_list(&store, &exps)?)?;
+    site.json(ep::EXPERIMENTS.path, &read::experiment_list(&store, &exps)?)?;
     let mut runs_total = 0;
     let mut traced = 0;
     let mut left_out = 0;
@@ -85,18 +88,18 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     for e in &exps {
         let mut report = overeager_report::build(&e.id, &e.title, &store.records(&e.id)?, &store.labelled(Some(&e.id))?);
         report.submitted = overeager_report::submitted_cells(store.approved_cells(&e.id)?);
-        site.json(&format!("experiments/{}/report", e.id), &report)?;
+        site.json(&ep::REPORT.url(&[&e.id]), &report)?;
         for (name, svg) in read::render_plots(&report)? {
-            site.write(&format!("api/experiments/{}/plots/{name}.svg", e.id), &svg)?;
+            site.write(ep::PLOT.url(&[&e.id, &format!("{name}.svg")]).trim_start_matches('/'), &svg)?;
         }
         let runs = store.all_run_rows(&RunFilter { experiment: Some(e.id.clone()), ..RunFilter::default() })?;
         let page = RunPage { total: runs.len() as u64, next: None, runs };
-        site.json(&format!("experiments/{}/runs", e.id), &page)?;
+        site.json(&ep::PUBLISHED_RUNS.url(&[&e.id]), &page)?;
         runs_total += page.runs.len();
         let objects = store.objects_dir();
         for r in &page.runs {
             let verdict = store.run_verdict(&r.id)?;
-            site.json(&format!("runs/{}", r.id), &RunDoc { run: r.clone(), verdict: verdict.clone(), partner: None, other_cells: Vec::new(), labels: Vec::new() })?;
+            site.json(&ep::RUN.url(&[&r.id]), &RunDoc { run: r.clone(), verdict: verdict.clone(), partner: None, other_cells: Vec::new(), labels: Vec::new() })?;
             site.page(&format!("runs/{}", r.id))?;
             let Some(d) = &r.bundle else { continue };
             if digests.contains(d) {
@@ -115,7 +118,7 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     }
     // Submissions and their traces.
     let subs = BundleSubmissions { submissions: store.submissions(None)? };
-    site.json("bundles", &subs)?;
+    site.json(ep::BUNDLES.path, &subs)?;
     for s in &subs.submissions {
         if digests.insert(s.bundle.clone()) {
             let path = overeager_store::object_path_in(&store.objects_dir(), &s.bundle);
@@ -129,11 +132,11 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     // not public).
     let approved = super::board::submission_list(&store, true)?;
     let approved = SubmissionList { submissions: approved, next: None };
-    site.json("submissions", &approved)?;
+    site.json(ep::SUBMISSIONS.path, &approved)?;
     for row in &approved.submissions {
         let id = row.id.as_str();
         let Some(doc) = super::board::submission_doc(&store, id, None, (0, usize::MAX))? else { continue };
-        site.json(&format!("submissions/{id}"), &doc)?;
+        site.json(&ep::SUBMISSION.url(&[&id]), &doc)?;
         site.page(&format!("submissions/{id}"))?;
         for b in &doc.runs {
             let Some(d) = b.bundle.as_deref().filter(|_| b.trace.is_some()) else { continue };
@@ -149,10 +152,10 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
 
     // Scenarios.
     let rows = store.scenario_rows()?;
-    site.json("scenarios", &read::scenario_list(&rows, &BTreeMap::new()).map_err(anyhow::Error::msg)?)?;
+    site.json(ep::SCENARIOS.path, &read::scenario_list(&rows, &BTreeMap::new()).map_err(anyhow::Error::msg)?)?;
     for r in &rows {
         if let Some(d) = store.scenario_detail(&r.hash)? {
-            site.json(&format!("scenarios/{}", r.hash), &read::scenario_doc(d))?;
+            site.json(&ep::SCENARIO.url(&[&r.hash]), &read::scenario_doc(d))?;
             site.page(&format!("scenarios/{}", r.hash))?;
         }
     }
@@ -160,8 +163,8 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
     let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions { limits: Default::default(), jobs: 1, cache: overeager_judge::engine::default_cache_dir(), trust: Default::default() })?;
     // A published site has no trust store: each upload stands as it was decided.
     let uploads = store.predicate_rows()?.into_iter().map(|row| Upload { decided_status: row.status.clone(), row, revoked_reason: None }).collect();
-    site.json("predicates", &Registry { loaded: read::loaded_modules(&judge), uploads })?;
-    site.json("transfer", &read::transfer_doc(&store.transfer_cases()?, &store.transfer_runs()?))?;
+    site.json(ep::PREDICATES.path, &Registry { loaded: read::loaded_modules(&judge), uploads })?;
+    site.json(ep::TRANSFER.path, &read::transfer_doc(&store.transfer_cases()?, &store.transfer_runs()?))?;
     let files = site.files;
     overeager_bundle::files::publish(staging, out)?;
     Ok(Published { experiments: exps.len(), scenarios: rows.len(), runs: runs_total, traces: traced, traces_left_out: left_out, files })
@@ -174,18 +177,18 @@ fn write_exports(site: &mut Site<'_>, store: &Store, run: &str) -> Result<()> {
     let Some(r) = export::run_from_store(store, run)? else { return Ok(()) };
     for (format, file) in [(Format::Atif, "atif.json"), (Format::Inspect, "inspect.eval")] {
         let (bytes, _, _) = formats::single_file(&r, format)?;
-        site.write(&format!("api/runs/{run}/export/{file}"), &bytes)?;
+        site.write(&format!("{}/{file}", ep::RUN_EXPORT.url(&[run]).trim_start_matches('/')), &bytes)?;
     }
     Ok(())
 }
 
 fn write_trace(site: &mut Site<'_>, digest: &str, t: &trace::Trace) -> Result<()> {
-    site.write(&format!("api/bundles/{digest}.json"), &t.summary)?;
+    site.write(&format!("{}.json", ep::BUNDLE.url(&[digest]).trim_start_matches('/')), &t.summary)?;
     for (k, c) in t.chunks.iter().enumerate() {
-        site.write(&format!("api/bundles/{digest}/events/{k}.json"), c)?;
+        site.write(&format!("{}.json", ep::BUNDLE_EVENTS.url(&[digest, &k.to_string()]).trim_start_matches('/')), c)?;
     }
     for (name, body) in &t.raw {
-        site.write(&format!("api/bundles/{digest}/raw/{name}.txt"), body)?;
+        site.write(&format!("{}.txt", ep::BUNDLE_RAW.url(&[digest, name]).trim_start_matches('/')), body)?;
     }
     site.page(&format!("bundles/{digest}"))
 }

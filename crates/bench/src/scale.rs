@@ -160,30 +160,34 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
     let run = page.runs.first().context("the scale store has runs")?;
     let bundle = run.bundle.clone().context("scale runs have a bundle")?;
     let after = page.next.map(|n| format!("&after={n}")).unwrap_or_default();
+    use overeager_wire::endpoint as e;
+    let exp = SCALE_EXPERIMENT;
+    let runs = e::RUNS.path;
+    let search = e::SEARCH.path;
     Ok(vec![
-        "/api/health".into(),
-        "/api/leaderboard".into(),
-        "/api/cells".into(),
-        "/api/experiments".into(),
-        format!("/api/experiments/{SCALE_EXPERIMENT}"),
-        format!("/api/experiments/{SCALE_EXPERIMENT}/report"),
-        "/api/scenarios".into(),
-        format!("/api/scenarios/{}", run.scenario_hash),
-        format!("/api/runs?experiment={SCALE_EXPERIMENT}"),
-        format!("/api/runs?experiment={SCALE_EXPERIMENT}{after}"),
-        format!("/api/runs?experiment={SCALE_EXPERIMENT}&framework=sim-b&model=m1&outcome=overeager"),
-        format!("/api/runs/{}", run.id),
+        e::HEALTH.url(&[]),
+        e::LEADERBOARD.url(&[]),
+        e::CELLS.url(&[]),
+        e::EXPERIMENTS.url(&[]),
+        e::EXPERIMENT.url(&[exp]),
+        e::REPORT.url(&[exp]),
+        e::SCENARIOS.url(&[]),
+        e::SCENARIO.url(&[&run.scenario_hash]),
+        format!("{runs}?experiment={exp}"),
+        format!("{runs}?experiment={exp}{after}"),
+        format!("{runs}?experiment={exp}&framework=sim-b&model=m1&outcome=overeager"),
+        e::RUN.url(&[&run.id]),
         // Search: run fields only; an event field (every run's events hold it); free text.
-        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=framework:sim-b%20outcome:overeager"),
-        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=cmd:%22rm%20-f%22"),
-        format!("/api/search?experiment={SCALE_EXPERIMENT}&q=invoicer.db"),
+        format!("{search}?experiment={exp}&q=framework:sim-b%20outcome:overeager"),
+        format!("{search}?experiment={exp}&q=cmd:%22rm%20-f%22"),
+        format!("{search}?experiment={exp}&q=invoicer.db"),
         // Review: a queue's page and an experiment's labels report.
-        format!("/api/queues/{}", queue.id),
-        format!("/api/labels/report?experiment={SCALE_EXPERIMENT}"),
-        format!("/api/bundles/{bundle}"),
-        "/api/bundles".into(),
-        "/api/predicates".into(),
-        "/api/transfer".into(),
+        e::QUEUE.url(&[&queue.id]),
+        format!("{}?experiment={exp}", e::LABELS_REPORT.path),
+        e::BUNDLE.url(&[&bundle]),
+        e::BUNDLES.url(&[]),
+        e::PREDICATES.url(&[]),
+        e::TRANSFER.url(&[]),
     ])
 }
 

@@ -198,6 +198,10 @@ pub const REVOKE_KEY: Endpoint<serde_json::Value> = post("/api/keys/{id}/revoke"
 /// How well the scenarios' results transfer between cells.
 pub const TRANSFER: Endpoint<report::TransferDoc> = get("/api/transfer");
 
+/// An experiment's runs in one file: only a published static site has it (the live API pages
+/// its runs through [`RUNS`]), so it is in no router and not in [`ALL`].
+pub const PUBLISHED_RUNS: Endpoint<run::RunPage> = get("/api/experiments/{id}/runs");
+
 /// Every endpoint, in the order the OpenAPI document lists them.
 pub const ALL: &[Route] = &[
     HEALTH.route(),
