@@ -644,7 +644,8 @@ mod tests {
         let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
         let shim = vec![rec(&["git", "status"], 1, Vec::new())];
         for (agent, method) in [("scripted:cautious", Method::Scripted), ("sim:ask", Method::Scripted), ("codex:permissive:scripted-cautious", Method::Legacy)] {
-            let a = attribute(&Sources { agent, format: None, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
+            let harness = overeager_core::AgentCell::parse(agent).unwrap().is_harness();
+            let a = attribute(&Sources { harness, format: None, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
             assert_eq!((a.method, a.by.clone()), (method, vec![Actor::Agent]));
         }
     }
