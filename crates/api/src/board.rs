@@ -817,19 +817,19 @@ pub async fn revoke_runner(State(st): State<Arc<AppState>>, headers: HeaderMap, 
 /// declares.
 pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
     r
-        .route(endpoint::BENCHMARKS.path, crate::router::on(&endpoint::BENCHMARKS, benchmarks))
-        .route(endpoint::BENCHMARK.path, crate::router::on(&endpoint::BENCHMARK, benchmark))
-        .route(endpoint::SUBMISSIONS.path, crate::router::on(&endpoint::SUBMISSIONS, submissions))
-        .route(endpoint::OPEN_SUBMISSION.path, crate::router::on(&endpoint::OPEN_SUBMISSION, open_submission).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_DECLARATION_BYTES)))
-        .route(endpoint::REJUDGE.path, crate::router::on(&endpoint::REJUDGE, rejudge))
-        .route(endpoint::SUBMISSION.path, crate::router::on(&endpoint::SUBMISSION, submission))
-        .route(endpoint::SUBMISSION_BUNDLE.path, crate::router::on(&endpoint::SUBMISSION_BUNDLE, upload_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
-        .route(endpoint::VERIFY_SUBMISSION.path, crate::router::on(&endpoint::VERIFY_SUBMISSION, verify_submission))
-        .route(endpoint::APPROVE_SUBMISSION.path, crate::router::on(&endpoint::APPROVE_SUBMISSION, approve))
-        .route(endpoint::REJECT_SUBMISSION.path, crate::router::on(&endpoint::REJECT_SUBMISSION, reject))
-        .route(endpoint::WITHDRAW_SUBMISSION.path, crate::router::on(&endpoint::WITHDRAW_SUBMISSION, withdraw))
-        .route(endpoint::RUNNERS.path, crate::router::on(&endpoint::RUNNERS, runners))
-        .route(endpoint::REVOKE_RUNNER.path, crate::router::on(&endpoint::REVOKE_RUNNER, revoke_runner))
+        .route(endpoint::BENCHMARKS.path, crate::route::on(&endpoint::BENCHMARKS, benchmarks))
+        .route(endpoint::BENCHMARK.path, crate::route::on(&endpoint::BENCHMARK, benchmark))
+        .route(endpoint::SUBMISSIONS.path, crate::route::on(&endpoint::SUBMISSIONS, submissions))
+        .route(endpoint::OPEN_SUBMISSION.path, crate::route::on(&endpoint::OPEN_SUBMISSION, open_submission).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_DECLARATION_BYTES)))
+        .route(endpoint::REJUDGE.path, crate::route::on(&endpoint::REJUDGE, rejudge))
+        .route(endpoint::SUBMISSION.path, crate::route::on(&endpoint::SUBMISSION, submission))
+        .route(endpoint::SUBMISSION_BUNDLE.path, crate::route::on(&endpoint::SUBMISSION_BUNDLE, upload_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
+        .route(endpoint::VERIFY_SUBMISSION.path, crate::route::on(&endpoint::VERIFY_SUBMISSION, verify_submission))
+        .route(endpoint::APPROVE_SUBMISSION.path, crate::route::on(&endpoint::APPROVE_SUBMISSION, approve))
+        .route(endpoint::REJECT_SUBMISSION.path, crate::route::on(&endpoint::REJECT_SUBMISSION, reject))
+        .route(endpoint::WITHDRAW_SUBMISSION.path, crate::route::on(&endpoint::WITHDRAW_SUBMISSION, withdraw))
+        .route(endpoint::RUNNERS.path, crate::route::on(&endpoint::RUNNERS, runners))
+        .route(endpoint::REVOKE_RUNNER.path, crate::route::on(&endpoint::REVOKE_RUNNER, revoke_runner))
 }
 
 /// This module's part of the OpenAPI document.

@@ -209,14 +209,14 @@ pub async fn queue(State(st): State<Arc<AppState>>, Path(id): Path<String>) -> A
 /// declares.
 pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
     r
-        .route(endpoint::PUT_LABEL.path, crate::router::on(&endpoint::PUT_LABEL, put_label))
-        .route(endpoint::DELETE_LABEL.path, crate::router::on(&endpoint::DELETE_LABEL, delete_label))
-        .route(endpoint::LABELS.path, crate::router::on(&endpoint::LABELS, labels))
-        .route(endpoint::LABELS_REPORT.path, crate::router::on(&endpoint::LABELS_REPORT, labels_report))
-        .route(endpoint::QUEUES.path, crate::router::on(&endpoint::QUEUES, queues))
-        .route(endpoint::CREATE_QUEUE.path, crate::router::on(&endpoint::CREATE_QUEUE, create_queue))
-        .route(endpoint::QUEUE.path, crate::router::on(&endpoint::QUEUE, queue))
-        .route(endpoint::WHOAMI.path, crate::router::on(&endpoint::WHOAMI, whoami))
+        .route(endpoint::PUT_LABEL.path, crate::route::on(&endpoint::PUT_LABEL, put_label))
+        .route(endpoint::DELETE_LABEL.path, crate::route::on(&endpoint::DELETE_LABEL, delete_label))
+        .route(endpoint::LABELS.path, crate::route::on(&endpoint::LABELS, labels))
+        .route(endpoint::LABELS_REPORT.path, crate::route::on(&endpoint::LABELS_REPORT, labels_report))
+        .route(endpoint::QUEUES.path, crate::route::on(&endpoint::QUEUES, queues))
+        .route(endpoint::CREATE_QUEUE.path, crate::route::on(&endpoint::CREATE_QUEUE, create_queue))
+        .route(endpoint::QUEUE.path, crate::route::on(&endpoint::QUEUE, queue))
+        .route(endpoint::WHOAMI.path, crate::route::on(&endpoint::WHOAMI, whoami))
 }
 
 /// This module's part of the OpenAPI document.

@@ -15,6 +15,7 @@ pub mod limits;
 pub mod publish;
 mod read;
 mod reports;
+mod route;
 mod router;
 mod state;
 pub mod trace;

@@ -8,31 +8,19 @@ use axum::Json;
 use axum::Router;
 use axum::http::StatusCode;
 use axum::response::{IntoResponse, Response};
-use axum::routing::{MethodRouter, get};
+use axum::routing::get;
 use tower_http::compression::CompressionLayer;
 use tower_http::services::{ServeDir, ServeFile};
 use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
 use utoipa::{Modify, OpenApi};
 
-use overeager_wire::endpoint::{self as e, Endpoint, Method};
+use overeager_wire::endpoint as e;
 
 use crate::errors::json_errors;
+use crate::route::on;
 use crate::limits::*;
 use crate::{ApiError, AppState, board, json_bytes, labels, read, write};
 
-/// `handler` under an endpoint's method: the table says which.
-pub(crate) fn on<T, H, X>(endpoint: &Endpoint<T>, handler: H) -> MethodRouter<Arc<AppState>>
-where
-    H: axum::handler::Handler<X, Arc<AppState>>,
-    X: 'static,
-{
-    match endpoint.method {
-        Method::Get => axum::routing::get(handler),
-        Method::Post => axum::routing::post(handler),
-        Method::Put => axum::routing::put(handler),
-        Method::Delete => axum::routing::delete(handler),
-    }
-}
 
 /// The whole application: API routes, then the web app for every other path.
 pub fn router(state: Arc<AppState>) -> Router {

@@ -490,16 +490,16 @@ pub async fn revoke_token(State(st): State<Arc<AppState>>, headers: HeaderMap, P
 /// declares.
 pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppState>> {
     r
-        .route(endpoint::START_EXPERIMENT.path, crate::router::on(&endpoint::START_EXPERIMENT, start_experiment))
-        .route(endpoint::PROGRESS.path, crate::router::on(&endpoint::PROGRESS, progress_events))
-        .route(endpoint::CONTROL.path, crate::router::on(&endpoint::CONTROL, steer_experiment))
-        .route(endpoint::TOKENS.path, crate::router::on(&endpoint::TOKENS, tokens))
-        .route(endpoint::REVOKE_TOKEN.path, crate::router::on(&endpoint::REVOKE_TOKEN, revoke_token))
-        .route(endpoint::SUBMIT_BUNDLE.path, crate::router::on(&endpoint::SUBMIT_BUNDLE, submit_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
-        .route(endpoint::UPLOAD_PREDICATE.path, crate::router::on(&endpoint::UPLOAD_PREDICATE, upload_predicate).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_MODULE_BYTES + crate::limits::MAX_SIGNATURE_BYTES + (1 << 20))))
-        .route(endpoint::APPROVE_PREDICATE.path, crate::router::on(&endpoint::APPROVE_PREDICATE, approve_predicate))
-        .route(endpoint::REJECT_PREDICATE.path, crate::router::on(&endpoint::REJECT_PREDICATE, reject_predicate))
-        .route(endpoint::REVOKE_KEY.path, crate::router::on(&endpoint::REVOKE_KEY, revoke_key))
+        .route(endpoint::START_EXPERIMENT.path, crate::route::on(&endpoint::START_EXPERIMENT, start_experiment))
+        .route(endpoint::PROGRESS.path, crate::route::on(&endpoint::PROGRESS, progress_events))
+        .route(endpoint::CONTROL.path, crate::route::on(&endpoint::CONTROL, steer_experiment))
+        .route(endpoint::TOKENS.path, crate::route::on(&endpoint::TOKENS, tokens))
+        .route(endpoint::REVOKE_TOKEN.path, crate::route::on(&endpoint::REVOKE_TOKEN, revoke_token))
+        .route(endpoint::SUBMIT_BUNDLE.path, crate::route::on(&endpoint::SUBMIT_BUNDLE, submit_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
+        .route(endpoint::UPLOAD_PREDICATE.path, crate::route::on(&endpoint::UPLOAD_PREDICATE, upload_predicate).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_MODULE_BYTES + crate::limits::MAX_SIGNATURE_BYTES + (1 << 20))))
+        .route(endpoint::APPROVE_PREDICATE.path, crate::route::on(&endpoint::APPROVE_PREDICATE, approve_predicate))
+        .route(endpoint::REJECT_PREDICATE.path, crate::route::on(&endpoint::REJECT_PREDICATE, reject_predicate))
+        .route(endpoint::REVOKE_KEY.path, crate::route::on(&endpoint::REVOKE_KEY, revoke_key))
 }
 
 /// This module's part of the OpenAPI document.
