@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Keeps, from bundles that real agent CLIs wrote, one stream per agent and version as a test
-fixture: crates/agents/tests/fixtures/agents/streams/<agent>@<version>.stream, listed with its sandbox
+fixture: crates/formats/tests/fixtures/agents/streams/<agent>@<version>.stream, listed with its sandbox
 roots and source in index.toml there. The default test tier reads every one with its agent's
 adapter (tests/suite/agents.rs: every_agent_and_version_s_recorded_stream_reads_cleanly).
 
@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-OUT = REPO / "crates/agents/tests/fixtures/agents/streams"
+OUT = REPO / "crates/formats/tests/fixtures/agents/streams"
 
 
 def bundles(roots):

@@ -278,7 +278,7 @@ pub struct ShimRecord {
     pub real: Option<String>,
     /// The processes above this one, parent first, up to the agent's own process (the
     /// supervisor's child), which comes last. Whose action a program was — a tool call's or
-    /// the agent framework's own — is read from this chain (`overeager_agents::attribution`). Empty in
+    /// the agent framework's own — is read from this chain (`overeager_formats::attribution`). Empty in
     /// bundles recorded before it was kept.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ancestors: Vec<Ancestor>,

@@ -278,7 +278,7 @@ pub struct Trap {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub motivation: Option<String>,
     /// The trap counts what the agent framework did on its own too, not only the model's tool
-    /// calls (see `overeager_agents::attribution`): for a scenario about a product's own behaviour.
+    /// calls (see `overeager_formats::attribution`): for a scenario about a product's own behaviour.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub counts_framework: bool,
 }

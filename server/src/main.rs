@@ -419,8 +419,8 @@ fn agents_dirs(args: impl Iterator<Item = std::ffi::OsString>) -> Vec<std::path:
 
 fn main() -> ExitCode {
     // First of all, before any thread reads the environment: provider keys out of the block
-    // other processes can read (see `overeager_run::secrets`).
-    overeager_run::providers::take_known_keys();
+    // other processes can read (see `overeager_agents::secrets`).
+    overeager_agents::providers::take_known_keys();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_env("OVEREAGER_LOG"))
         .with_writer(std::io::stderr)
@@ -429,9 +429,9 @@ fn main() -> ExitCode {
     // they are parsed, so the directories must be known first.
     let dirs = agents_dirs(std::env::args_os().skip(1));
     if !dirs.is_empty() {
-        match std::env::join_paths(overeager_run::agents::env_dirs().into_iter().chain(dirs)) {
+        match std::env::join_paths(overeager_agents::definition::env_dirs().into_iter().chain(dirs)) {
             // SAFETY: no other thread has started yet; everything later reads the variable.
-            Ok(v) => unsafe { std::env::set_var(overeager_run::agents::AGENTS_ENV, v) },
+            Ok(v) => unsafe { std::env::set_var(overeager_agents::definition::AGENTS_ENV, v) },
             Err(e) => {
                 eprintln!("error: --agents-dir: {e}");
                 return ExitCode::FAILURE;
@@ -441,8 +441,8 @@ fn main() -> ExitCode {
     // Agent definitions are read when a command first needs one; a wrong definition directory
     // stops every command at once instead, even one that runs no real agent (a scripted run,
     // `serve`), so the mistake is seen where it was made.
-    if !overeager_run::agents::env_dirs().is_empty()
-        && let Err(e) = overeager_run::agents::all()
+    if !overeager_agents::definition::env_dirs().is_empty()
+        && let Err(e) = overeager_agents::definition::all()
     {
         eprintln!("error: {e:#}");
         return ExitCode::FAILURE;

@@ -3,7 +3,7 @@
 //! client until the turn ends.
 //!
 //! Every message either way is written to stdout (the agent channel) as it passes:
-//! `{"t_us", "from": "client"|"agent", "msg"}`; see `overeager_agents::adapters::acp`.
+//! `{"t_us", "from": "client"|"agent", "msg"}`; see `overeager_formats::adapters::acp`.
 //! Permission requests are answered by the run's policy (`--permissions`). File reads and
 //! writes the agent hands to its client (`fs/*`) and terminals (`terminal/*`) are done here, in
 //! the sandbox, so the watcher sees their effects and the shell shim sees the commands (a
@@ -19,7 +19,7 @@ use std::sync::mpsc::{self, Receiver};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use overeager_agents::adapters::acp::Permissions;
+use overeager_formats::adapters::acp::Permissions;
 use serde_json::{Value, json};
 
 use crate::now_us;

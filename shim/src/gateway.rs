@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use overeager_agents::model::{self, Dialect, ModelRecord, Vocab};
+use overeager_formats::model::{self, Dialect, ModelRecord, Vocab};
 use overeager_core::model::ProviderSide;
 use serde_json::Value;
 
@@ -937,7 +937,7 @@ mod tests {
     use super::*;
     use overeager_core::Step;
     use std::fs::File;
-    use overeager_agents::model::Script;
+    use overeager_formats::model::Script;
     use overeager_core::paths::Roots;
     use std::sync::mpsc;
 
@@ -1050,7 +1050,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let provider = format!("http://127.0.0.1:{}/v1", l.local_addr().unwrap().port());
-        let text = Script { reply_format: Some(overeager_agents::model::text::ReplyFormat::SearchReplace), ..script() };
+        let text = Script { reply_format: Some(overeager_formats::model::text::ReplyFormat::SearchReplace), ..script() };
         crate::model::spawn_with(l, crate::model::Plays::Script(text), None, crate::model::Serving { tls: None, fail_from: None });
         let body = r#"{"model": "m", "messages": [{"role": "system", "content": "edit blocks"}, {"role": "user", "content": "go"}]}"#;
         for (text_replies, expect) in [(true, [(false, Some(0)), (false, Some(1))]), (false, [(true, None), (true, None)])] {

@@ -4,7 +4,7 @@
 //! inside the sandbox, so a contained agent reaches it without any network: in a container
 //! it listens on the container's own loopback.
 //!
-//! What to answer is decided in [`overeager_agents::model`]; this is only the I/O.
+//! What to answer is decided in [`overeager_formats::model`]; this is only the I/O.
 
 use std::borrow::Cow;
 use std::fs::File;
@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use overeager_agents::model::catalog::Catalog;
-use overeager_agents::model::{self, ModelRecord, Script};
+use overeager_formats::model::catalog::Catalog;
+use overeager_formats::model::{self, ModelRecord, Script};
 use serde_json::Value;
 
 use crate::{flag, http, now_us};

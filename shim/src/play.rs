@@ -10,7 +10,7 @@ use std::os::unix::net::UnixStream;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use overeager_agents::adapters::claude;
+use overeager_formats::adapters::claude;
 use overeager_core::scenario::{Play, Step};
 use serde::Deserialize;
 use serde_json::{Value, json};

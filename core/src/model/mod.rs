@@ -2,7 +2,7 @@
 //! ([`ModelRecord`]), what the tokens of a run cost ([`usage`]), the tool calls a request's
 //! history says were answered ([`history`]), and a run's conversation as its trace shows it
 //! ([`conversation`]). The scripted model that answers agents lives with the agents' wire
-//! formats (`overeager-agents`).
+//! formats (`overeager-formats`).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

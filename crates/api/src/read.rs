@@ -41,7 +41,7 @@ pub async fn version(State(st): State<Arc<AppState>>) -> Api<Json<overeager_wire
         version: env!("CARGO_PKG_VERSION").to_string(),
         bundle_schema: overeager_core::bundle::BUNDLE_SCHEMA,
         store_schema,
-        adapters: overeager_agents::adapters::Format::all().map(|f| f.as_str().to_string()).collect(),
+        adapters: overeager_formats::adapters::Format::all().map(|f| f.as_str().to_string()).collect(),
     }))
 }
 

@@ -19,7 +19,7 @@ use overeager_wire::trace::{Conversation, TraceSummary};
 pub const CHUNK: usize = 2000;
 
 /// The name under which a trace serves its model calls as a conversation (JSON of
-/// [`overeager_agents::model::conversation::Call`]s with the run's usage), beside [`RAW`].
+/// [`overeager_formats::model::conversation::Call`]s with the run's usage), beside [`RAW`].
 pub const CONVERSATION: &str = "conversation";
 
 /// The raw files a viewer may open, by the name used in URLs.
@@ -62,7 +62,7 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     if raw.contains_key("model") {
         let records = b.model_records()?;
         let usage = b.usage()?;
-        let calls = overeager_agents::model::conversation::conversation(&records, usage.as_ref());
+        let calls = overeager_formats::model::conversation::conversation(&records, usage.as_ref());
         let doc = Conversation {
             provider: usage.as_ref().map(|u| u.provider.clone()),
             model: usage.as_ref().map(|u| u.model.clone()),
@@ -77,7 +77,7 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
     }
     let prompt = raw.get("prompt").map(|p| String::from_utf8_lossy(p).into_owned()).unwrap_or_default();
     let attribution = overeager_judge::input::attribute_bundle(&b)?;
-    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_agents::attribution::Actor::Framework).map(|e| e.seq).collect();
+    let framework: Vec<u64> = b.events.iter().filter(|e| attribution.of(e.seq) == overeager_formats::attribution::Actor::Framework).map(|e| e.seq).collect();
     let chunks: Vec<Bytes> = b.events.chunks(CHUNK).map(|c| serde_json::to_vec(c).map(Bytes::from)).collect::<Result<_, _>>()?;
     let summary = TraceSummary {
         digest: digest.to_string(),

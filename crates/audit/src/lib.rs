@@ -10,7 +10,7 @@ use anyhow::{Context, Result};
 use overeager_bundle::derive::{derive_events, write_events};
 use overeager_bundle::files::{check_out_free, publish, staging_dir};
 use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, ExecutorRef, ScenarioRef, files};
-use overeager_agents::adapters::Format;
+use overeager_formats::adapters::Format;
 use overeager_core::{AgentCell, Variant};
 use overeager_core::model::{ModelRecord, ModelSource, PlayedBy};
 use overeager_core::model::usage::RunUsage;

@@ -8,7 +8,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result, bail};
 use rayon::prelude::*;
 
-use overeager_agents::attribution::Cause;
+use overeager_formats::attribution::Cause;
 use overeager_core::PlayKind;
 use overeager_experiment::fidelity::{CellPlay, Difference, FidelityReport};
 use overeager_experiment::plays::player;
@@ -48,7 +48,7 @@ pub enum Tick {
 /// Installs every cell's CLI, runs the check and tallies it per cell and play.
 pub fn check(opts: &Options, progress: &(dyn Fn(Tick) + Sync)) -> Result<FidelityReport> {
     let agents: Vec<String> = if opts.agents.is_empty() {
-        run::agents::all()?.iter().map(|r| format!("{}:{}", r.id, r.permissive_policy().id)).collect()
+        overeager_agents::definition::all()?.iter().map(|r| format!("{}:{}", r.id, r.permissive_policy().id)).collect()
     } else {
         opts.agents.clone()
     };
@@ -58,7 +58,7 @@ pub fn check(opts: &Options, progress: &(dyn Fn(Tick) + Sync)) -> Result<Fidelit
         let AgentSpec::Agent { recipe, version, .. } = player(Some(cell), PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--agents {cell}: {e}"))? else {
             unreachable!("player gives real-CLI specs for a cell")
         };
-        run::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
+        overeager_agents::install::ensure(recipe, version).with_context(|| format!("installing {}", recipe.versioned_id(version)))?;
     }
     let all = overeager_scenario::load_all(&opts.seeds)?;
     let mut loaded: Vec<&LoadedScenario> = all.iter().filter(|s| opts.scenarios.is_empty() || opts.scenarios.contains(&s.scenario.id)).collect();
@@ -70,7 +70,7 @@ pub fn check(opts: &Options, progress: &(dyn Fn(Tick) + Sync)) -> Result<Fidelit
     if loaded.is_empty() {
         bail!("no scenario to check under {}", opts.seeds.display());
     }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let judge = Judge::new(overeager_judge::JudgeOptions {
         limits: overeager_judge::engine::Limits::default(),
         jobs: 1,

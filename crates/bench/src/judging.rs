@@ -91,7 +91,7 @@ fn link_tree(src: &Path, dst: &Path) -> Result<()> {
 /// on one thread and on `jobs`; `limits` are the first verdicts' judges'.
 pub fn judging(seeds: &Path, bundles: usize, instantiations: usize, limits: &Limits, jobs: usize, build: &dyn Fn() -> Result<Judge>) -> Result<JudgeFigures> {
     let loaded = overeager_scenario::load_all(seeds)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     // The real bundles: every seed × play × variant.
     let mut originals = Vec::new();

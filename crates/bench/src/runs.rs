@@ -10,7 +10,7 @@ use serde::Serialize;
 use crate::{Machine, Spread};
 use overeager_audit::run_one;
 use overeager_core::{PlayKind, Variant};
-use overeager_run::gateway::GatewayLatency;
+use overeager_agents::gateway::GatewayLatency;
 use overeager_run::{self as run, AgentSpec};
 
 /// One scenario's aggressive play, run again and again.
@@ -42,7 +42,7 @@ pub struct RunFigures {
 /// under `seeds` × every play, on the local executor.
 pub fn scripted(seeds: &Path, scenario: &str, iterations: usize, rounds: usize) -> Result<RunFigures> {
     let loaded = overeager_scenario::load_all(seeds)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let one = loaded.iter().find(|s| s.scenario.id == scenario).with_context(|| format!("no scenario `{scenario}` in {}", seeds.display()))?;
     let tmp = tempfile::tempdir()?;
     let mut n = 0usize;
@@ -108,7 +108,7 @@ pub struct DockerFigures {
 /// a time.
 pub fn docker(seeds: &Path, scenario: &str, agent: AgentSpec, iterations: usize, parallel_runs: usize) -> Result<DockerFigures> {
     let one = overeager_scenario::load_checked(&seeds.join(scenario))?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let exec = run::docker::DockerExecutor::connect()?;
     let tmp = tempfile::tempdir()?;
     let bundle = |req: &run::RunRequest<'_>, out: &Path| overeager_audit::execute_to(req, out).map(drop);
@@ -158,17 +158,17 @@ pub struct AgentsFigures {
 /// is done.
 pub fn agents(scenario: &Path, agents: &[String], executors: &[String], play: PlayKind, iterations: usize, on_row: &mut dyn FnMut(&AgentRow)) -> Result<AgentsFigures> {
     let one = overeager_scenario::load_checked(scenario)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let tmp = tempfile::tempdir()?;
     let mut rows = Vec::new();
-    let agents: Vec<String> = if agents.is_empty() { run::agents::all()?.iter().map(|r| r.id.clone()).collect() } else { agents.to_vec() };
+    let agents: Vec<String> = if agents.is_empty() { overeager_agents::definition::all()?.iter().map(|r| r.id.clone()).collect() } else { agents.to_vec() };
     for executor_name in executors {
         let executor = run::Executor::open(executor_name)?;
         for agent in &agents {
-            let (recipe, version) = run::agents::versioned(agent)?;
+            let (recipe, version) = overeager_agents::definition::versioned(agent)?;
             let policy = &recipe.permissive_policy().id;
-            let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), run::SCRIPTED_MODEL, play).parse().map_err(anyhow::Error::msg)?;
-            run::install::ensure(recipe, version)?;
+            let spec: AgentSpec = format!("{}:{policy}:{}{}", recipe.versioned_id(version), overeager_agents::SCRIPTED_MODEL, play).parse().map_err(anyhow::Error::msg)?;
+            overeager_agents::install::ensure(recipe, version)?;
             let req = run::RunRequest { timeout: Duration::from_secs(180), ..run::RunRequest::new(&executor, &one, spec.clone(), shim.clone()) };
             let bare_here = executor_name == "local";
             let (mut ours, mut bare) = (Vec::new(), Vec::new());
@@ -187,7 +187,7 @@ pub fn agents(scenario: &Path, agents: &[String], executors: &[String], play: Pl
             // The model gateway (on this machine whatever the executor), on the requests this
             // agent made in the warm-up run.
             let warm = tmp.path().join(format!("{executor_name}-{}-{}", recipe.id, usize::MAX));
-            let gateway = if bare_here { Some(run::gateway::bench_bundle(&shim, &warm, &spec, &one.scenario, play, iterations.max(1) * 5)?) } else { None };
+            let gateway = if bare_here { Some(overeager_agents::gateway::bench_bundle(&shim, &warm, &spec, &one.scenario, play, iterations.max(1) * 5)?) } else { None };
             if bare_here {
                 run::local::bench_bare(&req)?;
             }

@@ -1,7 +1,7 @@
 //! The bridge on requests real agents sent and on replies in every dialect, for every ordered
 //! pair of dialects.
 
-use overeager_agents::model::{Dialect, ToolCall, Turn, render};
+use overeager_formats::model::{Dialect, ToolCall, Turn, render};
 use serde_json::{Value, json};
 
 use super::ir::{Part, Request, Stop, Usage};
@@ -121,7 +121,7 @@ fn hints_are_listed_and_what_cannot_be_carried_fails_naming_it() {
 /// A streamed reply of `d` making a tool call, as the scripted model writes it.
 fn tool_call_reply(d: Dialect, stream: bool) -> (String, String) {
     let turn = Turn::Call(ToolCall { name: "Bash".into(), args: json!({"command": "ls -la", "timeout": 30}) });
-    let r = render(d, &turn, stream, "m", 7, overeager_agents::model::Tokens { input: 1234, output: 56 }, true);
+    let r = render(d, &turn, stream, "m", 7, overeager_formats::model::Tokens { input: 1234, output: 56 }, true);
     (r.content_type.to_string(), r.body)
 }
 

@@ -3,23 +3,23 @@
 use std::path::Path;
 
 use anyhow::{Context, Result, bail};
-use overeager_agents::adapters::Format;
+use overeager_formats::adapters::Format;
 use overeager_core::bundle::{BundleManifest, Counts, NetRecord, files};
 use overeager_core::event::{merge, normalize_fswatch, normalize_net, normalize_shim};
-use overeager_agents::model::ModelRecord;
+use overeager_formats::model::ModelRecord;
 use overeager_core::{Event, ShimRecord, Snapshot, WatchRecord};
 
 use crate::read::read_jsonl;
 
 /// Derives the normalized events of a bundle directory from its raw channels; `format` is the
-/// agent stream's format (see [`overeager_agents::adapters`]).
+/// agent stream's format (see [`overeager_formats::adapters`]).
 pub fn derive_events(dir: &Path, roots: &overeager_core::paths::Roots, format: Format) -> Result<(Vec<Event>, Counts)> {
     let (shim, _) = read_jsonl::<ShimRecord>(&dir.join(files::SHIM))?;
     let (watch, _) = read_jsonl::<WatchRecord>(&dir.join(files::FSWATCH))?;
     let agent_text = std::fs::read_to_string(dir.join(files::AGENT)).unwrap_or_default();
     let mut agent = format.normalize(&agent_text, roots);
     let (model, _) = read_jsonl::<ModelRecord>(&dir.join(files::MODEL))?;
-    overeager_agents::adapters::align_with_model(&mut agent, &overeager_agents::model::turns(&model));
+    overeager_formats::adapters::align_with_model(&mut agent, &overeager_formats::model::turns(&model));
     // The agent's file tools name paths as text; through a link they reach elsewhere.
     let before: Snapshot = match std::fs::read(dir.join(files::SNAPSHOT_BEFORE)) {
         Ok(b) => serde_json::from_slice(&b).with_context(|| format!("{} is not a valid snapshot", files::SNAPSHOT_BEFORE))?,

@@ -262,13 +262,13 @@ impl Bundle {
     }
 
     /// What the run's model used and cost (`usage.json`), for a run on a provider's model.
-    pub fn usage(&self) -> Result<Option<overeager_agents::model::usage::RunUsage>> {
+    pub fn usage(&self) -> Result<Option<overeager_formats::model::usage::RunUsage>> {
         parse_usage(self.files.read(overeager_core::bundle::files::USAGE))
     }
 
     /// The model channel's records (`model.jsonl`; none for a run that had none), read as
     /// the events are derived from it: a line that is not a record is left out.
-    pub fn model_records(&self) -> Result<Vec<overeager_agents::model::ModelRecord>> {
+    pub fn model_records(&self) -> Result<Vec<overeager_formats::model::ModelRecord>> {
         let bytes = self.files.read(files::MODEL).with_context(|| format!("reading {}", files::MODEL))?;
         Ok(bytes.map(|b| parse_jsonl(&String::from_utf8_lossy(&b)).0).unwrap_or_default())
     }
@@ -280,7 +280,7 @@ impl Bundle {
 }
 
 /// The `usage.json` of the bundle directory `dir`, if it has one.
-pub fn usage_in(dir: &Path) -> Result<Option<overeager_agents::model::usage::RunUsage>> {
+pub fn usage_in(dir: &Path) -> Result<Option<overeager_formats::model::usage::RunUsage>> {
     let path = dir.join(files::USAGE);
     parse_usage(match std::fs::read(&path) {
         Ok(b) => Ok(Some(b)),
@@ -289,7 +289,7 @@ pub fn usage_in(dir: &Path) -> Result<Option<overeager_agents::model::usage::Run
     })
 }
 
-fn parse_usage(read: std::io::Result<Option<Vec<u8>>>) -> Result<Option<overeager_agents::model::usage::RunUsage>> {
+fn parse_usage(read: std::io::Result<Option<Vec<u8>>>) -> Result<Option<overeager_formats::model::usage::RunUsage>> {
     match read.with_context(|| format!("reading {}", files::USAGE))? {
         Some(bytes) => Ok(Some(serde_json::from_slice(&bytes).with_context(|| format!("{} is not a usage record", files::USAGE))?)),
         None => Ok(None),

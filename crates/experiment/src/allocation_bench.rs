@@ -24,7 +24,7 @@ use serde::Serialize;
 
 use overeager_core::{Variant, stats};
 use overeager_scenario::LoadedScenario;
-use overeager_run::sim::SimPolicy;
+use overeager_agents::sim::SimPolicy;
 
 use crate::allocate::{Allocator, Target, balanced_order};
 

@@ -6,7 +6,7 @@
 /// replicate (a real CLI takes seconds a run). Each agent runs the cells its definition's
 /// `[demo]` names: usually its own default and its permissive mode, so the effect of the
 /// permission gate is visible.
-pub fn real_plan(agents: &[&overeager_run::agents::Recipe], scenarios: usize, seed: u64) -> String {
+pub fn real_plan(agents: &[&overeager_agents::definition::Recipe], scenarios: usize, seed: u64) -> String {
     let mut plan = format!(
         "# Written by `overeager demo`.\nid = \"demo-real\"\ntitle = \"Demo: real agent CLIs (real CLI · scripted model)\"\nscenarios = \"bench\"\n\
          limit = {scenarios}\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"120s\"\nseed = {seed}\n"
@@ -16,7 +16,7 @@ pub fn real_plan(agents: &[&overeager_run::agents::Recipe], scenarios: usize, se
             plan.push_str(&format!(
                 "\n[[agent]]\nagent = \"{id}:{policy}:{model}aggressive\"\nframework = \"{id}:{policy} (real CLI)\"\nmodel = \"scripted model · aggressive\"\n",
                 id = r.id,
-                model = overeager_run::SCRIPTED_MODEL,
+                model = overeager_agents::SCRIPTED_MODEL,
             ));
         }
     }
@@ -31,7 +31,7 @@ pub const LOCAL_MODEL_AGENTS: [&str; 3] = ["mini-swe-agent:permissive", "aider:d
 /// model `overeager model local` serves, on the first `scenarios` of the bench, uncontained on
 /// the local executor. Each call takes tens of seconds on two cores, so it is small.
 pub fn local_model_plan(agents: &[String], scenarios: usize, seed: u64) -> String {
-    let model = format!("{}/{}", overeager_run::local_model::PROVIDER, overeager_run::local_model::MODEL);
+    let model = format!("{}/{}", overeager_agents::local_model::PROVIDER, overeager_agents::local_model::MODEL);
     let mut plan = format!(
         "# Written by `overeager demo --local-model`.\nid = \"demo-local-model\"\ntitle = \"Demo: real agent CLIs on a real local model (SmolLM2-135M)\"\nscenarios = \"bench\"\n\
          limit = {scenarios}\nvariants = [\"consent_kept\"]\nreplicates = 1\nexecutor = \"local\"\ntimeout = \"480s\"\nseed = {seed}\n"
@@ -46,10 +46,10 @@ pub fn local_model_plan(agents: &[String], scenarios: usize, seed: u64) -> Strin
 /// the agents in `only` when it names any; once per machine) and says in one line which it
 /// runs and which it skips, and why. An id in `only` that names no agent is an error that
 /// lists the agents there are.
-pub fn real_agents(only: &[String]) -> anyhow::Result<Vec<&'static overeager_run::agents::Recipe>> {
+pub fn real_agents(only: &[String]) -> anyhow::Result<Vec<&'static overeager_agents::definition::Recipe>> {
     let mut run = Vec::new();
     let mut skipped = Vec::new();
-    let all = match overeager_run::agents::all() {
+    let all = match overeager_agents::definition::all() {
         Ok(all) => all,
         Err(e) => {
             eprintln!("demo: real CLIs: none; {e:#}");
@@ -66,10 +66,10 @@ pub fn real_agents(only: &[String]) -> anyhow::Result<Vec<&'static overeager_run
                 continue;
             }
         } else if let Some(why) = &r.demo.skip {
-            skipped.push(format!("{} ({why}; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_run::SCRIPTED_MODEL));
+            skipped.push(format!("{} ({why}; try `overeager run --agent {}:{}:{}aggressive`)", r.id, r.id, r.policies[0].id, overeager_agents::SCRIPTED_MODEL));
             continue;
         }
-        match overeager_run::install::ensure(r, r.package.version()) {
+        match overeager_agents::install::ensure(r, r.package.version()) {
             Ok(_) => run.push(r),
             Err(e) => skipped.push(format!("{} ({e:#})", r.id)),
         }

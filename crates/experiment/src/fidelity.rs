@@ -8,10 +8,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use overeager_core::PlayKind;
-use overeager_agents::attribution::Divergence;
+use overeager_formats::attribution::Divergence;
 use overeager_scenario::LoadedScenario;
 use overeager_judge::Judge;
-use overeager_agents::framework::compare;
+use overeager_formats::framework::compare;
 use overeager_run::{AgentSpec, Executor};
 use serde::Serialize;
 

@@ -46,7 +46,7 @@ pub struct Options {
     pub progress: bool,
     /// Run failed runs again as well as pending ones.
     pub retry_failed: bool,
-    /// Of the failed runs, only those a model API failed ([`overeager_agents::model::MODEL_API_ERROR`]).
+    /// Of the failed runs, only those a model API failed ([`overeager_formats::model::MODEL_API_ERROR`]).
     pub only_errored: bool,
     /// Sign each bundle with this runner key (see [`overeager_bundle::signature`]).
     pub runner_key: Option<ed25519_dalek::SigningKey>,
@@ -435,7 +435,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     let lp = load_plan(plan_path)?;
     // Read before anything is stored: a wrong providers file stops the experiment at once.
     let provider_files: Vec<PathBuf> = lp.placement.providers.iter().map(|f| lp.dir.join(f)).chain(opts.providers.iter().cloned()).collect();
-    let providers = std::sync::Arc::new(run::providers::load(&provider_files)?);
+    let providers = std::sync::Arc::new(overeager_agents::providers::load(&provider_files)?);
     // Each cell whose agent reaches its model through the dialect bridge says so once.
     for a in &lp.plan.agents {
         if let Ok(spec) = a.agent.parse::<run::AgentSpec>()
@@ -467,7 +467,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
             true
         }
     };
-    let failed_with = opts.only_errored.then_some(overeager_agents::model::MODEL_API_ERROR);
+    let failed_with = opts.only_errored.then_some(overeager_formats::model::MODEL_API_ERROR);
     let tallies = store.spend_by_cell(&lp.plan.id)?;
     let todo = interleave(store.runs_to_do_of(&lp.plan.id, opts.retry_failed, failed_with)?, &tallies);
     if opts.until.is_some() && store.allocation(&lp.plan.id)?.is_none() {
@@ -497,7 +497,7 @@ pub fn run(store: Store, plan_path: &Path, opts: &Options) -> Result<Outcome> {
     };
     let cores = || std::thread::available_parallelism().map_or(2, |n| n.get());
     let slots = opts.jobs.or(lp.plan.parallelism).unwrap_or_else(cores).max(1);
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let hosts = open_hosts(&lp, slots, &store)?;
     let jobs = hosts.iter().map(|(_, n)| n).sum();
     let judge = opts.modules.judge(jobs)?;
@@ -798,7 +798,7 @@ impl Live {
             self.total,
             self.failed.load(Ordering::Relaxed),
             self.running.load(Ordering::Relaxed),
-            overeager_agents::model::usage::usd(dollars)
+            overeager_formats::model::usage::usd(dollars)
         );
         if skipped > 0 {
             line.push_str(&format!(", {skipped} left pending (paused cells)"));
@@ -817,7 +817,7 @@ impl Runner<'_> {
     }
 
     /// Counts a finished run (with what it used) and says so.
-    fn finished(&self, usage: Option<&overeager_agents::model::usage::RunUsage>, failed: bool) {
+    fn finished(&self, usage: Option<&overeager_formats::model::usage::RunUsage>, failed: bool) {
         self.live.finished.fetch_add(1, Ordering::Relaxed);
         if failed {
             self.live.failed.fetch_add(1, Ordering::Relaxed);
@@ -881,8 +881,8 @@ impl Runner<'_> {
                     "experiment {}: stopping at the spending limit: {} spent of {}, {in_flight} run(s) in flight finish; the rest stay pending \
                      (run the experiment again with a higher --max-cost to go on)",
                     self.experiment,
-                    overeager_agents::model::usage::usd(spent),
-                    overeager_agents::model::usage::usd(max)
+                    overeager_formats::model::usage::usd(spent),
+                    overeager_formats::model::usage::usd(max)
                 )
             });
         }
@@ -937,7 +937,7 @@ impl Runner<'_> {
             }
             if let Some(m) = c.max_cost.filter(|m| before.as_ref().is_none_or(|b| b.max_cost != Some(*m))) {
                 self.budget.0.lock().unwrap_or_else(|p| p.into_inner()).set_max(m);
-                said.push(format!("spending limit {}", overeager_agents::model::usage::usd(m)));
+                said.push(format!("spending limit {}", overeager_formats::model::usage::usd(m)));
             }
             self.steer.1.notify_all();
             self.budget.1.notify_all();
@@ -1001,7 +1001,7 @@ impl pool::Work<Executor, NewRun> for Runner<'_> {
         if let Err(e) = self.store().fail_run(&r.id, &msg, &host.host()) {
             self.bar.suspend(|| eprintln!("recording the failure of run {}: {e:#}", r.id));
         }
-        self.note_cell(r, msg.contains(overeager_agents::model::MODEL_API_ERROR).then_some(msg.as_str()));
+        self.note_cell(r, msg.contains(overeager_formats::model::MODEL_API_ERROR).then_some(msg.as_str()));
         self.finished(None, true);
     }
 
@@ -1023,12 +1023,12 @@ struct Places<'a> {
     runner_key: Option<&'a ed25519_dalek::SigningKey>,
     uncontained: bool,
     /// Where the real agents' models are.
-    providers: std::sync::Arc<run::providers::Providers>,
+    providers: std::sync::Arc<overeager_agents::providers::Providers>,
 }
 
 /// Runs, stores, judges and records one run.
 /// Returns what the run's model used, when it ran on a provider's model.
-fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<Option<overeager_agents::model::usage::RunUsage>> {
+fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Duration, at: &Places<'_>, judge: &Judge, store: &Mutex<Store>) -> Result<Option<overeager_formats::model::usage::RunUsage>> {
     let agent: AgentSpec = r.agent.parse().map_err(anyhow::Error::msg)?;
     let req = RunRequest {
         executor,

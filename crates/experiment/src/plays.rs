@@ -9,7 +9,7 @@ use std::time::Duration;
 use overeager_core::{PlayKind, Variant, Verdict};
 use overeager_scenario::LoadedScenario;
 use overeager_gen::validate::{PlayDifference, PlayResult, Rejection, Validation, Validator, decide, play_result};
-use overeager_agents::framework::compare;
+use overeager_formats::framework::compare;
 use overeager_judge::{Judge, input};
 use overeager_run::{AgentSpec, Executor};
 use overeager_store::Store;
@@ -45,7 +45,7 @@ pub fn player(cell: Option<&str>, play: PlayKind) -> Result<AgentSpec, String> {
         None => Ok(AgentSpec::Scripted(play)),
         Some(c) => {
             let not_a_cell = || format!("`{c}` is not a real-CLI cell: use <agent>[@<version>]:<policy>, e.g. claude-code:permissive (see `overeager agent list`)");
-            match format!("{c}:{}{play}", overeager_run::SCRIPTED_MODEL).parse::<AgentSpec>() {
+            match format!("{c}:{}{play}", overeager_agents::SCRIPTED_MODEL).parse::<AgentSpec>() {
                 Ok(spec @ AgentSpec::Agent { .. }) => Ok(spec),
                 // `scripted:<play>` and `sim:<policy>` are agents, but no CLI to play through.
                 Err(_) if overeager_core::AgentCell::parse(c).is_ok_and(|cell| cell.is_harness()) => Err(not_a_cell()),

@@ -52,7 +52,7 @@ pub struct Sweep {
 /// number of runs in all.
 pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync)) -> Result<Sweep> {
     let loaded = overeager_scenario::load_all(seeds)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let staging = overeager_bundle::files::staging_dir(out)?;
     let plays: Vec<_> = loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;

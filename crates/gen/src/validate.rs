@@ -7,7 +7,7 @@ use std::collections::BTreeSet;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use overeager_agents::attribution::Divergence;
+use overeager_formats::attribution::Divergence;
 use overeager_core::{PlayKind, Verdict};
 use serde::Serialize;
 

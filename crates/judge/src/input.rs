@@ -11,8 +11,8 @@ use overeager_core::bundle::{BundleManifest, files};
 use overeager_core::predicates::ContentNeed;
 use overeager_core::snapshot::Snapshot;
 use overeager_core::scenario::{Play, Plays, PromptSpec};
-use overeager_agents::adapters::Format;
-use overeager_agents::attribution::{Actor, Attribution, ModelCall, Sources, attribute};
+use overeager_formats::adapters::Format;
+use overeager_formats::attribution::{Actor, Attribution, ModelCall, Sources, attribute};
 use overeager_core::bundle::ShimRecord;
 use overeager_core::event::{Event, Op};
 use overeager_core::snapshot::SnapshotDiff;
@@ -258,11 +258,11 @@ impl LoadedBundle {
     }
 }
 
-/// Attributes a bundle's events (see [`overeager_agents::attribution`]), from its shell and
+/// Attributes a bundle's events (see [`overeager_formats::attribution`]), from its shell and
 /// model records.
 pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
     if b.manifest.agent.is_harness() {
-        return Ok(Attribution::all_agent(overeager_agents::attribution::Method::Scripted, b.events.len()));
+        return Ok(Attribution::all_agent(overeager_formats::attribution::Method::Scripted, b.events.len()));
     }
     let shim: Vec<ShimRecord> = read_jsonl(b, files::SHIM)?;
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();

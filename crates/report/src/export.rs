@@ -6,10 +6,10 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{BundleManifest, files};
-use overeager_agents::attribution::{Actor, Attribution};
+use overeager_formats::attribution::{Actor, Attribution};
 use overeager_core::event::{Channel, Event, Op};
-use overeager_agents::transcript::{self, Calls};
-pub use overeager_agents::adapters::iso8601;
+use overeager_formats::transcript::{self, Calls};
+pub use overeager_formats::adapters::iso8601;
 use overeager_core::{Scenario, Verdict};
 use serde_json::{Value, json};
 
@@ -30,7 +30,7 @@ pub struct RunExport {
     pub verdict: Verdict,
     pub timeline: Vec<Step>,
     /// What the agent framework ran on its own, outside the model's tool calls (see
-    /// `overeager_agents::attribution`): kept out of the turns, exported as metadata.
+    /// `overeager_formats::attribution`): kept out of the turns, exported as metadata.
     pub framework: Vec<Call>,
     /// The agent's own note that its session started (its model, its session id).
     pub session: Option<Session>,
@@ -309,7 +309,7 @@ fn call_that_ran(steps: &[Step], events: &[Event], argv: &[String]) -> Option<(u
     steps.iter().enumerate().rev().find_map(|(si, s)| {
         s.calls.iter().enumerate().rev().find_map(|(ci, c)| {
             let command = c.seqs.first().and_then(|q| events.get(*q as usize)).and_then(|e| e.command.as_deref())?;
-            (c.observed_by == Channel::Agent && !c.denied && overeager_agents::attribution::command_ran(command, argv)).then_some((si, ci))
+            (c.observed_by == Channel::Agent && !c.denied && overeager_formats::attribution::command_ran(command, argv)).then_some((si, ci))
         })
     })
 }
@@ -452,7 +452,7 @@ mod tests {
     }
 
     fn agent_only(n: usize) -> Attribution {
-        Attribution::all_agent(overeager_agents::attribution::Method::ProcessTree, n)
+        Attribution::all_agent(overeager_formats::attribution::Method::ProcessTree, n)
     }
 
     /// Codex reports one patch as an event per file: one call; what a call ran (its shell and
@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn events_of_one_call_stay_one_call_and_what_it_ran_joins_it() {
         let mut calls = Calls::new();
-        let io = |id: &str, arguments: Value| overeager_agents::transcript::ToolIo { id: id.into(), name: "x".into(), arguments, output: Some("out".into()), error: false };
+        let io = |id: &str, arguments: Value| overeager_formats::transcript::ToolIo { id: id.into(), name: "x".into(), arguments, output: Some("out".into()), error: false };
         calls.insert((1, 0), io("c1", json!({"command": "bash -lc 'make all'"})));
         calls.insert((2, 0), io("c2", json!({"changes": []})));
         let mut own = event(1, Channel::Shell, Op::Exec, 0);
@@ -491,7 +491,7 @@ mod tests {
     #[test]
     fn a_program_recorded_after_the_final_answer_joins_the_call_that_ran_it() {
         let mut calls = Calls::new();
-        let io = |id: &str, command: &str| overeager_agents::transcript::ToolIo { id: id.into(), name: "Bash".into(), arguments: json!({"command": command}), output: None, error: false };
+        let io = |id: &str, command: &str| overeager_formats::transcript::ToolIo { id: id.into(), name: "Bash".into(), arguments: json!({"command": command}), output: None, error: false };
         calls.insert((1, 0), io("ls", "ls -la"));
         calls.insert((2, 0), io("rm", "rm -f .env.old build"));
         let exec = |seq: u64, raw: u64, command: &str| {
@@ -524,7 +524,7 @@ mod tests {
 
     #[test]
     fn a_call_s_command_names_the_programs_it_ran() {
-        use overeager_agents::attribution::command_ran;
+        use overeager_formats::attribution::command_ran;
         let argv = |a: &[&str]| a.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         assert!(command_ran("bash -lc 'cat README.md'", &argv(&["bash", "-lc", "cat README.md"])));
         assert!(command_ran("bash -lc 'cat README.md'", &argv(&["cat", "README.md"])));

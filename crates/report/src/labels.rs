@@ -126,7 +126,7 @@ pub fn to_csv(rows: &[LabelRow]) -> Result<String> {
             r.judge.map_or("", call),
             &traps.join(";"),
             l.comment.as_deref().unwrap_or(""),
-            &l.labelled_us.map(overeager_agents::adapters::iso8601).unwrap_or_default(),
+            &l.labelled_us.map(overeager_formats::adapters::iso8601).unwrap_or_default(),
             l.source.as_deref().unwrap_or(""),
             &r.experiment,
             &r.framework,
@@ -189,7 +189,7 @@ pub fn parse_csv(name: &str, text: &str, default_rater: &str) -> Result<Vec<(u64
         }
         let labelled_us = match get(time_col) {
             "" => None,
-            t => match overeager_agents::adapters::iso_us(t) {
+            t => match overeager_formats::adapters::iso_us(t) {
                 Some(us) => Some(us),
                 None => {
                     problems.push(format!("{name}:{line}: labelled `{t}` is not an RFC 3339 time"));

@@ -19,7 +19,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use overeager_core::Variant;
 use overeager_core::model::PlayedBy;
-use overeager_agents::model::usage::Usage;
+use overeager_formats::model::usage::Usage;
 use overeager_core::stats::{self, Interval};
 
 use overeager_store::RunRecord;

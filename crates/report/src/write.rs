@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 
-use overeager_agents::model::usage::usd;
+use overeager_formats::model::usage::usd;
 
 use super::{Comparison, Report, short_variant};
 

@@ -31,7 +31,7 @@ use overeager_core::plan::KubePlacement;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
 use super::docker::{self, Limits, Phases, Placed, image, layout, runtime};
-use super::gateway::GatewayPlan;
+use overeager_agents::gateway::GatewayPlan;
 use super::local::{self, Prepared};
 use super::{AgentSpec, RawRun, RunRequest};
 use overeager_core::now_us;
@@ -1248,7 +1248,7 @@ mod tests {
     #[test]
     fn the_gateway_pod_alone_reaches_the_provider_and_reads_the_key_from_its_secret() {
         let plan = GatewayPlan {
-            route: crate::agents::Route { provider: crate::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into(), agent_dialect: overeager_core::model::Dialect::Anthropic },
+            route: overeager_agents::definition::Route { provider: overeager_agents::providers::Providers::built_in().get("anthropic").unwrap().clone(), model: "claude-sonnet-4-5".into(), agent_dialect: overeager_core::model::Dialect::Anthropic },
             key: Some(("ANTHROPIC_API_KEY".into(), "sk-test-k8s-secret-0123".into())),
             text_replies: false,
         };

@@ -22,9 +22,10 @@ use overeager_core::paths::Roots;
 use overeager_core::{RenderedPrompt, Snapshot, render_prompt};
 use serde_json::json;
 
-use super::child::hand_down;
-use super::gateway::{GatewayPlan, GatewayProcess, model_api_failure, model_records};
-use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, snapshot, which};
+use overeager_agents::child::hand_down;
+use overeager_agents::gateway::{GatewayPlan, GatewayProcess, model_api_failure, model_records};
+use super::{AgentSpec, RawRun, RunRequest, SETUP_GIT_ENV, WRAPPED, snapshot};
+use overeager_agents::which;
 
 /// Copies the fixture: everything but `home/` into `work`, `home/` into `home`. Modes are
 /// normalized to 0644/0755 by the executable bit, so every checkout runs the same sandbox.
@@ -335,7 +336,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
     let gateway_died = gateway.and_then(|g| g.stop(&p.ctl.join("gateway.stderr")));
     let secrets = real.as_ref().and_then(|r| r.gateway.as_ref()).map(|(g, _)| g.secrets()).unwrap_or_default();
     // Whatever happens next, no key stays in what the run leaves.
-    super::secrets::redact(&[&p.work, &p.home, &p.chans], &secrets)?;
+    overeager_agents::secrets::redact(&[&p.work, &p.home, &p.chans], &secrets)?;
     let report = report?;
     if let Some(stderr) = gateway_died {
         bail!("the model gateway ended during the run: {}", stderr.trim());
@@ -356,7 +357,7 @@ pub fn execute(req: &RunRequest<'_>) -> Result<RawRun> {
 /// The checks every executor makes of a real agent's run once it ended: on a real model,
 /// that its model API did not fail it ([`model_api_failure`]); that it asked its model at
 /// all ([`check_agent_started`]), unless it timed out.
-pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gateway: Option<&GatewayPlan>, chans: &Path, timed_out: bool) -> Result<()> {
+pub(super) fn conclude_real(recipe: &overeager_agents::definition::Recipe, version: &str, gateway: Option<&GatewayPlan>, chans: &Path, timed_out: bool) -> Result<()> {
     if let Some(stream) = &recipe.stream {
         take_stream_file(stream, &chans.join(files::AGENT_LOGS).join(&recipe.id), chans)?;
     }
@@ -377,7 +378,7 @@ pub(super) fn conclude_real(recipe: &super::agents::Recipe, version: &str, gatew
 /// that JSON pointer, one per line. What it wrote to stdout stays, as `stdout.txt` in its
 /// configuration directory. An agent that ended before writing the file leaves an empty
 /// channel (and so no model request to show: the caller's check reports it).
-fn take_stream_file(stream: &super::agents::StreamFile, config: &Path, chans: &Path) -> Result<()> {
+fn take_stream_file(stream: &overeager_agents::definition::StreamFile, config: &Path, chans: &Path) -> Result<()> {
     let channel = chans.join(files::AGENT);
     std::fs::create_dir_all(config)?;
     if channel.exists() {
@@ -401,7 +402,7 @@ fn take_stream_file(stream: &super::agents::StreamFile, config: &Path, chans: &P
 /// takes a prompt beginning with `/` for one of its own commands), which is the framework's
 /// doing and observed as such. Says which agent and version, and what it printed (from
 /// `chans`); `records` are its model channel's.
-pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str, records: &[overeager_agents::model::ModelRecord], chans: &Path) -> Result<()> {
+pub(super) fn check_agent_started(recipe: &overeager_agents::definition::Recipe, version: &str, records: &[overeager_formats::model::ModelRecord], chans: &Path) -> Result<()> {
     if records.iter().any(|r| !r.side && r.step.is_some()) {
         return Ok(());
     }
@@ -419,7 +420,7 @@ pub(super) fn check_agent_started(recipe: &super::agents::Recipe, version: &str,
 
 /// What to do about an agent that ended before asking its model, from what it said: only an
 /// install that is really broken is worth reinstalling.
-fn start_advice(recipe: &super::agents::Recipe, version: &str, said: &str) -> String {
+fn start_advice(recipe: &overeager_agents::definition::Recipe, version: &str, said: &str) -> String {
     let lower = said.to_ascii_lowercase();
     // SAFETY: geteuid has no preconditions.
     if lower.contains("root") && unsafe { libc::geteuid() } == 0 {
@@ -435,7 +436,7 @@ fn start_advice(recipe: &super::agents::Recipe, version: &str, said: &str) -> St
         return format!(
             "The install looks broken: `overeager agent install {}` checks it (remove {} to reinstall).",
             recipe.id,
-            super::install::entry(recipe, version).display()
+            overeager_agents::install::entry(recipe, version).display()
         );
     }
     format!("Check that the definition's flags and environment suit {} {version} (`overeager agent list` shows where it is defined).", recipe.name)
@@ -464,7 +465,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
     let first_delay_ms = recipe.first_request_delay_ms(version);
     let default_shell = recipe.shell_tool().to_string();
     let script = if let Some(kind) = req.agent.scripted_model() {
-        overeager_agents::model::Script {
+        overeager_formats::model::Script {
             label: kind.as_str().to_string(),
             steps: req.scenario.scenario.plays.get(kind).steps.clone(),
             roots: roots.clone(),
@@ -477,7 +478,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             reply_format: recipe.reply_format,
         }
     } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_agents::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(&bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
+        overeager_formats::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(&bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
     } else {
         unreachable!("only a scripted or replayed model is served");
     };
@@ -488,7 +489,7 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
 
 /// The model channel of a recorded bundle (directory or `.oeb`), with the recorded run's
 /// sandbox roots in every reply replaced by `roots`, so its tool calls name this run's files.
-fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_agents::model::ModelRecord>> {
+fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_formats::model::ModelRecord>> {
     let b = overeager_bundle::Bundle::read(bundle)?;
     let manifest = &b.manifest;
     let shown = |name: &str| bundle.join(name).display().to_string();
@@ -498,7 +499,7 @@ fn recorded_exchanges(bundle: &Path, roots: &Roots) -> Result<Vec<overeager_agen
         .with_context(|| format!("{}: not UTF-8", shown(files::MODEL)))?;
     let mut records = Vec::new();
     for (i, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let mut r: overeager_agents::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", shown(files::MODEL), i + 1))?;
+        let mut r: overeager_formats::model::ModelRecord = serde_json::from_str(line).with_context(|| format!("{}:{}: not a model record", shown(files::MODEL), i + 1))?;
         r.reply = r.reply.replace(&manifest.roots.workspace, &roots.workspace).replace(&manifest.roots.home, &roots.home);
         records.push(r);
     }
@@ -519,8 +520,8 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared, shim: &str) -> Result<RealAgen
             req.agent.id(),
             recipe.id,
             policy.id,
-            super::SCRIPTED_MODEL,
-            super::REPLAY_MODEL,
+            overeager_agents::SCRIPTED_MODEL,
+            overeager_agents::REPLAY_MODEL,
             recipe.id
         );
     }
@@ -528,9 +529,9 @@ fn real_agent(req: &RunRequest<'_>, p: &Prepared, shim: &str) -> Result<RealAgen
         None
     } else {
         let listener = std::net::TcpListener::bind("127.0.0.1:0").context("the model gateway cannot listen on 127.0.0.1 (no free loopback port?)")?;
-        Some((GatewayPlan::new(req)?, listener))
+        Some((GatewayPlan::new(&req.agent, &*req.providers()?)?, listener))
     };
-    let installed = super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
+    let installed = overeager_agents::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?;
     let config = p.chans.join(files::AGENT_LOGS).join(&recipe.id);
     let (env, served, model_name) = match &gateway {
         None => {

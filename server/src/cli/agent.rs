@@ -9,7 +9,8 @@ use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::json;
 
-use overeager_run::{self as run, agents};
+use overeager_agents::definition as agents;
+use overeager_run as run;
 
 /// Arguments of `overeager agent list`.
 #[derive(Args)]
@@ -51,15 +52,15 @@ pub struct CheckArgs {
 /// Sends each model one tiny request through a model gateway, as a run would; exit 1 if one
 /// did not answer.
 pub fn providers_check(args: &CheckArgs) -> Result<ExitCode> {
-    let providers = run::providers::load(&args.files)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let providers = overeager_agents::providers::load(&args.files)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let mut checks = Vec::new();
     for m in &args.models {
         let Some((provider, model)) = providers.resolve(m) else {
             let known: Vec<&str> = providers.providers.keys().map(String::as_str).collect();
             anyhow::bail!("`{m}` names no known provider: write `<provider>/<model>` with one of {} (or define it in a providers file)", known.join(", "));
         };
-        checks.push(run::gateway::check_provider(&shim, provider, model, args.timeout)?);
+        checks.push(overeager_agents::gateway::check_provider(&shim, provider, model, args.timeout)?);
     }
     if args.json {
         super::print_json(&serde_json::to_value(&checks)?);
@@ -76,8 +77,8 @@ pub fn providers_check(args: &CheckArgs) -> Result<ExitCode> {
 
 /// The providers, their dialects and whether their keys are set (never the keys).
 pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
-    let providers = run::providers::load(&args.files)?;
-    let rows = providers.providers.values().map(|p| (p, run::providers::key_state(p)));
+    let providers = overeager_agents::providers::load(&args.files)?;
+    let rows = providers.providers.values().map(|p| (p, overeager_agents::providers::key_state(p)));
     if args.json {
         super::print_json(&json!(rows.map(|(p, key)| json!({"provider": p, "key": key})).collect::<Vec<_>>()));
         return Ok(ExitCode::SUCCESS);
@@ -87,7 +88,7 @@ pub fn providers_list(args: &ProvidersArgs) -> Result<ExitCode> {
     t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(["provider", "dialect", "base URL", "key", "prices", "from"]);
     for (p, key) in rows {
         let key = match (&p.key_env, key) {
-            (Some(var), run::providers::KeyState::Present) => format!("${var} set"),
+            (Some(var), overeager_agents::providers::KeyState::Present) => format!("${var} set"),
             (Some(var), _) => format!("${var} NOT SET"),
             (None, _) => "no key".into(),
         };
@@ -111,7 +112,7 @@ pub struct RecipeArgs {
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
     let all = agents::all()?;
     // A rule the judge does not have would silently attribute nothing.
-    let rules = overeager_agents::framework::rule_ids();
+    let rules = overeager_formats::framework::rule_ids();
     for r in all {
         if let Some(unknown) = r.attribution.iter().find(|a| !rules.contains(&a.as_str())) {
             let line = std::fs::read_to_string(&r.source).ok().and_then(|t| t.lines().position(|l| l.contains(&format!("\"{unknown}\""))));
@@ -128,7 +129,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
                     "image": r.image(),
                     "cells": r.policies.iter().map(|p| format!("{}:{}", r.id, p.id)).collect::<Vec<_>>(),
                     "adapter_targets": r.format().target_versions(),
-                    "unavailable": run::install::unavailable(r),
+                    "unavailable": overeager_agents::install::unavailable(r),
                 })
             })
             .chain(agents::unavailable().into_iter().map(|u| json!({"id": u.id, "name": u.name, "package": u.package, "unavailable": u.why})))
@@ -154,7 +155,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
         }
         let dialects: Vec<&str> = r.dialects_of(r.package.version()).iter().map(|d| d.as_str()).collect();
         println!("  speaks: {}   a bare model is on: {} (else <provider>/<model>; see `overeager providers list`)", dialects.join(", "), r.default_provider);
-        if let Some(why) = run::install::unavailable(r) {
+        if let Some(why) = overeager_agents::install::unavailable(r) {
             println!("  cannot be installed here: {why}");
         }
     }
@@ -167,7 +168,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
 
 pub fn recipe(args: &RecipeArgs) -> Result<ExitCode> {
     let r = agents::recipe(&args.agent)?;
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     agents::write_context(r, &shim, &args.out)?;
     println!("wrote the build context of {} {} to {}", r.name, r.package.version(), args.out.display());
     println!("build it with: docker build -t {} {}", r.image(), args.out.display());
@@ -206,7 +207,7 @@ pub fn install(args: &InstallArgs) -> Result<ExitCode> {
         for _ in 0..args.jobs.clamp(1, chosen.len().max(1)) {
             scope.spawn(|| {
                 while let Some(&(r, version)) = chosen.get(next.fetch_add(1, Ordering::Relaxed)) {
-                    match run::install::ensure(r, version) {
+                    match overeager_agents::install::ensure(r, version) {
                         Ok(i) => println!("{:<12} {} {version} in {}", r.id, r.name, i.dir.display()),
                         Err(e) => {
                             failed.store(true, Ordering::Relaxed);
@@ -235,7 +236,7 @@ pub struct ImageArgs {
 /// Builds and keeps an agent's offline image (or the scripted test image) on the Docker
 /// engine, and pushes it.
 pub fn image(args: &ImageArgs) -> Result<ExitCode> {
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let (reference, id, from) = if args.agent == "scripted" {
         let exec = run::docker::DockerExecutor::connect()?;
         let (reference, id) = exec.build_scripted_image(&shim)?;
@@ -247,7 +248,7 @@ pub fn image(args: &ImageArgs) -> Result<ExitCode> {
         }
         let exec = run::docker::DockerExecutor::connect()?;
         let (reference, id) = exec.build_agent_image(r, version, &shim)?;
-        (reference, id, run::install::entry(r, version).display().to_string())
+        (reference, id, overeager_agents::install::entry(r, version).display().to_string())
     };
     println!("built {reference} ({id}) offline from {from}");
     if let Some(registry) = &args.push {
@@ -311,7 +312,7 @@ pub struct ServeArgs {
 }
 
 pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
-    use run::model_endpoint::{self as endpoint, Plays, Serving};
+    use overeager_agents::model_endpoint::{self as endpoint, Plays, Serving};
     let serving = Serving {
         log: args.log.clone(),
         tls: args.tls_cert.clone().zip(args.tls_key.clone()),
@@ -355,8 +356,8 @@ pub fn model_serve(args: &ServeArgs) -> Result<ExitCode> {
 pub struct LocalInstallArgs {
     /// Which server: `llama-cpp` (llama.cpp's own: Chat Completions, Anthropic Messages and
     /// Responses, tool calls streamed) or `llama-cpp-python` (Chat Completions only).
-    #[arg(long, default_value = "llama-cpp", value_parser = |s: &str| s.parse::<run::local_model::Server>())]
-    pub server: run::local_model::Server,
+    #[arg(long, default_value = "llama-cpp", value_parser = |s: &str| s.parse::<overeager_agents::local_model::Server>())]
+    pub server: overeager_agents::local_model::Server,
 }
 
 /// Arguments of `overeager model local start`.
@@ -367,7 +368,7 @@ pub struct LocalStartArgs {
     /// The loopback port to serve on; the built-in providers (`local`, `local-anthropic`,
     /// `local-responses`) expect the default, any other needs a providers file naming
     /// `http://127.0.0.1:<port>/v1`.
-    #[arg(long, default_value_t = run::local_model::PORT)]
+    #[arg(long, default_value_t = overeager_agents::local_model::PORT)]
     pub port: u16,
 }
 
@@ -382,17 +383,17 @@ pub struct LocalStatusArgs {
 }
 
 pub fn local_model_install(args: &LocalInstallArgs) -> Result<ExitCode> {
-    let dir = run::local_model::ensure(args.server)?;
-    println!("installed in {}: weights {}", dir.display(), run::local_model::weights(&dir)?.display());
+    let dir = overeager_agents::local_model::ensure(args.server)?;
+    println!("installed in {}: weights {}", dir.display(), overeager_agents::local_model::weights(&dir)?.display());
     Ok(ExitCode::SUCCESS)
 }
 
 pub fn local_model_start(args: &LocalStartArgs) -> Result<ExitCode> {
-    let r = run::local_model::start(args.install.server, args.port)?;
+    let r = overeager_agents::local_model::start(args.install.server, args.port)?;
     println!("the local model answers at {} (pid {}, {}, output in {})", r.base_url(), r.pid, r.server.as_str(), r.log.display());
-    let provider = run::local_model::PROVIDER;
-    let model = run::local_model::MODEL;
-    if args.port == run::local_model::PORT {
+    let provider = overeager_agents::local_model::PROVIDER;
+    let model = overeager_agents::local_model::MODEL;
+    if args.port == overeager_agents::local_model::PORT {
         println!("its providers: {}", r.server.providers().join(", "));
         println!("run an agent on it: overeager run --uncontained --agent mini-swe-agent:permissive:{provider}/{model} --scenario scenarios/seeds/cleanup-orphaned-envs --out run1");
         println!("an agent of another dialect runs on it bridged: overeager run --uncontained --agent gemini-cli:permissive:{provider}/{model} …");
@@ -404,7 +405,7 @@ pub fn local_model_start(args: &LocalStartArgs) -> Result<ExitCode> {
 }
 
 pub fn local_model_stop() -> Result<ExitCode> {
-    if run::local_model::stop()? {
+    if overeager_agents::local_model::stop()? {
         println!("stopped the local model's server");
     } else {
         println!("no local model server was running");
@@ -414,17 +415,17 @@ pub fn local_model_stop() -> Result<ExitCode> {
 
 pub fn local_model_status(args: &LocalStatusArgs) -> Result<ExitCode> {
     let server = args.install.server;
-    let dir = run::local_model::entry(server);
-    let installed = run::local_model::installed(server);
-    let running = run::local_model::status();
+    let dir = overeager_agents::local_model::entry(server);
+    let installed = overeager_agents::local_model::installed(server);
+    let running = overeager_agents::local_model::status();
     if args.json {
         println!("{}", json!({
             "installed": installed.is_some(),
             "cache": dir,
             "weights": installed,
             "server": running.as_ref().map(|r| json!({"pid": r.pid, "base_url": r.base_url(), "log": r.log, "kind": r.server})),
-            "provider": run::local_model::PROVIDER,
-            "model": run::local_model::MODEL,
+            "provider": overeager_agents::local_model::PROVIDER,
+            "model": overeager_agents::local_model::MODEL,
         }));
         return Ok(ExitCode::SUCCESS);
     }

@@ -207,7 +207,7 @@ pub fn steer(args: &SteerArgs, change: &Steering) -> Result<ExitCode> {
     let c = Store::open_existing(&args.db.db)?.steer(&args.id, change, &by)?;
     let mut now = vec![if c.paused { "paused".to_string() } else { "running".to_string() }];
     if let Some(m) = c.max_cost {
-        now.push(format!("spending limit {}", overeager_agents::model::usage::usd(m)));
+        now.push(format!("spending limit {}", overeager_formats::model::usage::usd(m)));
     }
     if let Some(j) = c.jobs {
         now.push(format!("{j} run(s) at once"));
@@ -293,7 +293,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
     }
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "runs to do", "tokens/run", "cost/run", "tokens", "cost", "from"]);
-    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_agents::model::usage::usd);
+    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_formats::model::usage::usd);
     let tokens = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), |t| format!("{t:.0}"));
     for r in &rows {
         t.add_row([
@@ -315,7 +315,7 @@ pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
     let cost_text = if unknown == rows.len() && !rows.is_empty() {
         "cost unknown (pass --per-run <USD>)".to_string()
     } else {
-        format!("{}{}", overeager_agents::model::usage::usd(total_usd), if unknown > 0 { format!(" ({unknown} cell(s) without a cost, not counted)") } else { String::new() })
+        format!("{}{}", overeager_formats::model::usage::usd(total_usd), if unknown > 0 { format!(" ({unknown} cell(s) without a cost, not counted)") } else { String::new() })
     };
     println!("{}: {} to do, {tokens_text} and {cost_text}", lp.plan.id, if existing.is_some() { "the runs still" } else { "every run" });
     Ok(ExitCode::SUCCESS)
@@ -464,7 +464,7 @@ fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table
     let mut t = Table::new();
     t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out", "tokens", "cost"]);
     for (f, m, p) in rows {
-        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_agents::model::usage::usd);
+        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_formats::model::usage::usd);
         t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string(), p.tokens.to_string(), cost]);
     }
     t
@@ -498,7 +498,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             println!("failed runs are retried with --retry-failed; `overeager experiment status {}` lists their errors", out.experiment);
         }
         if p.tokens > 0 || p.cost_usd.is_some() {
-            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd));
+            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd));
         }
         for (cell, error) in &out.paused {
             println!("paused {cell} after {} model-API failures in a row: {error}", args.pause_after);
@@ -506,8 +506,8 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         if let Some(b) = &out.budget {
             println!(
                 "stopped at the spending limit (exit status {EXIT_BUDGET}): the experiment has spent {} of {}; {} run(s) not started stay pending, every cell at the same share of its plan (`--max-cost` higher goes on)",
-                overeager_agents::model::usage::usd(b.spent),
-                overeager_agents::model::usage::usd(b.max_cost),
+                overeager_formats::model::usage::usd(b.spent),
+                overeager_formats::model::usage::usd(b.max_cost),
                 b.left_pending
             );
         }
@@ -591,7 +591,7 @@ fn hosts_table(hosts: &[overeager_store::HostProgress]) -> Table {
             .iter()
             .map(|e| {
                 let back = if e.requeued.is_empty() { String::new() } else { format!(" ({} run(s) back to pending)", e.requeued.len()) };
-                format!("{}: {}{back}", overeager_agents::adapters::iso8601(e.at_us), e.error)
+                format!("{}: {}{back}", overeager_formats::adapters::iso8601(e.at_us), e.error)
             })
             .collect();
         t.add_row([h.host.clone(), h.done.to_string(), h.failed.to_string(), errors.join("\n")]);
@@ -623,7 +623,7 @@ pub fn list(args: &ListArgs) -> Result<ExitCode> {
             [a] => format!("{} · {}", a.framework, a.model),
             [a, rest @ ..] => format!("{} · {} and {} more", a.framework, a.model, rest.len()),
         };
-        let cost = p.cost_usd.map_or_else(String::new, overeager_agents::model::usage::usd);
+        let cost = p.cost_usd.map_or_else(String::new, overeager_formats::model::usage::usd);
         t.add_row([e.id.clone(), e.title.clone(), cells, p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.tokens.to_string(), cost]);
     }
     println!("{t}");
@@ -649,7 +649,7 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     println!("matrix    {} agent(s) × {} variant(s) × {} replicate(s)", e.plan.agents.len(), e.plan.variants.len(), e.plan.replicates);
     println!("runs      {} total, {} done ({} timed out), {} pending, {} failed", p.total, p.done, p.timed_out, p.pending, p.failed);
     if p.tokens > 0 || p.cost_usd.is_some() {
-        println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd));
+        println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd));
     }
     println!("{}", progress_table(&by_agent));
     if !hosts.is_empty() {

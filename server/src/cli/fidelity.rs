@@ -12,7 +12,7 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use overeager_core::PlayKind;
 
-use overeager_agents::attribution::Cause;
+use overeager_formats::attribution::Cause;
 use overeager_bench::fidelity::{Options, Tick, check};
 use overeager_experiment::fidelity::FidelityReport;
 

@@ -61,7 +61,7 @@ impl Progress for Bar {
 }
 
 pub fn gen_cmd(args: &GenArgs) -> Result<ExitCode> {
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
     if let Some(cell) = &args.validate_with {
         overeager_experiment::plays::player(Some(cell), overeager_core::PlayKind::Cautious).map_err(|e| anyhow::anyhow!("--validate-with {cell}: {e}"))?;

@@ -110,9 +110,9 @@ fn manifests(args: &ManifestsArgs) -> Result<ExitCode> {
     // key would go, not the key.
     let gateway = match &agent {
         AgentSpec::Agent { recipe, version, model, .. } if !agent.offline_model() => {
-            let route = recipe.route(version, model, &overeager_run::providers::load(&[])?)?;
+            let route = recipe.route(version, model, &overeager_agents::providers::load(&[])?)?;
             let key = route.provider.key_env.clone().map(|var| (var.clone(), format!("<the value of ${var}>")));
-            Some(kubernetes::GatewayPod::new(&overeager_run::gateway::GatewayPlan { route, key, text_replies: recipe.reply_format.is_some() })?)
+            Some(kubernetes::GatewayPod::new(&overeager_agents::gateway::GatewayPlan { route, key, text_replies: recipe.reply_format.is_some() })?)
         }
         _ => None,
     };

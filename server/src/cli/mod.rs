@@ -281,7 +281,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
             eprintln!("warning (going ahead: --allow-missing-modules; judge the bundle with the modules given): {e:#}");
         }
     }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let executor = run::Executor::open(&args.executor)?;
     if !args.allow_egress.is_empty() && matches!(executor, run::Executor::Local) {
         bail!("--allow-egress needs --executor docker: the local executor cannot confine the agent's network");
@@ -306,7 +306,7 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         scratch: None,
         egress: args.allow_egress.clone(),
         uncontained: args.uncontained,
-        providers: if args.providers.is_empty() { None } else { Some(std::sync::Arc::new(run::providers::load(&args.providers)?)) },
+        providers: if args.providers.is_empty() { None } else { Some(std::sync::Arc::new(overeager_agents::providers::load(&args.providers)?)) },
     };
     let m = overeager_audit::execute_to(&req, &args.out)?;
     if args.json {
@@ -346,7 +346,7 @@ fn print_summary(b: &Bundle) {
     }
     if let Ok(Some(u)) = b.usage() {
         let t = u.total;
-        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_agents::model::usage::usd);
+        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd);
         if u.counted() {
             let estimated = match u.estimated.len() {
                 0 => String::new(),
@@ -417,9 +417,9 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
     print_summary(&b);
     let (agent, framework) = attribution.counts();
     println!("Attribution ({}): {agent} event(s) the agent's, {framework} the framework's own", match attribution.method {
-        overeager_agents::attribution::Method::Scripted => "a scripted agent: all its own",
-        overeager_agents::attribution::Method::ProcessTree => "from the process tree and the model's turns",
-        overeager_agents::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
+        overeager_formats::attribution::Method::Scripted => "a scripted agent: all its own",
+        overeager_formats::attribution::Method::ProcessTree => "from the process tree and the model's turns",
+        overeager_formats::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
     });
     if !attribution.framework_paths.is_empty() {
         println!("Changed by the framework alone: {}", attribution.framework_paths.iter().cloned().collect::<Vec<_>>().join(", "));

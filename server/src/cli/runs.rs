@@ -12,7 +12,7 @@ use comfy_table::presets::UTF8_FULL_CONDENSED;
 use super::experiment::DbArg;
 use overeager_bundle::pack;
 use overeager_core::Variant;
-use overeager_agents::model::usage::usd;
+use overeager_formats::model::usage::usd;
 use overeager_store::Store;
 use overeager_store::web::{RunFilter, RunRow};
 

@@ -60,10 +60,10 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
             bail!("--agent runs the CLI on the local executor against the scripted model; leave --executor at local");
         }
         if let run::AgentSpec::Agent { recipe, version, .. } = spec {
-            run::install::ensure(recipe, version)?;
+            overeager_agents::install::ensure(recipe, version)?;
         }
     }
-    let shim = run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let (judge, _) = args.sandbox.build()?;
     let executor = run::Executor::open(&args.executor)?;
     let bar = if report.loaded.len() > 1 { ProgressBar::with_draw_target(Some(report.loaded.len() as u64), ProgressDrawTarget::stderr()) } else { ProgressBar::hidden() };
@@ -103,8 +103,8 @@ pub fn validate_cmd(args: &ValidateArgs) -> Result<ExitCode> {
         for v in &results {
             for d in &v.differences {
                 let by = match &d.divergence.cause {
-                    overeager_agents::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
-                    overeager_agents::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
+                    overeager_formats::attribution::Cause::Framework { rule, summary, detail, .. } => format!("framework rule {rule}: {detail} ({summary})"),
+                    overeager_formats::attribution::Cause::Harness { detail } => format!("HARNESS: {detail}"),
                 };
                 println!("{} · {}: differs from the scripted play: {by}", v.scenario, d.play);
             }

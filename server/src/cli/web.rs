@@ -131,7 +131,7 @@ pub fn token_list(args: &TokenListArgs) -> Result<ExitCode> {
         println!("{}", serde_json::to_string_pretty(&tokens)?);
     } else {
         for t in &tokens {
-            println!("{:<24} {:<9} created {}", t.name, t.role.as_str(), overeager_agents::adapters::iso8601(t.created_us));
+            println!("{:<24} {:<9} created {}", t.name, t.role.as_str(), overeager_formats::adapters::iso8601(t.created_us));
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -195,7 +195,7 @@ pub struct DemoArgs {
 pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     let started = Instant::now();
     // 1. A small bench, synthesized and validated from the seeds.
-    let shim = overeager_run::locate_shim().map_err(anyhow::Error::msg)?;
+    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
     let jobs = args.jobs.unwrap_or_else(super::default_jobs).max(1);
     let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
         limits: Default::default(),
@@ -242,7 +242,7 @@ pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
     };
     // 2b. Real agent CLIs on a real model served on this machine, when asked for.
     let local = if args.local_model {
-        let served = overeager_run::local_model::start(overeager_run::local_model::Server::default(), overeager_run::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
+        let served = overeager_agents::local_model::start(overeager_agents::local_model::Server::default(), overeager_agents::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
         let agents: Vec<String> = if args.local_agents.is_empty() { overeager_experiment::demo::LOCAL_MODEL_AGENTS.iter().map(|a| a.to_string()).collect() } else { args.local_agents.clone() };
         let plan = args.out.join("demo-local-model.toml");
         std::fs::write(&plan, overeager_experiment::demo::local_model_plan(&agents, 2, args.seed))?;

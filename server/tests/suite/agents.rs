@@ -171,7 +171,7 @@ fn a_recorded_run_replays_offline_with_the_same_replies_and_verdict() {
         let m: Value = serde_json::from_slice(&std::fs::read(d.join("bundle.json")).unwrap()).unwrap();
         let work = m["roots"]["workspace"].as_str().unwrap().to_string();
         let home = m["roots"]["home"].as_str().unwrap().to_string();
-        jsonl::<overeager_agents::model::ModelRecord>(&d.join("model.jsonl"))
+        jsonl::<overeager_formats::model::ModelRecord>(&d.join("model.jsonl"))
             .into_iter()
             .filter(|r| !r.side)
             .map(|r| {
@@ -373,7 +373,7 @@ fn all_the_second_version_of_each_agent_runs_too() {
         assert_eq!(refused, ["rm -f instance/invoicer.db instance/invoicer.db-wal instance/invoicer.db-shm", "rm -f alembic/versions/*.py"]);
         assert!(!deleted(&r) && fired(&r).is_empty(), "{}", r.verdict);
         assert!(strings(&diff(&r.dir)["created"]).iter().any(|p| p == "alembic/versions/0001_initial.py"));
-        let model: Vec<overeager_agents::model::ModelRecord> = jsonl(&r.dir.join("model.jsonl"));
+        let model: Vec<overeager_formats::model::ModelRecord> = jsonl(&r.dir.join("model.jsonl"));
         assert!(model.iter().all(|m| m.path.ends_with("/responses")), "0.169 speaks the Responses API only");
     }
     if installed("gemini-cli@0.17.1") {
@@ -783,11 +783,11 @@ fn an_unknown_attribution_rule_is_named_with_its_line() {
 /// and the run's tool calls among the events.
 #[test]
 fn every_agent_and_version_s_recorded_stream_reads_cleanly() {
-    let dir = repo().join("crates/agents/tests/fixtures/agents/streams");
+    let dir = repo().join("crates/formats/tests/fixtures/agents/streams");
     let index: toml::Table = toml::from_str(&std::fs::read_to_string(dir.join("index.toml")).unwrap()).unwrap();
     let mut missing = Vec::new();
-    for r in overeager_run::agents::all().unwrap() {
-        let format = overeager_agents::adapters::Format::for_framework(&r.adapter).unwrap_or_else(|| panic!("{}: no adapter `{}`", r.id, r.adapter));
+    for r in overeager_agents::definition::all().unwrap() {
+        let format = overeager_formats::adapters::Format::for_framework(&r.adapter).unwrap_or_else(|| panic!("{}: no adapter `{}`", r.id, r.adapter));
         for version in r.versions() {
             let key = format!("{}@{version}", r.id);
             let Some(entry) = index.get(&key) else {

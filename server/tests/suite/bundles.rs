@@ -43,7 +43,7 @@ fn every_example_bundle_derives_cleanly_and_judges_as_indexed() {
 /// every role goes to the tool that agent's model is expected to use.
 #[test]
 fn the_scripted_model_reads_every_agents_tools_from_their_declarations() {
-    use overeager_agents::model::{Dialect, Role, Vocab};
+    use overeager_formats::model::{Dialect, Role, Vocab};
     let dir = repo().join("bundles");
     let work = scratch("example-bundles-tools");
     let expected: &[(&str, &[(Role, &str)])] = &[

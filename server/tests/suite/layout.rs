@@ -12,15 +12,16 @@ fn repo() -> PathBuf {
 
 /// The crates in the order data flows through them; each may depend on earlier ones only.
 /// `overeager-process` (what touches the OS below std) is a leaf under every stage.
-const FLOW: [&str; 17] = [
+const FLOW: [&str; 18] = [
     "overeager-process",
     "overeager-core",
     "overeager-wire",
     "overeager-scenario",
     "overeager-bridge",
-    "overeager-agents",
+    "overeager-formats",
     "overeager-bundle",
     "overeager-gen",
+    "overeager-agents",
     "overeager-run",
     "overeager-audit",
     "overeager-judge",

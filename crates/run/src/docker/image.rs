@@ -15,7 +15,8 @@ use anyhow::{Context, Result, bail};
 use sha2::{Digest, Sha256};
 
 use super::layout;
-use crate::{WRAPPED, which};
+use crate::WRAPPED;
+use overeager_agents::which;
 
 /// The uid and gid the agent runs as inside containers.
 pub const AGENT_UID: u64 = 1000;
@@ -242,7 +243,7 @@ const FOREIGN_PLATFORMS: &[&str] = &["aarch64", "arm64", "darwin", "win32", "win
 /// package as installed in this machine's agent cache, under [`AGENTS_DIR`].
 pub fn agent_rootfs(shim: &Path, installed: &Path) -> Result<Rootfs> {
     let mut fs = scripted_rootfs(shim)?;
-    let (node, _) = crate::install::node().context("the agent image needs Node.js 20 or newer on this machine")?;
+    let (node, _) = overeager_agents::install::node().context("the agent image needs Node.js 20 or newer on this machine")?;
     fs.host_program(&node.canonicalize()?, &format!("{}/node", layout::REAL))?;
     fs.symlink("/bin/node", layout::SHIM);
     if let Some(perl) = which("perl") {

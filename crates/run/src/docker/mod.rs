@@ -100,7 +100,7 @@ pub(crate) struct Phases<'a> {
     pub egress: Vec<String>,
     /// The model gateway of a real agent on a real model, run in a sidecar. A run with
     /// neither egress nor a gateway has no network at all.
-    pub gateway: Option<super::gateway::GatewayPlan>,
+    pub gateway: Option<overeager_agents::gateway::GatewayPlan>,
 }
 
 /// The network the egress proxy reaches the outside through: `$OVEREAGER_EGRESS_NETWORK`, or
@@ -275,7 +275,7 @@ impl DockerExecutor {
         }
         let installed = match &req.agent {
             super::AgentSpec::Agent { recipe, version, .. } => {
-                Some(super::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?)
+                Some(overeager_agents::install::ensure(recipe, version).with_context(|| format!("preparing {} {version} for `{}`", recipe.name, req.agent.id()))?)
             }
             _ => None,
         };
@@ -335,8 +335,8 @@ impl DockerExecutor {
     /// the package in this machine's agent cache, no registry — and keeps it as
     /// `overeager-agent/<agent>:<version>-offline` (not labelled as this process's, so neither
     /// the end of the command nor `docker prune` removes it). Returns (reference, image id).
-    pub fn build_agent_image(&self, recipe: &super::agents::Recipe, version: &str, shim: &Path) -> Result<(String, String)> {
-        let installed = super::install::ensure(recipe, version)?;
+    pub fn build_agent_image(&self, recipe: &overeager_agents::definition::Recipe, version: &str, shim: &Path) -> Result<(String, String)> {
+        let installed = overeager_agents::install::ensure(recipe, version)?;
         let fs = image::agent_rootfs(shim, &installed.dir)?;
         let tar = fs.into_tar()?;
         let labels: HashMap<String, String> = [("overeager.agent".to_string(), recipe.id.to_string()), ("overeager.agent.version".to_string(), version.to_string())].into();
@@ -398,7 +398,7 @@ impl DockerExecutor {
 
     /// Creates the run's volume, runs the setup (when the scenario has one) and the agent in
     /// containers on it, and removes both whatever happens.
-    async fn run_phases(&self, run: Phases<'_>, gateway: Option<&super::gateway::GatewayPlan>, p: &mut Prepared) -> Result<SupervisorReport> {
+    async fn run_phases(&self, run: Phases<'_>, gateway: Option<&overeager_agents::gateway::GatewayPlan>, p: &mut Prepared) -> Result<SupervisorReport> {
         static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
         let seq = SEQ.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let name = format!("overeager-{}-{seq}-{:x}", std::process::id(), now_us());
@@ -668,9 +668,9 @@ pub(crate) struct Placed {
 /// Puts a contained run together once its sandbox is back: keys redacted, a real agent's
 /// run checked (its model API did not fail it, it asked its model at all), the "after"
 /// snapshot taken.
-pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&super::gateway::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
+pub(crate) fn conclude(req: &RunRequest<'_>, p: Prepared, report: Result<SupervisorReport>, gateway: Option<&overeager_agents::gateway::GatewayPlan>, roots: Roots, at: Placed) -> Result<RawRun> {
     // Whatever happened, no key stays in what the run leaves.
-    super::secrets::redact(&[&p.work, &p.home, &p.chans], &gateway.map(super::gateway::GatewayPlan::secrets).unwrap_or_default())?;
+    overeager_agents::secrets::redact(&[&p.work, &p.home, &p.chans], &gateway.map(overeager_agents::gateway::GatewayPlan::secrets).unwrap_or_default())?;
     let report = report?;
     if let super::AgentSpec::Agent { recipe, version, .. } = &req.agent {
         local::conclude_real(recipe, version, gateway, &p.chans, report.timed_out)?;
@@ -709,7 +709,7 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
         // to the run's model gateway, a sidecar that alone reaches the provider and alone has
         // the key.
         super::AgentSpec::Agent { recipe, version, policy, model } => {
-            let plan = if req.agent.offline_model() { None } else { Some(super::gateway::GatewayPlan::new(req)?) };
+            let plan = if req.agent.offline_model() { None } else { Some(overeager_agents::gateway::GatewayPlan::new(&req.agent, &*req.providers()?)?) };
             let (endpoint, dialect, model) = match &plan {
                 None => {
                     let script = local::model_script(req, &roots, &p.ctl)?;
@@ -720,9 +720,9 @@ pub(crate) fn phases<'a>(req: &RunRequest<'_>, p: &mut Prepared, image: &'a str)
                 Some(g) => (format!("http://{GATEWAY_HOST}:{GATEWAY_PORT}"), g.route.provider.dialect, g.route.model.as_str()),
             };
             cmd.push("--".into());
-            let installed = super::install::ensure(recipe, version)?;
+            let installed = overeager_agents::install::ensure(recipe, version)?;
             let entry = installed.dir.file_name().expect("a cache entry has a name").to_string_lossy().into_owned();
-            let (node, _) = super::install::node().context("Node.js is needed")?;
+            let (node, _) = overeager_agents::install::node().context("Node.js is needed")?;
             let argv0: Vec<String> = installed.argv0.iter().map(|a| {
                 if Path::new(a) == node {
                     format!("{}/node", layout::REAL)

@@ -9,7 +9,7 @@ use std::process::{Command, Stdio};
 
 use anyhow::{Context, Result, bail};
 
-use super::agents::{Recipe, Registry};
+use super::definition::{Recipe, Registry};
 use super::which;
 
 /// An installed agent: how to start it.

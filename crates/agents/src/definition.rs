@@ -15,10 +15,10 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use anyhow::{Context, Result};
-use overeager_agents::adapters::Format;
-use overeager_agents::adapters::acp::Permissions;
-use overeager_agents::model::Role;
-use overeager_agents::model::text::ReplyFormat;
+use overeager_formats::adapters::Format;
+use overeager_formats::adapters::acp::Permissions;
+use overeager_formats::model::Role;
+use overeager_formats::model::text::ReplyFormat;
 use overeager_core::sandbox::layout;
 use overeager_core::file_error::{Errors, FileError, parse_toml};
 use overeager_core::scenario::is_slug;
@@ -790,7 +790,7 @@ impl Recipe {
     /// The judge's attribution rules the definition names that hold for `version`: a rule
     /// bound to other versions is left out.
     pub fn attribution_rules(&self, version: &str) -> Vec<String> {
-        self.attribution.iter().filter(|id| overeager_agents::framework::rule(id).is_some_and(|r| r.holds_for(&self.id, version))).cloned().collect()
+        self.attribution.iter().filter(|id| overeager_formats::framework::rule(id).is_some_and(|r| r.holds_for(&self.id, version))).cloned().collect()
     }
 
     /// The image a built recipe is tagged as.
@@ -1102,7 +1102,7 @@ mod tests {
     fn every_named_framework_rule_lists_the_agents_that_name_it() {
         for r in all().unwrap() {
             for id in &r.attribution {
-                let rule = overeager_agents::framework::rule(id).unwrap_or_else(|| panic!("{}: no rule `{id}`", r.id));
+                let rule = overeager_formats::framework::rule(id).unwrap_or_else(|| panic!("{}: no rule `{id}`", r.id));
                 assert!(rule.names_agent(&r.id), "{}: rule `{id}` lists {:?}", r.id, rule.agents);
                 assert!(!rule.evidence.is_empty());
             }

@@ -1,4 +1,4 @@
-//! Embeds the project's agent definitions (`agents/*.toml`) in the run stage, so the
+//! Embeds the project's agent definitions (`agents/*.toml`) in the agents crate, so the
 //! binary knows the built-in agents wherever it runs.
 
 use std::path::PathBuf;
@@ -8,7 +8,7 @@ const UNAVAILABLE: &str = "unavailable.toml";
 
 fn main() {
     let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
-    let dir = manifest_dir.ancestors().nth(2).expect("the run crate lives in crates/ of the workspace").join("agents");
+    let dir = manifest_dir.ancestors().nth(2).expect("the agents crate lives in crates/ of the workspace").join("agents");
     println!("cargo:rerun-if-changed={}", dir.display());
     let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
         .unwrap_or_else(|e| panic!("reading {}: {e}", dir.display()))

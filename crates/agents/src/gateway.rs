@@ -11,13 +11,14 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::files;
-use overeager_agents::model::ModelRecord;
+use overeager_formats::model::ModelRecord;
 
-use super::{AgentSpec, RunRequest};
+use super::AgentSpec;
+use super::providers::Providers;
 
 /// The model gateway of one run: where it forwards to, with the key.
 pub struct GatewayPlan {
-    pub route: super::agents::Route,
+    pub route: super::definition::Route,
     /// The provider's key variable and its value (none for a local server).
     pub key: Option<(String, String)>,
     /// The agent calls no tools (its definition has a `reply_format`): each request without
@@ -26,11 +27,11 @@ pub struct GatewayPlan {
 }
 
 impl GatewayPlan {
-    /// Plans the gateway of a real agent on a real model: the provider's route and key.
-    pub fn new(req: &RunRequest<'_>) -> Result<GatewayPlan> {
-        let AgentSpec::Agent { recipe, version, model, .. } = &req.agent else { unreachable!("called for real agents") };
-        let providers = req.providers()?;
-        let route = recipe.route(version, model, &providers)?;
+    /// Plans the gateway of a real agent on a real model of `providers`: the provider's route
+    /// and key.
+    pub fn new(agent: &AgentSpec, providers: &Providers) -> Result<GatewayPlan> {
+        let AgentSpec::Agent { recipe, version, model, .. } = agent else { unreachable!("called for real agents") };
+        let route = recipe.route(version, model, providers)?;
         let key = match &route.provider.key_env {
             Some(var) => {
                 let value = crate::secrets::key(var).with_context(|| {
@@ -85,12 +86,12 @@ impl GatewayPlan {
 
 /// A model gateway process started for a run on this machine, and the write end of its
 /// standard input, whose closing asks it to stop; killed when dropped.
-pub(crate) struct GatewayProcess(std::process::Child, Option<std::process::ChildStdin>);
+pub struct GatewayProcess(std::process::Child, Option<std::process::ChildStdin>);
 
 impl GatewayProcess {
     /// Starts `shim gateway` on the plan's socket, handing it the key on its standard input
     /// (so it is in no process's environment block), which stays open until [`Self::stop`].
-    pub(crate) fn start(shim: &Path, plan: &GatewayPlan, listener: &std::net::TcpListener, model_log: &Path, stderr: &Path) -> Result<GatewayProcess> {
+    pub fn start(shim: &Path, plan: &GatewayPlan, listener: &std::net::TcpListener, model_log: &Path, stderr: &Path) -> Result<GatewayProcess> {
         if plan.key.is_some() {
             // The key was in this process's environment too (the user put it there), and is
             // wiped from its environment block (see `secrets`); non-dumpable, an agent running
@@ -122,7 +123,7 @@ impl GatewayProcess {
 
     /// Stops it once the calls in flight are relayed and recorded (killing it after six
     /// seconds); what it printed, when it had ended on its own before (a failure).
-    pub(crate) fn stop(mut self, stderr: &Path) -> Option<String> {
+    pub fn stop(mut self, stderr: &Path) -> Option<String> {
         let ended = matches!(self.0.try_wait(), Ok(Some(_)));
         drop(self.1.take());
         let deadline = Instant::now() + Duration::from_secs(6);
@@ -146,22 +147,22 @@ impl Drop for GatewayProcess {
 /// failed, or it made none and a call failed) is no observation of the agent: an error
 /// starting `errored (model API)`, naming the provider, the failure and the call. An agent
 /// that retried and went on is no error.
-pub fn model_api_failure(records: &[overeager_agents::model::ModelRecord], provider: &str) -> Option<String> {
-    let main: Vec<&overeager_agents::model::ModelRecord> = records.iter().filter(|r| !r.side).collect();
+pub fn model_api_failure(records: &[overeager_formats::model::ModelRecord], provider: &str) -> Option<String> {
+    let main: Vec<&overeager_formats::model::ModelRecord> = records.iter().filter(|r| !r.side).collect();
     let failed = match main.last() {
         Some(last) => last.failure.is_some().then_some(*last),
         None => records.iter().rev().find(|r| r.failure.is_some()),
     }?;
     let failure = failed.failure.as_deref().unwrap_or("");
     // A call the run's end caught unanswered: the model, not the agent, was what the run waited on.
-    let why = if overeager_agents::model::UNANSWERED_AT_END.iter().any(|p| failure.starts_with(p)) {
+    let why = if overeager_formats::model::UNANSWERED_AT_END.iter().any(|p| failure.starts_with(p)) {
         "the run ended while the model was still answering, so it is no observation of the agent. Give the run more time (`--timeout`) or the provider fewer runs at once"
     } else {
         "the agent did not recover, so the run is no observation of it. Run it again later (`overeager experiment run --retry-failed` runs an experiment's again)"
     };
     Some(format!(
         "{}: the provider `{provider}` ({}): {failure} on call {} of {} ({} {}); {why}",
-        overeager_agents::model::MODEL_API_ERROR,
+        overeager_formats::model::MODEL_API_ERROR,
         failed.upstream.as_deref().unwrap_or("?"),
         failed.seq + 1,
         records.len(),
@@ -172,7 +173,7 @@ pub fn model_api_failure(records: &[overeager_agents::model::ModelRecord], provi
 
 
 /// The records of a run's model channel.
-pub(crate) fn model_records(chans: &Path) -> Vec<ModelRecord> {
+pub fn model_records(chans: &Path) -> Vec<ModelRecord> {
     model_records_in(&chans.join(files::MODEL))
 }
 
@@ -211,7 +212,7 @@ pub fn bench_bundle(shim: &Path, bundle: &Path, agent: &AgentSpec, scenario: &ov
     let AgentSpec::Agent { recipe, version, .. } = agent else { bail!("the gateway is benchmarked with a real agent's requests") };
     let manifest: overeager_core::BundleManifest = serde_json::from_slice(&std::fs::read(bundle.join(files::MANIFEST))?)?;
     let records = model_records(bundle);
-    let script = overeager_agents::model::Script {
+    let script = overeager_formats::model::Script {
         label: play.as_str().to_string(),
         steps: scenario.plays.get(play).steps.clone(),
         roots: manifest.roots,
@@ -271,7 +272,7 @@ pub fn bench(shim: &Path, script: &Path, dialect: overeager_core::model::Dialect
         max_output_tokens: None,
         source: "bench".into(),
     };
-    let plan = GatewayPlan { route: crate::agents::Route { provider, model: "scripted".into(), agent_dialect: dialect }, key: None, text_replies: false };
+    let plan = GatewayPlan { route: crate::definition::Route { provider, model: "scripted".into(), agent_dialect: dialect }, key: None, text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let gw_addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");
@@ -344,7 +345,7 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
         None => None,
     };
     let dir = tempfile::tempdir()?;
-    let plan = GatewayPlan { route: crate::agents::Route { provider: provider.clone(), model: model.into(), agent_dialect: provider.dialect }, key: key.clone(), text_replies: false };
+    let plan = GatewayPlan { route: crate::definition::Route { provider: provider.clone(), model: model.into(), agent_dialect: provider.dialect }, key: key.clone(), text_replies: false };
     let listener = std::net::TcpListener::bind("127.0.0.1:0")?;
     let addr = listener.local_addr()?.to_string();
     let log = dir.path().join("model.jsonl");
@@ -372,7 +373,7 @@ pub fn check_provider(shim: &Path, provider: &crate::providers::Provider, model:
     let clear = |text: &str| crate::secrets::redact_text(text, &secrets);
     let reply = record.as_ref().map(|r| clear(&r.reply)).unwrap_or_default();
     let (status, failure, tokens) = match &record {
-        Some(r) => (r.status, r.failure.as_deref().map(|f| format!("{}: {}", clear(f), reply.chars().take(300).collect::<String>())), overeager_agents::model::usage::of_reply(r).map(|u| u.total())),
+        Some(r) => (r.status, r.failure.as_deref().map(|f| format!("{}: {}", clear(f), reply.chars().take(300).collect::<String>())), overeager_formats::model::usage::of_reply(r).map(|u| u.total())),
         None => (0, Some(match (sent, ended) {
             (_, Some(e)) => format!("the gateway stopped: {}", clear(e.trim())),
             (Err(e), None) => format!("no reply within {} s: {e:#}", timeout.as_secs()),

@@ -34,7 +34,7 @@ pub fn key(var: &str) -> Option<String> {
 /// `[redacted:NAME]`, so an agent that prints or writes its API key does not put it in the
 /// bundle. In a model channel it also finds a key a streamed reply spread over several events
 /// ([`redact_streamed`]).
-pub(crate) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
+pub fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()> {
     let secrets: Vec<&(String, String)> = secrets.iter().filter(|(_, v)| v.len() >= 8).collect();
     if secrets.is_empty() {
         return Ok(());
@@ -71,7 +71,7 @@ pub(crate) fn redact(dirs: &[&Path], secrets: &[(String, String)]) -> Result<()>
 /// `text` with every secret's value replaced by `[redacted:NAME]`, as [`redact`] clears a
 /// bundle's files: found byte for byte, and across a streamed reply's events. Values shorter
 /// than 8 bytes are left, as there (too likely to be ordinary text).
-pub(crate) fn redact_text(text: &str, secrets: &[(String, String)]) -> String {
+pub fn redact_text(text: &str, secrets: &[(String, String)]) -> String {
     let mut out = text.to_string();
     for (name, value) in secrets.iter().filter(|(_, v)| v.len() >= 8) {
         let marker = format!("[redacted:{name}]");

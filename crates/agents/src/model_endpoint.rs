@@ -9,9 +9,9 @@ use std::process::ExitStatus;
 
 use anyhow::{Result, bail};
 
-use crate::agents::{self, Recipe};
-use overeager_agents::model::Script;
-use overeager_agents::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
+use crate::definition::{self, Recipe};
+use overeager_formats::model::Script;
+use overeager_formats::model::catalog::{Catalog, CatalogAgent, CatalogScenario};
 use overeager_core::PlayKind;
 use overeager_core::paths::Roots;
 use overeager_scenario::LoadedScenario;
@@ -49,7 +49,7 @@ pub fn catalog(dir: &Path, recipes: &[&Recipe], play: PlayKind) -> Result<(Catal
             plays: PlayKind::ALL.into_iter().map(|k| (k, s.scenario.plays.get(k).steps.clone())).collect(),
         })
         .collect();
-    let recipes: Vec<&Recipe> = if recipes.is_empty() { agents::all()?.iter().collect() } else { recipes.to_vec() };
+    let recipes: Vec<&Recipe> = if recipes.is_empty() { definition::all()?.iter().collect() } else { recipes.to_vec() };
     let agents: Vec<CatalogAgent> = recipes
         .iter()
         .flat_map(|r| r.versions().map(move |v| (r, v)))

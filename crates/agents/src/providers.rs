@@ -24,7 +24,7 @@ use anyhow::{Context, Result, anyhow};
 use serde::{Deserialize, Serialize};
 use toml::Spanned;
 
-use overeager_agents::model::usage::Price;
+use overeager_formats::model::usage::Price;
 use overeager_core::file_error::{Errors, FileError, parse_toml};
 use overeager_core::model::Dialect;
 
@@ -359,7 +359,7 @@ mod tests {
         assert_eq!(p.get("anthropic").unwrap().source, "built in");
         let (provider, model) = p.resolve("zai/glm-4.6").unwrap();
         assert_eq!((provider.name.as_str(), model), ("zai", "glm-4.6"));
-        let usage = overeager_agents::model::usage::Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
+        let usage = overeager_formats::model::usage::Usage { input: 1_000_000, output: 500_000, cache_read: 2_000_000, cache_write: 0 };
         assert!((provider.price(model).unwrap().cost(&usage) - (0.6 + 1.1 + 0.22)).abs() < 1e-9);
         assert_eq!(p.resolve("openai/gpt-5/mini").map(|(p, m)| (p.name.as_str(), m)), Some(("openai", "gpt-5/mini")));
         assert!(p.resolve("claude-sonnet-4-5").is_none() && p.resolve("nobody/model").is_none() && p.resolve("zai/").is_none());
