@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use super::{ApiError, AppState};
 use overeager_store::board::{Benchmark, CellSubmission, DeclaredRun, Moved, Problem, ReceivedBundle, Rejudged, RunnerKey, SubmissionStatus, VerifyReport};
-use overeager_store::web::{Role, TokenOwner};
+use overeager_store::tokens::{Role, TokenOwner};
 use overeager_wire::board::{
     BenchmarkList, BenchmarkSummary, BundleReceived, Decided, OpenSubmission, Opened, RejudgedList, RejudgedSubmission, RunnerKeyRow, RunnerList, RunnerRevoked, SubmissionList,
     SubmissionSummary, Verified,

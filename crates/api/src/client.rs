@@ -10,7 +10,7 @@ use anyhow::{Context, Result, bail};
 use serde_json::{Value, json};
 
 use overeager_store::board::DeclaredRun;
-use overeager_store::web::RunFilter;
+use overeager_store::runs::RunFilter;
 use overeager_store::{Store, object_path_in};
 use overeager_wire::board::{OpenSubmission, Opened, Verified};
 

@@ -12,7 +12,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use overeager_report::labels::{label_report, label_report_until, to_csv};
 use overeager_store::labels::{Label, LabelScope};
-use overeager_store::web::Role;
+use overeager_store::tokens::Role;
 use overeager_wire::labels::{LabelBody, LabelDeleted, NewQueue, Whoami};
 use overeager_wire::queue::{QueueDoc, QueueDrawn, QueueEntry, QueueItem, QueueList, QueueProgress, RaterCall};
 use serde::Deserialize;

@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use super::{read, trace};
 use overeager_bundle::files::{check_out_free, staging_dir};
 use overeager_store::Store;
-use overeager_store::web::RunFilter;
+use overeager_store::runs::RunFilter;
 use overeager_wire::board::SubmissionList;
 use overeager_wire::predicates::{Registry, Upload};
 use overeager_wire::run::{BundleSubmissions, RunDoc, RunPage};

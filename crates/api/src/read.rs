@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::{ApiError, AppState, json_bytes, trace};
 use overeager_store::object_path_in;
-use overeager_store::web::RunFilter;
+use overeager_store::runs::RunFilter;
 use overeager_wire::experiment::ExperimentItem;
 use overeager_wire::predicates::{LoadedModule, PredicateSummary, Registry, Upload};
 use overeager_wire::report::TransferDoc;
@@ -291,7 +291,7 @@ pub async fn scenario(State(st): State<Arc<AppState>>, Path(key): Path<String>) 
 }
 
 /// The detail document of a scenario (shared with the static export).
-pub fn scenario_doc(detail: overeager_store::web::ScenarioDetail) -> ScenarioDoc {
+pub fn scenario_doc(detail: overeager_store::scenarios::ScenarioDetail) -> ScenarioDoc {
     let prompt = |v| {
         let p = overeager_core::render_prompt(&detail.scenario.prompt, v);
         PromptText { text: p.text, block: p.consent_block.map(|r| [r.start, r.end]) }
@@ -309,7 +309,7 @@ pub fn scenario_doc(detail: overeager_store::web::ScenarioDetail) -> ScenarioDoc
            ("limit" = Option<u32>, Query, description = "at most 5000, default 200"), ("offset" = Option<u32>, Query, description = "rows to skip"),
            ("after" = Option<i64>, Query, description = "the `next` cursor of the previous page")),
     responses((status = 200, description = "Matching runs and their total"), (status = 400, description = "A bad filter")))]
-pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<overeager_store::web::RunPage>> {
+pub async fn runs(State(st): State<Arc<AppState>>, Query(f): Query<RunFilter>) -> Api<Json<overeager_store::runs::RunPage>> {
     let page = st.read(|s| s.run_rows(&f)).map_err(|e| ApiError::bad(format!("{e:#}")))?;
     Ok(Json(page))
 }
@@ -557,7 +557,7 @@ pub fn loaded_modules(judge: &overeager_judge::Judge) -> Vec<LoadedModule> {
 /// Uploaded modules as they stand now: an approved module whose signing key was revoked (or
 /// left the trust store) since is `revoked` (or `untrusted`), with the reason; the judge no
 /// longer loads it.
-pub fn uploads_now(rows: Vec<overeager_store::web::PredicateRow>, trust: &overeager_judge::trust::TrustStore) -> Vec<Upload> {
+pub fn uploads_now(rows: Vec<overeager_store::predicates::PredicateRow>, trust: &overeager_judge::trust::TrustStore) -> Vec<Upload> {
     rows.into_iter()
         .map(|mut r| {
             let key = trust.get(&r.key_id);
@@ -587,7 +587,7 @@ pub async fn predicates(State(st): State<Arc<AppState>>) -> Api<Json<Registry>> 
 #[utoipa::path(get, path = endpoint::KEYS.path, security(("bearer" = [])),
     responses((status = 200, description = "Keys"), (status = 401, description = "No or unknown token"), (status = 403, description = "Not an admin token")))]
 pub async fn keys(State(st): State<Arc<AppState>>, headers: axum::http::HeaderMap) -> Api<Json<Value>> {
-    st.authorize(&headers, overeager_store::web::Role::Admin)?;
+    st.authorize(&headers, overeager_store::tokens::Role::Admin)?;
     let trust = super::load_trust(&st.config.trust)?;
     Ok(Json(json!({ "keys": trust.keys })))
 }

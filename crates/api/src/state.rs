@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use overeager_judge::trust::TrustStore;
 use overeager_judge::{Judge, JudgeOptions};
 use overeager_store::Store;
-use overeager_store::web::{Role, TokenOwner};
+use overeager_store::tokens::{Role, TokenOwner};
 
 use crate::limits::*;
 use crate::{ApiError, board, flight, reports, trace, write};
@@ -112,7 +112,7 @@ pub struct AppState {
     pub(crate) newest: Mutex<Option<(Instant, Option<String>)>>,
     /// The scenario list and the experiment list, recomputed when the store changed: under
     /// load they are asked for far more often than they change.
-    pub(crate) scenario_rows: Recent<Vec<overeager_store::web::ScenarioRow>>,
+    pub(crate) scenario_rows: Recent<Vec<overeager_store::scenarios::ScenarioRow>>,
     pub(crate) experiment_list: Recent<Vec<overeager_wire::experiment::ExperimentItem>>,
     /// Idle read-only connections.
     pub(crate) readers: Mutex<Vec<Store>>,
@@ -231,7 +231,7 @@ impl AppState {
     }
 
     /// The versions of what reports are computed from (see [`reports`]).
-    pub(crate) fn topic_versions(&self) -> Result<overeager_store::web::TopicVersions> {
+    pub(crate) fn topic_versions(&self) -> Result<overeager_store::versions::TopicVersions> {
         self.version
             .lock()
             .unwrap_or_else(|p| p.into_inner())

@@ -12,7 +12,8 @@ use overeager_core::Verdict;
 use overeager_core::bundle::files;
 
 use overeager_bundle::Bundle;
-use overeager_store::web::{RunRow, Submission};
+use overeager_store::runs::RunRow;
+use overeager_store::uploads::Submission;
 use overeager_wire::trace::{Conversation, TraceSummary};
 
 /// Events per chunk.

@@ -19,7 +19,9 @@ use serde_json::Value;
 use super::upload::{check_upload, incoming_dir, receive_stream};
 use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATURE_BYTES, SELF_TEST_BUNDLES};
 use overeager_judge::{Judge, JudgeOptions, input, sign};
-use overeager_store::web::{PredicateRow, Role, Submission};
+use overeager_store::predicates::PredicateRow;
+use overeager_store::tokens::Role;
+use overeager_store::uploads::Submission;
 use overeager_store::{Store, object_path_in, put_object_in};
 use overeager_wire::experiment::Steering;
 use overeager_wire::server::{BundleTaken, KeyRevoked, ProgressEvent, Started, TokenList, TokenRevoked};
@@ -277,7 +279,7 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Up
     Ok(Upload { file, digest, claimed })
 }
 
-fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &overeager_store::web::TokenOwner) -> Api<Submission> {
+fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &overeager_store::tokens::TokenOwner) -> Api<Submission> {
     let Upload { file: upload, digest, claimed } = upload;
     let checked = check_upload(st, upload.path(), &digest, |_| Ok(())).map_err(|r| ApiError::unprocessable(r.message))?;
     super::board::check_signer(st, checked.signer.as_ref(), who, &digest)?;

@@ -156,7 +156,7 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
         .map(|r| overeager_store::labels::Label { run: r.id, rater: "bench".into(), overeager: r.overeager.unwrap_or(false), traps: Default::default(), comment: None, labelled_us: None, source: Some("bench scale".into()) })
         .collect();
     store.put_labels(&labels)?;
-    let page = store.run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(200), ..Default::default() })?;
+    let page = store.run_rows(&overeager_store::runs::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(200), ..Default::default() })?;
     let run = page.runs.first().context("the scale store has runs")?;
     let bundle = run.bundle.clone().context("scale runs have a bundle")?;
     let after = page.next.map(|n| format!("&after={n}")).unwrap_or_default();
@@ -296,7 +296,7 @@ const MANY_RATERS: usize = 10_000;
 /// The bundle every run of the scale store points at.
 fn scale_bundle(db: &Path) -> Result<String> {
     let store = Store::open_existing(db)?;
-    let page = store.run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(1), ..Default::default() })?;
+    let page = store.run_rows(&overeager_store::runs::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(1), ..Default::default() })?;
     page.runs.first().and_then(|r| r.bundle.clone()).context("scale runs have a bundle")
 }
 
@@ -375,7 +375,7 @@ fn report_costs(db: &Path) -> Result<ReportCosts> {
     );
     let mut store = Store::open_existing(db)?;
     let run = store
-        .run_rows(&overeager_store::web::RunFilter {
+        .run_rows(&overeager_store::runs::RunFilter {
             experiment: Some(SCALE_EXPERIMENT.into()),
             limit: Some(1),
             ..Default::default()
@@ -424,7 +424,7 @@ fn many_raters(db: &Path, raters: usize) -> Result<ManyRaters> {
         Store::open_existing(db)?.vacuum_into(&partial)?;
         let mut store = Store::open_existing(&partial)?;
         let runs: Vec<String> = store
-            .run_rows(&overeager_store::web::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(2000), ..Default::default() })?
+            .run_rows(&overeager_store::runs::RunFilter { experiment: Some(SCALE_EXPERIMENT.into()), limit: Some(2000), ..Default::default() })?
             .runs
             .into_iter()
             .map(|r| r.id)

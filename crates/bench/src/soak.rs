@@ -21,7 +21,7 @@ use serde::Serialize;
 use overeager_core::stats::percentile;
 use overeager_experiment::synthetic::{SCALE_EXPERIMENT, build_store};
 use overeager_store::Store;
-use overeager_store::web::Role;
+use overeager_store::tokens::Role;
 
 /// What `soak` runs, and on what.
 #[derive(Debug, Clone)]

@@ -13,7 +13,7 @@ use overeager_formats::framework::compare;
 use overeager_judge::{Judge, input};
 use overeager_run::{AgentSpec, Executor};
 use overeager_store::Store;
-use overeager_store::web::{PlayOutcome, Validation as StoredValidation};
+use overeager_store::scenarios::{PlayOutcome, Validation as StoredValidation};
 
 /// The validator the generator is handed: plays run on `executor` with `shim`, judged by
 /// `judge`, through `cell` if one is named.

@@ -584,7 +584,7 @@ impl Store {
 
     /// The bundle `digest` as received for a submission, in the shape of a single submitted
     /// bundle (for the trace viewer).
-    pub fn cell_bundle_as_submission(&self, digest: &str) -> Result<Option<super::web::Submission>> {
+    pub fn cell_bundle_as_submission(&self, digest: &str) -> Result<Option<super::uploads::Submission>> {
         let row = self
             .conn
             .query_row(
@@ -597,7 +597,7 @@ impl Store {
             .optional()?;
         Ok(row.and_then(|(b, by, framework, model)| {
             let (m, v) = (b.manifest?, b.verdict?);
-            Some(super::web::Submission {
+            Some(super::uploads::Submission {
                 bundle: b.bundle,
                 run_id: m.run_id,
                 scenario_hash: m.scenario.hash,

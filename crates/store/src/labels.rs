@@ -21,7 +21,7 @@ use serde::Serialize;
 use crate::Store;
 
 pub use overeager_wire::labels::{Label, ReviewQueue, Stratum};
-use crate::web::{RUN_ROW_SQL, RunRow, run_row};
+use crate::runs::{RUN_ROW_SQL, RunRow, run_row};
 
 /// The most runs one review queue holds.
 pub const MAX_QUEUE: u32 = 2000;

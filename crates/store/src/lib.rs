@@ -25,8 +25,13 @@ pub use overeager_wire::experiment::Progress;
 
 pub mod board;
 pub mod labels;
+pub mod predicates;
+pub mod runs;
+pub mod scenarios;
 pub mod search;
-pub mod web;
+pub mod tokens;
+pub mod uploads;
+pub mod versions;
 
 /// Run counts of an experiment per (framework, model, status), with the timed-out ones.
 pub(crate) const PROGRESS_SQL: &str = "SELECT framework, model, status, COUNT(*), SUM(COALESCE(timed_out, 0)) FROM runs WHERE experiment = ?1
@@ -869,7 +874,7 @@ impl Store {
                 s.scenario.archetype,
                 serde_json::to_string(&s.scenario.axes)?,
                 serde_json::to_string(&s.scenario)?,
-                serde_json::to_string(&web::fixture_tree(&s.fixture())?)?
+                serde_json::to_string(&scenarios::fixture_tree(&s.fixture())?)?
             ],
         )?;
         Ok(())
@@ -1430,7 +1435,7 @@ mod tests {
         let db = dir.path().join("old.db");
         let (writer, admin) = {
             let mut s = Store::open(&db).unwrap();
-            let tokens = (s.create_token("w", web::Role::Writer).unwrap(), s.create_token("a", web::Role::Admin).unwrap());
+            let tokens = (s.create_token("w", tokens::Role::Writer).unwrap(), s.create_token("a", tokens::Role::Admin).unwrap());
             // Back to the schema before migration 9.
             let triggers: Vec<String> = {
                 let mut stmt = s
@@ -1464,11 +1469,11 @@ mod tests {
         };
         let mut s = Store::open(&db).unwrap();
         assert_eq!(s.schema_version().unwrap(), MIGRATIONS.len());
-        assert_eq!(s.token_owner(&writer).unwrap().unwrap().role, web::Role::Writer);
-        assert_eq!(s.token_owner(&admin).unwrap().unwrap().role, web::Role::Admin);
-        let r = s.create_token("r", web::Role::Reviewer).unwrap();
-        assert_eq!(s.token_owner(&r).unwrap().unwrap().role, web::Role::Reviewer);
-        assert!(web::Role::Reviewer < web::Role::Writer && web::Role::Writer < web::Role::Admin);
+        assert_eq!(s.token_owner(&writer).unwrap().unwrap().role, tokens::Role::Writer);
+        assert_eq!(s.token_owner(&admin).unwrap().unwrap().role, tokens::Role::Admin);
+        let r = s.create_token("r", tokens::Role::Reviewer).unwrap();
+        assert_eq!(s.token_owner(&r).unwrap().unwrap().role, tokens::Role::Reviewer);
+        assert!(tokens::Role::Reviewer < tokens::Role::Writer && tokens::Role::Writer < tokens::Role::Admin);
     }
 
     #[test]

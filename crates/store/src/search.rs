@@ -30,7 +30,7 @@ use rusqlite::{Transaction, params, params_from_iter};
 use serde::Serialize;
 
 use crate::Store;
-use crate::web::{RUN_ROW_SQL, run_row};
+use crate::runs::{RUN_ROW_SQL, run_row};
 
 pub use overeager_wire::run::{EventHit, RunHit};
 

@@ -14,7 +14,7 @@ use overeager_bundle::pack;
 use overeager_core::Variant;
 use overeager_formats::model::usage::usd;
 use overeager_store::Store;
-use overeager_store::web::{RunFilter, RunRow};
+use overeager_store::runs::{RunFilter, RunRow};
 
 /// Arguments of `overeager runs list`.
 #[derive(Args)]

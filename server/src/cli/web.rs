@@ -12,7 +12,7 @@ use clap::Args;
 use super::experiment::DbArg;
 use overeager_api::{self as api, AppState, Config};
 use overeager_store::Store;
-use overeager_store::web::Role;
+use overeager_store::tokens::Role;
 
 /// Where the server finds what it serves.
 #[derive(Args, Clone)]
