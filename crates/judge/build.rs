@@ -1,6 +1,7 @@
 //! Builds the standard predicate library (`predicates/std`) for `wasm32-unknown-unknown`,
 //! encodes it as a component and embeds it, with its sha256, in the judge (and so in the
-//! `overeager` binary): the judge trusts `std` by this digest, fixed when it is built.
+//! `overeager` binary): the judge trusts `std` by this digest, fixed when it is built. Also
+//! embeds the files a new predicate crate is given (`build/vendor.rs`).
 
 use std::env;
 use std::path::{Path, PathBuf};
@@ -11,6 +12,8 @@ use sha2::Digest;
 #[allow(dead_code)]
 #[path = "src/engine_config.rs"]
 mod engine_config;
+#[path = "build/vendor.rs"]
+mod vendor;
 
 fn main() {
     let manifest_dir = PathBuf::from(env::var("CARGO_MANIFEST_DIR").expect("cargo sets CARGO_MANIFEST_DIR"));
@@ -18,6 +21,7 @@ fn main() {
     for watched in ["predicates/std", "predicates/sdk", "predicates/wit", "core/src", "core/Cargo.toml", "Cargo.lock", "Cargo.toml"] {
         println!("cargo:rerun-if-changed={}", workspace.join(watched).display());
     }
+    println!("cargo:rerun-if-changed={}", manifest_dir.join("build").display());
     println!("cargo:rerun-if-env-changed=CARGO_TARGET_DIR");
 
     // A target directory of its own: the outer build holds the lock on the usual one.
@@ -57,6 +61,7 @@ fn main() {
         .find_map(|l| l.strip_prefix("version = \"").and_then(|v| v.strip_suffix('"')))
         .expect("predicates/std/Cargo.toml has its own `version = \"…\"`");
     println!("cargo:rustc-env=OVEREAGER_STD_VERSION={version}");
+    vendor::write(&workspace, &out_dir);
 }
 
 fn encode(core_module: &[u8]) -> anyhow::Result<Vec<u8>> {

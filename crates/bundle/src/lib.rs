@@ -9,6 +9,7 @@ pub mod files;
 pub mod keys;
 pub mod pack;
 pub mod read;
+pub mod show;
 pub mod signature;
 pub mod verify;
 

@@ -15,9 +15,11 @@ pub mod adaptive;
 pub mod allocate;
 pub mod allocation_bench;
 pub mod demo;
+pub mod estimate;
 pub mod fidelity;
 pub mod plays;
 pub mod rejudge;
+pub mod summary;
 pub mod sweep;
 pub mod synthetic;
 

@@ -7,11 +7,13 @@ use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use rayon::prelude::*;
 
 use overeager_audit::run_one;
 use overeager_core::bundle::BundleManifest;
 use overeager_core::{PlayKind, Variant, Verdict};
+use overeager_judge::verdicts;
 use overeager_run::{self as run, AgentSpec};
 
 /// One play of one scenario.
@@ -92,4 +94,63 @@ pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync
             .collect()
     });
     Ok(Sweep { scenarios: loaded.len(), rows, seconds })
+}
+
+impl Sweep {
+    /// A JSON object per run: its manifest's figures, the designed traps and the verdict, or why
+    /// it has none.
+    pub fn json_lines(&self) -> Vec<serde_json::Value> {
+        self.rows
+            .iter()
+            .map(|r| match (&r.result, &r.verdict) {
+                (Ok(m), Some(v)) => serde_json::json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "run_id": m.run_id, "exit": m.exit,
+                       "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts,
+                       "designed_traps": r.designed, "as_designed": r.as_designed(), "verdict": v}),
+                (Ok(_), None) => serde_json::json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "error": "the bundle could not be read back"}),
+                (Err(e), _) => serde_json::json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
+            })
+            .collect()
+    }
+
+    /// A table of the runs and what to do next, for a sweep written to `out`.
+    pub fn text(&self, out: &Path) -> String {
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["scenario", "play", "exit", "ms", "events", "traps fired (severity)", "sev. total", "task done", "as designed"]);
+        for r in &self.rows {
+            match (&r.result, &r.verdict) {
+                (Ok(m), Some(v)) => {
+                    t.add_row([
+                        r.scenario.clone(),
+                        r.play.to_string(),
+                        overeager_bundle::show::exit_text(m),
+                        m.duration_ms.to_string(),
+                        m.counts.events.to_string(),
+                        verdicts::traps_text(v),
+                        v.severity_total.to_string(),
+                        verdicts::tri(v.success).into(),
+                        if r.as_designed() { "yes".into() } else { format!("NO (designed: {})", if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") }) },
+                    ]);
+                }
+                (Ok(_), None) => {
+                    t.add_row([r.scenario.clone(), r.play.to_string(), "unreadable bundle".into()]);
+                }
+                (Err(e), _) => {
+                    let msg: String = format!("{e:#}").chars().take(80).collect();
+                    t.add_row([r.scenario.clone(), r.play.to_string(), "error".into(), msg]);
+                }
+            }
+        }
+        let overeager = self.rows.iter().filter_map(|r| r.verdict.as_ref()).filter(|v| v.overeager).count();
+        format!(
+            "{t}\n{} runs of {} scenarios in {:.1} s on the local executor; {overeager} overeager; verdicts by std {}; bundles in {}\n\
+             inspect one with: overeager bundle show {}\nre-judge them with: overeager judge {}\n",
+            self.rows.len(),
+            self.scenarios,
+            self.seconds,
+            &overeager_judge::STD_SHA256[..12],
+            out.display(),
+            out.join("cleanup-orphaned-envs/aggressive").display(),
+            out.display()
+        )
+    }
 }

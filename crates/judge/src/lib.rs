@@ -11,8 +11,10 @@
 pub mod engine;
 pub mod engine_config;
 pub mod input;
+pub mod scaffold;
 pub mod sign;
 pub mod trust;
+pub mod verdicts;
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};

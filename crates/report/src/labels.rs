@@ -3,14 +3,16 @@
 //! firings as the raters called them.
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 
 use anyhow::{Context, Result, bail};
+use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use overeager_core::stats;
 use overeager_store::labels::{Label, LabelRow, judged_pairs};
 
 pub use overeager_wire::report::{LabelReport, RaterPair, TrapAgreement};
 
-use crate::{CONFIDENCE, kappa_of, label_agreement, ratio};
+use crate::{CONFIDENCE, kappa_of, label_agreement, ratio, write};
 
 /// Raters the report shows against the judge: those with the most labels. A scope can hold any
 /// number (imports add them), and the answer must stay a page, not grow with the store.
@@ -228,6 +230,57 @@ fn unclosed_quote(text: &str) -> Option<u64> {
         }
     }
     open
+}
+
+
+/// The report as a terminal shows it: a table of raters against the judge, one of pairs of
+/// raters and one of traps, proportions written as the Markdown report and the web app write them.
+pub fn text(r: &LabelReport) -> String {
+    let mut s = String::new();
+    // Proportions as the report and the web app print them.
+    let o = |x: Option<f64>| x.map(write::pct).unwrap_or_else(|| "–".into());
+    let ci = |x: &Option<overeager_core::stats::Interval>| x.as_ref().map(|i| format!(" {}", write::ci(i.lo, i.hi))).unwrap_or_default();
+    let _ = writeln!(s, "{} label(s) of {} run(s){}", r.labels, r.runs, if r.unjudged > 0 { format!("; {} of runs not yet judged are left out", r.unjudged) } else { String::new() });
+    let _ = writeln!(s, "\neach rater against the rule judge ({:.0}% intervals):", r.confidence * 100.0);
+    let mut t = Table::new();
+    t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "runs", "κ [95% interval]", "both", "rater only", "judge only", "neither", "recall", "precision"]);
+    for l in &r.raters {
+        t.add_row([
+            l.rater.clone(),
+            l.n.to_string(),
+            write::kappa_text(l.kappa, l.kappa_ci, l.kappa_note.as_deref()),
+            l.both.to_string(),
+            l.human_only.to_string(),
+            l.judge_only.to_string(),
+            l.neither.to_string(),
+            format!("{}{}", o(l.recall), ci(&l.recall_ci)),
+            format!("{}{}", o(l.precision), ci(&l.precision_ci)),
+        ]);
+    }
+    let _ = writeln!(s, "{t}");
+    if r.raters_total > r.raters.len() as u64 {
+        let _ = writeln!(s, "(the {} raters with the most labels, of {})", r.raters.len(), r.raters_total);
+    }
+    if !r.pairs.is_empty() {
+        let among = if r.pairs_among < r.raters_total { format!(" (among the {} raters with the most labels)", r.pairs_among) } else { String::new() };
+        let _ = writeln!(s, "\nraters against each other, on the runs both labelled{among}:");
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ [95% interval]"]);
+        for p in &r.pairs {
+            t.add_row([p.a.clone(), p.b.clone(), p.n.to_string(), p.same.to_string(), write::kappa_text(p.kappa, p.kappa_ci, p.kappa_note.as_deref())]);
+        }
+        let _ = writeln!(s, "{t}");
+    }
+    if !r.traps.is_empty() {
+        let _ = writeln!(s, "\neach fired trap as the raters called it:");
+        let mut t = Table::new();
+        t.load_preset(UTF8_FULL_CONDENSED).set_header(["trap", "calls", "agree", "disagree", "share agreeing"]);
+        for x in &r.traps {
+            t.add_row([x.trap.clone(), x.calls.to_string(), x.agree.to_string(), x.disagree.to_string(), format!("{:.3}{}", x.share, ci(&x.share_ci))]);
+        }
+        let _ = writeln!(s, "{t}");
+    }
+    s
 }
 
 #[cfg(test)]

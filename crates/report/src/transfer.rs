@@ -24,6 +24,7 @@ use serde_json::Value;
 use overeager_store::{TransferCase, TransferRun};
 
 pub use overeager_wire::report::TransferRow;
+use overeager_wire::report::OwnTransfer;
 
 /// Severity levels AutoElicit uses.
 const SEVERITIES: [&str; 6] = ["none", "minimal", "low", "medium", "high", "critical"];
@@ -333,6 +334,34 @@ pub fn rows(cases: &[TransferCase], runs: &[TransferRun]) -> Vec<TransferRow> {
                 .map(|transfer| TransferRow { source, target, k: k as u32, incomplete_cases, transfer })
         })
         .collect()
+}
+
+
+/// AutoElicit's transfer rows and this tool's own (a source, the target cell's label and its
+/// transfer) as one table, rates with their 95% intervals.
+pub fn table(rows: &[TransferRow], own: &[(String, OwnTransfer)]) -> comfy_table::Table {
+    let mut t = comfy_table::Table::new();
+    t.load_preset(comfy_table::presets::UTF8_FULL_CONDENSED).set_header(["source", "target", "k", "cases", "transferred", "rate [95% CI]", "all safe", "all unsafe", "mixed"]);
+    let mut add = |source: &str, target: &str, k: u32, x: &stats::Transfer| {
+        t.add_row([
+            source.to_string(),
+            target.to_string(),
+            k.to_string(),
+            x.cases.to_string(),
+            x.transferred.to_string(),
+            format!("{:.1}% [{:.1}, {:.1}]", x.rate * 100.0, x.interval.lo * 100.0, x.interval.hi * 100.0),
+            x.all_safe.to_string(),
+            x.all_unsafe.to_string(),
+            x.mixed.to_string(),
+        ]);
+    };
+    for r in rows {
+        add(&r.source, &r.target, r.k, &r.transfer);
+    }
+    for (cell, o) in own {
+        add(&o.source, cell, o.replicates, &o.transfer);
+    }
+    t
 }
 
 #[cfg(test)]

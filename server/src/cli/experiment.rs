@@ -12,9 +12,9 @@ use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use serde_json::json;
 
 use super::print_json;
-use overeager_experiment::{self as experiment, Options};
+use overeager_experiment::{self as experiment, Options, summary};
 use overeager_wire::experiment::Steering;
-use overeager_report::{self as report, transfer, write};
+use overeager_report::{self as report, transfer};
 use overeager_store::Store;
 use overeager_store::labels::LabelScope;
 
@@ -238,86 +238,12 @@ pub struct EstimateArgs {
 /// experiment), times what a run of the same agent spec used before in this store (any
 /// experiment), or `--per-run`; the source of each figure is said.
 pub fn estimate(args: &EstimateArgs) -> Result<ExitCode> {
-    let lp = overeager_experiment::load_plan(&args.plan)?;
-    let store = if args.db.db.exists() { Some(Store::open_existing(&args.db.db)?) } else { None };
-    let existing = match &store {
-        Some(s) => s.experiment(&lp.plan.id)?.filter(|e| e.plan_hash == lp.hash),
-        None => None,
-    };
-    let per_cell = lp.scenarios.len() as u64 * lp.plan.variants.len() as u64 * lp.plan.replicates as u64;
-    let progress = match (&store, &existing) {
-        (Some(s), Some(e)) => s.progress_by_agent(&e.id)?,
-        _ => Vec::new(),
-    };
-    let mut rows = Vec::new();
-    let (mut total_usd, mut total_tokens, mut unknown, mut tokens_unknown) = (0.0, 0.0, 0usize, 0usize);
-    for a in &lp.plan.agents {
-        let (framework, model) = (a.framework.clone(), a.model.clone());
-        let todo = progress.iter().find(|(f, m, _)| (f, m) == (&framework, &model)).map_or(per_cell, |(_, _, p)| p.pending + p.failed);
-        let earlier = match &store {
-            Some(s) => Some(s.usage_of_agent(&a.agent)?),
-            None => None,
-        };
-        let (tokens, usd, source) = match earlier {
-            Some((n, tokens, priced, usd)) if n > 0 => {
-                let usd = (priced > 0).then_some(usd);
-                (Some(tokens), usd, format!("measured: mean of {n} earlier run(s) in this store"))
-            }
-            _ => match args.per_run {
-                Some(usd) => (None, Some(usd), "stated: --per-run".to_string()),
-                None => (None, None, "unknown: no earlier runs of this agent spec; pass --per-run <USD>".to_string()),
-            },
-        };
-        match usd {
-            Some(u) => total_usd += u * todo as f64,
-            None => unknown += 1,
-        }
-        match tokens {
-            Some(t) => total_tokens += t * todo as f64,
-            None => tokens_unknown += 1,
-        }
-        rows.push(json!({
-            "agent": a.agent, "framework": framework, "model": model, "runs": todo,
-            "tokens_per_run": tokens, "usd_per_run": usd,
-            "tokens": tokens.map(|t| (t * todo as f64).round()), "usd": usd.map(|u| u * todo as f64), "source": source,
-        }));
-    }
+    let e = experiment::estimate::estimate(&args.plan, &args.db.db, args.per_run)?;
     if args.json {
-        // A total of cells none of which has a figure is unknown, not zero.
-        let all_unknown = !rows.is_empty() && tokens_unknown == rows.len();
-        super::print_json(&json!({
-            "experiment": lp.plan.id, "resumed": existing.is_some(), "cells": rows, "usd": total_usd,
-            "tokens": (!all_unknown).then(|| total_tokens.round()), "cells_unknown": unknown, "cells_tokens_unknown": tokens_unknown,
-        }));
-        return Ok(ExitCode::SUCCESS);
-    }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "runs to do", "tokens/run", "cost/run", "tokens", "cost", "from"]);
-    let usd = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), overeager_formats::model::usage::usd);
-    let tokens = |v: &serde_json::Value| v.as_f64().map_or_else(|| "—".to_string(), |t| format!("{t:.0}"));
-    for r in &rows {
-        t.add_row([
-            format!("{} · {}", r["framework"].as_str().unwrap_or(""), r["model"].as_str().unwrap_or("")),
-            r["runs"].to_string(),
-            tokens(&r["tokens_per_run"]),
-            usd(&r["usd_per_run"]),
-            tokens(&r["tokens"]),
-            usd(&r["usd"]),
-            r["source"].as_str().unwrap_or("").to_string(),
-        ]);
-    }
-    println!("{t}");
-    let tokens_text = match tokens_unknown {
-        0 => format!("about {} tokens", total_tokens.round()),
-        n if n == rows.len() => "tokens unknown (no cell has run in this store)".to_string(),
-        n => format!("about {} tokens ({n} cell(s) without a measured figure, not counted)", total_tokens.round()),
-    };
-    let cost_text = if unknown == rows.len() && !rows.is_empty() {
-        "cost unknown (pass --per-run <USD>)".to_string()
+        print_json(&serde_json::to_value(&e)?);
     } else {
-        format!("{}{}", overeager_formats::model::usage::usd(total_usd), if unknown > 0 { format!(" ({unknown} cell(s) without a cost, not counted)") } else { String::new() })
-    };
-    println!("{}: {} to do, {tokens_text} and {cost_text}", lp.plan.id, if existing.is_some() { "the runs still" } else { "every run" });
+        print!("{e}");
+    }
     Ok(ExitCode::SUCCESS)
 }
 
@@ -460,16 +386,6 @@ pub struct BenchReportArgs {
     pub json: bool,
 }
 
-fn progress_table(rows: &[(String, String, overeager_store::Progress)]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["framework", "model", "runs", "done", "pending", "failed", "of which model API", "timed out", "tokens", "cost"]);
-    for (f, m, p) in rows {
-        let cost = p.cost_usd.map_or_else(|| "—".to_string(), overeager_formats::model::usage::usd);
-        t.add_row([f.clone(), m.clone(), p.total.to_string(), p.done.to_string(), p.pending.to_string(), p.failed.to_string(), p.model_api.to_string(), p.timed_out.to_string(), p.tokens.to_string(), cost]);
-    }
-    t
-}
-
 pub fn run(args: &RunArgs) -> Result<ExitCode> {
     let store = Store::open(&args.db.db)?;
     let opts = Options { jobs: args.jobs, progress: std::io::stderr().is_terminal() && !args.json, retry_failed: args.retry_failed, only_errored: args.only_errored, runner_key: args.runner_key.as_deref().map(overeager_bundle::keys::read_secret).transpose()?, modules: args.modules.set(), allow_missing_modules: args.allow_missing_modules, uncontained: args.uncontained, providers: args.providers.clone(), pause_after: (args.pause_after > 0).then_some(args.pause_after), max_cost: args.max_cost, per_run: args.per_run, until: args.until };
@@ -477,126 +393,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&serde_json::to_value(&out)?);
     } else {
-        let p = &out.progress;
-        println!(
-            "experiment {} ({}): {} run(s) executed in {:.1} s, {} failed; {}/{} done, {} pending, {} failed, {} timed out",
-            out.experiment,
-            if out.created { "created" } else { "resumed" },
-            out.executed,
-            out.seconds,
-            out.failed,
-            p.done,
-            p.total,
-            p.pending,
-            p.failed,
-            p.timed_out
-        );
-        if out.hosts.len() > 1 || out.hosts.iter().any(|h| !h.errors.is_empty()) {
-            println!("{}", hosts_table(&out.hosts));
-        }
-        if p.failed > 0 {
-            println!("failed runs are retried with --retry-failed; `overeager experiment status {}` lists their errors", out.experiment);
-        }
-        if p.tokens > 0 || p.cost_usd.is_some() {
-            println!("used {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd));
-        }
-        for (cell, error) in &out.paused {
-            println!("paused {cell} after {} model-API failures in a row: {error}", args.pause_after);
-        }
-        if let Some(b) = &out.budget {
-            println!(
-                "stopped at the spending limit (exit status {EXIT_BUDGET}): the experiment has spent {} of {}; {} run(s) not started stay pending, every cell at the same share of its plan (`--max-cost` higher goes on)",
-                overeager_formats::model::usage::usd(b.spent),
-                overeager_formats::model::usage::usd(b.max_cost),
-                b.left_pending
-            );
-        }
-        if let Some(a) = &out.allocation {
-            println!(
-                "adaptive allocation ({}, seed {}) to ±{:.1} pp: {} decision(s), {} by this run; {}",
-                a.rule,
-                a.seed,
-                100.0 * a.half_width,
-                a.decisions,
-                a.decided_now,
-                match (a.finished, a.cells.iter().filter(|c| !c.status.reached).count()) {
-                    (true, 0) => "every cell reached the target".to_string(),
-                    (true, n) => format!("{n} cell(s) took every unit of the plan short of the target (more replicates go further)"),
-                    (false, _) => "cells are short of the target: run it again to go on".to_string(),
-                }
-            );
-            println!("{}", allocation_table(&a.cells));
-            println!(
-                "reached: every variant's interval within ±{:.1} pp even at the end of its 50% interval nearest ½ (the stopping rule, stricter than the interval shown: a rate that looks low by chance does not stop its cell early)",
-                100.0 * a.half_width
-            );
-            for c in &a.cells {
-                let weights: Vec<String> = c.weights.iter().map(|(arch, plan, sample, w)| format!("{arch} {w:.2} ({} of the plan, {} of the units)", write::pct(*plan), write::pct(*sample))).collect();
-                if !weights.is_empty() {
-                    println!("archetype weights of {} · {}: {}", c.framework, c.model, weights.join(", "));
-                }
-            }
-        }
-        if out.left_pending > out.budget.as_ref().map_or(0, |b| b.left_pending) {
-            let why = if out.paused.is_empty() { "every engine failed (see above)" } else { "their cell was paused, or every engine failed (see above)" };
-            println!(
-                "{} run(s) left pending: {why}; `overeager experiment run {}{}` does them once the provider or engine answers",
-                out.left_pending - out.budget.as_ref().map_or(0, |b| b.left_pending),
-                args.plan.display(),
-                if p.failed > 0 { " --retry-failed" } else { "" }
-            );
-        }
+        print!("{}", out.summary(&args.plan, &opts));
     }
-    let stopped_by_budget = out.budget.as_ref().map_or(0, |b| b.left_pending);
-    Ok(if out.progress.failed > 0 || out.left_pending > stopped_by_budget {
-        ExitCode::FAILURE
-    } else if stopped_by_budget > 0 {
-        ExitCode::from(EXIT_BUDGET)
-    } else {
-        ExitCode::SUCCESS
-    })
-}
-
-/// Exit status of `experiment run` when the spending limit stopped it (and nothing failed).
-pub const EXIT_BUDGET: u8 = 5;
-
-/// Each cell of an adaptive experiment: units taken of those it has, and per variant the rate,
-/// its interval and the archetype-weighted rate.
-fn allocation_table(cells: &[overeager_experiment::adaptive::CellEstimate]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["cell", "units", "variant", "overeager", "rate (95% CI)", "archetype-weighted", "reached (rule below)"]);
-    for c in cells {
-        for v in &c.variants {
-            t.add_row([
-                format!("{} · {}", c.framework, c.model),
-                format!("{}/{}", c.status.units, c.status.available),
-                report::short_variant(v.variant).to_string(),
-                format!("{}/{}", v.k, v.n),
-                format!("{} {}", write::pct(v.rate), write::ci(v.ci.lo, v.ci.hi)),
-                write::pct(v.weighted_rate),
-                if c.status.reached { "yes".into() } else { "no".into() },
-            ]);
-        }
-    }
-    t
-}
-
-/// Runs per engine, with the errors of each.
-fn hosts_table(hosts: &[overeager_store::HostProgress]) -> Table {
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["host", "done", "failed", "errors"]);
-    for h in hosts {
-        let errors: Vec<String> = h
-            .errors
-            .iter()
-            .map(|e| {
-                let back = if e.requeued.is_empty() { String::new() } else { format!(" ({} run(s) back to pending)", e.requeued.len()) };
-                format!("{}: {}{back}", overeager_formats::adapters::iso8601(e.at_us), e.error)
-            })
-            .collect();
-        t.add_row([h.host.clone(), h.done.to_string(), h.failed.to_string(), errors.join("\n")]);
-    }
-    t
+    Ok(ExitCode::from(out.exit_status()))
 }
 
 pub fn list(args: &ListArgs) -> Result<ExitCode> {
@@ -651,9 +450,9 @@ pub fn status(args: &StatusArgs) -> Result<ExitCode> {
     if p.tokens > 0 || p.cost_usd.is_some() {
         println!("used      {} tokens, {}", p.tokens, p.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd));
     }
-    println!("{}", progress_table(&by_agent));
+    println!("{}", summary::progress_table(&by_agent));
     if !hosts.is_empty() {
-        println!("{}", hosts_table(&hosts));
+        println!("{}", summary::hosts_table(&hosts));
     }
     for (run, err) in &failures {
         println!("failed {run}: {err}");
@@ -756,49 +555,7 @@ pub fn labels_report(args: &LabelsReportArgs) -> Result<ExitCode> {
         print_json(&serde_json::to_value(&r)?);
         return Ok(ExitCode::SUCCESS);
     }
-    // Proportions as the report and the web app print them.
-    let o = |x: Option<f64>| x.map(write::pct).unwrap_or_else(|| "–".into());
-    let ci = |x: &Option<overeager_core::stats::Interval>| x.as_ref().map(|i| format!(" {}", write::ci(i.lo, i.hi))).unwrap_or_default();
-    println!("{} label(s) of {} run(s){}", r.labels, r.runs, if r.unjudged > 0 { format!("; {} of runs not yet judged are left out", r.unjudged) } else { String::new() });
-    println!("\neach rater against the rule judge ({:.0}% intervals):", r.confidence * 100.0);
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "runs", "κ [95% interval]", "both", "rater only", "judge only", "neither", "recall", "precision"]);
-    for l in &r.raters {
-        t.add_row([
-            l.rater.clone(),
-            l.n.to_string(),
-            write::kappa_text(l.kappa, l.kappa_ci, l.kappa_note.as_deref()),
-            l.both.to_string(),
-            l.human_only.to_string(),
-            l.judge_only.to_string(),
-            l.neither.to_string(),
-            format!("{}{}", o(l.recall), ci(&l.recall_ci)),
-            format!("{}{}", o(l.precision), ci(&l.precision_ci)),
-        ]);
-    }
-    println!("{t}");
-    if r.raters_total > r.raters.len() as u64 {
-        println!("(the {} raters with the most labels, of {})", r.raters.len(), r.raters_total);
-    }
-    if !r.pairs.is_empty() {
-        let among = if r.pairs_among < r.raters_total { format!(" (among the {} raters with the most labels)", r.pairs_among) } else { String::new() };
-        println!("\nraters against each other, on the runs both labelled{among}:");
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(["rater", "rater", "runs", "same call", "κ [95% interval]"]);
-        for p in &r.pairs {
-            t.add_row([p.a.clone(), p.b.clone(), p.n.to_string(), p.same.to_string(), write::kappa_text(p.kappa, p.kappa_ci, p.kappa_note.as_deref())]);
-        }
-        println!("{t}");
-    }
-    if !r.traps.is_empty() {
-        println!("\neach fired trap as the raters called it:");
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(["trap", "calls", "agree", "disagree", "share agreeing"]);
-        for x in &r.traps {
-            t.add_row([x.trap.clone(), x.calls.to_string(), x.agree.to_string(), x.disagree.to_string(), format!("{:.3}{}", x.share, ci(&x.share_ci))]);
-        }
-        println!("{t}");
-    }
+    print!("{}", report::labels::text(&r));
     Ok(ExitCode::SUCCESS)
 }
 
@@ -862,28 +619,7 @@ pub fn transfer_report(args: &TransferReportArgs) -> Result<ExitCode> {
             if args.experiment.is_none() { " or pass --experiment" } else { "" }
         );
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["source", "target", "k", "cases", "transferred", "rate [95% CI]", "all safe", "all unsafe", "mixed"]);
-    let mut add = |source: &str, target: &str, k: u32, x: &overeager_core::stats::Transfer| {
-        t.add_row([
-            source.to_string(),
-            target.to_string(),
-            k.to_string(),
-            x.cases.to_string(),
-            x.transferred.to_string(),
-            format!("{:.1}% [{:.1}, {:.1}]", x.rate * 100.0, x.interval.lo * 100.0, x.interval.hi * 100.0),
-            x.all_safe.to_string(),
-            x.all_unsafe.to_string(),
-            x.mixed.to_string(),
-        ]);
-    };
-    for r in &rows {
-        add(&r.source, &r.target, r.k, &r.transfer);
-    }
-    for (cell, o) in &own {
-        add(&o.source, cell, o.replicates, &o.transfer);
-    }
-    println!("{t}");
+    println!("{}", transfer::table(&rows, &own));
     for r in rows.iter().filter(|r| r.incomplete_cases > 0) {
         println!("note: {} → {}: {} case(s) have fewer than {} runs", r.source, r.target, r.incomplete_cases, r.k);
     }

@@ -6,15 +6,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
-use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
-use overeager_core::Verdict;
 use serde_json::json;
 
 use super::{default_jobs, print_json};
 use overeager_judge::engine::{Limits, default_cache_dir};
 use overeager_judge::trust::TrustStore;
-use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, input};
+use overeager_judge::{Judge, JudgeOptions, LoadReport, ModuleSet, Origin, input, verdicts};
 
 /// Exit status of `judge` when a verdict's outcome is incomplete (a check it needed has no
 /// answer) or a bundle could not be read.
@@ -158,54 +156,22 @@ fn compare_side(args: &JudgeArgs, which: &str) -> Result<(Judge, String)> {
     Ok((judge, label))
 }
 
-/// What a comparison looks at: the outcome, the traps that fired and the task's success.
-fn judged(v: &Result<Verdict, String>) -> serde_json::Value {
-    match v {
-        Ok(v) => json!({"outcome": v.outcome, "traps": v.traps.iter().map(|t| t.id.clone()).collect::<Vec<_>>(), "success": v.success, "std": v.modules.get(overeager_judge::STD_ID)}),
-        Err(e) => json!({"error": e}),
-    }
-}
-
 /// `overeager judge --compare OLD NEW`: the verdicts two std builds disagree on.
 fn compare_cmd(args: &JudgeArgs, paths: &[PathBuf]) -> Result<ExitCode> {
     let (old, old_label) = compare_side(args, &args.compare[0])?;
     let (new, new_label) = compare_side(args, &args.compare[1])?;
     let bar = progress(paths.len() * 2);
-    let before = judge_paths(&old, paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
-    let after = judge_paths(&new, paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
+    let changed = verdicts::compare(&old, &new, paths, args.sandbox.jobs, !args.allow_missing_modules, &|| bar.inc(1))?;
     bar.finish_and_clear();
-    let mut changed = Vec::new();
-    for ((p, a), b) in paths.iter().zip(&before).zip(&after) {
-        let (ja, jb) = (judged(a), judged(b));
-        let same = ja.get("outcome") == jb.get("outcome") && ja.get("traps") == jb.get("traps") && ja.get("success") == jb.get("success") && ja.get("error") == jb.get("error");
-        if !same {
-            let scenario = a.as_ref().or(b.as_ref()).map(|v| v.scenario.clone()).unwrap_or_default();
-            changed.push(json!({"bundle": p.display().to_string(), "scenario": scenario, "old": ja, "new": jb}));
-        }
-    }
     if args.json {
         print_json(&json!({"old": old_label, "new": new_label, "bundles": paths.len(), "changed": changed}));
     } else {
         println!("{} of {} verdicts change from {old_label} to {new_label}", changed.len(), paths.len());
         if !changed.is_empty() {
-            let mut t = Table::new();
-            t.load_preset(UTF8_FULL_CONDENSED).set_header(["bundle", "scenario", "old", "new"]);
-            let cell = |j: &serde_json::Value| match j.get("error") {
-                Some(e) => format!("unreadable: {e}"),
-                None => format!("{} [{}]", j["outcome"].as_str().unwrap_or(""), j["traps"].as_array().map(|a| a.iter().filter_map(|t| t.as_str()).collect::<Vec<_>>().join(", ")).unwrap_or_default()),
-            };
-            for c in &changed {
-                t.add_row([c["bundle"].as_str().unwrap_or("").to_string(), c["scenario"].as_str().unwrap_or("").to_string(), cell(&c["old"]), cell(&c["new"])]);
-            }
-            println!("{t}");
+            println!("{}", verdicts::changes_table(&changed));
         }
     }
     Ok(ExitCode::SUCCESS)
-}
-
-/// Judges bundles in parallel, counting them on `bar`; results come back in the order of `paths`.
-pub fn judge_paths(judge: &Judge, paths: &[PathBuf], jobs: usize, require_modules: bool, bar: &ProgressBar) -> Result<Vec<Result<Verdict, String>>> {
-    judge.judge_all(paths, jobs, require_modules, &|| bar.inc(1))
 }
 
 fn progress(n: usize) -> ProgressBar {
@@ -224,23 +190,6 @@ fn unreadable(bundle: &Path, error: &str) -> serde_json::Value {
            "errors": [{"site": "bundle", "id": "", "predicate": "", "message": error}]})
 }
 
-/// A short text for a fired-trap list.
-pub fn traps_text(v: &Verdict) -> String {
-    if v.traps.is_empty() {
-        return "-".into();
-    }
-    v.traps.iter().map(|t| format!("{} ({})", t.id, t.severity)).collect::<Vec<_>>().join(", ")
-}
-
-/// `yes`, `no` or `?`.
-pub fn tri(b: Option<bool>) -> &'static str {
-    match b {
-        Some(true) => "yes",
-        Some(false) => "no",
-        None => "?",
-    }
-}
-
 pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let paths = input::discover(&args.paths)?;
     if !args.compare.is_empty() {
@@ -249,7 +198,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
     let (judge, _) = args.sandbox.build()?;
     let bar = progress(paths.len());
     let started = Instant::now();
-    let results = judge_paths(&judge, &paths, args.sandbox.jobs, !args.allow_missing_modules, &bar)?;
+    let results = judge.judge_all(&paths, args.sandbox.jobs, !args.allow_missing_modules, &|| bar.inc(1))?;
     bar.finish_and_clear();
     // The summary and the exit status follow each verdict's outcome: a verdict decided though
     // a check had no answer (a trap fired) is that outcome, not incomplete.
@@ -268,33 +217,7 @@ pub fn judge_cmd(args: &JudgeArgs) -> Result<ExitCode> {
         }
         print!("{out}");
     } else {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(["bundle", "scenario", "agent", "variant", "overeager", "traps fired", "severity", "success", "errors"]);
-        for (p, r) in paths.iter().zip(&results) {
-            match r {
-                Ok(v) => {
-                    t.add_row([
-                        v.bundle.clone(),
-                        v.scenario.clone(),
-                        v.agent.clone(),
-                        v.variant.to_string(),
-                        match v.outcome {
-                            overeager_core::Outcome::Overeager => "YES".into(),
-                            overeager_core::Outcome::Clean => "no".into(),
-                            overeager_core::Outcome::Incomplete => "INCOMPLETE".into(),
-                        },
-                        traps_text(v),
-                        v.severity_total.to_string(),
-                        tri(v.success).into(),
-                        v.errors.len().to_string(),
-                    ]);
-                }
-                Err(e) => {
-                    t.add_row([p.display().to_string(), "unreadable".into(), e.chars().take(100).collect()]);
-                }
-            }
-        }
-        println!("{t}");
+        println!("{}", verdicts::table(&paths, &results));
         for v in results.iter().flatten() {
             for e in &v.errors {
                 println!("{}: {} {} ({}): {}", v.bundle, e.site, e.id, e.predicate, e.message);

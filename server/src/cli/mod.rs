@@ -26,7 +26,6 @@ use anyhow::{Result, bail};
 use clap::Args;
 use comfy_table::{Table, presets::UTF8_FULL_CONDENSED};
 use indicatif::{ProgressBar, ProgressStyle};
-use overeager_core::bundle::BundleManifest;
 use overeager_core::{Variant, render_prompt};
 use serde_json::json;
 
@@ -312,58 +311,9 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
     if args.json {
         print_json(&serde_json::to_value(&m)?);
     } else {
-        let b = Bundle::open(&args.out)?;
-        print_summary(&b);
+        print!("{}", Bundle::open(&args.out)?.summary());
     }
     Ok(if m.timed_out { ExitCode::from(3) } else { ExitCode::SUCCESS })
-}
-
-fn exit_text(m: &BundleManifest) -> String {
-    if m.timed_out {
-        "timeout".into()
-    } else if let Some(s) = m.exit.signal {
-        format!("signal {s}")
-    } else {
-        m.exit.code.map(|c| c.to_string()).unwrap_or_else(|| "?".into())
-    }
-}
-
-fn print_summary(b: &Bundle) {
-    let m = &b.manifest;
-    let d = b.diff();
-    println!("bundle    {}", b.dir.display());
-    if let Some(s) = &b.scenario {
-        println!("scenario  {} — {}", s.id, s.title);
-    }
-    println!("run       {} ({} on {}, {}, replicate {})", m.run_id, m.agent.id, m.scenario.id, m.variant, m.replicate);
-    println!("executor  {}   exit {}   {} ms", m.executor.kind, exit_text(m), m.duration_ms);
-    println!(
-        "channels  shell {}  agent {}  fswatch {}  → {} events",
-        m.counts.shell, m.counts.agent, m.counts.fswatch, m.counts.events
-    );
-    if m.channels.model || m.counts.unknown > 0 {
-        println!("agent     {} {}: {} model requests, {} unknown agent events", m.agent.framework, m.agent.version, m.counts.model, m.counts.unknown);
-    }
-    if let Ok(Some(u)) = b.usage() {
-        let t = u.total;
-        let cost = u.cost_usd.map_or_else(|| "no price known".to_string(), overeager_formats::model::usage::usd);
-        if u.counted() {
-            let estimated = match u.estimated.len() {
-                0 => String::new(),
-                n => format!(" ({n} of them counted here, estimated: the server reported no usage)"),
-            };
-            println!("model     {}/{}: {} tokens in ({} from cache, {} to cache), {} out over {} calls{estimated}; {cost}", u.provider, u.model, t.input + t.cache_read + t.cache_write, t.cache_read, t.cache_write, t.output, u.requests);
-        } else {
-            println!("model     {}/{}: {} calls, none answered; their token usage is unknown", u.provider, u.model, u.requests);
-        }
-    }
-    println!("played by {}", m.agent.played_by().label());
-    let list = |v: &[String]| if v.is_empty() { "-".to_string() } else { v.join(", ") };
-    println!("deleted   {}", list(&d.deleted));
-    println!("created   {}", list(&d.created));
-    println!("modified  {}", list(&d.modified));
-    let modes: Vec<String> = d.mode_changed.iter().map(|c| format!("{} {:o}→{:o}", c.path, c.before, c.after)).collect();
-    println!("modes     {}", list(&modes));
 }
 
 pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {
@@ -414,16 +364,7 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
         print_json(&json!({"manifest": b.manifest, "diff": b.diff(), "events": b.events, "disagreements": disagree, "attribution": attribution}));
         return Ok(ExitCode::SUCCESS);
     }
-    print_summary(&b);
-    let (agent, framework) = attribution.counts();
-    println!("Attribution ({}): {agent} event(s) the agent's, {framework} the framework's own", match attribution.method {
-        overeager_formats::attribution::Method::Scripted => "a scripted agent: all its own",
-        overeager_formats::attribution::Method::ProcessTree => "from the process tree and the model's turns",
-        overeager_formats::attribution::Method::Legacy => "no process chains recorded: all counted as the agent's",
-    });
-    if !attribution.framework_paths.is_empty() {
-        println!("Changed by the framework alone: {}", attribution.framework_paths.iter().cloned().collect::<Vec<_>>().join(", "));
-    }
+    print!("{}{}", b.summary(), overeager_bundle::show::attribution_text(&attribution));
     if !disagree.is_empty() {
         let mut t = Table::new();
         t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "access", "path", "who saw it"]);
@@ -433,26 +374,7 @@ pub fn bundle_show(path: &Path, as_json: bool, max_events: usize) -> Result<Exit
         }
         println!("Command lines and the file watcher disagree on {} access(es):\n{t}", disagree.len());
     }
-    let mut t = Table::new();
-    t.load_preset(UTF8_FULL_CONDENSED).set_header(["seq", "by", "channel", "op", "what", "exit"]);
-    for e in b.events.iter().take(max_events) {
-        let what = if let Some(argv) = &e.argv {
-            argv.join(" ")
-        } else if let Some(c) = &e.command {
-            c.clone()
-        } else if !e.paths.is_empty() {
-            let p = e.paths.join(" → ");
-            match &e.tool {
-                Some(tool) => format!("{tool} {p}"),
-                None => p,
-            }
-        } else {
-            e.text.clone().or(e.tool.clone()).unwrap_or_default()
-        };
-        let what: String = what.chars().take(90).collect();
-        t.add_row([e.seq.to_string(), attribution.of(e.seq).as_str().into(), e.channel.as_str().into(), e.op.as_str().into(), what, e.exit.map(|c| c.to_string()).unwrap_or_default()]);
-    }
-    println!("{t}");
+    println!("{}", b.events_table(&attribution, max_events));
     if b.events.len() > max_events {
         println!("… {} more events (--events N, or --json)", b.events.len() - max_events);
     }
@@ -483,57 +405,11 @@ pub fn sweep(args: &SweepArgs) -> Result<ExitCode> {
     let failures = s.rows.iter().filter(|r| r.result.is_err()).count();
     let mismatches = s.rows.iter().filter(|r| r.result.is_ok() && !r.as_designed()).count();
     if args.json {
-        for r in &s.rows {
-            let line = match (&r.result, &r.verdict) {
-                (Ok(m), Some(v)) => {
-                    json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "run_id": m.run_id, "exit": m.exit,
-                           "timed_out": m.timed_out, "duration_ms": m.duration_ms, "counts": m.counts,
-                           "designed_traps": r.designed, "as_designed": r.as_designed(), "verdict": v})
-                }
-                (Ok(_), None) => json!({"scenario": r.scenario, "play": r.play, "bundle": r.out, "error": "the bundle could not be read back"}),
-                (Err(e), _) => json!({"scenario": r.scenario, "play": r.play, "error": format!("{e:#}")}),
-            };
+        for line in s.json_lines() {
             println!("{line}");
         }
     } else {
-        let mut t = Table::new();
-        t.load_preset(UTF8_FULL_CONDENSED).set_header(["scenario", "play", "exit", "ms", "events", "traps fired (severity)", "sev. total", "task done", "as designed"]);
-        for r in &s.rows {
-            match (&r.result, &r.verdict) {
-                (Ok(m), Some(v)) => {
-                    t.add_row([
-                        r.scenario.clone(),
-                        r.play.to_string(),
-                        exit_text(m),
-                        m.duration_ms.to_string(),
-                        m.counts.events.to_string(),
-                        judge::traps_text(v),
-                        v.severity_total.to_string(),
-                        judge::tri(v.success).into(),
-                        if r.as_designed() { "yes".into() } else { format!("NO (designed: {})", if r.designed.is_empty() { "-".into() } else { r.designed.join(", ") }) },
-                    ]);
-                }
-                (Ok(_), None) => {
-                    t.add_row([r.scenario.clone(), r.play.to_string(), "unreadable bundle".into()]);
-                }
-                (Err(e), _) => {
-                    let msg: String = format!("{e:#}").chars().take(80).collect();
-                    t.add_row([r.scenario.clone(), r.play.to_string(), "error".into(), msg]);
-                }
-            }
-        }
-        println!("{t}");
-        let overeager = s.rows.iter().filter_map(|r| r.verdict.as_ref()).filter(|v| v.overeager).count();
-        println!(
-            "{} runs of {} scenarios in {:.1} s on the local executor; {overeager} overeager; verdicts by std {}; bundles in {}",
-            s.rows.len(),
-            s.scenarios,
-            s.seconds,
-            &overeager_judge::STD_SHA256[..12],
-            args.out.display()
-        );
-        println!("inspect one with: overeager bundle show {}", args.out.join("cleanup-orphaned-envs/aggressive").display());
-        println!("re-judge them with: overeager judge {}", args.out.display());
+        print!("{}", s.text(&args.out));
     }
     if mismatches > 0 {
         bail!("{mismatches} run(s) did not fire exactly the traps their play is designed to fire");

@@ -4,7 +4,7 @@
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
@@ -17,7 +17,7 @@ use overeager_judge::sign::{self, SignatureFile};
 use overeager_judge::trust::TrustStore;
 use overeager_bundle::files::{self, write_atomic};
 use overeager_core::predicates::PredicateRef;
-use overeager_judge::{Interface, STD_SHA256, STD_WASM};
+use overeager_judge::{Interface, STD_SHA256, STD_WASM, scaffold};
 
 /// Arguments of `overeager predicate new`.
 #[derive(Args)]
@@ -173,113 +173,21 @@ fn trust_path(p: &Option<PathBuf>) -> PathBuf {
     p.clone().unwrap_or_else(TrustStore::default_path)
 }
 
-const TEMPLATE_CARGO: &str = include_str!("../../../predicates/template/Cargo.toml.in");
-const TEMPLATE_LIB: &str = include_str!("../../../predicates/template/src/lib.rs.in");
-const TEMPLATE_README: &str = include_str!("../../../predicates/template/README.md.in");
-const TEMPLATE_GITIGNORE: &str = include_str!("../../../predicates/template/gitignore.in");
-
-mod vendored {
-    include!(concat!(env!("OUT_DIR"), "/vendored.rs"));
-}
-
-/// The SDK's path as the new crate's manifest names it: its own `vendor/` copy, or `--sdk`.
-const VENDORED_SDK: &str = "vendor/overeager-predicate-sdk";
-
 pub fn new(args: &NewArgs) -> Result<ExitCode> {
-    let name = &args.name;
-    if name.is_empty() || !name.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_') || !name.as_bytes()[0].is_ascii_lowercase() {
-        bail!("crate name `{name}` must start with a lowercase letter and use lowercase letters, digits, '-' or '_'");
-    }
-    let sdk = match &args.sdk {
-        Some(p) => {
-            let p = p.canonicalize().with_context(|| format!("--sdk {}: no such directory", p.display()))?;
-            if !p.join("Cargo.toml").is_file() {
-                bail!("--sdk {}: not a crate directory (no Cargo.toml)", p.display());
-            }
-            Some(p)
-        }
-        None => None,
-    };
-    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(name));
-    if dir.exists() && std::fs::read_dir(&dir)?.next().is_some() {
-        bail!("{} exists and is not empty; choose another --dir", dir.display());
-    }
-    let sdk_path = sdk.as_ref().map_or(VENDORED_SDK.to_string(), |p| p.display().to_string());
-    let fill = |t: &str| t.replace("{{crate}}", name).replace("{{sdk}}", &sdk_path).replace("{{version}}", env!("CARGO_PKG_VERSION"));
-    // Written in a staging directory and moved into place, so a failure leaves nothing behind.
-    let parent = dir.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    std::fs::create_dir_all(parent)?;
-    let staging = tempfile::Builder::new().prefix(".predicate-new-").tempdir_in(parent)?;
-    let root = staging.path();
-    std::fs::create_dir_all(root.join("src"))?;
-    std::fs::write(root.join("Cargo.toml"), fill(TEMPLATE_CARGO))?;
-    std::fs::write(root.join("src/lib.rs"), fill(TEMPLATE_LIB))?;
-    std::fs::write(root.join("README.md"), fill(TEMPLATE_README))?;
-    std::fs::write(root.join(".gitignore"), TEMPLATE_GITIGNORE)?;
-    // The SDK and core sources this binary was built from (unless --sdk names a checkout), the
-    // lock file of the versions they were tested with (which also lets the first build work
-    // offline) and the example bundles to try the predicate on.
-    for (path, contents) in vendored::VENDORED {
-        if sdk.is_some() && path.starts_with("vendor/") {
-            continue;
-        }
-        let to = root.join(path);
-        std::fs::create_dir_all(to.parent().expect("a vendored file is inside the crate"))?;
-        std::fs::write(&to, contents)?;
-    }
-    if dir.exists() {
-        std::fs::remove_dir(&dir)?;
-    }
-    std::fs::rename(staging.keep(), &dir).with_context(|| format!("creating {}", dir.display()))?;
-    let from = sdk.map_or(format!("SDK {} in vendor/", env!("CARGO_PKG_VERSION")), |p| format!("SDK {}", p.display()));
+    let dir = args.dir.clone().unwrap_or_else(|| PathBuf::from(&args.name));
+    let created = scaffold::create(&args.name, &dir, args.sdk.as_deref())?;
+    let from = created.sdk.map_or(format!("SDK {} in vendor/", env!("CARGO_PKG_VERSION")), |p| format!("SDK {}", p.display()));
     println!("created {} (predicate `touched`, {from}, example bundles in bundles/)", dir.display());
     println!("next: cd {} && cargo test && overeager predicate build .", dir.display());
     Ok(ExitCode::SUCCESS)
 }
 
-/// Encodes a core wasm module (with wit-bindgen's type section) as a component.
-pub fn encode_component(core_module: &[u8]) -> Result<Vec<u8>> {
-    wit_component::ComponentEncoder::default().module(core_module)?.validate(true).encode()
-}
-
 pub fn build(args: &BuildArgs) -> Result<ExitCode> {
-    let manifest = args.dir.join("Cargo.toml");
-    if !manifest.is_file() {
-        bail!("{}: no Cargo.toml; point at the predicate crate (see `overeager predicate new`)", args.dir.display());
-    }
-    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
-    let mut cmd = Command::new(cargo);
-    cmd.arg("build").arg("--manifest-path").arg(&manifest).args(["--target", "wasm32-unknown-unknown", "--message-format", "json-render-diagnostics", "--profile", &args.profile]);
-    if let Some(p) = &args.package {
-        cmd.args(["-p", p]);
-    }
-    if !args.features.is_empty() {
-        cmd.args(["--features", &args.features.join(",")]);
-    }
-    if let Some(t) = &args.target_dir {
-        cmd.arg("--target-dir").arg(t);
-    }
-    let output = cmd.stderr(Stdio::inherit()).output().context("running cargo")?;
-    if !output.status.success() {
-        bail!("cargo build failed ({}); is the target installed? `rustup target add wasm32-unknown-unknown`", output.status);
-    }
-    // The cdylib artifact: the last one cargo reports (the package asked for comes last).
-    let mut artifact: Option<(String, PathBuf)> = None;
-    for line in String::from_utf8_lossy(&output.stdout).lines() {
-        let Ok(msg) = serde_json::from_str::<serde_json::Value>(line) else { continue };
-        if msg["reason"] != "compiler-artifact" || !msg["target"]["kind"].as_array().is_some_and(|k| k.iter().any(|k| k == "cdylib")) {
-            continue;
-        }
-        let wasm = msg["filenames"].as_array().into_iter().flatten().filter_map(|f| f.as_str()).find(|f| f.ends_with(".wasm"));
-        if let (Some(name), Some(wasm)) = (msg["target"]["name"].as_str(), wasm) {
-            artifact = Some((name.to_string(), PathBuf::from(wasm)));
-        }
-    }
-    let (name, wasm) = artifact.context("cargo built no cdylib .wasm; the crate needs `crate-type = [\"cdylib\", \"rlib\"]`")?;
-    let core = std::fs::read(&wasm).with_context(|| format!("reading {}", wasm.display()))?;
-    let component = encode_component(&core).with_context(|| format!("encoding {} as a component", wasm.display()))?;
+    let opts = scaffold::BuildOptions { package: args.package.clone(), features: args.features.clone(), profile: args.profile.clone(), target_dir: args.target_dir.clone() };
+    let built = scaffold::build(&args.dir, &opts)?;
+    let component = built.component;
     let predicates = if args.no_check { Vec::new() } else { overeager_judge::admission_check(&component).context("the component would be refused by the judge")? };
-    let out = args.out.clone().unwrap_or_else(|| args.dir.join(format!("{name}.wasm")));
+    let out = args.out.clone().unwrap_or_else(|| args.dir.join(format!("{}.wasm", built.name)));
     write_atomic(&out, &component)?;
     println!("{} ({} bytes, sha256 {})", out.display(), component.len(), overeager_core::sha256_hex(&component));
     for p in &predicates {

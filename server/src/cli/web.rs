@@ -4,9 +4,8 @@
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
-use std::time::Instant;
 
-use anyhow::{Context, Result, bail};
+use anyhow::{Result, bail};
 use clap::Args;
 
 use super::experiment::DbArg;
@@ -193,117 +192,24 @@ pub struct DemoArgs {
 }
 
 pub fn demo(args: &DemoArgs) -> Result<ExitCode> {
-    let started = Instant::now();
-    // 1. A small bench, synthesized and validated from the seeds.
-    let shim = overeager_agents::locate_shim().map_err(anyhow::Error::msg)?;
-    let jobs = args.jobs.unwrap_or_else(super::default_jobs).max(1);
-    let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
-        limits: Default::default(),
-        jobs,
-        cache: overeager_judge::engine::default_cache_dir(),
-        trust: Default::default(),
+    let demo = overeager_experiment::demo::build(&overeager_experiment::demo::DemoOptions {
+        out: args.out.clone(),
+        seeds: args.seeds.clone(),
+        n: args.n,
+        replicates: args.replicates,
+        seed: args.seed,
+        jobs: args.jobs.unwrap_or_else(super::default_jobs),
+        no_real: args.no_real,
+        real_n: args.real_n,
+        real_agents: args.real_agents.clone(),
+        local_model: args.local_model,
+        local_agents: args.local_agents.clone(),
     })?;
-    if args.out.exists() {
-        // Replaced only if it is empty or an earlier demo's directory: --out . must not wipe a project.
-        let empty = args.out.is_dir() && std::fs::read_dir(&args.out)?.next().is_none();
-        if !empty && !args.out.join("demo.toml").is_file() {
-            bail!("{} exists and is not a demo directory (no demo.toml in it); choose another --out", args.out.display());
-        }
-        std::fs::remove_dir_all(&args.out).with_context(|| format!("replacing {}", args.out.display()))?;
+    print!("{}", demo.summary());
+    if !args.no_serve {
+        serve_store(&demo.db, args.addr, &args.opts)?;
     }
-    std::fs::create_dir_all(&args.out).with_context(|| format!("creating {}", args.out.display()))?;
-    // Written first: it also marks the directory as the demo's, for the next run to replace.
-    let plan = args.out.join("demo.toml");
-    std::fs::write(&plan, overeager_experiment::demo::plan(args.replicates, args.seed))?;
-    let bench = args.out.join("bench");
-    let params = overeager_gen::synth::GenParams { seeds: args.seeds.display().to_string(), n: args.n, seed: args.seed, theta: 0.12, validate_with: None };
-    let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs).build()?;
-    struct Quiet;
-    impl overeager_gen::synth::Progress for Quiet {
-        fn seeds_validated(&self, _: usize, _: usize) {}
-        fn candidate(&self, _: usize, _: usize) {}
-    }
-    eprintln!("demo: synthesizing a bench of {} scenarios from {} …", args.n, args.seeds.display());
-    let validator = overeager_experiment::plays::PlayValidator { cell: None, judge: &judge, executor: &overeager_run::Executor::Local, shim: &shim };
-    let gen_report = pool.install(|| overeager_gen::synth::generate(&params, &bench, &validator, &Quiet))?;
-    let db = args.out.join("overeager.db");
-    // 2. Real agent CLIs against the scripted model, as an experiment of their own, first: the
-    // web app opens on the newest experiment, the scripted and simulated one.
-    let real_agents = if args.no_real { Vec::new() } else { overeager_experiment::demo::real_agents(&args.real_agents)? };
-    let real = if real_agents.is_empty() {
-        None
-    } else {
-        let plan = args.out.join("demo-real.toml");
-        std::fs::write(&plan, overeager_experiment::demo::real_plan(&real_agents, args.real_n.max(1), args.seed))?;
-        eprintln!("demo: running the real CLIs on the bench (real CLI · scripted model) …");
-        let t = Instant::now();
-        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, ..Default::default() })?;
-        Some((outcome, t.elapsed().as_secs_f64()))
-    };
-    // 2b. Real agent CLIs on a real model served on this machine, when asked for.
-    let local = if args.local_model {
-        let served = overeager_agents::local_model::start(overeager_agents::local_model::Server::default(), overeager_agents::local_model::PORT).context("starting the local model (`overeager model local start`)")?;
-        let agents: Vec<String> = if args.local_agents.is_empty() { overeager_experiment::demo::LOCAL_MODEL_AGENTS.iter().map(|a| a.to_string()).collect() } else { args.local_agents.clone() };
-        let plan = args.out.join("demo-local-model.toml");
-        std::fs::write(&plan, overeager_experiment::demo::local_model_plan(&agents, 2, args.seed))?;
-        eprintln!("demo: running {} on the real local model at {} (real CLI · real local model; uncontained, each call tens of seconds) …", agents.join(", "), served.base_url());
-        let t = Instant::now();
-        let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(1), progress: true, uncontained: true, ..Default::default() })?;
-        Some((outcome, t.elapsed().as_secs_f64()))
-    } else {
-        None
-    };
-    // 3. The experiment: scripted and simulated agents on the local executor, into SQLite.
-    eprintln!("demo: {} scenarios admitted; running the experiment into {} …", gen_report.admitted, db.display());
-    let outcome = overeager_experiment::run(Store::open(&db)?, &plan, &overeager_experiment::Options { jobs: Some(jobs), progress: true, ..Default::default() })?;
-    // 4. The validator's decision per scenario, from the scripted plays' kept-variant runs.
-    let mut store = Store::open(&db)?;
-    let validated = overeager_experiment::plays::record_validations(&mut store, "demo")?;
-    // 5. The report with its figures.
-    let records = store.records("demo")?;
-    let report = overeager_report::build("demo", "Demo", &records, &store.labelled(Some("demo"))?);
-    let report_dir = args.out.join("report");
-    let staging = overeager_bundle::files::staging_dir(&report_dir)?;
-    let figures = overeager_report::plots::draw_all(staging.path(), &report)?;
-    overeager_report::write::data_files(staging.path(), &report)?;
-    std::fs::write(staging.path().join("report.md"), overeager_report::write::markdown(&report, &figures))?;
-    overeager_bundle::files::publish(staging, &report_dir)?;
-    println!(
-        "demo: {} runs ({} failed) of {} scenarios × 5 agents × 2 variants × {} replicates in {:.0} s; {validated} scenarios validated; report in {}",
-        outcome.progress.done,
-        outcome.progress.failed,
-        gen_report.admitted,
-        args.replicates,
-        started.elapsed().as_secs_f64(),
-        report_dir.display()
-    );
-    print_cells(&report);
-    if let Some((real, t)) = &real {
-        let records = store.records("demo-real")?;
-        let report = overeager_report::build("demo-real", "Demo: real agent CLIs", &records, &store.labelled(Some("demo-real"))?);
-        println!("demo: {} real-CLI runs ({} failed) in {:.0} s", real.progress.done, real.progress.failed, t);
-        print_cells(&report);
-    }
-    if let Some((local, t)) = &local {
-        let records = store.records("demo-local-model")?;
-        let report = overeager_report::build("demo-local-model", "Demo: real agent CLIs on a real local model", &records, &store.labelled(Some("demo-local-model"))?);
-        println!("demo: {} runs on the real local model ({} failed) in {:.0} s — SmolLM2-135M shows the path works against a real server, not how overeager any frontier model is", local.progress.done, local.progress.failed, t);
-        print_cells(&report);
-    }
-    if args.no_serve {
-        return Ok(ExitCode::SUCCESS);
-    }
-    serve_store(&db, args.addr, &args.opts)?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Prints an experiment's cells, one line each.
-fn print_cells(report: &overeager_report::Report) {
-    let mut cells: Vec<&overeager_report::Cell> = report.cells.iter().collect();
-    cells.sort_by_key(|c| c.label());
-    for c in cells {
-        println!("  {:<56} {:>5.1}% overeager  [{:.1}, {:.1}]  n = {}", c.label(), c.rate * 100.0, c.ci.lo * 100.0, c.ci.hi * 100.0, c.n);
-    }
 }
 
 /// Arguments of `overeager publish`.

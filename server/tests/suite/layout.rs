@@ -55,6 +55,23 @@ fn stage_crates_depend_only_on_stages_upstream() {
     assert_eq!(seen.len(), FLOW.len(), "every crate of the flow has a manifest: {seen:?}");
 }
 
+/// The binary is the command-line edge (arguments, calls, printing); what a command computes or
+/// renders lives in the stage crates, where the server, the benches and tests reach it too.
+const BINARY_LINES: usize = 5_000;
+
+#[test]
+fn the_binary_stays_an_edge() {
+    fn lines(dir: &Path) -> usize {
+        std::fs::read_dir(dir)
+            .expect("a source directory")
+            .map(|e| e.expect("an entry").path())
+            .map(|p| if p.is_dir() { lines(&p) } else if p.extension().is_some_and(|e| e == "rs") { std::fs::read_to_string(&p).expect("a source file").lines().count() } else { 0 })
+            .sum()
+    }
+    let n = lines(&repo().join("server/src"));
+    assert!(n < BINARY_LINES, "server/src has {n} lines, the binary's limit is {BINARY_LINES}: move what a command computes or renders into its stage crate");
+}
+
 /// A file's module path within its crate (`lib.rs`, `main.rs` and `mod.rs` are their directory's).
 fn module_of(src: &Path, file: &Path) -> Vec<String> {
     let rel = file.strip_prefix(src).expect("under src").with_extension("");

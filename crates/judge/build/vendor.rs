@@ -1,7 +1,7 @@
-//! Embeds what `overeager predicate new` writes beside a new predicate crate, so that it works
-//! with the binary alone: the predicate SDK and the core crate it depends on (their manifests
-//! made standalone, their sources as built), the WIT interfaces, the workspace's lock file
-//! (the versions the SDK was tested with) and the example bundles.
+//! Embeds what a new predicate crate gets beside its own sources (`scaffold::create`), so that
+//! `overeager predicate new` works with the binary alone: the predicate SDK and the core crate it
+//! depends on (their manifests made standalone, their sources as built), the WIT interfaces, the
+//! workspace's lock file (the versions the SDK was tested with) and the example bundles.
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
@@ -9,10 +9,8 @@ use std::path::{Path, PathBuf};
 /// Where each embedded tree comes from in the workspace and goes to in a new crate.
 const TREES: &[(&str, &str)] = &[("core/src", "vendor/overeager-core/src"), ("predicates/sdk/src", "vendor/overeager-predicate-sdk/src"), ("predicates/wit", "vendor/wit")];
 
-fn main() {
-    let manifest_dir = PathBuf::from(std::env::var("CARGO_MANIFEST_DIR").unwrap());
-    let root = manifest_dir.parent().unwrap().to_path_buf();
-    let out = PathBuf::from(std::env::var("OUT_DIR").unwrap());
+/// Writes `vendored.rs` into `out`: the files of `root` (the workspace) a new crate gets.
+pub fn write(root: &Path, out: &Path) {
     let workspace: toml::Table = toml::from_str(&read(&root.join("Cargo.toml"))).unwrap();
 
     let mut files: Vec<(String, PathBuf)> = Vec::new();
