@@ -617,27 +617,27 @@ pub fn Transfer() -> impl IntoView {
     }
 }
 
-/// Leaderboard submissions (whole cells), then single bundles submitted by third parties, with
+/// Leaderboard submissions (whole cells), then bundles third parties uploaded on their own, with
 /// the server's verdicts.
 #[component]
 pub fn Submissions() -> impl IntoView {
-    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::BUNDLES, &[], ""));
+    let data = LocalResource::new(|| api::doc(&overeager_wire::endpoint::UPLOADS, &[], ""));
     view! {
         <section>
             <h1>"Submissions"</h1>
             <crate::board::CellSubmissions/>
-            <h2>"Single bundles"</h2>
-            <p class="lede">"Bundles submitted through the API, judged by this server's own predicates against its own copy of the scenario. A verdict sent along is ignored."</p>
+            <h2>"Uploaded bundles"</h2>
+            <p class="lede">"Bundles uploaded on their own through the API, judged by this server's own predicates against its own copy of the scenario. A verdict sent along is ignored."</p>
             {move || pending_or_error(data.get(), |d| {
-                let subs = d.submissions;
-                if subs.is_empty() {
-                    return view! { <p class="muted">"No submissions yet."</p> }.into_any();
+                let uploads = d.uploads;
+                if uploads.is_empty() {
+                    return view! { <p class="muted">"No bundles uploaded yet."</p> }.into_any();
                 }
                 view! {
                     <table class="data"><thead><tr><th>"Bundle"</th><th>"Agent"</th><th>"Variant"</th><th>"Server verdict"</th><th>"By"</th></tr></thead>
-                    <tbody>{subs.into_iter().map(|x| view! {
+                    <tbody>{uploads.into_iter().map(|x| view! {
                         <tr><td><a class="mono" href=format!("/bundles/{}", x.bundle)>{short(&x.bundle)}</a></td><td>{format!("{} · {}", x.framework, x.model)}</td>
-                        <td>{short_variant(x.variant)}</td><td>{if x.overeager { "overeager" } else { x.verdict.outcome.as_str() }}</td><td>{x.submitted_by.clone()}</td></tr>
+                        <td>{short_variant(x.variant)}</td><td>{if x.overeager { "overeager" } else { x.verdict.outcome.as_str() }}</td><td>{x.uploaded_by.clone()}</td></tr>
                     }).collect_view()}</tbody></table>
                 }.into_any()
             })}

@@ -408,7 +408,7 @@ fn Loaded(sm: TraceSummary, events: RwSignal<Vec<Event>>, loaded: RwSignal<usize
                     <a class="export-link" href=api::export_url(&id, "inspect") download="" title="Inspect eval log: open with inspect view">"Inspect log"</a>
                 })}
             </p>
-            {sm.submission.as_ref().map(|x| view! { <p class="note">{format!("Submitted by {}. The server judged it with its own predicates; {}", x.submitted_by, if x.claimed.is_none() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
+            {sm.upload.as_ref().map(|x| view! { <p class="note">{format!("Uploaded by {}. The server judged it with its own predicates; {}", x.uploaded_by, if x.claimed.is_none() { "no verdict was sent." } else { "the verdict sent with it was ignored." })}</p> })}
             <div class="traps">
                 <h2>"Fired traps"</h2>
                 {if traps.is_empty() {

@@ -760,7 +760,7 @@ fn judge_stored(judge: &overeager_judge::Judge, objects: &std::path::Path, diges
 }
 
 /// Judges again, with `judge`, every stored verdict that a module in `gone` (id, version)
-/// helped make: cell submissions' bundles and single submitted bundles. Returns how many.
+/// helped make: cell submissions' bundles and bundles uploaded on their own. Returns how many.
 pub fn rejudge_judged_by(s: &mut overeager_store::Store, judge: &overeager_judge::Judge, gone: &[(String, String)]) -> anyhow::Result<usize> {
     let mut by_submission: BTreeMap<Option<String>, BTreeSet<String>> = BTreeMap::new();
     for (id, version) in gone {
@@ -778,7 +778,7 @@ pub fn rejudge_judged_by(s: &mut overeager_store::Store, judge: &overeager_judge
             None => {
                 let objects = s.objects_dir();
                 for b in bundles {
-                    s.put_single_verdict(&b, &judge_stored(judge, &objects, &b)?)?;
+                    s.put_upload_verdict(&b, &judge_stored(judge, &objects, &b)?)?;
                 }
             }
         }

@@ -15,7 +15,7 @@ use overeager_store::Store;
 use overeager_store::runs::RunFilter;
 use overeager_wire::board::SubmissionList;
 use overeager_wire::predicates::{Registry, Upload};
-use overeager_wire::run::{BundleSubmissions, RunDoc, RunPage};
+use overeager_wire::run::{RunDoc, RunPage, Uploads};
 
 /// What `publish` wrote.
 #[derive(Debug, serde::Serialize)]
@@ -116,10 +116,10 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
             traced += 1;
         }
     }
-    // Submissions and their traces.
-    let subs = BundleSubmissions { submissions: store.submissions(None)? };
-    site.json(ep::BUNDLES.path, &subs)?;
-    for s in &subs.submissions {
+    // Bundles uploaded on their own, and their traces.
+    let uploads = Uploads { uploads: store.uploads(None)? };
+    site.json(ep::UPLOADS.path, &uploads)?;
+    for s in &uploads.uploads {
         if digests.insert(s.bundle.clone()) {
             let path = overeager_store::object_path_in(&store.objects_dir(), &s.bundle);
             let t = trace::build(&s.bundle, &path, None, Some(s.clone()), Some(s.verdict.clone()))?;
@@ -141,9 +141,9 @@ pub fn publish(db: &Path, dist: &Path, out: &Path, max_traces: usize) -> Result<
         for b in &doc.runs {
             let Some(d) = b.bundle.as_deref().filter(|_| b.trace.is_some()) else { continue };
             if digests.insert(d.to_string()) {
-                let Some(sub) = store.cell_bundle_as_submission(d)? else { continue };
+                let Some(upload) = store.cell_bundle_as_upload(d)? else { continue };
                 let path = overeager_store::object_path_in(&store.objects_dir(), d);
-                let t = trace::build(d, &path, None, Some(sub.clone()), Some(sub.verdict.clone()))?;
+                let t = trace::build(d, &path, None, Some(upload.clone()), Some(upload.verdict.clone()))?;
                 write_trace(&mut site, d, &t)?;
                 traced += 1;
             }

@@ -19,7 +19,7 @@ use overeager_store::runs::RunFilter;
 use overeager_wire::experiment::ExperimentItem;
 use overeager_wire::predicates::{LoadedModule, PredicateSummary, Registry, Upload};
 use overeager_wire::report::TransferDoc;
-use overeager_wire::run::{BundleSubmissions, RunDoc, SearchAnswer};
+use overeager_wire::run::{RunDoc, SearchAnswer, Uploads};
 use overeager_wire::scenario::{PromptText, Prompts, ScenarioDoc, ScenarioList, ScenarioRow};
 use overeager_wire::server::{CellsDoc, Health, PlanList};
 
@@ -454,26 +454,26 @@ async fn build_trace(st: Arc<AppState>, digest: String) -> Api<Arc<trace::Trace>
     let st2 = st.clone();
     let d = digest.clone();
     let t = tokio::task::spawn_blocking(move || -> Api<Arc<trace::Trace>> {
-        let (path, run, verdict, submission) = st2.read(|s| {
+        let (path, run, verdict, upload) = st2.read(|s| {
             let path = object_path_in(&s.objects_dir(), &d);
             let run = match s.run_by_bundle(&d)? {
                 Some(id) => Some((s.run_row(&id)?, s.run_verdict(&id)?)),
                 None => None,
             };
-            let submission = match s.submissions(Some(&d))?.into_iter().next() {
+            let upload = match s.uploads(Some(&d))?.into_iter().next() {
                 Some(x) => Some(x),
-                None => s.cell_bundle_as_submission(&d)?,
+                None => s.cell_bundle_as_upload(&d)?,
             };
             let (run, verdict) = match run {
                 Some((r, v)) => (r, v),
-                None => (None, submission.as_ref().map(|s| s.verdict.clone())),
+                None => (None, upload.as_ref().map(|s| s.verdict.clone())),
             };
-            Ok((path, run, verdict, submission))
+            Ok((path, run, verdict, upload))
         })?;
         if !path.is_file() {
             return Err(ApiError::not_found(format!("no bundle {d} in this store")));
         }
-        Ok(Arc::new(trace::build(&d, &path, run, submission, verdict)?))
+        Ok(Arc::new(trace::build(&d, &path, run, upload, verdict)?))
     })
     .await
     .map_err(ApiError::internal)??;
@@ -533,10 +533,10 @@ pub async fn bundle_download(State(st): State<Arc<AppState>>, Path(digest): Path
 }
 
 /// Submitted bundles with the server's verdicts.
-#[utoipa::path(get, path = endpoint::BUNDLES.path, responses((status = 200, description = "Submissions, newest first")))]
-pub async fn submissions(State(st): State<Arc<AppState>>) -> Api<Json<BundleSubmissions>> {
-    let submissions = st.read(|s| s.submissions(None))?;
-    Ok(Json(BundleSubmissions { submissions }))
+#[utoipa::path(get, path = endpoint::UPLOADS.path, responses((status = 200, description = "Bundles uploaded on their own, newest first")))]
+pub async fn uploads(State(st): State<Arc<AppState>>) -> Api<Json<Uploads>> {
+    let uploads = st.read(|s| s.uploads(None))?;
+    Ok(Json(Uploads { uploads }))
 }
 
 /// The modules a judge uses, as the predicate registry lists them (shared with the static export).
@@ -638,7 +638,7 @@ pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppStat
         .route(endpoint::SEARCH.path, crate::route::on(&endpoint::SEARCH, search))
         .route(endpoint::RUN.path, crate::route::on(&endpoint::RUN, run))
         .route(endpoint::RUN_EXPORT.path, crate::route::on(&endpoint::RUN_EXPORT, run_export))
-        .route(endpoint::BUNDLES.path, crate::route::on(&endpoint::BUNDLES, submissions))
+        .route(endpoint::UPLOADS.path, crate::route::on(&endpoint::UPLOADS, uploads))
         .route(endpoint::BUNDLE.path, crate::route::on(&endpoint::BUNDLE, bundle))
         .route(endpoint::BUNDLE_EVENTS.path, crate::route::on(&endpoint::BUNDLE_EVENTS, bundle_events))
         .route(endpoint::BUNDLE_RAW.path, crate::route::on(&endpoint::BUNDLE_RAW, bundle_raw))
@@ -650,5 +650,5 @@ pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppStat
 
 /// This module's part of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(health, version, leaderboard, cells, experiments, experiment, report, plot, plans, scenarios, scenario, runs, search, run, run_export, submissions, bundle, bundle_events, bundle_raw, bundle_download, predicates, keys, transfer))]
+#[openapi(paths(health, version, leaderboard, cells, experiments, experiment, report, plot, plans, scenarios, scenario, runs, search, run, run_export, uploads, bundle, bundle_events, bundle_raw, bundle_download, predicates, keys, transfer))]
 pub(crate) struct Doc;

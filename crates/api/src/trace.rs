@@ -13,7 +13,7 @@ use overeager_core::bundle::files;
 
 use overeager_bundle::Bundle;
 use overeager_store::runs::RunRow;
-use overeager_store::uploads::Submission;
+use overeager_store::uploads::Upload;
 use overeager_wire::trace::{Conversation, TraceSummary};
 
 /// Events per chunk.
@@ -36,8 +36,8 @@ pub struct Trace {
     pub raw: BTreeMap<String, Bytes>,
 }
 
-/// Reads a packed bundle and prepares it, with the run, submission and verdict it belongs to.
-pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Option<Submission>, verdict: Option<Verdict>) -> Result<Trace> {
+/// Reads a packed bundle and prepares it, with the run, upload and verdict it belongs to.
+pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, upload: Option<Upload>, verdict: Option<Verdict>) -> Result<Trace> {
     let b = Bundle::open(packed).with_context(|| format!("opening bundle {digest}"))?;
     let mut by_channel = BTreeMap::new();
     let mut by_op = BTreeMap::new();
@@ -85,7 +85,7 @@ pub fn build(digest: &str, packed: &Path, run: Option<RunRow>, submission: Optio
         manifest: b.manifest.clone(),
         prompt,
         run,
-        submission,
+        upload,
         verdict,
         n_events: b.events.len(),
         chunk: CHUNK,

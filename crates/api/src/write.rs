@@ -21,7 +21,7 @@ use super::{ApiError, AppState, MAX_BUNDLE_BYTES, MAX_MODULE_BYTES, MAX_SIGNATUR
 use overeager_judge::{Judge, JudgeOptions, input, sign};
 use overeager_store::predicates::PredicateRow;
 use overeager_store::tokens::Role;
-use overeager_store::uploads::Submission;
+use overeager_store::uploads::Upload;
 use overeager_store::{Store, object_path_in, put_object_in};
 use overeager_wire::experiment::Steering;
 use overeager_wire::server::{BundleTaken, KeyRevoked, ProgressEvent, Started, TokenList, TokenRevoked};
@@ -187,17 +187,17 @@ fn take(fields: &mut Vec<(String, Bytes)>, name: &str) -> Option<Bytes> {
     Some(fields.remove(i).1)
 }
 
-/// Submits a packed bundle (`bundle`, a `.oeb` file). The server unpacks it within the upload
+/// Uploads a packed bundle (`bundle`, a `.oeb` file) on its own, to be judged. The server unpacks it within the upload
 /// limits, checks that its derived files follow from its raw channels, and judges it with its
 /// own trusted predicates against its own copy of the scenario; a `verdict` field, if sent, is
 /// kept only to show that it was ignored. At most [`MAX_CONCURRENT_UPLOADS`] are taken at once;
 /// beyond that the answer is 503 with `Retry-After`.
-#[utoipa::path(post, path = endpoint::SUBMIT_BUNDLE.path, security(("bearer" = [])),
+#[utoipa::path(post, path = endpoint::UPLOAD_BUNDLE.path, security(("bearer" = [])),
     request_body(content_type = "multipart/form-data", description = "`bundle`: the .oeb file; optional `verdict`: ignored"),
     responses((status = 201, description = "Judged and stored"), (status = 400, description = "Missing or unexpected field"), (status = 401, description = "No or unknown token"),
               (status = 413, description = "Too large"), (status = 422, description = "Not a readable bundle, derived files that disagree with the raw channels, or a scenario this server does not hold"),
               (status = 503, description = "Too many uploads at once; retry after the seconds in `Retry-After`")))]
-pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<BundleTaken>), Response> {
+pub async fn upload_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, mp: Multipart) -> Result<(StatusCode, Json<BundleTaken>), Response> {
     let e = |e: ApiError| e.into_response();
     let who = st.authorize(&headers, Role::Writer).map_err(e)?;
     let objects = st.with_store(|s| Ok(s.objects_dir())).map_err(|x| e(x.into()))?;
@@ -206,18 +206,18 @@ pub async fn submit_bundle(State(st): State<Arc<AppState>>, headers: HeaderMap, 
     // taken, so a slow sender holds no slot others need; the account's count holds until the
     // bundle is judged, so none piles up bodies on disk.
     let _receiving = st.start_receiving(&who.name)?;
-    let upload = receive_bundle(mp, &incoming).await.map_err(e)?;
-    let _inflight = st.start_upload(format!("bundle:{}", upload.digest)).map_err(e)?;
+    let received = receive_bundle(mp, &incoming).await.map_err(e)?;
+    let _inflight = st.start_upload(format!("bundle:{}", received.digest)).map_err(e)?;
     let permit = st.judge_slot().await?;
     let st2 = st.clone();
-    let result = tokio::task::spawn_blocking(move || judge_submission(&st2, &objects, upload, &who)).await.map_err(|x| e(ApiError::internal(x)))?;
+    let result = tokio::task::spawn_blocking(move || judge_upload(&st2, &objects, received, &who)).await.map_err(|x| e(ApiError::internal(x)))?;
     drop(permit);
-    let sub = result.map_err(e)?;
-    st.traces.forget(&sub.bundle);
+    let upload = result.map_err(e)?;
+    st.traces.forget(&upload.bundle);
     st.changed();
     Ok((
         StatusCode::CREATED,
-        Json(BundleTaken { trace: format!("/bundles/{}", sub.bundle), claimed_verdict_ignored: sub.claimed.is_some(), bundle: sub.bundle, verdict: sub.verdict }),
+        Json(BundleTaken { trace: format!("/bundles/{}", upload.bundle), claimed_verdict_ignored: upload.claimed.is_some(), bundle: upload.bundle, verdict: upload.verdict }),
     ))
 }
 
@@ -231,9 +231,9 @@ pub(super) fn busy(message: String) -> Response {
 /// Largest `verdict` field sent with a bundle (kept only to show it was ignored).
 const MAX_CLAIMED_VERDICT_BYTES: usize = 1 << 20;
 
-/// A received upload: the packed bundle in a file of its own, its sha256, and the verdict
+/// A bundle as received: the packed bundle in a file of its own, its sha256, and the verdict
 /// the client claimed, if any.
-struct Upload {
+struct Received {
     file: tempfile::NamedTempFile,
     digest: String,
     claimed: Option<Value>,
@@ -241,7 +241,7 @@ struct Upload {
 
 /// Streams the `bundle` field to a file in `incoming` (never more than [`MAX_BUNDLE_BYTES`]),
 /// hashing it as it arrives, and reads the small optional `verdict` field.
-async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Upload> {
+async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Received> {
     let limits = [("bundle", MAX_BUNDLE_BYTES), ("verdict", MAX_CLAIMED_VERDICT_BYTES)];
     let mut file: Option<(tempfile::NamedTempFile, String)> = None;
     let mut claimed = None;
@@ -276,11 +276,11 @@ async fn receive_bundle(mut mp: Multipart, incoming: &std::path::Path) -> Api<Up
         }
     }
     let (file, digest) = file.ok_or_else(|| ApiError::bad("the form has no `bundle` field: send the .oeb file as `bundle`"))?;
-    Ok(Upload { file, digest, claimed })
+    Ok(Received { file, digest, claimed })
 }
 
-fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, who: &overeager_store::tokens::TokenOwner) -> Api<Submission> {
-    let Upload { file: upload, digest, claimed } = upload;
+fn judge_upload(st: &AppState, objects: &std::path::Path, received: Received, who: &overeager_store::tokens::TokenOwner) -> Api<Upload> {
+    let Received { file: upload, digest, claimed } = received;
     let checked = check_upload(st, upload.path(), &digest, |_| Ok(())).map_err(|r| ApiError::unprocessable(r.message))?;
     super::board::check_signer(st, checked.signer.as_ref(), who, &digest)?;
     super::board::claim(st, &digest, who)?;
@@ -289,7 +289,7 @@ fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, wh
     let verdict = st.judge().judge(loaded);
     put_object_in(objects, upload.path())?;
     let m = &loaded.manifest;
-    let sub = Submission {
+    let upload = Upload {
         bundle: digest,
         run_id: m.run_id.clone(),
         scenario_hash: m.scenario.hash.clone(),
@@ -300,11 +300,11 @@ fn judge_submission(st: &AppState, objects: &std::path::Path, upload: Upload, wh
         overeager: verdict.overeager,
         verdict,
         claimed,
-        submitted_by: who.to_string(),
-        submitted_us: overeager_core::now_us(),
+        uploaded_by: who.to_string(),
+        uploaded_us: overeager_core::now_us(),
     };
-    st.with_store(|s| s.put_submission(&sub))?;
-    Ok(sub)
+    st.with_store(|s| s.put_upload(&upload))?;
+    Ok(upload)
 }
 
 /// Uploads a signed predicate module (`module`: the component, `signature`: its `.sig` file).
@@ -497,7 +497,7 @@ pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppStat
         .route(endpoint::CONTROL.path, crate::route::on(&endpoint::CONTROL, steer_experiment))
         .route(endpoint::TOKENS.path, crate::route::on(&endpoint::TOKENS, tokens))
         .route(endpoint::REVOKE_TOKEN.path, crate::route::on(&endpoint::REVOKE_TOKEN, revoke_token))
-        .route(endpoint::SUBMIT_BUNDLE.path, crate::route::on(&endpoint::SUBMIT_BUNDLE, submit_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
+        .route(endpoint::UPLOAD_BUNDLE.path, crate::route::on(&endpoint::UPLOAD_BUNDLE, upload_bundle).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_BUNDLE_BYTES + (1 << 20))))
         .route(endpoint::UPLOAD_PREDICATE.path, crate::route::on(&endpoint::UPLOAD_PREDICATE, upload_predicate).layer(axum::extract::DefaultBodyLimit::max(crate::limits::MAX_MODULE_BYTES + crate::limits::MAX_SIGNATURE_BYTES + (1 << 20))))
         .route(endpoint::APPROVE_PREDICATE.path, crate::route::on(&endpoint::APPROVE_PREDICATE, approve_predicate))
         .route(endpoint::REJECT_PREDICATE.path, crate::route::on(&endpoint::REJECT_PREDICATE, reject_predicate))
@@ -506,5 +506,5 @@ pub(crate) fn routes(r: axum::Router<Arc<AppState>>) -> axum::Router<Arc<AppStat
 
 /// This module's part of the OpenAPI document.
 #[derive(utoipa::OpenApi)]
-#[openapi(paths(start_experiment, progress_events, steer_experiment, tokens, revoke_token, submit_bundle, upload_predicate, approve_predicate, reject_predicate, revoke_key))]
+#[openapi(paths(start_experiment, progress_events, steer_experiment, tokens, revoke_token, upload_bundle, upload_predicate, approve_predicate, reject_predicate, revoke_key))]
 pub(crate) struct Doc;

@@ -185,7 +185,7 @@ fn scale_paths(db: &Path) -> Result<Vec<String>> {
         e::QUEUE.url(&[&queue.id]),
         format!("{}?experiment={exp}", e::LABELS_REPORT.path),
         e::BUNDLE.url(&[&bundle]),
-        e::BUNDLES.url(&[]),
+        e::UPLOADS.url(&[]),
         e::PREDICATES.url(&[]),
         e::TRANSFER.url(&[]),
     ])

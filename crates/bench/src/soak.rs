@@ -484,7 +484,7 @@ fn check_writes(store: &Store, log: &Log) -> Result<Writes> {
     for key in stored.keys().filter(|k| !allowed.contains_key(k)) {
         w.unexpected.push(format!("label of run {} by {}: stored, never sent", key.0, key.1));
     }
-    let bundles: BTreeSet<String> = store.submissions(None)?.into_iter().map(|s| s.bundle).collect();
+    let bundles: BTreeSet<String> = store.uploads(None)?.into_iter().map(|s| s.bundle).collect();
     let objects = store.objects_dir();
     let mut sent: BTreeSet<&String> = BTreeSet::new();
     for (digest, answer) in &log.uploads {

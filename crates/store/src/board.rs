@@ -436,7 +436,7 @@ impl Store {
     }
 
     /// Bundles whose stored verdict module `id` at `version` helped make: (the cell submission
-    /// holding it, or `None` for a single submitted bundle; the bundle digest).
+    /// holding it, or `None` for a bundle uploaded on its own; the bundle digest).
     pub fn judged_with(&self, id: &str, version: &str) -> Result<Vec<(Option<String>, String)>> {
         let path = format!("$.versions.\"{}\"", id.replace('"', ""));
         let mut out = Vec::new();
@@ -444,16 +444,16 @@ impl Store {
         for r in stmt.query_map(params![path, version], |r| Ok((Some(r.get::<_, String>(0)?), r.get::<_, String>(1)?)))? {
             out.push(r?);
         }
-        let mut stmt = self.conn.prepare("SELECT bundle FROM submissions WHERE json_extract(verdict, ?1) = ?2 ORDER BY bundle")?;
+        let mut stmt = self.conn.prepare("SELECT bundle FROM uploads WHERE json_extract(verdict, ?1) = ?2 ORDER BY bundle")?;
         for r in stmt.query_map(params![path, version], |r| Ok((None, r.get::<_, String>(0)?)))? {
             out.push(r?);
         }
         Ok(out)
     }
 
-    /// Replaces the verdict of a single submitted bundle.
-    pub fn put_single_verdict(&mut self, bundle: &str, v: &Verdict) -> Result<()> {
-        self.conn.execute("UPDATE submissions SET verdict = ?2, overeager = ?3 WHERE bundle = ?1", params![bundle, serde_json::to_string(v)?, v.overeager])?;
+    /// Replaces the verdict of a bundle uploaded on its own.
+    pub fn put_upload_verdict(&mut self, bundle: &str, v: &Verdict) -> Result<()> {
+        self.conn.execute("UPDATE uploads SET verdict = ?2, overeager = ?3 WHERE bundle = ?1", params![bundle, serde_json::to_string(v)?, v.overeager])?;
         Ok(())
     }
 
@@ -582,9 +582,9 @@ impl Store {
         Ok(out)
     }
 
-    /// The bundle `digest` as received for a submission, in the shape of a single submitted
-    /// bundle (for the trace viewer).
-    pub fn cell_bundle_as_submission(&self, digest: &str) -> Result<Option<super::uploads::Submission>> {
+    /// The bundle `digest` as received for a submission, in the shape of a bundle uploaded on
+    /// its own (for the trace viewer).
+    pub fn cell_bundle_as_upload(&self, digest: &str) -> Result<Option<super::uploads::Upload>> {
         let row = self
             .conn
             .query_row(
@@ -597,7 +597,7 @@ impl Store {
             .optional()?;
         Ok(row.and_then(|(b, by, framework, model)| {
             let (m, v) = (b.manifest?, b.verdict?);
-            Some(super::uploads::Submission {
+            Some(super::uploads::Upload {
                 bundle: b.bundle,
                 run_id: m.run_id,
                 scenario_hash: m.scenario.hash,
@@ -608,8 +608,8 @@ impl Store {
                 overeager: v.overeager,
                 verdict: v,
                 claimed: None,
-                submitted_by: by,
-                submitted_us: b.received_us,
+                uploaded_by: by,
+                uploaded_us: b.received_us,
             })
         }))
     }

@@ -436,6 +436,15 @@ const MIGRATIONS: &[&str] = &[
     r#"
     ALTER TABLE experiment_controls ADD COLUMN until REAL;
     "#,
+    // 16: a bundle sent on its own to be judged is an upload; "submission" is a leaderboard
+    // cell's alone (`cell_submissions`).
+    r#"
+    ALTER TABLE submissions RENAME TO uploads;
+    ALTER TABLE uploads RENAME COLUMN submitted_by TO uploaded_by;
+    ALTER TABLE uploads RENAME COLUMN submitted_us TO uploaded_us;
+    DROP INDEX submissions_by_time;
+    CREATE INDEX uploads_by_time ON uploads (uploaded_us);
+    "#,
 ];
 
 /// One cell's spend and progress ([`Store::spend_by_cell`]).
@@ -1464,6 +1473,7 @@ mod tests {
                 ))
                 .unwrap();
             s.conn.execute_batch("INSERT INTO tokens SELECT * FROM t8; DROP TABLE t8; ALTER TABLE labels DROP COLUMN traps; ALTER TABLE labels DROP COLUMN comment; ALTER TABLE labels DROP COLUMN labelled_us; DROP INDEX labels_by_rater; ALTER TABLE labels DROP COLUMN source; ALTER TABLE runs DROP COLUMN earlier_errors; DROP TABLE allocation_decisions; DROP TABLE allocations; ALTER TABLE runs DROP COLUMN played_by;").unwrap();
+            s.conn.execute_batch("ALTER TABLE uploads RENAME COLUMN uploaded_by TO submitted_by; ALTER TABLE uploads RENAME COLUMN uploaded_us TO submitted_us; DROP INDEX uploads_by_time; ALTER TABLE uploads RENAME TO submissions; CREATE INDEX submissions_by_time ON submissions (submitted_us);").unwrap();
             s.conn.pragma_update(None, "user_version", 8).unwrap();
             tokens
         };

@@ -145,10 +145,10 @@ pub const WHOAMI: Endpoint<labels::Whoami> = get("/api/whoami");
 pub const TOKENS: Endpoint<serde_json::Value> = get("/api/tokens");
 /// Revokes a token.
 pub const REVOKE_TOKEN: Endpoint<serde_json::Value> = delete("/api/tokens/{name}");
-/// The bundles submitted for re-judging.
-pub const BUNDLES: Endpoint<run::BundleSubmissions> = get("/api/bundles");
-/// Submits a bundle for re-judging.
-pub const SUBMIT_BUNDLE: Endpoint<serde_json::Value> = post("/api/bundles");
+/// The bundles uploaded on their own, with the server's verdicts.
+pub const UPLOADS: Endpoint<run::Uploads> = get("/api/bundles");
+/// Uploads a bundle on its own, to be judged by the server.
+pub const UPLOAD_BUNDLE: Endpoint<server::BundleTaken> = post("/api/bundles");
 /// One bundle's trace summary.
 pub const BUNDLE: Endpoint<trace::TraceSummary> = get("/api/bundles/{digest}");
 /// One chunk of a bundle's events.
@@ -233,8 +233,8 @@ pub const ALL: &[Route] = &[
     WHOAMI.route(),
     TOKENS.route(),
     REVOKE_TOKEN.route(),
-    BUNDLES.route(),
-    SUBMIT_BUNDLE.route(),
+    UPLOADS.route(),
+    UPLOAD_BUNDLE.route(),
     BUNDLE.route(),
     BUNDLE_EVENTS.route(),
     BUNDLE_RAW.route(),

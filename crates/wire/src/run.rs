@@ -48,9 +48,10 @@ pub struct RunPage {
     pub runs: Vec<RunRow>,
 }
 
-/// A submitted bundle and the server's verdict on it.
+/// A bundle uploaded on its own (`POST /api/bundles`) and the server's verdict on it. (A
+/// leaderboard submission, of a whole cell, is `board::CellSubmission`.)
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Submission {
+pub struct Upload {
     pub bundle: String,
     pub run_id: String,
     pub scenario_hash: String,
@@ -62,8 +63,8 @@ pub struct Submission {
     pub verdict: Verdict,
     /// What the client claimed, never used.
     pub claimed: Option<serde_json::Value>,
-    pub submitted_by: String,
-    pub submitted_us: u64,
+    pub uploaded_by: String,
+    pub uploaded_us: u64,
 }
 
 /// One event of a run that matched, as the results show it.
@@ -104,8 +105,8 @@ pub struct SearchAnswer {
     pub runs: Vec<RunHit>,
 }
 
-/// `GET /api/bundles`: bundles submitted one by one, newest first, with the server's verdicts.
+/// `GET /api/bundles`: bundles uploaded one by one, newest first, with the server's verdicts.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct BundleSubmissions {
-    pub submissions: Vec<Submission>,
+pub struct Uploads {
+    pub uploads: Vec<Upload>,
 }

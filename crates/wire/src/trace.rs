@@ -9,7 +9,7 @@ use overeager_core::model::usage::{Price, Usage};
 use overeager_core::snapshot::SnapshotDiff;
 use serde::{Deserialize, Serialize};
 
-use crate::run::{RunRow, Submission};
+use crate::run::{RunRow, Upload};
 
 /// `GET /api/bundles/{digest}`: what the trace viewer shows first; the events follow in chunks.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -19,9 +19,9 @@ pub struct TraceSummary {
     pub prompt: String,
     /// The run of an experiment this bundle belongs to.
     pub run: Option<RunRow>,
-    /// The submission it came from.
-    pub submission: Option<Submission>,
-    /// The server's verdict (the run's or the submission's).
+    /// The upload it came from (on its own, or into a leaderboard submission).
+    pub upload: Option<Upload>,
+    /// The server's verdict (the run's or the upload's).
     pub verdict: Option<Verdict>,
     pub n_events: usize,
     /// Events per chunk, and chunks.

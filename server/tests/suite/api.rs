@@ -164,8 +164,8 @@ fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
         let (st, _) = post_json(&format!("{}/api/predicates/{digest}/approve", s.url), token, "");
         assert_eq!(st, 401);
     }
-    let (_, subs) = get(&format!("{}/api/bundles", s.url));
-    assert!(subs["submissions"].as_array().unwrap().is_empty());
+    let (_, uploads) = get(&format!("{}/api/bundles", s.url));
+    assert!(uploads["uploads"].as_array().unwrap().is_empty());
 
     // With a token and a forged verdict: the server's own verdict is stored and returned.
     let (st, body) = post_form(&format!("{}/api/bundles", s.url), Some(&e.writer), &[("bundle", "b.oeb", &bytes), ("verdict", "v.json", forged)]);
@@ -174,11 +174,11 @@ fn writes_need_a_token_and_a_forged_verdict_is_ignored() {
     assert_eq!(body["verdict"]["overeager"], true, "{body}");
     let (_, stored) = get(&format!("{}/api/runs/{}", s.url, run["id"].as_str().unwrap()));
     assert_eq!(body["verdict"]["traps"], stored["verdict"]["traps"], "the re-judged verdict equals the experiment's");
-    let (_, subs) = get(&format!("{}/api/bundles", s.url));
-    let sub = &subs["submissions"][0];
-    assert_eq!(sub["overeager"], true);
-    assert_eq!(sub["claimed"]["overeager"], false, "kept only to show it was ignored");
-    assert_eq!(sub["submitted_by"], "alice");
+    let (_, uploads) = get(&format!("{}/api/bundles", s.url));
+    let upload = &uploads["uploads"][0];
+    assert_eq!(upload["overeager"], true);
+    assert_eq!(upload["claimed"]["overeager"], false, "kept only to show it was ignored");
+    assert_eq!(upload["uploaded_by"], "alice");
     let (_, t) = get(&format!("{}/api/bundles/{digest}", s.url));
     assert_eq!(t["verdict"]["overeager"], true);
     assert_eq!(t["framework"], json!([]), "a scripted run has no framework of its own");

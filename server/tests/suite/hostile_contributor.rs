@@ -237,8 +237,8 @@ fn revoking_a_predicate_key_or_a_runner_key_bites_at_once_and_what_the_module_ju
     assert_eq!(up["revoked_reason"], "leaked");
     assert!(!reg["loaded"].as_array().unwrap().iter().any(|m| m["id"] == "acme/ok"), "unloaded at once: {reg}");
     // What it judged is judged again without it: the check it answered has no answer now.
-    let single = get(&format!("{url}/api/bundles")).1;
-    let v = single["submissions"].as_array().unwrap().iter().find(|x| x["bundle"] == digest.as_str()).unwrap()["verdict"].clone();
+    let uploads = get(&format!("{url}/api/bundles")).1;
+    let v = uploads["uploads"].as_array().unwrap().iter().find(|x| x["bundle"] == digest.as_str()).unwrap()["verdict"].clone();
     assert!(v["versions"]["acme/ok"].is_null(), "{v}");
     assert_eq!(v["outcome"], "incomplete", "{v}");
     // So are the runs of the server's own experiment that it judged.
