@@ -4,9 +4,11 @@
 //! (reading, deriving events, packing, verifying) is `overeager-bundle`'s.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
+use overeager_bundle::Bundle;
 use overeager_bundle::derive::{derive_events, write_events};
 use overeager_bundle::files::{check_out_free, publish, staging_dir};
 use overeager_core::bundle::{AgentRef, BLOB_CAP, BUNDLE_SCHEMA, BundleManifest, ExecutorRef, ScenarioRef, files};
@@ -80,15 +82,17 @@ fn new_run_id(started_us: u64) -> String {
 }
 
 /// Executes one run on the request's executor and writes its bundle to `out`.
-pub fn execute_to(req: &RunRequest<'_>, out: &Path) -> Result<BundleManifest> {
+pub fn execute_to(req: &RunRequest<'_>, out: &Path) -> Result<Bundle> {
     check_out_free(out)?;
     let raw = req.executor.execute(req)?;
     assemble(&raw, req, out)
 }
 
 /// Writes the bundle of a finished run to `out` (which must not exist yet, or be empty). The
-/// bundle appears there complete or not at all.
-pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<BundleManifest> {
+/// bundle appears there complete or not at all. The bundle returned holds the parts it was
+/// written from (manifest, scenario, events, snapshots), so judging it reads nothing back but
+/// the channels and blobs a predicate asks for.
+pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle> {
     check_out_free(out)?;
     let staging = staging_dir(out)?;
     let dir = staging.path();
@@ -161,7 +165,7 @@ pub fn assemble(raw: &RawRun, req: &RunRequest<'_>, out: &Path) -> Result<Bundle
     // The manifest goes last: a directory without one is not a bundle.
     write_json(&dir.join(files::MANIFEST), &manifest)?;
     publish(staging, out)?;
-    Ok(manifest)
+    Bundle::of_parts(out, manifest, Arc::new(req.scenario.scenario.clone()), events, Arc::new(raw.before.clone()), Arc::new(raw.after.clone()))
 }
 
 /// Runs one agent on one scenario and writes the bundle to `out`.
@@ -174,7 +178,7 @@ pub fn run_one(
     executor: &overeager_run::Executor,
     shim: &Path,
     out: &Path,
-) -> Result<BundleManifest> {
+) -> Result<Bundle> {
     let req = RunRequest { variant, replicate, timeout, ..RunRequest::new(executor, loaded, agent, shim.to_path_buf()) };
     execute_to(&req, out)
 }

@@ -218,6 +218,14 @@ impl Bundle {
         Bundle::from_files(path, Files::Dir { path: path.to_path_buf(), handle })
     }
 
+    /// The bundle just written to `dir` from these parts (what audit assembled), taken as they
+    /// are rather than read back and parsed again; the files read on demand (channels, blobs)
+    /// are read from `dir`.
+    pub fn of_parts(dir: &Path, manifest: BundleManifest, scenario: Arc<Scenario>, events: Vec<Event>, before: Arc<Snapshot>, after: Arc<Snapshot>) -> Result<Bundle> {
+        let files = Files::Dir { path: dir.to_path_buf(), handle: open_bundle_path(dir)? };
+        Ok(Bundle { dir: dir.to_path_buf(), manifest, scenario: Some(scenario), events, before, after, files, _unpacked: None })
+    }
+
     fn open_dir(dir: &Path) -> Result<Bundle> {
         Bundle::from_files(dir, Files::Dir { path: dir.to_path_buf(), handle: open_bundle_path(dir)? })
     }

@@ -1050,18 +1050,19 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     };
     let work = tempfile::Builder::new().prefix("overeager-exp-").tempdir_in(at.scratch)?;
     let dir = work.path().join("bundle");
-    let manifest = overeager_audit::execute_to(&req, &dir)?;
+    let bundle = overeager_audit::execute_to(&req, &dir)?;
     if let Some(key) = at.runner_key {
         overeager_bundle::signature::sign_dir(&dir, key)?;
     }
     let packed = work.path().join("bundle.oeb");
     pack::pack(&dir, &packed)?;
-    let mut loaded = input::load(&dir)?;
     // Storing the object does not need the database: it happens outside the lock.
     let digest = overeager_store::put_object_in(at.objects, &packed)?;
-    loaded.label = format!("{digest}.oeb");
+    let usage = bundle.usage()?;
+    let manifest = bundle.manifest.clone();
+    // Judged from what audit assembled: the packed object is the store's, not read back.
+    let loaded = input::of_bundle(bundle, format!("{digest}.oeb"))?;
     let verdict = judge.judge(&loaded);
-    let usage = overeager_bundle::read::usage_in(&dir)?;
     store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref(), loaded.events())?;
     Ok(usage)
 }

@@ -58,8 +58,8 @@ pub fn player(cell: Option<&str>, play: PlayKind) -> Result<AgentSpec, String> {
 
 /// Runs `spec` into `out` and judges it, with the merged events the verdict cites.
 pub fn run_and_judge(s: &LoadedScenario, spec: AgentSpec, timeout: Duration, judge: &Judge, executor: &Executor, shim: &Path, out: &Path) -> anyhow::Result<(Verdict, Vec<overeager_core::Event>)> {
-    overeager_audit::run_one(s, spec, Variant::ConsentKept, 0, timeout, executor, shim, out)?;
-    let b = input::load(out)?;
+    let bundle = overeager_audit::run_one(s, spec, Variant::ConsentKept, 0, timeout, executor, shim, out)?;
+    let b = input::of_bundle(bundle, out.display().to_string())?;
     Ok((judge.judge(&b), b.events().to_vec()))
 }
 

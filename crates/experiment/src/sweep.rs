@@ -59,7 +59,7 @@ pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync
     let plays: Vec<_> = loaded.iter().flat_map(|s| PlayKind::ALL.into_iter().map(move |k| (s, k))).collect();
     let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.max(1)).build()?;
     let started = Instant::now();
-    let ran: Vec<(PlayKind, Result<BundleManifest>)> = pool.install(|| {
+    let ran: Vec<(PlayKind, Result<overeager_bundle::Bundle>)> = pool.install(|| {
         plays
             .par_iter()
             .map(|(s, k)| {
@@ -71,11 +71,8 @@ pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync
             .collect()
     });
     let seconds = started.elapsed().as_secs_f64();
-    if out.exists() {
-        std::fs::remove_dir_all(out).with_context(|| format!("replacing {}", out.display()))?;
-    }
-    overeager_bundle::files::publish(staging, out)?;
-    // Every bundle judged by the built-in predicates.
+    // Every bundle judged by the built-in predicates, from what audit assembled, before the
+    // bundles move to `out` (a predicate reads the blobs it asks for where they were written).
     let judge = overeager_judge::Judge::new(overeager_judge::JudgeOptions {
         limits: overeager_judge::engine::Limits::default(),
         jobs: jobs.max(1),
@@ -88,11 +85,21 @@ pub fn sweep(seeds: &Path, out: &Path, jobs: usize, on_run: &(dyn Fn(u64) + Sync
             .zip(ran)
             .map(|((s, _), (play, result))| {
                 let dir = out.join(&s.scenario.id).join(play.as_str());
-                let verdict = result.as_ref().ok().and_then(|_| overeager_judge::input::load(&dir).ok()).map(|b| judge.judge(&b));
+                let (result, verdict) = match result {
+                    Ok(b) => {
+                        let manifest = b.manifest.clone();
+                        (Ok(manifest), overeager_judge::input::of_bundle(b, dir.display().to_string()).ok().map(|b| judge.judge(&b)))
+                    }
+                    Err(e) => (Err(e), None),
+                };
                 SweepRow { scenario: s.scenario.id.clone(), play, designed: s.scenario.plays.get(play).fires.clone(), out: dir, result, verdict }
             })
             .collect()
     });
+    if out.exists() {
+        std::fs::remove_dir_all(out).with_context(|| format!("replacing {}", out.display()))?;
+    }
+    overeager_bundle::files::publish(staging, out)?;
     Ok(Sweep { scenarios: loaded.len(), rows, seconds })
 }
 

@@ -198,9 +198,14 @@ fn to_json<T: serde::Serialize>(v: &T) -> Result<String, String> {
 
 /// Reads a bundle directory or `.oeb` file, ready to build its views.
 pub fn load(path: &Path) -> Result<LoadedBundle> {
-    let b = Bundle::read(path)?;
+    of_bundle(Bundle::read(path)?, path.display().to_string())
+}
+
+/// A bundle in hand (read, or just assembled by audit) ready to build its views; `label` names
+/// it in its verdict.
+pub fn of_bundle(b: Bundle, label: String) -> Result<LoadedBundle> {
     let Some(scenario) = b.scenario.clone() else {
-        bail!("{}: the bundle has no readable {}; it cannot be judged without its scenario", path.display(), files::SCENARIO);
+        bail!("{}: the bundle has no readable {}; it cannot be judged without its scenario", b.dir.display(), files::SCENARIO);
     };
     for (i, e) in b.events.iter().enumerate() {
         if e.seq != i as u64 {
@@ -209,7 +214,7 @@ pub fn load(path: &Path) -> Result<LoadedBundle> {
     }
     let attribution = Arc::new(attribute_bundle(&b)?);
     let full = LoadedBundle {
-        label: path.display().to_string(),
+        label,
         n_events: b.events.len(),
         events: b.events,
         manifest: b.manifest,

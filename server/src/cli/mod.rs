@@ -307,13 +307,13 @@ pub fn run(args: &RunArgs) -> Result<ExitCode> {
         uncontained: args.uncontained,
         providers: if args.providers.is_empty() { None } else { Some(std::sync::Arc::new(overeager_agents::providers::load(&args.providers)?)) },
     };
-    let m = overeager_audit::execute_to(&req, &args.out)?;
+    let b = overeager_audit::execute_to(&req, &args.out)?;
     if args.json {
-        print_json(&serde_json::to_value(&m)?);
+        print_json(&serde_json::to_value(&b.manifest)?);
     } else {
-        print!("{}", Bundle::open(&args.out)?.summary());
+        print!("{}", b.summary());
     }
-    Ok(if m.timed_out { ExitCode::from(3) } else { ExitCode::SUCCESS })
+    Ok(if b.manifest.timed_out { ExitCode::from(3) } else { ExitCode::SUCCESS })
 }
 
 pub fn bundle_derive(dir: &Path, as_json: bool) -> Result<ExitCode> {

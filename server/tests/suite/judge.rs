@@ -125,6 +125,23 @@ fn verdicts_are_byte_identical_across_repeats_and_thread_counts() {
     assert_eq!(one, all);
 }
 
+/// A run is judged from what audit assembled, in memory; the same bundle read back from disk
+/// gets the byte-identical verdict (the sweep judges the first way, `judge` the second).
+#[test]
+fn a_run_judged_as_assembled_and_as_read_back_gets_one_verdict() {
+    let env = scratch("judge-in-memory");
+    let sample = env.join("seeds");
+    for dir in common::seed_sample() {
+        copy_tree(&dir, &sample.join(dir.file_name().unwrap()));
+    }
+    let out = env.join("sweep");
+    let swept = ok(&overeager(&["sweep", "--seeds", sample.to_str().unwrap(), "--out", out.to_str().unwrap(), "--json"]));
+    let in_memory: BTreeMap<String, Value> = verdicts(&swept).into_iter().map(|l| (l["bundle"].as_str().unwrap().to_string(), l["verdict"].clone())).collect();
+    let from_disk: BTreeMap<String, Value> = verdicts(&ok(&oe(&env, &["judge", out.to_str().unwrap(), "--json"]))).into_iter().map(|v| (v["bundle"].as_str().unwrap().to_string(), v)).collect();
+    assert_eq!(in_memory.len(), 3 * common::seed_sample().len());
+    assert_eq!(in_memory, from_disk);
+}
+
 /// A bundle whose judging allocates far more than std's bump arena holds (8 MiB; here tens of
 /// thousands of snapshot entries, decoded as strings and maps) is judged completely, and as its
 /// small self is: past the arena, the module's reusing allocator serves the call.
