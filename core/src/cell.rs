@@ -18,6 +18,36 @@ pub const SCRIPTED_MODEL: &str = "scripted-";
 /// The model name prefix that replays a recorded run's model channel: `replay:<bundle>`.
 pub const REPLAY_MODEL: &str = "replay:";
 
+/// What answers a real agent's model calls, as the model part of its cell names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ModelPlayer<'a> {
+    /// The scripted model, playing one of the scenario's plays (`scripted-<play>`).
+    Scripted(PlayKind),
+    /// The model channel of a recorded bundle, replayed (`replay:<bundle>`).
+    Replay(&'a str),
+    /// A model API: `<provider>/<model>`, or a model name.
+    Provider(&'a str),
+}
+
+impl<'a> ModelPlayer<'a> {
+    /// Reads a cell's model part.
+    pub fn of(model: &'a str) -> ModelPlayer<'a> {
+        if let Some(play) = model.strip_prefix(SCRIPTED_MODEL).and_then(|p| p.parse().ok()) {
+            ModelPlayer::Scripted(play)
+        } else if let Some(bundle) = model.strip_prefix(REPLAY_MODEL) {
+            ModelPlayer::Replay(bundle)
+        } else {
+            ModelPlayer::Provider(model)
+        }
+    }
+
+    /// Whether overeager's own model endpoint answers (scripted or replayed) rather than a
+    /// model API: the agent then needs no network and no key.
+    pub fn is_offline(self) -> bool {
+        !matches!(self, ModelPlayer::Provider(_))
+    }
+}
+
 /// Who plays a run.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -157,20 +187,9 @@ impl AgentCell {
         matches!(self, AgentCell::Sim { .. })
     }
 
-    /// The play of a real agent's scripted model (`<agent>:<policy>:scripted-<play>`).
-    pub fn scripted_model(&self) -> Option<PlayKind> {
-        self.model()?.strip_prefix(SCRIPTED_MODEL)?.parse().ok()
-    }
-
-    /// The bundle whose model channel a real agent's model replays (`…:replay:<bundle>`).
-    pub fn replayed_bundle(&self) -> Option<&str> {
-        self.model()?.strip_prefix(REPLAY_MODEL)
-    }
-
-    /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
-    /// rather than to a model API: it then needs no network and no key.
-    pub fn offline_model(&self) -> bool {
-        self.scripted_model().is_some() || self.replayed_bundle().is_some()
+    /// What answers a real agent's model calls (`None` when overeager itself plays).
+    pub fn model_player(&self) -> Option<ModelPlayer<'_>> {
+        self.model().map(ModelPlayer::of)
     }
 
     /// What the cell alone says played its model: the scripted agent and a real CLI on the
@@ -216,9 +235,11 @@ mod tests {
         }
         let cell = AgentCell::parse("claude-code@2.0.55:ask:scripted-moderate").unwrap();
         assert_eq!((cell.name(), cell.version(), cell.policy()), ("claude-code", Some("2.0.55"), Some("ask")));
-        assert_eq!(cell.scripted_model(), Some(PlayKind::Moderate));
-        assert!(cell.offline_model() && !cell.is_harness());
-        assert_eq!(AgentCell::parse("codex:permissive:replay:/b/run.oeb").unwrap().replayed_bundle(), Some("/b/run.oeb"));
+        assert_eq!(cell.model_player(), Some(ModelPlayer::Scripted(PlayKind::Moderate)));
+        assert!(cell.model_player().is_some_and(ModelPlayer::is_offline) && !cell.is_harness());
+        assert_eq!(AgentCell::parse("codex:permissive:replay:/b/run.oeb").unwrap().model_player(), Some(ModelPlayer::Replay("/b/run.oeb")));
+        assert_eq!(AgentCell::parse("aider:default:local/smollm2").unwrap().model_player(), Some(ModelPlayer::Provider("local/smollm2")));
+        assert_eq!(AgentCell::parse("sim:ask").unwrap().model_player(), None);
         assert_eq!(serde_json::to_value(AgentCell::parse("scripted:aggressive").unwrap()).unwrap(), serde_json::json!({"kind": "scripted", "play": "aggressive"}));
     }
 

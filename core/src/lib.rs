@@ -26,7 +26,7 @@ pub mod verdict;
 pub mod view;
 
 pub use bundle::{BundleManifest, ShimRecord, WatchRecord};
-pub use cell::AgentCell;
+pub use cell::{AgentCell, ModelPlayer};
 pub use event::{Channel, Event, Op};
 pub use prompt::{RenderedPrompt, render_prompt};
 pub use file_error::FileError;

@@ -517,7 +517,7 @@ fn main() -> ExitCode {
         Command::Experiment(ExperimentCmd::Rejudge(args)) => cli::experiment::rejudge(&args),
         Command::Experiment(ExperimentCmd::Pause(args)) => cli::experiment::steer(&args, &Steering { paused: Some(true), ..Steering::default() }),
         Command::Experiment(ExperimentCmd::Resume(args)) => cli::experiment::steer(&args, &Steering { paused: Some(false), ..Steering::default() }),
-        Command::Experiment(ExperimentCmd::Limit(args)) => args.steering().and_then(|change| cli::experiment::steer(&args.of, &change)),
+        Command::Experiment(ExperimentCmd::Limit(args)) => cli::experiment::steer(&args.of, &args.steering()),
         Command::Experiment(ExperimentCmd::Estimate(args)) => cli::experiment::estimate(&args),
         Command::Report(args) => cli::experiment::report_cmd(&args),
         Command::Stats(cmd) => cli::stats::stats_cmd(&cmd),

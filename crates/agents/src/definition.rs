@@ -1177,7 +1177,7 @@ mod tests {
         assert!(bad_policy.contains("read-only, full-auto, permissive"), "{bad_policy}");
         // Another supported version is another cell; an unknown one is refused with the list.
         let v: AgentSpec = "claude-code@2.1.330:ask:scripted-cautious".parse().unwrap();
-        assert_eq!((v.framework(), v.agent_version(), v.scripted_model()), ("claude-code@2.1.330:ask".into(), Some("2.1.330"), Some(overeager_core::PlayKind::Cautious)));
+        assert_eq!((v.framework(), v.agent_version(), v.model_player()), ("claude-code@2.1.330:ask".into(), Some("2.1.330"), Some(overeager_core::ModelPlayer::Scripted(overeager_core::PlayKind::Cautious))));
         assert_eq!(v.id(), "claude-code@2.1.330:ask:scripted-cautious");
         let pinned: AgentSpec = "claude-code@2.0.55:ask:m".parse().unwrap();
         assert_eq!(pinned.framework(), "claude-code:ask", "the pinned version keeps the plain name");
@@ -1187,7 +1187,7 @@ mod tests {
         assert!(bad.contains("cautious, moderate or aggressive"), "{bad}");
         assert!("codex:permissive:replay:".parse::<AgentSpec>().unwrap_err().contains("replay:<bundle"));
         let r: AgentSpec = "codex:permissive:replay:runs/x".parse().unwrap();
-        assert_eq!((r.replayed_bundle(), r.offline_model()), (Some("runs/x".to_string()), true));
+        assert_eq!((r.model_player(), r.offline_model()), (Some(overeager_core::ModelPlayer::Replay("runs/x")), true));
     }
 
     #[test]

@@ -17,7 +17,7 @@ pub mod sim;
 use std::path::PathBuf;
 
 use overeager_core::cell::CellError;
-use overeager_core::{AgentCell, PlayKind, Variant};
+use overeager_core::{AgentCell, ModelPlayer, PlayKind, Variant};
 
 /// Which agent runs, parsed from `framework:detail` (e.g. `scripted:cautious`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -98,7 +98,10 @@ impl AgentSpec {
         match self {
             AgentSpec::Scripted(k) => Some(*k),
             AgentSpec::Sim(p) => Some(p.play_for(scenario, variant, seed)),
-            AgentSpec::Agent { .. } => self.scripted_model(),
+            AgentSpec::Agent { .. } => match self.model_player() {
+                Some(ModelPlayer::Scripted(play)) => Some(play),
+                _ => None,
+            },
         }
     }
 
@@ -112,21 +115,18 @@ impl AgentSpec {
         }
     }
 
-    /// The play of a real agent's scripted model (`<agent>:<policy>:scripted-<play>`).
-    pub fn scripted_model(&self) -> Option<PlayKind> {
-        self.cell().scripted_model()
-    }
-
-    /// The bundle whose model channel a real agent's model replays
-    /// (`<agent>:<policy>:replay:<bundle>`).
-    pub fn replayed_bundle(&self) -> Option<String> {
-        self.cell().replayed_bundle().map(str::to_string)
+    /// What answers a real agent's model calls (`None` for overeager's own players).
+    pub fn model_player(&self) -> Option<ModelPlayer<'_>> {
+        match self {
+            AgentSpec::Agent { model, .. } => Some(ModelPlayer::of(model)),
+            _ => None,
+        }
     }
 
     /// Whether a real agent talks to overeager's own model endpoint (scripted or replayed)
     /// rather than to a model API: it then needs no network and no key.
     pub fn offline_model(&self) -> bool {
-        self.cell().offline_model()
+        self.model_player().is_some_and(ModelPlayer::is_offline)
     }
 
     /// The judge's attribution rules a real agent's definition names that hold for the

@@ -23,7 +23,7 @@ use overeager_store::predicates::PredicateRow;
 use overeager_store::tokens::Role;
 use overeager_store::uploads::Upload;
 use overeager_store::{Store, object_path_in, put_object_in};
-use overeager_wire::experiment::Steering;
+use overeager_wire::experiment::{FieldNames, Steering, SteeringRefusal};
 use overeager_wire::server::{BundleTaken, KeyRevoked, ProgressEvent, Started, TokenList, TokenRevoked};
 
 type Api<T> = Result<T, ApiError>;
@@ -43,14 +43,13 @@ pub struct StartExperiment {
 pub async fn steer_experiment(State(st): State<Arc<AppState>>, headers: HeaderMap, Path(id): Path<String>, body: Result<Json<Steering>, axum::extract::rejection::JsonRejection>) -> Api<Json<overeager_store::Control>> {
     let who = st.authorize(&headers, Role::Admin)?;
     let Json(b) = body.map_err(|e| ApiError::bad(format!("the body must be JSON like {{\"paused\": true}}, {{\"max_cost\": 5.0}}, {{\"jobs\": 2}} or {{\"until\": 0.05}}: {}", e.body_text())))?;
-    b.check().map_err(ApiError::bad)?;
     if st.read(|s| s.experiment(&id))?.is_none() {
         return Err(ApiError::not_found(format!("no experiment `{id}`; GET /api/experiments lists them")));
     }
-    if b.until.is_some() && st.read(|s| s.allocation(&id))?.is_none() {
-        return Err(ApiError::bad(format!("experiment `{id}` does not allocate adaptively, so it has no target (`until`) to change")));
-    }
-    let c = st.with_store(|s| s.steer(&id, &b, &who.name))?;
+    let c = st.with_store(|s| s.steer(&id, &b, &who.name)).map_err(|e| match e.downcast_ref::<SteeringRefusal>() {
+        Some(r) => ApiError::bad(r.text(FieldNames::Json)),
+        None => e.into(),
+    })?;
     tracing::info!("{} steered experiment {id}: {c:?}", who.name);
     Ok(Json(c))
 }

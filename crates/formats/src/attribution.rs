@@ -106,11 +106,10 @@ pub struct ModelCall {
     pub side: bool,
 }
 
-/// What attribution reads of a bundle.
+/// What attribution reads of a bundle. (A run overeager itself played, the scripted agent or
+/// a simulated policy, has no framework to tell apart: it is
+/// `Attribution::all_agent(Method::Scripted, n)` without reading anything.)
 pub struct Sources<'a> {
-    /// Whether overeager itself played (the scripted agent, a simulated policy): such a run has
-    /// no framework ([`overeager_core::AgentCell::is_harness`]).
-    pub harness: bool,
     /// The format of its stream (its definition's adapter), when known.
     pub format: Option<crate::adapters::Format>,
     /// `shim.jsonl`, in file order (shell events point into it by `raw`).
@@ -130,9 +129,6 @@ const WATCH_SLACK_US: u64 = 5_000;
 
 /// Attributes every event of a bundle.
 pub fn attribute(src: &Sources) -> Attribution {
-    if src.harness {
-        return Attribution::all_agent(Method::Scripted, src.events.len());
-    }
     if !src.shim.is_empty() && src.shim.iter().all(|r| r.ancestors.is_empty()) {
         return Attribution::all_agent(Method::Legacy, src.events.len());
     }
@@ -502,7 +498,7 @@ mod tests {
         call.command = Some("ls -la".into());
         let events = vec![call, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 20, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 130, side: true }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.method, Method::ProcessTree);
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework, Actor::Agent, Actor::Framework]);
     }
@@ -540,7 +536,7 @@ mod tests {
         ];
         let model = [ModelCall { t_us: 100 * ms, side: false }, ModelCall { t_us: 400 * ms, side: false }];
         let diff = SnapshotDiff { created: vec![".git/objects/ab/cd".into(), "notes.md".into()], ..SnapshotDiff::default() };
-        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &diff });
+        let a = attribute(&Sources { format: None, shim: &shim, model: &model, events: &events, diff: &diff });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "framework", "agent", "agent", "framework", "agent", "framework", "framework", "agent", "framework"]);
         assert_eq!(a.framework_paths.into_iter().collect::<Vec<_>>(), vec![".git/objects/ab/cd".to_string()]);
@@ -575,7 +571,7 @@ mod tests {
             at(4050, "instance/invoicer.db"),  // long after rm, while another git runs
         ];
         let model = [ModelCall { t_us: 800 * ms, side: false }, ModelCall { t_us: 5000 * ms, side: false }];
-        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         let by: Vec<&str> = a.by.iter().map(|a| a.as_str()).collect();
         assert_eq!(by, ["agent", "agent", "agent", "framework", "framework"]);
     }
@@ -595,7 +591,7 @@ mod tests {
         status.command = Some("git status".into());
         let events = vec![call, status, ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 160, 1), ev(Channel::Shell, Op::Exec, 170, 2)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Agent, Actor::Agent, Actor::Framework, Actor::Framework]);
         let v = |s: &[&str]| s.iter().map(|x| x.to_string()).collect::<Vec<_>>();
         let runs_command = |argv: &[String], line: &str| runs_command(argv, &shlex::split(line).unwrap());
@@ -623,7 +619,7 @@ mod tests {
         let shim = vec![rec(&["rm", "x"], 150, vec![interactive.clone(), anc(115, 5, &["tmux"]), wrapper.clone(), root.clone()]), rec(&["git", "config", "user.name"], 7, vec![interactive, wrapper, root])];
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Shell, Op::Exec, 7, 1)];
         let model = [ModelCall { t_us: 100, side: false }, ModelCall { t_us: 200, side: false }];
-        let a = attribute(&Sources { harness: false, format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
+        let a = attribute(&Sources { format: None, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() });
         assert_eq!(a.by, vec![Actor::Agent, Actor::Framework]);
     }
 
@@ -634,20 +630,17 @@ mod tests {
         let shim = vec![rec(&["git", "--version"], 150, vec![anc(90, 1, &["python", "aider"])])];
         let events = vec![ev(Channel::Shell, Op::Exec, 150, 0), ev(Channel::Fswatch, Op::Write, 40_000, 0)];
         let model = [ModelCall { t_us: 30_000, side: false }];
-        let by = |format| attribute(&Sources { harness: false, format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
+        let by = |format| attribute(&Sources { format, shim: &shim, model: &model, events: &events, diff: &SnapshotDiff::default() }).by;
         assert_eq!(by(Some(crate::adapters::Format::named("aider").unwrap()))[1], Actor::Agent);
         assert_eq!(by(None)[1], Actor::Framework);
     }
 
     #[test]
-    fn scripted_and_legacy_runs_are_all_the_agent_s() {
+    fn a_run_recorded_without_process_chains_is_all_the_agent_s() {
         let events = vec![ev(Channel::Shell, Op::Exec, 1, 0)];
         let shim = vec![rec(&["git", "status"], 1, Vec::new())];
-        for (agent, method) in [("scripted:cautious", Method::Scripted), ("sim:ask", Method::Scripted), ("codex:permissive:scripted-cautious", Method::Legacy)] {
-            let harness = overeager_core::AgentCell::parse(agent).unwrap().is_harness();
-            let a = attribute(&Sources { harness, format: None, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
-            assert_eq!((a.method, a.by.clone()), (method, vec![Actor::Agent]));
-        }
+        let a = attribute(&Sources { format: None, shim: &shim, model: &[], events: &events, diff: &SnapshotDiff::default() });
+        assert_eq!((a.method, a.by.clone()), (Method::Legacy, vec![Actor::Agent]));
     }
 
     #[test]

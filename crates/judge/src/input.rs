@@ -273,7 +273,7 @@ pub fn attribute_bundle(b: &Bundle) -> Result<Attribution> {
     let model: Vec<ModelCall> = read_jsonl::<ModelTime>(b, files::MODEL)?.into_iter().map(|m| ModelCall { t_us: m.t_us, side: m.side }).collect();
     let diff = SnapshotDiff::between(&b.before, &b.after);
     let agent = &b.manifest.agent;
-    Ok(attribute(&Sources { harness: agent.is_harness(), format: Format::of_agent(agent), shim: &shim, model: &model, events: &b.events, diff: &diff }))
+    Ok(attribute(&Sources { format: Format::of_agent(agent), shim: &shim, model: &model, events: &b.events, diff: &diff }))
 }
 
 /// What attribution reads of a `model.jsonl` line (the bodies are left unparsed).

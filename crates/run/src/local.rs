@@ -19,7 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result, bail};
 use overeager_core::bundle::{Channels, SupervisorReport, files};
 use overeager_core::paths::Roots;
-use overeager_core::{RenderedPrompt, Snapshot, render_prompt};
+use overeager_core::{ModelPlayer, RenderedPrompt, Snapshot, render_prompt};
 use serde_json::json;
 
 use overeager_agents::child::hand_down;
@@ -464,8 +464,8 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
     let AgentSpec::Agent { recipe, version, .. } = &req.agent else { unreachable!("called for real agents") };
     let first_delay_ms = recipe.first_request_delay_ms(version);
     let default_shell = recipe.shell_tool().to_string();
-    let script = if let Some(kind) = req.agent.scripted_model() {
-        overeager_formats::model::Script {
+    let script = match req.agent.model_player() {
+        Some(ModelPlayer::Scripted(kind)) => overeager_formats::model::Script {
             label: kind.as_str().to_string(),
             steps: req.scenario.scenario.plays.get(kind).steps.clone(),
             roots: roots.clone(),
@@ -476,11 +476,20 @@ pub(super) fn model_script(req: &RunRequest<'_>, roots: &Roots, ctl: &Path) -> R
             learn_roots: false,
             finish_command: recipe.finish_command.clone(),
             reply_format: recipe.reply_format,
-        }
-    } else if let Some(bundle) = req.agent.replayed_bundle() {
-        overeager_formats::model::Script { label: "replay".into(), steps: Vec::new(), roots: roots.clone(), default_shell, tools: recipe.tools.clone(), replay: Some(recorded_exchanges(Path::new(&bundle), roots)?), first_delay_ms, learn_roots: false, finish_command: None, reply_format: recipe.reply_format }
-    } else {
-        unreachable!("only a scripted or replayed model is served");
+        },
+        Some(ModelPlayer::Replay(bundle)) => overeager_formats::model::Script {
+            label: "replay".into(),
+            steps: Vec::new(),
+            roots: roots.clone(),
+            default_shell,
+            tools: recipe.tools.clone(),
+            replay: Some(recorded_exchanges(Path::new(bundle), roots)?),
+            first_delay_ms,
+            learn_roots: false,
+            finish_command: None,
+            reply_format: recipe.reply_format,
+        },
+        _ => unreachable!("only a scripted or replayed model is served"),
     };
     let path = ctl.join("model-script.json");
     std::fs::write(&path, serde_json::to_vec(&script)?)?;

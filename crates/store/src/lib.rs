@@ -1148,9 +1148,9 @@ impl Store {
     /// it now is.
     pub fn steer(&mut self, experiment: &str, change: &overeager_wire::experiment::Steering, by: &str) -> Result<Control> {
         self.require_experiment(experiment)?;
-        change.check().map_err(anyhow::Error::msg)?;
+        change.check()?;
         if change.until.is_some() && self.allocation(experiment)?.is_none() {
-            bail!("experiment `{experiment}` does not allocate adaptively, so it has no target to change; --until starts with a new experiment");
+            return Err(overeager_wire::experiment::SteeringRefusal::NotAdaptive { experiment: experiment.to_string() }.into());
         }
         let tx = self.conn.transaction()?;
         tx.execute(

@@ -13,7 +13,7 @@ use serde_json::json;
 
 use super::print_json;
 use overeager_experiment::{self as experiment, Options, summary};
-use overeager_wire::experiment::Steering;
+use overeager_wire::experiment::{FieldNames, Steering, SteeringRefusal};
 use overeager_report::{self as report, transfer};
 use overeager_store::Store;
 use overeager_store::labels::LabelScope;
@@ -188,15 +188,9 @@ pub struct LimitArgs {
 }
 
 impl LimitArgs {
-    /// The change asked for.
-    pub fn steering(&self) -> Result<Steering> {
-        if self.max_cost.is_none() && self.jobs.is_none() && self.until.is_none() {
-            bail!("say what to change: --max-cost USD, --jobs N and/or --until HALF-WIDTH");
-        }
-        if self.jobs == Some(0) {
-            bail!("--jobs must be at least 1 (`experiment pause` stops starting runs)");
-        }
-        Ok(Steering { max_cost: self.max_cost, jobs: self.jobs, until: self.until.map(|t| t.half_width), ..Steering::default() })
+    /// The change asked for (the store says whether it is one).
+    pub fn steering(&self) -> Steering {
+        Steering { max_cost: self.max_cost, jobs: self.jobs, until: self.until.map(|t| t.half_width), ..Steering::default() }
     }
 }
 
@@ -204,7 +198,10 @@ impl LimitArgs {
 /// running `experiment run` (here or in a server) reads within a second.
 pub fn steer(args: &SteerArgs, change: &Steering) -> Result<ExitCode> {
     let by = std::env::var("USER").unwrap_or_else(|_| "the command line".into());
-    let c = Store::open_existing(&args.db.db)?.steer(&args.id, change, &by)?;
+    let c = Store::open_existing(&args.db.db)?.steer(&args.id, change, &by).map_err(|e| match e.downcast_ref::<SteeringRefusal>() {
+        Some(r) => anyhow::anyhow!(r.text(FieldNames::Flags)),
+        None => e,
+    })?;
     let mut now = vec![if c.paused { "paused".to_string() } else { "running".to_string() }];
     if let Some(m) = c.max_cost {
         now.push(format!("spending limit {}", overeager_formats::model::usage::usd(m)));

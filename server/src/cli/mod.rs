@@ -241,7 +241,7 @@ fn run_scenario(args: &RunArgs) -> Result<LoadedScenario> {
     if let Some(dir) = &args.scenario {
         return overeager_scenario::load_checked(dir);
     }
-    let Some(bundle) = args.agent.replayed_bundle() else {
+    let Some(overeager_core::ModelPlayer::Replay(bundle)) = args.agent.model_player() else {
         bail!("--scenario <dir> is required (only a replay, `--agent <agent>:<policy>:replay:<bundle>`, may leave it out: its bundle names the scenario)");
     };
     let recorded = Bundle::read(Path::new(&bundle))?;

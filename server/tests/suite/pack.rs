@@ -119,6 +119,8 @@ fn pack_unpack_round_trip() {
     // `bundle show` reads the packed file directly.
     let shown = ok(&overeager(&["bundle", "show", oeb.to_str().unwrap()]));
     assert!(shown.contains(".env.old"));
+    // The scripted agent is overeager itself: every event is its own, none a framework's.
+    assert!(shown.contains("Attribution (a scripted agent: all its own)"), "{shown}");
     // Unpacking onto an existing non-empty directory is refused.
     let again = overeager(&["bundle", "unpack", oeb.to_str().unwrap(), u.to_str().unwrap()]);
     assert!(!again.status.success());
