@@ -8,8 +8,9 @@
 //!
 //! The other drivers of the same stages live here too: the validator's plays ([`plays`], the
 //! [`overeager_gen::validate::Validator`] the generator is handed), the fidelity check of real
-//! CLIs against their plays ([`fidelity`]), the demo's plans ([`demo`]), the seeds' plays with no store ([`sweep`]) and the synthetic store
-//! the scale benchmarks measure ([`synthetic`]).
+//! CLIs against their plays ([`fidelity`]), the demo ([`demo`]), the seeds' plays with no store
+//! ([`sweep`]) and the synthetic store the scale benchmarks measure ([`synthetic`]); so do what
+//! a plan will cost ([`estimate`]) and how a run of it reads in a terminal ([`summary`]).
 
 pub mod adaptive;
 pub mod allocate;
