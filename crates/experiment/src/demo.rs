@@ -144,9 +144,7 @@ pub fn build(opts: &DemoOptions) -> Result<Demo> {
     let report = report_of("demo", "Demo")?;
     let report_dir = out.join("report");
     let staging = overeager_bundle::files::staging_dir(&report_dir)?;
-    let figures = overeager_report::plots::draw_all(staging.path(), &report)?;
-    overeager_report::write::data_files(staging.path(), &report)?;
-    std::fs::write(staging.path().join("report.md"), overeager_report::write::markdown(&report, &figures))?;
+    overeager_report::write_files(staging.path(), &report, true)?;
     overeager_bundle::files::publish(staging, &report_dir)?;
     let part = |kind, (o, seconds): (crate::Outcome, f64), report| DemoPart { kind, done: o.progress.done, failed: o.progress.failed, seconds, report };
     let mut parts = vec![part(DemoKind::Main, main, report)];

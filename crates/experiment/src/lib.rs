@@ -1060,11 +1060,10 @@ fn execute_one(s: &LoadedScenario, r: &NewRun, executor: &Executor, timeout: Dur
     // Storing the object does not need the database: it happens outside the lock.
     let digest = overeager_store::put_object_in(at.objects, &packed)?;
     let usage = bundle.usage()?;
-    let manifest = bundle.manifest.clone();
     // Judged from what audit assembled: the packed object is the store's, not read back.
     let loaded = input::of_bundle(bundle, format!("{digest}.oeb"))?;
     let verdict = judge.judge(&loaded);
-    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &manifest, &verdict, usage.as_ref(), loaded.events())?;
+    store.lock().expect("no panics while holding the store").finish_run(&r.id, &digest, &loaded.manifest, &verdict, usage.as_ref(), loaded.events())?;
     Ok(usage)
 }
 

@@ -18,14 +18,18 @@ impl Outcome {
     /// The process's exit status: 1 when a run failed or was left pending for another reason
     /// than the spending limit, [`EXIT_BUDGET`] when only the limit stopped it, else 0.
     pub fn exit_status(&self) -> u8 {
-        let stopped_by_budget = self.budget.as_ref().map_or(0, |b| b.left_pending);
-        if self.progress.failed > 0 || self.left_pending > stopped_by_budget {
+        if self.progress.failed > 0 || self.left_pending > self.left_by_budget() {
             1
-        } else if stopped_by_budget > 0 {
+        } else if self.left_by_budget() > 0 {
             EXIT_BUDGET
         } else {
             0
         }
+    }
+
+    /// Runs the spending limit left pending (of [`Outcome::left_pending`]).
+    fn left_by_budget(&self) -> usize {
+        self.budget.as_ref().map_or(0, |b| b.left_pending)
     }
 
     /// What the call did and what to do next, for the plan at `plan` run with `opts`.
@@ -95,7 +99,7 @@ impl Outcome {
                 }
             }
         }
-        let by_budget = self.budget.as_ref().map_or(0, |b| b.left_pending);
+        let by_budget = self.left_by_budget();
         if self.left_pending > by_budget {
             let why = if self.paused.is_empty() { "every engine failed (see above)" } else { "their cell was paused, or every engine failed (see above)" };
             let _ = writeln!(
